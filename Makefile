@@ -1,0 +1,188 @@
+# ferry - build, test, demo, install.
+#
+#   make            build ferryd, ferryctl, libferry (shared + static), ferry.pc
+#   make check      install missing Debian packages, build, run the test suite
+#                   (plain build, then ASan+UBSan build), print "N passed, N failed"
+#   make demo       install missing packages, build, run a local demonstration
+#   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
+#   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
+#   make clean
+#
+# Build products go to $(BUILD) (default build/); SAN=1 builds with
+# AddressSanitizer and UndefinedBehaviorSanitizer (into build/san by default).
+
+VERSION    := 0.1.0
+SOVERSION  := 0
+
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+
+ifeq ($(SAN),1)
+BUILD      ?= build/san
+SANFLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+BUILD      ?= build
+SANFLAGS   :=
+endif
+
+CC         ?= cc
+CFLAGS     ?= -O2 -g
+WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP
+LDFLAGS    ?=
+ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
+
+# Evaluated when a recipe runs, so that `make check` can install the packages first.
+DAEMON_PKGS = libconfig libsystemd
+pkgflags    = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
+
+PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c
+DAEMON_SRC := daemon/main.c daemon/log.c daemon/loop.c daemon/conf.c daemon/route.c \
+              daemon/recq.c daemon/job.c daemon/sess.c daemon/notify.c
+LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c
+CTL_SRC    := client/ferryctl.c proto/ctl.c
+
+DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))
+LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))
+CTL_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CTL_SRC))
+
+SONAME     := libferry.so.$(SOVERSION)
+LIBSO      := $(BUILD)/libferry.so.$(VERSION)
+
+PROGS      := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(wildcard tests/progs/*.c))
+UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
+FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all deps check check-run demo demo-run install uninstall fuzz clean tests
+
+all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
+
+deps:
+	@packaging/deps.sh
+
+# --- objects ---
+
+$(BUILD)/obj/daemon/%.o: daemon/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(call pkgflags,$(DAEMON_PKGS)) -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# libferry: position independent, hidden unless marked FERRY_API.
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+# --- programs and libraries ---
+
+$(BUILD)/ferryd: $(DAEMON_OBJ)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(DAEMON_PKGS))
+
+$(BUILD)/ferryctl: $(CTL_OBJ)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+$(LIBSO): $(LIB_OBJ) packaging/libferry.map
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=packaging/libferry.map \
+		-Wl,-z,defs -o $@ $(LIB_OBJ)
+	ln -sf libferry.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libferry.so
+
+# The static archive is one relocatable object whose internal symbols are made
+# local, so that only ferry_* can clash with an application's names.
+$(BUILD)/libferry.a: $(LIB_OBJ)
+	ld -r -o $(BUILD)/libferry-all.o $(LIB_OBJ)
+	objcopy --localize-hidden $(BUILD)/libferry-all.o
+	rm -f $@
+	ar rcs $@ $(BUILD)/libferry-all.o
+
+$(BUILD)/ferry.pc: packaging/ferry.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# --- tests ---
+
+# Test programs link the shared library from the build directory.
+$(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+# ft_raw speaks the protocol by hand, with the proto/ code linked in.
+$(BUILD)/tests/ft_raw: tests/progs/ft_raw.c $(PROTO_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
+
+# Unit tests may include the module under test to reach its statics.
+$(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PROTO_SRC) daemon/*.c daemon/*.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS)) -lpthread
+
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/conf.c daemon/route.c daemon/log.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
+
+tests: all $(PROGS) $(UNITS)
+
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run:
+	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory SAN=1 tests
+	@$(MAKE) --no-print-directory $(FUZZERS)
+	@tests/run.sh build build/san
+
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZERS)
+	@for f in $(FUZZERS); do \
+		echo "== $$f"; mkdir -p $(BUILD)/corpus/$$(basename $$f); \
+		$$f -max_total_time=$(FUZZ_SECONDS) $(BUILD)/corpus/$$(basename $$f) tests/fuzz/seeds/$$(basename $$f) || exit 1; \
+	done
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(PROGS)
+	@tests/demo.sh $(BUILD)
+
+# --- install ---
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry
+	install -m 755 $(BUILD)/ferryd $(DESTDIR)$(SBINDIR)/ferryd
+	install -m 755 $(BUILD)/ferryctl $(DESTDIR)$(BINDIR)/ferryctl
+	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
+	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
+	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
+	install -m 644 $(BUILD)/ferry.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
+	sed 's|@SBINDIR@|$(SBINDIR)|' packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
+	install -m 644 packaging/ferryd.socket $(DESTDIR)$(UNITDIR)/ferryd.socket
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
+		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \
+	else \
+		install -m 644 conf/ferry.conf $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
+		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a \
+		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
+		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,790 @@
+/* client/ferry.c - libferry; see ferry.h for the contract.
+ *
+ * The handle holds the Unix socket to ferryd (kept open: its EOF tells either
+ * side that the other is gone), the shared-memory region with the TX and RX
+ * rings, and two eventfds: the daemon writes efd_client when it published RX
+ * records (or freed TX room) while we slept; we write efd_daemon when we
+ * published TX records (or freed RX room) while it slept.
+ */
+#include "ferry.h"
+#include "../proto/ctl.h"
+#include "../proto/ring.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FERRY_API __attribute__((visibility("default")))
+
+#define DEFAULT_RUNTIME_DIR "/run/ferry"
+#define DEFAULT_TIMEOUT_MS  60000
+#define DEFAULT_SPIN_US     20
+
+static_assert(FERRY_MAX_RANKS == (1u << 20), "matches SESS_MAX_RANKS in ferryd");
+
+/* A large item being put back together from its fragments. */
+struct reasm {
+	struct reasm *next;
+	uint32_t src;
+	uint16_t channel;
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+struct ferry {
+	int sock;
+	int efd_client, efd_daemon;
+	int epfd;               /* ferry_fd(): efd_client and sock together */
+	void *region;
+	size_t region_bytes;
+	struct ring tx, rx;
+	uint32_t rank, size, node;
+	int timeout_ms;
+	unsigned flags;
+	unsigned spin_us;
+	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
+	int dead;               /* the daemon went away or broke the protocol: error to return */
+	uint8_t in[512];        /* partial control message from the daemon */
+	size_t in_len;
+	struct reasm *reasm;    /* items being reassembled, by source */
+	void **held;            /* reassembled buffers handed out by the last ferry_recv */
+	size_t nheld, capheld;
+};
+
+static _Thread_local char last_error[512];
+
+static int seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int seterr(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+FERRY_API const char *ferry_last_error(void)
+{
+	return last_error;
+}
+
+FERRY_API const char *ferry_strerror(int err)
+{
+	switch (-err) {
+	case 0: return "success";
+	case ENOENT: return "no ferryd socket found (is ferryd running? is FERRY_RUNTIME_DIR right?)";
+	case ECONNREFUSED: return "ferryd is not accepting connections (is it running?)";
+	case ETIMEDOUT: return "timed out (waiting for the other ranks of the job, or for the daemon)";
+	case EAGAIN: return "ring full: ferryd is applying backpressure; receive, then try again";
+	case EMSGSIZE: return "item larger than FERRY_MAX_ITEM";
+	case EINVAL: return "invalid argument (rank, size, channel or job name)";
+	case EADDRINUSE: return "this rank of the job is already attached";
+	case ECONNRESET: return "the connection to ferryd was lost";
+	case EPROTO: return "protocol error between libferry and ferryd";
+	case EUSERS: return "ferryd has too many clients";
+	case ENOMEM: return "out of memory";
+	}
+	return strerror(-err);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void wake(int efd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(efd, &one, sizeof(one));
+
+	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
+}
+
+/* --- control socket --- */
+
+/* Reads until one whole control message is buffered, or timeout_ms passes
+ * (-1: forever).  Collects fds that came with it into fds (room for 3).
+ * Returns the message length (consume with drop_msg), or -errno. */
+static int read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { .iov_base = f->in + f->in_len, .iov_len = sizeof(f->in) - f->in_len };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+		struct pollfd pfd = { .fd = f->sock, .events = POLLIN };
+		ssize_t used = ctl_decode(f->in, f->in_len, m);
+		int wait;
+
+		if (used < 0)
+			return seterr(-EPROTO, "malformed control message from ferryd");
+		if (used > 0)
+			return (int)used;
+		if (f->in_len == sizeof(f->in))
+			return seterr(-EPROTO, "control message from ferryd too long");
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		if (poll(&pfd, 1, wait) == 0)
+			return -ETIMEDOUT;
+		used = recvmsg(f->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (used == 0)
+			return seterr(-ECONNRESET, "ferryd closed the connection");
+		if (used < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return seterr(-errno, "receiving from ferryd: %s", strerror(errno));
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (*nfds < 3)
+					fds[(*nfds)++] = fd;
+				else
+					close(fd);
+			}
+		}
+		f->in_len += (size_t)used;
+	}
+}
+
+static void drop_msg(struct ferry *f, int len)
+{
+	memmove(f->in, f->in + len, f->in_len - (size_t)len);
+	f->in_len -= (size_t)len;
+}
+
+/* The daemon may only talk on the socket before READY; after that, readable
+ * means it closed the connection (or sent an ERROR before doing so). */
+static int check_socket(struct ferry *f)
+{
+	struct ctl_msg m;
+	int fds[3], nfds = 0, len;
+
+	if (f->dead)
+		return f->dead;
+	len = read_msg(f, &m, fds, &nfds, 0);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (len == -ETIMEDOUT)
+		return 0;
+	if (len > 0 && m.type == CTL_ERROR)
+		f->dead = seterr(-ECONNRESET, "ferryd: %s", m.u.error.text);
+	else if (len > 0)
+		f->dead = seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
+	else
+		f->dead = len;
+	return f->dead;
+}
+
+/* Sleeps until the daemon signals efd_client, the socket says something, or
+ * timeout_ms passes (-1: forever).  Returns 0, -ETIMEDOUT, or the error that
+ * ended the session. */
+static int wait_event(struct ferry *f, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = f->efd_client, .events = POLLIN },
+		{ .fd = f->sock, .events = POLLIN },
+	};
+	int n = poll(pfd, 2, timeout_ms);
+	uint64_t v;
+
+	if (n < 0 && errno != EINTR)
+		return seterr(-errno, "poll: %s", strerror(errno));
+	if (n <= 0)
+		return n == 0 ? -ETIMEDOUT : 0;
+	if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && check_socket(f) < 0)
+		return f->dead;
+	if (pfd[0].revents & POLLIN) {
+		ssize_t r = read(f->efd_client, &v, sizeof(v));
+
+		(void)r;
+	}
+	return 0;
+}
+
+/* --- open / close --- */
+
+static int env_int(const char *name, int *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || x < 0 || x > (long)FERRY_MAX_RANKS)
+		return -1;
+	*out = (int)x;
+	return 1;
+}
+
+/* Rank and size from the launcher's environment, first match wins. */
+static int ranks_from_env(int *rank, int *size)
+{
+	static const char *const vars[][2] = {
+		{ "FERRY_RANK", "FERRY_SIZE" },
+		{ "SLURM_PROCID", "SLURM_NTASKS" },
+		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
+	};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		int r = env_int(vars[i][0], rank), s = env_int(vars[i][1], size);
+
+		if (r < 0 || s < 0)
+			return seterr(-EINVAL, "%s or %s is not a number", vars[i][0], vars[i][1]);
+		if (r && s)
+			return 0;
+	}
+	return seterr(-EINVAL, "rank and size unknown: pass them in ferry_opts or set FERRY_RANK and FERRY_SIZE");
+}
+
+static int job_from_env(char *buf, size_t len)
+{
+	const char *v = getenv("FERRY_JOB");
+
+	if (v && *v)
+		snprintf(buf, len, "%s", v);
+	else if ((v = getenv("SLURM_JOB_ID")) && *v)
+		snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+	else if ((v = getenv("PMIX_NAMESPACE")) && *v)
+		snprintf(buf, len, "%s", v);
+	else
+		return seterr(-EINVAL, "job name unknown: pass it in ferry_opts or set FERRY_JOB");
+	return 0;
+}
+
+static int connect_daemon(struct ferry *f, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int err;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", dir) >= sizeof(sa.sun_path))
+		return seterr(-ENAMETOOLONG, "runtime directory %s: path too long", dir);
+	f->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->sock < 0)
+		return seterr(-errno, "socket: %s", strerror(errno));
+	if (connect(f->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return 0;
+	err = errno;
+	if (err == ENOENT)
+		return seterr(-ENOENT, "no ferryd socket at %s: is ferryd running? (FERRY_RUNTIME_DIR selects another directory)",
+			      sa.sun_path);
+	if (err == ECONNREFUSED)
+		return seterr(-ECONNREFUSED, "nothing listens on %s: ferryd is not running", sa.sun_path);
+	return seterr(-err, "connecting to %s: %s", sa.sun_path, strerror(err));
+}
+
+/* Maps the region from ATTACHED after checking its layout. */
+static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int memfd)
+{
+	struct stat st;
+
+	if (fstat(memfd, &st) < 0 || (uint64_t)st.st_size < a->region_bytes ||
+	    !ring_size_ok(a->tx_size) || !ring_size_ok(a->rx_size) ||
+	    a->tx_off % PROTO_CACHELINE || a->rx_off % PROTO_CACHELINE ||
+	    a->tx_off > a->region_bytes || ring_bytes(a->tx_size) > a->region_bytes - a->tx_off ||
+	    a->rx_off > a->region_bytes || ring_bytes(a->rx_size) > a->region_bytes - a->rx_off ||
+	    (a->tx_off < a->rx_off ? a->tx_off + ring_bytes(a->tx_size) > a->rx_off
+				   : a->rx_off + ring_bytes(a->rx_size) > a->tx_off))
+		return seterr(-EPROTO, "ferryd sent an invalid shared-memory layout");
+	f->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (f->region == MAP_FAILED) {
+		f->region = NULL;
+		return seterr(-errno, "mmap of the shared rings: %s", strerror(errno));
+	}
+	f->region_bytes = a->region_bytes;
+	ring_attach(&f->tx, (uint8_t *)f->region + a->tx_off, a->tx_size, 0);
+	ring_attach(&f->rx, (uint8_t *)f->region + a->rx_off, a->rx_size, 0);
+	f->node = a->node;
+	return 0;
+}
+
+static void destroy(struct ferry *f)
+{
+	ferry_release(f);
+	while (f->reasm) {
+		struct reasm *r = f->reasm;
+
+		f->reasm = r->next;
+		free(r->buf);
+		free(r);
+	}
+	free(f->held);
+	if (f->region)
+		munmap(f->region, f->region_bytes);
+	if (f->efd_client >= 0)
+		close(f->efd_client);
+	if (f->efd_daemon >= 0)
+		close(f->efd_daemon);
+	if (f->epfd >= 0)
+		close(f->epfd);
+	if (f->sock >= 0)
+		close(f->sock);
+	free(f);
+}
+
+/* ferry_fd() is an epoll fd over efd_client and the socket, so that an
+ * application waiting on it also wakes up when the daemon goes away. */
+static int watch_both(struct ferry *f)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	f->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (f->epfd < 0 || epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->efd_client, &ev) < 0 ||
+	    epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->sock, &ev) < 0)
+		return seterr(-errno, "epoll for ferry_fd: %s", strerror(errno));
+	return 0;
+}
+
+FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
+{
+	struct ferry_opts o = opts ? *opts : (struct ferry_opts){ 0 };
+	char job[CTL_JOB_MAX + 2], buf[256];
+	const char *dir;
+	struct ferry *f;
+	struct ctl_msg m;
+	int fds[3], nfds = 0, len, ret;
+	uint64_t deadline;
+	ssize_t n;
+
+	last_error[0] = '\0';
+	if (o.job)
+		snprintf(job, sizeof(job), "%s", o.job);
+	else if ((ret = job_from_env(job, sizeof(job))) < 0)
+		return ret;
+	if (!ctl_job_name_ok(job, strlen(job)))
+		return seterr(-EINVAL, "job name \"%s\": must be 1 to %d printable characters without spaces",
+			      job, CTL_JOB_MAX);
+	if (o.size == 0 && (ret = ranks_from_env(&o.rank, &o.size)) < 0)
+		return ret;
+	if (o.size < 1 || (unsigned)o.size > FERRY_MAX_RANKS || o.rank < 0 || o.rank >= o.size)
+		return seterr(-EINVAL, "rank %d of size %d: need 0 <= rank < size <= %u", o.rank, o.size,
+			      FERRY_MAX_RANKS);
+	if (o.timeout_ms == 0) {
+		int t;
+
+		o.timeout_ms = env_int("FERRY_TIMEOUT_MS", &t) == 1 ? t : DEFAULT_TIMEOUT_MS;
+	}
+	dir = o.runtime_dir ? o.runtime_dir : getenv("FERRY_RUNTIME_DIR");
+	if (!dir || !*dir)
+		dir = DEFAULT_RUNTIME_DIR;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return seterr(-ENOMEM, "out of memory");
+	f->sock = f->efd_client = f->efd_daemon = f->epfd = -1;
+	f->rank = (uint32_t)o.rank;
+	f->size = (uint32_t)o.size;
+	f->timeout_ms = o.timeout_ms;
+	f->flags = o.flags;
+	{
+		int spin;
+
+		f->spin_us = env_int("FERRY_SPIN_US", &spin) == 1 ? (unsigned)spin : DEFAULT_SPIN_US;
+	}
+	ret = connect_daemon(f, dir);
+	if (ret < 0)
+		goto err;
+
+	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+	len = (int)n;
+	n = ctl_encode_join(buf + len, sizeof(buf) - (size_t)len, job, f->rank, f->size);
+	if (n < 0) {
+		ret = seterr((int)n, "cannot encode JOIN");
+		goto err;
+	}
+	len += (int)n;
+	if (send(f->sock, buf, (size_t)len, MSG_NOSIGNAL) != len) {
+		ret = seterr(-ECONNRESET, "sending to ferryd: %s", strerror(errno));
+		goto err;
+	}
+
+	deadline = o.timeout_ms < 0 ? 0 : now_ms() + (uint64_t)o.timeout_ms;
+	for (;;) {
+		int wait = o.timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+
+		len = read_msg(f, &m, fds, &nfds, wait);
+		if (len == -ETIMEDOUT) {
+			if (f->region)
+				ret = seterr(-ETIMEDOUT, "job %s: not all %u ranks joined within %d ms",
+					     job, f->size, o.timeout_ms);
+			else
+				ret = seterr(-ETIMEDOUT, "job %s: ferryd did not answer within %d ms",
+					     job, o.timeout_ms);
+			goto err;
+		}
+		if (len < 0) {
+			ret = len;
+			goto err;
+		}
+		if (m.type == CTL_ERROR) {
+			ret = seterr(-m.u.error.err, "ferryd: %s", m.u.error.text);
+			goto err;
+		}
+		if (m.type == CTL_ATTACHED && !f->region) {
+			if (nfds != 3) {
+				ret = seterr(-EPROTO, "ferryd sent %d file descriptors, expected 3", nfds);
+				goto err;
+			}
+			ret = map_region(f, &m.u.attached, fds[0]);
+			close(fds[0]);
+			f->efd_client = fds[1];
+			f->efd_daemon = fds[2];
+			nfds = 0;
+			if (ret < 0)
+				goto err;
+		} else if (m.type == CTL_READY && f->region) {
+			drop_msg(f, len);
+			ret = watch_both(f);
+			if (ret < 0)
+				goto err;
+			break;
+		} else {
+			ret = seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
+			goto err;
+		}
+		drop_msg(f, len);
+	}
+	*f_p = f;
+	return 0;
+
+err:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	destroy(f);
+	return ret;
+}
+
+/* Waits until the daemon has taken every TX record, at most timeout_ms. */
+static int wait_tx_empty(struct ferry *f, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		int ret, wait;
+
+		if (ring_producer_sleep_empty(&f->tx)) {
+			if (f->tx.tail != f->tx.head)
+				return seterr(-EPROTO, "ferryd published an impossible TX tail");
+			return 0;
+		}
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		ret = wait_event(f, wait);
+		ring_producer_awake(&f->tx);
+		if (ret == -ETIMEDOUT)
+			return seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, uint16_t channel,
+		   const void *buf, uint32_t len, int block);
+
+FERRY_API int ferry_close(ferry_t *f)
+{
+	int ret = 0;
+
+	if (!f)
+		return 0;
+	if (!f->dead) {
+		ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 1);
+		if (ret == 0)
+			ret = wait_tx_empty(f, f->timeout_ms);
+	}
+	destroy(f);
+	return ret;
+}
+
+FERRY_API int ferry_rank(const ferry_t *f)
+{
+	return (int)f->rank;
+}
+
+FERRY_API int ferry_size(const ferry_t *f)
+{
+	return (int)f->size;
+}
+
+FERRY_API int ferry_fd(const ferry_t *f)
+{
+	return f->epfd;
+}
+
+/* --- sending --- */
+
+/* Waits for room for a record of len bytes in the TX ring. */
+static int wait_room(struct ferry *f, uint32_t len)
+{
+	uint64_t spin_until = now_ns() + f->spin_us * 1000ull;
+
+	while (now_ns() < spin_until) {
+		if (ring_producer_sleep(&f->tx, len))   /* also refreshes the tail */
+			return 0;
+		ring_producer_awake(&f->tx);
+	}
+	for (;;) {
+		int ret;
+
+		if (ring_producer_sleep(&f->tx, len))
+			return 0;
+		ret = wait_event(f, -1);
+		ring_producer_awake(&f->tx);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, uint16_t channel,
+		   const void *buf, uint32_t len, int block)
+{
+	struct proto_rec *rec;
+	int ret;
+
+	if (f->dead)
+		return f->dead;
+	while ((ret = ring_reserve(&f->tx, len, &rec)) != 0) {
+		if (ret == -EPROTO)
+			return f->dead = seterr(-EPROTO, "ferryd published an impossible TX tail");
+		if (!block)
+			return -EAGAIN;
+		/* Only now is a check for a vanished daemon worth its syscall. */
+		if ((ret = check_socket(f)) < 0 || (ret = wait_room(f, len)) < 0)
+			return ret;
+	}
+	rec->len = len;
+	rec->kind = kind;
+	rec->flags = flags;
+	rec->channel = channel;
+	rec->dst = dst;
+	rec->src = f->rank;
+	if (len)
+		memcpy(rec + 1, buf, len);
+	if (ring_publish(&f->tx))
+		wake(f->efd_daemon);
+	return 0;
+}
+
+FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int ret;
+
+	if (dst >= f->size)
+		return seterr(-EINVAL, "rank %u is outside the job (size %u)", dst, f->size);
+	if (channel > FERRY_MAX_CHANNEL)
+		return seterr(-EINVAL, "channel %u is above %u", channel, FERRY_MAX_CHANNEL);
+	if (len > FERRY_MAX_ITEM)
+		return seterr(-EMSGSIZE, "item of %zu bytes is above FERRY_MAX_ITEM (%u)", len, FERRY_MAX_ITEM);
+	if (len <= PROTO_FRAG_BYTES)
+		return put_rec(f, PROTO_REC_ITEM, 0, dst, (uint16_t)channel, buf, (uint32_t)len,
+			       f->flags & FERRY_BLOCKING);
+	/* A large item: once its first piece is in, the rest must follow (the
+	 * receiver reassembles the pieces of one sender in order). */
+	ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES,
+		      f->flags & FERRY_BLOCKING);
+	if (ret < 0)
+		return ret;
+	for (size_t off = PROTO_FRAG_BYTES; off < len; off += PROTO_FRAG_BYTES) {
+		uint32_t piece = (uint32_t)(len - off < PROTO_FRAG_BYTES ? len - off : PROTO_FRAG_BYTES);
+
+		ret = put_rec(f, PROTO_REC_ITEM, off + piece < len ? PROTO_REC_MORE : 0, dst,
+			      (uint16_t)channel, p + off, piece, 1);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+FERRY_API int ferry_flush(ferry_t *f)
+{
+	return put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
+}
+
+/* --- receiving --- */
+
+FERRY_API void ferry_release(ferry_t *f)
+{
+	for (size_t i = 0; i < f->nheld; i++)
+		free(f->held[i]);
+	f->nheld = 0;
+	if (f->region && ring_release(&f->rx))
+		wake(f->efd_daemon);
+}
+
+static struct reasm **find_reasm(struct ferry *f, uint32_t src)
+{
+	struct reasm **pp = &f->reasm;
+
+	while (*pp && (*pp)->src != src)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Adds a fragment; on the last one, moves the whole item to items[*n]. */
+static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *payload,
+		      struct ferry_item *items, int *n)
+{
+	struct reasm **pp = find_reasm(f, rec->src), *r = *pp;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return seterr(-ENOMEM, "out of memory reassembling an item");
+		r->src = rec->src;
+		r->channel = rec->channel;
+		r->next = f->reasm;
+		f->reasm = r;
+		pp = &f->reasm;
+	}
+	if (r->channel != rec->channel || r->len + rec->len > FERRY_MAX_ITEM)
+		return seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);
+	if (r->len + rec->len > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 4 * PROTO_FRAG_BYTES;
+		uint8_t *b;
+
+		while (cap < r->len + rec->len)
+			cap *= 2;
+		b = realloc(r->buf, cap);
+		if (!b)
+			return seterr(-ENOMEM, "out of memory reassembling an item");
+		r->buf = b;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, payload, rec->len);
+	r->len += rec->len;
+	if (rec->flags & PROTO_REC_MORE)
+		return 0;
+	if (f->nheld == f->capheld) {
+		size_t cap = f->capheld ? f->capheld * 2 : 8;
+		void **h = realloc(f->held, cap * sizeof(*h));
+
+		if (!h)
+			return seterr(-ENOMEM, "out of memory");
+		f->held = h;
+		f->capheld = cap;
+	}
+	f->held[f->nheld++] = r->buf;
+	items[*n] = (struct ferry_item){ .data = r->buf, .len = (uint32_t)r->len, .src = r->src,
+					 .channel = r->channel };
+	(*n)++;
+	*pp = r->next;
+	free(r);
+	return 0;
+}
+
+/* Takes up to max items out of the RX ring. */
+static int collect(struct ferry *f, struct ferry_item *items, int max)
+{
+	int n = 0;
+
+	while (n < max) {
+		struct proto_rec rec;
+		const void *payload;
+		int ret = ring_peek(&f->rx, &rec, &payload);
+
+		if (ret == 0)
+			break;
+		if (ret < 0)
+			return f->dead = seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
+		ring_consume(&f->rx, &rec);
+		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
+			return f->dead = seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
+						rec.kind);
+		if (!(rec.flags & PROTO_REC_MORE) && !*find_reasm(f, rec.src)) {
+			items[n++] = (struct ferry_item){ .data = payload, .len = rec.len, .src = rec.src,
+							  .channel = rec.channel };
+			continue;
+		}
+		ret = reassemble(f, &rec, payload, items, &n);
+		if (ret < 0)
+			return ret;
+	}
+	return n;
+}
+
+FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = now_ns() + f->spin_us * 1000ull;
+
+	if (max <= 0)
+		return seterr(-EINVAL, "max must be positive");
+	ferry_release(f);
+	if (f->armed) {
+		/* The application may have slept on ferry_fd(): reset it, and see
+		 * whether it was the daemon going away that woke it. */
+		uint64_t v;
+		ssize_t r = read(f->efd_client, &v, sizeof(v));
+
+		(void)r;
+		ring_consumer_awake(&f->rx);
+		f->armed = 0;
+		check_socket(f);        /* items still in the ring come first */
+	}
+	for (;;) {
+		int n = collect(f, items, max), ret, wait;
+
+		if (n != 0)
+			return n;
+		if (f->dead)
+			return f->dead;
+		/* Pieces of a large item may have been copied out of the ring
+		 * without completing an item: give their room back before
+		 * waiting, or the daemon could never deliver the rest. */
+		if (ring_release(&f->rx))
+			wake(f->efd_daemon);
+		if (timeout_ms != 0 && now_ns() < spin_until)
+			continue;
+		if (ring_consumer_sleep(&f->rx)) {
+			ring_consumer_awake(&f->rx);
+			continue;
+		}
+		if (timeout_ms == 0) {
+			f->armed = 1;   /* ferry_fd() now becomes readable on arrival */
+			return 0;
+		}
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		ret = wait_event(f, wait);
+		ring_consumer_awake(&f->rx);
+		if (ret == -ETIMEDOUT)
+			return 0;
+		if (ret < 0)
+			return ret;
+	}
+}

@@ -1,0 +1,127 @@
+/* ferry.h - libferry, the client library of the ferry cluster communication
+ * service.  The only installed header.
+ *
+ * An application process opens an endpoint in a job, then sends items
+ * (destination rank, channel, bytes) and receives items.  Items go through
+ * shared-memory rings to the node's ferryd, which combines the items of all
+ * local processes into network frames and forwards them.
+ *
+ *   ferry_t *f;
+ *   int ret = ferry_open(&f, NULL);          // job, rank and size from the environment
+ *   if (ret < 0) { fprintf(stderr, "%s\n", ferry_last_error()); exit(1); }
+ *   ferry_send(f, (ferry_rank(f) + 1) % ferry_size(f), 0, "hi", 2);
+ *   ferry_flush(f);
+ *   struct ferry_item it[16];
+ *   int n = ferry_recv(f, it, 16, 1000);     // it[i].data valid until ferry_release
+ *   ferry_release(f);
+ *   ferry_close(f);
+ *
+ * Every function returns 0 (or a count) on success and a negative errno value
+ * on failure; ferry_strerror() turns it into text and ferry_last_error() gives
+ * the detailed message of the last failure in this thread.
+ *
+ * Ordering: items from one sender to one receiver arrive in the order they were
+ * sent, exactly once.  A handle is not thread-safe: use one per thread, or lock.
+ */
+#ifndef FERRY_H
+#define FERRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+
+/* Largest item ferry_send accepts: 4 MiB.  Items above 64 KiB travel in pieces
+ * and are reassembled before ferry_recv returns them. */
+#define FERRY_MAX_ITEM   (4u * 1024 * 1024)
+/* Largest channel number. */
+#define FERRY_MAX_CHANNEL 65535u
+/* Largest job: ranks 0 .. FERRY_MAX_RANKS-1. */
+#define FERRY_MAX_RANKS  (1u << 20)
+
+typedef struct ferry ferry_t;
+
+/* ferry_opts.flags */
+#define FERRY_BLOCKING  0x1u    /* ferry_send waits for ring room instead of -EAGAIN */
+
+struct ferry_opts {
+	const char *job;        /* job name; NULL: $FERRY_JOB, then Slurm's
+				 * $SLURM_JOB_ID.$SLURM_STEP_ID, then $PMIX_NAMESPACE */
+	int rank;               /* this process's rank (used when size > 0) */
+	int size;               /* ranks in the job; 0: rank and size come from
+				 * $FERRY_RANK/$FERRY_SIZE, then $SLURM_PROCID/$SLURM_NTASKS,
+				 * then $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE */
+	int timeout_ms;         /* how long ferry_open waits for all ranks to join;
+				 * 0: $FERRY_TIMEOUT_MS, else 60000; < 0: forever */
+	const char *runtime_dir;/* where ferryd's socket is; NULL: $FERRY_RUNTIME_DIR,
+				 * else /run/ferry */
+	unsigned flags;         /* FERRY_BLOCKING */
+};
+
+/* One received item.  data points into shared memory (or, for items above
+ * 64 KiB, a buffer of the library) and stays valid until ferry_release() or
+ * the next ferry_recv() on the same handle. */
+struct ferry_item {
+	const void *data;
+	uint32_t len;
+	uint32_t src;           /* sender's rank */
+	uint16_t channel;
+};
+
+/* Connects to the local ferryd, joins the job and waits until every rank of
+ * the job has joined (or opts->timeout_ms passes: -ETIMEDOUT).  opts may be
+ * NULL (everything from the environment).  On success *f_p owns the endpoint.
+ * Errors: -ENOENT / -ECONNREFUSED no daemon; -EINVAL bad rank, size or job
+ * name; -EADDRINUSE rank already attached; -ETIMEDOUT ranks missing;
+ * -EPROTO daemon speaks another protocol. */
+int ferry_open(ferry_t **f_p, const struct ferry_opts *opts);
+
+/* Sends what is still in the ring, waits until the daemon has taken it (at
+ * most the open timeout), and frees everything.  Returns 0, or -ETIMEDOUT /
+ * -ECONNRESET if items may not have reached the daemon.  f is freed either way. */
+int ferry_close(ferry_t *f);
+
+int ferry_rank(const ferry_t *f);
+int ferry_size(const ferry_t *f);
+
+/* Copies an item for rank dst on channel into the TX ring.  Returns 0;
+ * -EAGAIN when the ring is full (try again after receiving: the daemon is
+ * applying backpressure) unless FERRY_BLOCKING; -EINVAL bad rank or channel;
+ * -EMSGSIZE len > FERRY_MAX_ITEM; -ECONNRESET the daemon went away.
+ * Items above 64 KiB: once the first piece is in, the call waits for room
+ * for the rest. */
+int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
+
+/* Asks the daemon to send everything this endpoint has sent so far without
+ * waiting for aggregation buffers to fill.  Returns 0 or -errno. */
+int ferry_flush(ferry_t *f);
+
+/* Receives up to max items, waiting up to timeout_ms (0: do not wait, < 0:
+ * forever) for the first one.  Returns the number of items (0 on timeout) or
+ * -errno.  Releases the items of the previous call first. */
+int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms);
+
+/* Ends the validity of the items ferry_recv returned, giving their space back. */
+void ferry_release(ferry_t *f);
+
+/* A file descriptor that becomes readable when items may have arrived, for
+ * poll/epoll loops.  It is armed by a ferry_recv that returns 0 items: call
+ * ferry_recv until it returns 0, then wait on the fd. */
+int ferry_fd(const ferry_t *f);
+
+/* Text for a negative errno value returned by this library. */
+const char *ferry_strerror(int err);
+
+/* Detailed message of the last failure in this thread ("" if none). */
+const char *ferry_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

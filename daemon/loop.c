@@ -1,0 +1,238 @@
+/* daemon/loop.c - see loop.h. */
+#include "loop.h"
+#include "log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct loop_stats loop_stats;
+
+static struct {
+	int epfd;
+	int tfd;
+	struct loop_watch tfd_watch;
+	uint64_t tfd_armed_for;         /* deadline the timerfd is set to, 0 = none */
+	struct loop_timer *timers;      /* sorted, earliest first */
+	struct loop_hooks hooks;
+	uint64_t spin_ns;
+	uint64_t last_work_ns;
+	int stop;
+} L = { .epfd = -1, .tfd = -1 };
+
+uint64_t loop_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void loop_kick(void)
+{
+	L.last_work_ns = loop_now_ns();
+}
+
+static void arm_timerfd(void)
+{
+	uint64_t when = L.timers ? L.timers->when_ns : 0;
+	struct itimerspec its = { 0 };
+
+	if (when == L.tfd_armed_for)
+		return;
+	its.it_value.tv_sec = (time_t)(when / 1000000000u);
+	its.it_value.tv_nsec = (long)(when % 1000000000u);
+	if (when == 0)
+		memset(&its, 0, sizeof(its));   /* disarm */
+	if (timerfd_settime(L.tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		log_err("timerfd_settime: %m");
+	L.tfd_armed_for = when;
+}
+
+void loop_timer_cancel(struct loop_timer *t)
+{
+	if (!t->armed)
+		return;
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		L.timers = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+	t->armed = 0;
+}
+
+void loop_timer_arm(struct loop_timer *t, uint64_t delay_ns, loop_timer_fn *fn, void *ctx)
+{
+	struct loop_timer **pp = &L.timers, *prev = NULL;
+
+	loop_timer_cancel(t);
+	t->when_ns = loop_now_ns() + delay_ns;
+	t->fn = fn;
+	t->ctx = ctx;
+	while (*pp && (*pp)->when_ns <= t->when_ns) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	t->next = *pp;
+	t->prev = prev;
+	if (*pp)
+		(*pp)->prev = t;
+	*pp = t;
+	t->armed = 1;
+}
+
+static void run_timers(void)
+{
+	uint64_t now = loop_now_ns();
+
+	while (L.timers && L.timers->when_ns <= now) {
+		struct loop_timer *t = L.timers;
+
+		loop_timer_cancel(t);
+		t->fn(t);
+	}
+}
+
+static void on_timerfd(struct loop_watch *w, uint32_t events)
+{
+	uint64_t n;
+
+	(void)events;
+	if (read(w->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_err("timerfd read: %m");
+	L.tfd_armed_for = 0;    /* it fired: re-arm for whatever is next */
+}
+
+int loop_add(struct loop_watch *w, int fd, uint32_t events, loop_fd_fn *fn, void *ctx)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	w->fd = fd;
+	w->fn = fn;
+	w->ctx = ctx;
+	if (epoll_ctl(L.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+int loop_mod(struct loop_watch *w, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (epoll_ctl(L.epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void loop_del(struct loop_watch *w)
+{
+	if (w->fd >= 0 && epoll_ctl(L.epfd, EPOLL_CTL_DEL, w->fd, NULL) < 0)
+		log_err("epoll_ctl del fd %d: %m", w->fd);
+	w->fd = -1;
+}
+
+int loop_init(uint32_t spin_us, const struct loop_hooks *hooks)
+{
+	int ret;
+
+	L.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (L.epfd < 0) {
+		ret = -errno;
+		log_err("epoll_create1: %m");
+		return ret;
+	}
+	L.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (L.tfd < 0) {
+		ret = -errno;
+		log_err("timerfd_create: %m");
+		goto err_epoll;
+	}
+	ret = loop_add(&L.tfd_watch, L.tfd, EPOLLIN, on_timerfd, NULL);
+	if (ret < 0) {
+		log_err("epoll_ctl add timerfd: %s", strerror(-ret));
+		goto err_tfd;
+	}
+	L.hooks = *hooks;
+	L.spin_ns = (uint64_t)spin_us * 1000u;
+	L.stop = 0;
+	return 0;
+
+err_tfd:
+	close(L.tfd);
+	L.tfd = -1;
+err_epoll:
+	close(L.epfd);
+	L.epfd = -1;
+	return ret;
+}
+
+void loop_fini(void)
+{
+	if (L.tfd >= 0)
+		close(L.tfd);
+	if (L.epfd >= 0)
+		close(L.epfd);
+	L.tfd = L.epfd = -1;
+	L.timers = NULL;
+	L.tfd_armed_for = 0;
+}
+
+void loop_stop(void)
+{
+	L.stop = 1;
+}
+
+int loop_run(void)
+{
+	struct epoll_event evs[64];
+
+	L.last_work_ns = loop_now_ns();
+	while (!L.stop) {
+		int timeout = 0, sleeping = 0, n;
+
+		loop_stats.spins++;
+		if (L.hooks.poll && L.hooks.poll())
+			L.last_work_ns = loop_now_ns();
+		run_timers();
+		if (L.stop)
+			break;
+		if (loop_now_ns() - L.last_work_ns >= L.spin_ns) {
+			/* Idle long enough: arm wake-ups and block. */
+			if (L.hooks.sleep_prepare && L.hooks.sleep_prepare()) {
+				if (L.hooks.sleep_done)
+					L.hooks.sleep_done();
+				L.last_work_ns = loop_now_ns();
+				continue;
+			}
+			arm_timerfd();
+			timeout = -1;
+			sleeping = 1;
+		}
+		n = epoll_wait(L.epfd, evs, 64, timeout);
+		if (sleeping) {
+			loop_stats.wakeups++;
+			if (L.hooks.sleep_done)
+				L.hooks.sleep_done();
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("epoll_wait: %m");
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			struct loop_watch *w = evs[i].data.ptr;
+
+			w->fn(w, evs[i].events);
+		}
+		if (n > 0)
+			L.last_work_ns = loop_now_ns();
+	}
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* proto/ctl.c - control message encoders and validating decoders; see ctl.h. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <string.h>
+
+int ctl_job_name_ok(const char *name, size_t len)
+{
+	if (len < 1 || len > CTL_JOB_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] <= ' ' || name[i] > '~')
+			return 0;
+	return 1;
+}
+
+static ssize_t put(void *buf, size_t cap, uint8_t type, const void *body, size_t len,
+		   const void *tail, size_t tail_len)
+{
+	struct ctl_hdr h = { .version = CTL_VERSION, .type = type,
+			     .len = (uint32_t)(len + tail_len) };
+	size_t total = sizeof(h) + len + tail_len;
+
+	if (len + tail_len > CTL_MAX_BODY)
+		return -EINVAL;
+	if (total > cap)
+		return -ENOSPC;
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy((char *)buf + sizeof(h), body, len);
+	if (tail_len)
+		memcpy((char *)buf + sizeof(h) + len, tail, tail_len);
+	return (ssize_t)total;
+}
+
+ssize_t ctl_encode_hello(void *buf, size_t cap, uint32_t role)
+{
+	struct ctl_hello_wire b = { .role = role };
+
+	return put(buf, cap, CTL_HELLO, &b, sizeof(b), NULL, 0);
+}
+
+ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size)
+{
+	size_t n = strlen(job);
+	struct ctl_join_wire b = { .rank = rank, .size = size, .name_len = (uint32_t)n };
+
+	if (!ctl_job_name_ok(job, n))
+		return -EINVAL;
+	return put(buf, cap, CTL_JOIN, &b, sizeof(b), job, n);
+}
+
+ssize_t ctl_encode_attached(void *buf, size_t cap, const struct ctl_attached_wire *a)
+{
+	return put(buf, cap, CTL_ATTACHED, a, sizeof(*a), NULL, 0);
+}
+
+ssize_t ctl_encode_ready(void *buf, size_t cap, uint32_t size, uint32_t nodes)
+{
+	struct ctl_ready_wire b = { .size = size, .nodes = nodes };
+
+	return put(buf, cap, CTL_READY, &b, sizeof(b), NULL, 0);
+}
+
+ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text)
+{
+	size_t n = strnlen(text, CTL_ERRTEXT_MAX);
+	struct ctl_error_wire b = { .err = err, .text_len = (uint32_t)n };
+
+	if (err <= 0)
+		return -EINVAL;
+	return put(buf, cap, CTL_ERROR, &b, sizeof(b), text, n);
+}
+
+ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg)
+{
+	struct ctl_query_wire b = { .what = what, .arg = arg };
+
+	return put(buf, cap, CTL_QUERY, &b, sizeof(b), NULL, 0);
+}
+
+ssize_t ctl_encode_text(void *buf, size_t cap, const char *text, size_t len)
+{
+	return put(buf, cap, CTL_TEXT, NULL, 0, text, len);
+}
+
+/* Copies a fixed-size body; the body must be exactly that size. */
+static int fixed(const uint8_t *body, uint32_t len, void *out, size_t size)
+{
+	if (len != size)
+		return -EPROTO;
+	memcpy(out, body, size);
+	return 0;
+}
+
+ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
+{
+	const uint8_t *p = buf;
+	const uint8_t *body;
+	struct ctl_hdr h;
+
+	if (n < sizeof(h))
+		return 0;
+	memcpy(&h, p, sizeof(h));
+	if (h.version != CTL_VERSION || h.type < 1 || h.type > CTL_TYPE_MAX ||
+	    h.flags || h.len > CTL_MAX_BODY)
+		return -EPROTO;
+	if (n - sizeof(h) < h.len)
+		return 0;
+	body = p + sizeof(h);
+	memset(msg, 0, sizeof(*msg));
+	msg->type = h.type;
+
+	switch (h.type) {
+	case CTL_HELLO:
+		if (fixed(body, h.len, &msg->u.hello, sizeof(msg->u.hello)) < 0 ||
+		    msg->u.hello.reserved ||
+		    (msg->u.hello.role != CTL_ROLE_ENDPOINT && msg->u.hello.role != CTL_ROLE_ADMIN))
+			return -EPROTO;
+		break;
+	case CTL_JOIN: {
+		struct ctl_join_wire j;
+
+		if (h.len < sizeof(j))
+			return -EPROTO;
+		memcpy(&j, body, sizeof(j));
+		if (j.flags || j.size == 0 || j.rank >= j.size ||
+		    j.name_len != h.len - sizeof(j) ||
+		    !ctl_job_name_ok((const char *)body + sizeof(j), j.name_len))
+			return -EPROTO;
+		msg->u.join.rank = j.rank;
+		msg->u.join.size = j.size;
+		memcpy(msg->u.join.name, body + sizeof(j), j.name_len);
+		msg->u.join.name[j.name_len] = '\0';
+		break;
+	}
+	case CTL_ATTACHED:
+		if (fixed(body, h.len, &msg->u.attached, sizeof(msg->u.attached)) < 0)
+			return -EPROTO;
+		break;
+	case CTL_READY:
+		if (fixed(body, h.len, &msg->u.ready, sizeof(msg->u.ready)) < 0 ||
+		    msg->u.ready.size == 0)
+			return -EPROTO;
+		break;
+	case CTL_ERROR: {
+		struct ctl_error_wire e;
+
+		if (h.len < sizeof(e))
+			return -EPROTO;
+		memcpy(&e, body, sizeof(e));
+		if (e.err <= 0 || e.text_len > CTL_ERRTEXT_MAX || e.text_len != h.len - sizeof(e))
+			return -EPROTO;
+		msg->u.error.err = e.err;
+		memcpy(msg->u.error.text, body + sizeof(e), e.text_len);
+		msg->u.error.text[e.text_len] = '\0';
+		break;
+	}
+	case CTL_QUERY:
+		if (fixed(body, h.len, &msg->u.query, sizeof(msg->u.query)) < 0 ||
+		    msg->u.query.what < 1 || msg->u.query.what > CTL_Q_MAX)
+			return -EPROTO;
+		break;
+	case CTL_TEXT:
+		msg->u.text.text = (const char *)body;
+		msg->u.text.len = h.len;
+		break;
+	}
+	return (ssize_t)(sizeof(h) + h.len);
+}

@@ -1,0 +1,150 @@
+/* proto/ctl.h - control messages on ferryd's Unix stream socket.
+ *
+ * Every message is an 8-byte header and a body of hdr.len bytes, in host byte
+ * order (both ends are on the same machine).  A client speaks first:
+ *
+ *   client                              ferryd
+ *   HELLO {role=ENDPOINT}        ──▶
+ *   JOIN {job, rank, size}       ──▶    checks credentials, rank, size
+ *                                ◀──    ATTACHED {region layout} + SCM_RIGHTS:
+ *                                       [memfd region, eventfd to client, eventfd to daemon]
+ *                                ◀──    READY {size}, once every rank has joined
+ *                                ◀──    ERROR {errno, text} when something fails
+ *
+ * A tool (ferryctl) sends HELLO {role=ADMIN} and then QUERY messages, each
+ * answered by one TEXT message.  Items never travel here: they use the rings.
+ *
+ * Decoders take arbitrary bytes and either fill a struct ctl_msg or return an
+ * error; they never read outside the buffer they are given.
+ */
+#ifndef FERRY_PROTO_CTL_H
+#define FERRY_PROTO_CTL_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CTL_VERSION   1
+#define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
+#define CTL_JOB_MAX   63                /* bytes in a job name */
+#define CTL_ERRTEXT_MAX 255
+
+enum ctl_type {
+	CTL_HELLO    = 1,   /* c→d */
+	CTL_JOIN     = 2,   /* c→d */
+	CTL_ATTACHED = 3,   /* d→c, carries 3 fds */
+	CTL_READY    = 4,   /* d→c */
+	CTL_ERROR    = 5,   /* d→c */
+	CTL_QUERY    = 6,   /* c→d, admin */
+	CTL_TEXT     = 7,   /* d→c, admin */
+	CTL_TYPE_MAX = CTL_TEXT,
+};
+
+enum ctl_role {
+	CTL_ROLE_ENDPOINT = 1,  /* an application endpoint (libferry) */
+	CTL_ROLE_ADMIN    = 2,  /* ferryctl */
+};
+
+enum ctl_query {
+	CTL_Q_STATUS = 1,       /* human-readable status */
+	CTL_Q_STATS  = 2,       /* counters */
+	CTL_Q_DEBUG  = 3,       /* root only: arg selects a fault to inject */
+	CTL_Q_MAX    = CTL_Q_DEBUG,
+};
+
+struct ctl_hdr {
+	uint8_t  version;       /* CTL_VERSION */
+	uint8_t  type;          /* enum ctl_type */
+	uint16_t flags;         /* none defined: must be zero */
+	uint32_t len;           /* body bytes after this header, <= CTL_MAX_BODY */
+};
+static_assert(sizeof(struct ctl_hdr) == 8, "ctl header layout");
+
+/* Bodies as they appear on the socket. */
+struct ctl_hello_wire {
+	uint32_t role;          /* enum ctl_role */
+	uint32_t reserved;      /* zero */
+};
+static_assert(sizeof(struct ctl_hello_wire) == 8, "hello layout");
+
+struct ctl_join_wire {
+	uint32_t rank;
+	uint32_t size;          /* ranks in the job, >= 1 */
+	uint32_t flags;         /* none defined: zero */
+	uint32_t name_len;      /* 1..CTL_JOB_MAX bytes of name follow, no NUL */
+};
+static_assert(sizeof(struct ctl_join_wire) == 16, "join layout");
+
+struct ctl_attached_wire {
+	uint64_t region_bytes;  /* size of the memfd region */
+	uint64_t tx_off;        /* offset of the TX ring header */
+	uint64_t tx_size;       /* TX ring data bytes */
+	uint64_t rx_off;
+	uint64_t rx_size;
+	uint32_t node;          /* this daemon's node id */
+	uint32_t session;       /* session id, for logs */
+};
+static_assert(sizeof(struct ctl_attached_wire) == 48, "attached layout");
+
+struct ctl_ready_wire {
+	uint32_t size;          /* ranks in the job */
+	uint32_t nodes;         /* nodes the job spans */
+};
+static_assert(sizeof(struct ctl_ready_wire) == 8, "ready layout");
+
+struct ctl_error_wire {
+	int32_t  err;           /* positive errno value */
+	uint32_t text_len;      /* <= CTL_ERRTEXT_MAX bytes follow */
+};
+static_assert(sizeof(struct ctl_error_wire) == 8, "error layout");
+
+struct ctl_query_wire {
+	uint32_t what;          /* enum ctl_query */
+	uint32_t arg;           /* query-specific */
+};
+static_assert(sizeof(struct ctl_query_wire) == 8, "query layout");
+
+/* A decoded message.  Pointers point into the buffer given to ctl_decode. */
+struct ctl_msg {
+	uint8_t type;
+	union {
+		struct ctl_hello_wire hello;
+		struct {
+			uint32_t rank, size, flags;
+			char name[CTL_JOB_MAX + 1];
+		} join;
+		struct ctl_attached_wire attached;
+		struct ctl_ready_wire ready;
+		struct {
+			int err;
+			char text[CTL_ERRTEXT_MAX + 1];
+		} error;
+		struct ctl_query_wire query;
+		struct {
+			const char *text;
+			uint32_t len;
+		} text;
+	} u;
+};
+
+/* Decodes one message from the first n bytes of buf.  Returns the number of
+ * bytes it used (header and body), 0 if buf holds only part of a message, or
+ * -EPROTO for anything malformed (the connection must be closed). */
+ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg);
+
+/* Returns 1 if name is a valid job name (1..CTL_JOB_MAX printable, non-space
+ * ASCII bytes), else 0. */
+int ctl_job_name_ok(const char *name, size_t len);
+
+/* Encoders write one whole message into buf (cap bytes) and return its length,
+ * or -ENOSPC / -EINVAL. */
+ssize_t ctl_encode_hello(void *buf, size_t cap, uint32_t role);
+ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size);
+ssize_t ctl_encode_attached(void *buf, size_t cap, const struct ctl_attached_wire *a);
+ssize_t ctl_encode_ready(void *buf, size_t cap, uint32_t size, uint32_t nodes);
+ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text);
+ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg);
+ssize_t ctl_encode_text(void *buf, size_t cap, const char *text, size_t len);
+
+#endif

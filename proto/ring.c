@@ -1,0 +1,181 @@
+/* proto/ring.c - single-producer/single-consumer ring; see ring.h. */
+#include "ring.h"
+
+#include <string.h>
+
+int ring_size_ok(uint64_t size)
+{
+	return size >= PROTO_RING_MIN && size <= PROTO_RING_MAX && (size & (size - 1)) == 0;
+}
+
+void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
+{
+	assert(ring_size_ok(size));
+	r->sh = mem;
+	r->data = (uint8_t *)mem + sizeof(struct proto_ring_shared);
+	r->size = size;
+	if (init) {
+		memset(mem, 0, sizeof(struct proto_ring_shared));
+		r->head = r->tail = r->published = 0;
+		return;
+	}
+	/* Attach to a ring someone already uses: both counters start where the
+	 * shared header says.  Only the creator's fresh rings are attached here in
+	 * practice, but keep the view consistent anyway. */
+	r->head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
+	r->tail = r->published = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+}
+
+/* Producer: refresh the cached tail from shared memory.  The consumer may only
+ * move it forward, up to what we published. */
+static int refresh_tail(struct ring *r)
+{
+	uint64_t t = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+
+	if (t - r->tail > r->head - r->tail || (t & 7))
+		return -EPROTO;
+	r->tail = t;
+	return 0;
+}
+
+/* Bytes needed for a record of len, including a PAD in front if it must wrap. */
+static uint64_t need_bytes(const struct ring *r, uint32_t len)
+{
+	uint64_t need = ring_footprint(len);
+	uint64_t contig = r->size - (r->head & (r->size - 1));
+
+	return contig < need ? contig + need : need;
+}
+
+int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p)
+{
+	uint64_t need, pos, contig;
+	int ret;
+
+	assert(len <= PROTO_FRAG_BYTES);
+	need = need_bytes(r, len);
+	if (r->head + need - r->tail > r->size) {
+		ret = refresh_tail(r);
+		if (ret < 0)
+			return ret;
+		if (r->head + need - r->tail > r->size)
+			return -EAGAIN;
+	}
+	pos = r->head & (r->size - 1);
+	contig = r->size - pos;
+	if (contig < ring_footprint(len)) {
+		struct proto_rec pad = { .len = (uint32_t)contig, .kind = PROTO_REC_PAD };
+
+		memcpy(r->data + pos, &pad, 8);     /* only the first 8 bytes are defined */
+		r->head += contig;
+		pos = 0;
+	}
+	*rec_p = (struct proto_rec *)(r->data + pos);
+	r->head += ring_footprint(len);
+	return 0;
+}
+
+int ring_publish(struct ring *r)
+{
+	/* The seq_cst store orders the head update before the load of the flag
+	 * (StoreLoad); the consumer does the mirror image in ring_consumer_sleep. */
+	atomic_store_explicit(&r->sh->head, r->head, memory_order_seq_cst);
+	return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_seq_cst) != 0;
+}
+
+int ring_producer_sleep(struct ring *r, uint32_t len)
+{
+	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_seq_cst);
+	if (refresh_tail(r) < 0 || r->head + need_bytes(r, len) - r->tail <= r->size) {
+		/* Room appeared (or the ring is broken: let the caller find out by
+		 * reserving again rather than sleeping forever). */
+		atomic_store_explicit(&r->sh->producer_waiting, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+int ring_producer_sleep_empty(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_seq_cst);
+	if (refresh_tail(r) < 0 || r->tail == r->head) {
+		atomic_store_explicit(&r->sh->producer_waiting, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+void ring_producer_awake(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->producer_waiting, 0, memory_order_relaxed);
+}
+
+int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p)
+{
+	for (;;) {
+		struct proto_rec rec;
+		uint64_t pos, contig, avail;
+
+		if (r->tail == r->head) {
+			uint64_t h = atomic_load_explicit(&r->sh->head, memory_order_acquire);
+
+			if (h == r->tail)
+				return 0;
+			/* Unsigned difference: a head behind the tail looks huge. */
+			if (h - r->tail > r->size || (h & 7))
+				return -EPROTO;
+			r->head = h;
+		}
+		pos = r->tail & (r->size - 1);
+		contig = r->size - pos;
+		avail = r->head - r->tail;
+		memcpy(&rec, r->data + pos, 8);
+		if (rec.kind == PROTO_REC_PAD) {
+			if (rec.len != contig || rec.flags || contig > avail)
+				return -EPROTO;
+			r->tail += contig;
+			continue;
+		}
+		if (contig < sizeof(rec))
+			return -EPROTO;
+		memcpy(&rec, r->data + pos, sizeof(rec));
+		if (rec.kind < PROTO_REC_ITEM || rec.kind > PROTO_REC_KIND_MAX ||
+		    (rec.flags & ~PROTO_REC_FLAGS_ALL) ||
+		    ((rec.flags & PROTO_REC_MORE) && rec.kind != PROTO_REC_ITEM) ||
+		    rec.len > PROTO_FRAG_BYTES ||
+		    ring_footprint(rec.len) > contig || ring_footprint(rec.len) > avail)
+			return -EPROTO;
+		*rec_p = rec;
+		*payload_p = r->data + pos + sizeof(rec);
+		return 1;
+	}
+}
+
+void ring_consume(struct ring *r, const struct proto_rec *rec)
+{
+	r->tail += ring_footprint(rec->len);
+}
+
+int ring_release(struct ring *r)
+{
+	if (r->tail == r->published)
+		return 0;
+	r->published = r->tail;
+	atomic_store_explicit(&r->sh->tail, r->tail, memory_order_seq_cst);
+	return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
+}
+
+int ring_consumer_sleep(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&r->sh->head, memory_order_seq_cst) != r->tail) {
+		atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+void ring_consumer_awake(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
+}

@@ -1,0 +1,156 @@
+/* proto/ring.h - the shared-memory ring between a client and ferryd.
+ *
+ * One ring per direction per endpoint: TX (client produces, daemon consumes) and
+ * RX (daemon produces, client consumes).  Both live in one memfd region that the
+ * daemon creates, seals against resizing and passes to the client.
+ *
+ * A ring is a power-of-two data area behind a 192-byte header.  head and tail are
+ * byte counters that only grow; position = counter & (size - 1).  Records are
+ * variable length and 8-byte aligned: a 16-byte struct proto_rec followed by the
+ * payload, padded to 8.  A record never wraps: when the contiguous space left
+ * before the end is too small, the producer writes a PAD record there (its first
+ * 8 bytes always fit, since positions are 8-aligned) and continues at offset 0.
+ *
+ * Wake-ups.  A consumer that is about to sleep sets consumer_sleeping, issues a
+ * full fence and looks at head once more; a producer publishes head with a
+ * sequentially consistent store and then reads consumer_sleeping.  One of the two
+ * is bound to see the other, so no wake-up is lost (Dekker).  producer_waiting is
+ * the same handshake in the other direction, for a producer waiting for space.
+ *
+ * Trust.  Each side keeps its own copy of size and of its own counter; counters
+ * and records read from shared memory are validated on every read, and record
+ * headers are copied out before they are checked, so a peer writing concurrently
+ * cannot make us read outside the ring.  No I/O here: the caller owns eventfds.
+ */
+#ifndef FERRY_PROTO_RING_H
+#define FERRY_PROTO_RING_H
+
+#include <assert.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_CACHELINE 64
+
+/* Region and ring limits.  Record payloads are at most PROTO_FRAG_BYTES: larger
+ * items travel as a run of fragments (PROTO_REC_MORE on all but the last). */
+#define PROTO_FRAG_BYTES   (64u * 1024)
+#define PROTO_RING_MIN     (256u * 1024)        /* holds two maximal records */
+#define PROTO_RING_MAX     (1u << 30)
+
+enum proto_rec_kind {
+	PROTO_REC_ITEM  = 1,    /* an item or a fragment of one */
+	PROTO_REC_PAD   = 2,    /* skip to the end of the ring; only len..flags are valid */
+	PROTO_REC_FLUSH = 3,    /* TX only: send this endpoint's buffered items now */
+	PROTO_REC_DONE  = 4,    /* TX only: this rank sends no more items in the step */
+	PROTO_REC_STEP  = 5,    /* RX only: the step numbered in dst has completed */
+	PROTO_REC_KIND_MAX = PROTO_REC_STEP,
+};
+
+enum proto_rec_flags {
+	PROTO_REC_MORE = 1u << 0,       /* fragment; more of the same item follow */
+	PROTO_REC_FLAGS_ALL = PROTO_REC_MORE,
+};
+
+/* One record in a ring.  The same layout carries control records. */
+struct proto_rec {
+	uint32_t len;           /* payload bytes after this header, <= PROTO_FRAG_BYTES */
+	uint8_t  kind;          /* enum proto_rec_kind */
+	uint8_t  flags;         /* enum proto_rec_flags; other bits must be zero */
+	uint16_t channel;       /* application channel */
+	uint32_t dst;           /* destination rank (STEP: step number) */
+	uint32_t src;           /* source rank; on TX the daemon overrides it */
+};
+static_assert(sizeof(struct proto_rec) == 16, "ring record layout");
+
+/* The shared header in front of each ring's data.  head and tail change all
+ * the time, each on its own line; the two flags change only when a side goes
+ * to sleep or wakes up, so they share a third line that otherwise stays cached
+ * read-only on both sides (the producer reads consumer_sleeping after every
+ * publish). */
+struct proto_ring_shared {
+	_Alignas(PROTO_CACHELINE) _Atomic uint64_t head;   /* written by the producer */
+	_Alignas(PROTO_CACHELINE) _Atomic uint64_t tail;   /* written by the consumer */
+	_Alignas(PROTO_CACHELINE) _Atomic uint32_t consumer_sleeping; /* consumer waits for records */
+	_Atomic uint32_t producer_waiting;                  /* producer waits for space */
+};
+static_assert(sizeof(struct proto_ring_shared) == 3 * PROTO_CACHELINE, "ring header layout");
+static_assert(offsetof(struct proto_ring_shared, tail) == PROTO_CACHELINE, "tail on its own line");
+static_assert(offsetof(struct proto_ring_shared, consumer_sleeping) == 2 * PROTO_CACHELINE,
+	      "flags on their own line");
+
+/* A side's private view of a ring. */
+struct ring {
+	struct proto_ring_shared *sh;
+	uint8_t *data;
+	uint64_t size;          /* private copy; power of two */
+	uint64_t head;          /* producer: next write; consumer: last validated head */
+	uint64_t tail;          /* consumer: next read; producer: last seen tail */
+	uint64_t published;     /* consumer: tail last made visible to the producer */
+};
+
+/* Bytes a record with len payload bytes takes in a ring. */
+static inline uint64_t ring_footprint(uint32_t len)
+{
+	return sizeof(struct proto_rec) + (((uint64_t)len + 7) & ~(uint64_t)7);
+}
+
+/* Returns 1 if size is a valid ring data size. */
+int ring_size_ok(uint64_t size);
+
+/* Bytes of shared memory for a ring with size data bytes (header included). */
+static inline uint64_t ring_bytes(uint64_t size)
+{
+	return sizeof(struct proto_ring_shared) + size;
+}
+
+/* Sets up a view of the ring at mem (ring_bytes(size) bytes).  With init the
+ * shared header is zeroed (the creator does this once).  size must be ring_size_ok. */
+void ring_attach(struct ring *r, void *mem, uint64_t size, int init);
+
+/* --- producer --- */
+
+/* Reserves room for a record of len payload bytes (len <= PROTO_FRAG_BYTES) and
+ * sets *rec_p to its header, to be filled by the caller.  Writes a PAD record
+ * first if needed.  The record becomes visible at the next ring_publish().
+ * Returns 0, -EAGAIN if the ring has no room now, or -EPROTO if the consumer
+ * published an impossible tail (the ring is unusable). */
+int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p);
+
+/* Makes every reserved record visible.  Returns 1 if the consumer sleeps and
+ * must be woken (the caller writes its eventfd), else 0. */
+int ring_publish(struct ring *r);
+
+/* Producer about to wait until a record of len payload bytes fits: sets
+ * producer_waiting, fences, and returns 1 if the room appeared meanwhile (the
+ * flag is cleared again and the caller must not sleep), 0 to go to sleep. */
+int ring_producer_sleep(struct ring *r, uint32_t len);
+void ring_producer_awake(struct ring *r);
+
+/* Like ring_producer_sleep, but waits until the consumer has taken everything:
+ * returns 1 if the ring is empty now (flag cleared), 0 to go to sleep. */
+int ring_producer_sleep_empty(struct ring *r);
+
+/* --- consumer --- */
+
+/* Looks at the next record.  Returns 1 and fills *rec_p (a copy) and *payload_p
+ * (pointer into the ring, valid until the record is released) ; 0 if the ring is
+ * empty; -EPROTO if the producer wrote something invalid (the ring is unusable).
+ * PAD records are skipped here and never returned. */
+int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p);
+
+/* Moves past the record last returned by ring_peek (its payload stays valid
+ * until ring_release). */
+void ring_consume(struct ring *r, const struct proto_rec *rec);
+
+/* Returns consumed space to the producer.  Returns 1 if the producer waits for
+ * space and must be woken, else 0. */
+int ring_release(struct ring *r);
+
+/* Consumer about to sleep: sets consumer_sleeping, fences, and returns 1 if a
+ * record arrived meanwhile (flag cleared again; do not sleep). */
+int ring_consumer_sleep(struct ring *r);
+void ring_consumer_awake(struct ring *r);
+
+#endif

@@ -1,0 +1,198 @@
+/* tests/progs/ft_alltoall.c - every rank sends items to every other rank in
+ * random order and checks what it receives: each item exactly once, payload
+ * intact, per-sender order preserved.  Runs several steps if asked.
+ *
+ *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
+ *               [--steps S] [--seed X] [--quiet]
+ *
+ * Without --rank/--size the rank and size come from the environment.
+ * K items go to every other rank per step; lengths are L, or uniform in
+ * [L, M] when --len-max is given (M above 64 KiB exercises large items).
+ * Prints one line "rank R ok: sent N received N items in T s (X items/s)".
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <unistd.h>
+
+struct opts {
+	const char *job;
+	int rank, size;
+	long items, len, len_max, steps;
+	uint64_t seed;
+	int quiet;
+};
+
+/* Without step synchronisation (ferry_done/ferry_step_wait) a fast rank may
+ * start the next step while we are still in this one: items carry their step
+ * in the channel and are counted per step (got[step]). */
+static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_seq_in,
+		    uint32_t *next_seq_out, uint8_t *buf, uint64_t *rs, uint64_t *got_by_step,
+		    uint64_t *sent_p, uint64_t *recv_p)
+{
+	uint32_t me = (uint32_t)ferry_rank(f), P = (uint32_t)ferry_size(f);
+	uint64_t total_out = (uint64_t)o->items * (P - 1), total_in = total_out;
+	uint32_t *order = malloc(total_out * sizeof(*order));
+	uint64_t sent = 0, eagain = 0;
+	struct ferry_item items[64];
+
+	if (!order && total_out)
+		return -ENOMEM;
+	/* Destinations in random order (Fisher-Yates over K copies of each). */
+	for (uint64_t i = 0, k = 0; i < P; i++)
+		for (long j = 0; i != me && j < o->items; j++)
+			order[k++] = (uint32_t)i;
+	for (uint64_t i = total_out; i > 1; i--) {
+		uint64_t j = rnd(rs) % i;
+		uint32_t t = order[i - 1];
+
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	while (sent < total_out || got_by_step[step] < total_in) {
+		int n;
+
+		while (sent < total_out) {
+			uint32_t dst = order[sent];
+			uint32_t len = (uint32_t)o->len;
+			int ret;
+
+			if (o->len_max > o->len)
+				len += (uint32_t)(rnd(rs) % (uint64_t)(o->len_max - o->len + 1));
+			fill_item(buf, me, dst, next_seq_out[dst], len);
+			ret = ferry_send(f, dst, (uint32_t)(step & 0xffff), buf, len);
+			if (ret == -EAGAIN) {
+				eagain++;
+				break;
+			}
+			if (ret < 0) {
+				fprintf(stderr, "rank %u: ferry_send: %s (%s)\n", me, ferry_strerror(ret),
+					ferry_last_error());
+				return ret;
+			}
+			next_seq_out[dst]++;
+			sent++;
+			/* Interleave receiving so that nobody's RX ring stays full. */
+			if ((sent & 255) == 0)
+				break;
+		}
+		if (sent == total_out)
+			ferry_flush(f);
+		n = ferry_recv(f, items, 64, sent < total_out ? 0 : 10000);
+		if (n < 0) {
+			fprintf(stderr, "rank %u: ferry_recv: %s (%s)\n", me, ferry_strerror(n), ferry_last_error());
+			return n;
+		}
+		if (n == 0 && sent == total_out) {
+			fprintf(stderr, "rank %u: step %ld: timed out with %llu of %llu items received\n", me,
+				step, (unsigned long long)got_by_step[step], (unsigned long long)total_in);
+			return -ETIMEDOUT;
+		}
+		for (int i = 0; i < n; i++) {
+			uint32_t seq = UINT32_MAX;
+			const char *bad = check_item(&items[i], me, &seq);
+
+			if (!bad && (items[i].channel < step || items[i].channel >= o->steps))
+				bad = "item of a finished or unknown step (channel)";
+			else if (!bad && got_by_step[items[i].channel] == total_in)
+				bad = "more items than were sent in that step";
+			if (!bad && seq != next_seq_in[items[i].src])
+				bad = "out of order, duplicated or lost";
+			if (bad) {
+				fprintf(stderr, "rank %u: step %ld: item from rank %u (len %u, seq %u, expected %u): %s\n",
+					me, step, items[i].src, items[i].len, seq, next_seq_in[items[i].src], bad);
+				free(order);
+				return -EPROTO;
+			}
+			next_seq_in[items[i].src]++;
+			got_by_step[items[i].channel]++;
+			(*recv_p)++;
+		}
+	}
+	free(order);
+	*sent_p += sent;
+	(void)eagain;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
+		{ "size", required_argument, NULL, 'p' }, { "items", required_argument, NULL, 'k' },
+		{ "len", required_argument, NULL, 'l' }, { "len-max", required_argument, NULL, 'm' },
+		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
+		{ "quiet", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
+	struct ferry_opts fo = { 0 };
+	uint64_t sent = 0, got = 0, rs;
+	uint32_t *seq_in, *seq_out;
+	uint64_t *got_by_step;
+	uint8_t *buf;
+	ferry_t *f;
+	double t0;
+	int opt, ret;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j': o.job = optarg; break;
+		case 'r': o.rank = (int)arg_long("--rank", optarg); break;
+		case 'p': o.size = (int)arg_long("--size", optarg); break;
+		case 'k': o.items = arg_long("--items", optarg); break;
+		case 'l': o.len = arg_long("--len", optarg); break;
+		case 'm': o.len_max = arg_long("--len-max", optarg); break;
+		case 's': o.steps = arg_long("--steps", optarg); break;
+		case 'x': o.seed = (uint64_t)arg_long("--seed", optarg); break;
+		case 'q': o.quiet = 1; break;
+		default: return 2;
+		}
+	}
+	if (o.steps < 1 || o.steps > 65536) {
+		fprintf(stderr, "--steps must be 1 to 65536\n");
+		return 2;
+	}
+	if (o.len < (long)sizeof(struct item_hdr) || o.len_max > (long)FERRY_MAX_ITEM) {
+		fprintf(stderr, "--len must be at least %zu, --len-max at most %u\n", sizeof(struct item_hdr),
+			FERRY_MAX_ITEM);
+		return 2;
+	}
+	fo.job = o.job;
+	fo.rank = o.rank;
+	fo.size = o.size;
+	ret = ferry_open(&f, &fo);
+	if (ret < 0) {
+		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
+		return 1;
+	}
+	seq_in = calloc((size_t)ferry_size(f), sizeof(*seq_in));
+	seq_out = calloc((size_t)ferry_size(f), sizeof(*seq_out));
+	got_by_step = calloc((size_t)o.steps, sizeof(*got_by_step));
+	buf = malloc((size_t)(o.len_max > o.len ? o.len_max : o.len));
+	rs = o.seed * 0x9e3779b97f4a7c15ull + (uint64_t)ferry_rank(f) + 1;
+	t0 = now_s();
+	for (long s = 0; s < o.steps && ret == 0; s++)
+		ret = run_step(f, &o, s, seq_in, seq_out, buf, &rs, got_by_step, &sent, &got);
+	if (ret == 0) {
+		double t = now_s() - t0;
+
+		if (!o.quiet)
+			printf("rank %d ok: sent %llu received %llu items in %.3f s (%.0f items/s)\n",
+			       ferry_rank(f), (unsigned long long)sent, (unsigned long long)got, t,
+			       t > 0 ? (double)got / t : 0.0);
+	}
+	{
+		int c = ferry_close(f);
+
+		if (c < 0 && ret == 0) {
+			fprintf(stderr, "ferry_close: %s: %s\n", ferry_strerror(c), ferry_last_error());
+			ret = c;
+		}
+	}
+	free(seq_in);
+	free(seq_out);
+	free(got_by_step);
+	free(buf);
+	return ret == 0 ? 0 : 1;
+}

@@ -1,0 +1,171 @@
+/* tests/progs/ft_raw.c - a client that speaks ferryd's protocol by hand and
+ * misbehaves on purpose, to test that the daemon drops only this session.
+ *
+ *   ft_raw DIR MODE [JOB RANK SIZE]
+ *
+ * MODE:
+ *   ctl-garbage   send random bytes instead of HELLO
+ *   bad-first     send a well-formed JOIN before HELLO
+ *   join-twice    join properly, then send another JOIN on the endpoint
+ *   ring-garbage  join, then publish a record with an invalid kind in TX
+ *   head-garbage  join, then publish a TX head far beyond the ring
+ *   tail-garbage  join, let the RX ring fill up (someone must send to us),
+ *                 then publish an RX tail beyond the head
+ *
+ * Exits 0 if the daemon closed the connection within 10 s (what the test
+ * expects), 1 if it did not, 2 on setup errors.
+ */
+#include "../../proto/ctl.h"
+#include "../../proto/ring.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int sock;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "ft_raw: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+/* Waits for EOF from the daemon, discarding whatever it sends first. */
+static int wait_closed(void)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 100; i++) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 100) == 0)
+			continue;
+		n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+			printf("daemon closed the connection\n");
+			return 0;
+		}
+	}
+	printf("daemon did not close the connection\n");
+	return 1;
+}
+
+/* Reads one control message with fds. */
+static ssize_t read_msg(struct ctl_msg *m, int *fds, uint8_t *buf, size_t cap)
+{
+	size_t len = 0;
+
+	for (;;) {
+		union { char b[CMSG_SPACE(3 * sizeof(int))]; struct cmsghdr a; } cb;
+		struct iovec iov = { buf + len, cap - len };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
+				     .msg_controllen = sizeof(cb.b) };
+		ssize_t n = ctl_decode(buf, len, m);
+
+		if (n != 0)
+			return n;
+		n = recvmsg(sock, &mh, 0);
+		if (n <= 0)
+			die("recvmsg");
+		if (CMSG_FIRSTHDR(&mh) && fds)
+			memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), 3 * sizeof(int));
+		len += (size_t)n;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *mode, *job = "raw";
+	uint32_t rank = 0, size = 1;
+	uint8_t buf[1024];
+	struct ctl_msg m;
+	struct ring tx, rx;
+	int fds[3] = { -1, -1, -1 };
+	uint8_t *region;
+	ssize_t n;
+
+	if (argc < 3)
+		return 2;
+	mode = argv[2];
+	if (argc >= 6) {
+		job = argv[3];
+		rank = (uint32_t)atoi(argv[4]);
+		size = (uint32_t)atoi(argv[5]);
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", argv[1]);
+	sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("connect");
+
+	if (strcmp(mode, "ctl-garbage") == 0) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = (uint8_t)(rand() & 0xff);
+		buf[0] = CTL_VERSION + 7;       /* surely not a valid header */
+		send(sock, buf, sizeof(buf), MSG_NOSIGNAL);
+		return wait_closed();
+	}
+	if (strcmp(mode, "bad-first") == 0) {
+		n = ctl_encode_join(buf, sizeof(buf), job, rank, size);
+		send(sock, buf, (size_t)n, MSG_NOSIGNAL);
+		return wait_closed();
+	}
+
+	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+	n += ctl_encode_join(buf + n, sizeof(buf) - (size_t)n, job, rank, size);
+	if (send(sock, buf, (size_t)n, MSG_NOSIGNAL) != n)
+		die("send");
+	if (read_msg(&m, fds, buf, sizeof(buf)) <= 0 || m.type != CTL_ATTACHED) {
+		fprintf(stderr, "ft_raw: expected ATTACHED, got %u\n", m.type);
+		return 2;
+	}
+	region = mmap(NULL, m.u.attached.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (region == MAP_FAILED)
+		die("mmap");
+	ring_attach(&tx, region + m.u.attached.tx_off, m.u.attached.tx_size, 0);
+	ring_attach(&rx, region + m.u.attached.rx_off, m.u.attached.rx_size, 0);
+
+	if (strcmp(mode, "join-twice") == 0) {
+		n = ctl_encode_join(buf, sizeof(buf), job, rank, size);
+		send(sock, buf, (size_t)n, MSG_NOSIGNAL);
+		return wait_closed();
+	}
+	if (strcmp(mode, "ring-garbage") == 0) {
+		struct proto_rec *rec;
+
+		ring_reserve(&tx, 8, &rec);
+		memset(rec, 0, sizeof(*rec));
+		rec->kind = 99;
+		rec->len = 8;
+		ring_publish(&tx);
+	} else if (strcmp(mode, "head-garbage") == 0) {
+		atomic_store(&tx.sh->head, tx.size * 3 + 8);
+	} else if (strcmp(mode, "tail-garbage") == 0) {
+		/* Wait until the daemon has filled our RX ring. */
+		for (int i = 0; i < 1000; i++) {
+			uint64_t h = atomic_load(&rx.sh->head);
+
+			if (h + 4096 > rx.size)
+				break;
+			usleep(10000);
+		}
+		atomic_store(&rx.sh->tail, atomic_load(&rx.sh->head) + 4096);
+	} else {
+		fprintf(stderr, "ft_raw: unknown mode %s\n", mode);
+		return 2;
+	}
+	{
+		uint64_t one = 1;
+
+		if (write(fds[2], &one, sizeof(one)) < 0)
+			die("eventfd write");
+	}
+	return wait_closed();
+}
