@@ -173,8 +173,9 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 	case CTL_Q_STATS:
 		fprintf(out, "node %u\n", M.self);
 		fprintf(out, "sessions %u\nendpoints %u\njobs %u\n", sess_count(), sess_endpoints(), job_count());
-		fprintf(out, "memory_queued_bytes %llu\nmemory_region_bytes %llu\n",
-			(unsigned long long)recq_mem_bytes, (unsigned long long)sess_region_bytes());
+		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_region_bytes %llu\n",
+			(unsigned long long)recq_mem_bytes, (unsigned long long)recq_mem_peak,
+			(unsigned long long)sess_region_bytes());
 		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\n",
 			(unsigned long long)sess_stats.sessions_opened,
 			(unsigned long long)sess_stats.sessions_closed,
@@ -380,7 +381,7 @@ int main(int argc, char **argv)
 		goto err_conf;
 	if (signals_init() < 0)
 		goto err_loop;
-	if (sess_init(&M.conf, M.self, runtime_dir ? -1 : notify_listen_fd(), query) < 0)
+	if (sess_init(&M.conf, M.self, notify_listen_fd(), query) < 0)
 		goto err_signals;
 
 	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s%s", M.self, M.conf.nnodes,

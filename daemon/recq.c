@@ -18,14 +18,17 @@ struct recq_chunk {
 };
 
 uint64_t recq_mem_bytes;
+uint64_t recq_mem_peak;
 
-int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload)
+int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload, uint64_t mem_limit)
 {
 	uint32_t fp = (uint32_t)ring_footprint(rec->len);
 	struct recq_chunk *c = q->last;
 
 	assert(fp <= RECQ_CHUNK);
 	if (!c || c->cap - c->tail < fp) {
+		if (recq_mem_bytes + sizeof(*c) + RECQ_CHUNK > mem_limit)
+			return -ENOBUFS;
 		c = malloc(sizeof(*c) + RECQ_CHUNK);
 		if (!c)
 			return -ENOMEM;
@@ -38,6 +41,8 @@ int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload)
 			q->first = c;
 		q->last = c;
 		recq_mem_bytes += sizeof(*c) + RECQ_CHUNK;
+		if (recq_mem_bytes > recq_mem_peak)
+			recq_mem_peak = recq_mem_bytes;
 	}
 	memcpy(c->data + c->tail, rec, sizeof(*rec));
 	memcpy(c->data + c->tail + sizeof(*rec), payload, rec->len);

@@ -20,9 +20,11 @@ struct recq {
 };
 
 extern uint64_t recq_mem_bytes;         /* allocated by all queues */
+extern uint64_t recq_mem_peak;          /* the most recq_mem_bytes has been */
 
-/* Appends a copy of rec and its payload.  Returns 0 or -ENOMEM. */
-int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload);
+/* Appends a copy of rec and its payload.  Returns 0, -ENOBUFS if that would
+ * take recq_mem_bytes above mem_limit, or -ENOMEM. */
+int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload, uint64_t mem_limit);
 
 /* Returns the oldest record (1) or 0 if empty; pointers valid until recq_pop. */
 int recq_peek(const struct recq *q, const struct proto_rec **rec_p, const void **payload_p);

@@ -206,9 +206,7 @@ static int deliver(struct sess *d, const struct proto_rec *rec, const void *payl
 		}
 	}
 	if (d->pending.bytes + fp > S.conf->pending_bytes ||
-	    recq_mem_bytes + fp > S.conf->memory_bytes)
-		return -EAGAIN;
-	if (recq_push(&d->pending, rec, payload) < 0)
+	    recq_push(&d->pending, rec, payload, S.conf->memory_bytes) < 0)
 		return -EAGAIN;
 	sess_stats.items_queued++;
 	return 0;
@@ -598,7 +596,7 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 	for (;;) {
 		ssize_t n = recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, MSG_DONTWAIT);
 		struct ctl_msg m;
-		ssize_t used;
+		ssize_t used = 0;
 
 		if (n == 0) {
 			close_session(s, s->state == S_ENDPOINT ? "closed" : NULL, 0);
@@ -799,6 +797,17 @@ int sess_init(const struct conf *c, uint32_t self, int listen_fd, sess_query_fn 
 		listen_fd = listen_on(c->runtime_dir);
 		if (listen_fd < 0)
 			return listen_fd;
+	} else {
+		/* systemd passes a blocking socket; on_accept accepts until
+		 * EAGAIN and must not block in the last accept. */
+		int fl = fcntl(listen_fd, F_GETFL);
+
+		if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+			ret = -errno;
+			log_err("making the inherited socket non-blocking: %m");
+			return ret;
+		}
+		log_info("using the listening socket systemd passed");
 	}
 	S.listen_fd = listen_fd;
 	ret = loop_add(&S.listen_w, listen_fd, EPOLLIN, on_accept, NULL);

@@ -96,7 +96,15 @@ wait_for() {
 
 # bg LOGNAME COMMAND...: runs it in the background, output to $TMP/LOGNAME;
 # its pid goes to PIDS (for cleanup) and LASTPID.
-bg() { local log=$1; shift; "$@" >"$TMP/$log" 2>&1 & PIDS+=("$!"); LASTPID=$!; }
+# "prog NAME" is resolved here so that $! is the program itself, not a subshell
+# running the prog function (signals sent to it must reach the program).
+bg() {
+	local log=$1; shift
+	if [ "$1" = prog ]; then shift; set -- "$BUILD/tests/$1" "${@:2}"; fi
+	"$@" >"$TMP/$log" 2>&1 &
+	LASTPID=$!
+	PIDS+=("$LASTPID")
+}
 
 finish() { exit "$FAILED"; }
 

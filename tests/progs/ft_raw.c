@@ -48,12 +48,10 @@ static int wait_closed(void)
 		if (poll(&p, 1, 100) == 0)
 			continue;
 		n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-			printf("daemon closed the connection\n");
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
 			return 0;
-		}
 	}
-	printf("daemon did not close the connection\n");
+	fprintf(stderr, "ft_raw: the daemon did not close the connection within 10 s\n");
 	return 1;
 }
 

@@ -72,6 +72,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("rank 0 ok: sent %ld, eagain %llu\n", items, (unsigned long long)eagain);
+		free(buf);
 		return 0;
 	}
 	for (long got = 0; forever || got < items;) {

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Clients that break the protocol lose their session; the daemon logs why and
+# keeps serving everyone else.
+. "$(dirname "$0")/lib.sh"
+
+start_daemon n0 || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n0
+pid=$(dpid n0)
+
+# A well-behaved job runs through all of it.
+start_job bystanders 3 --items 30000 --len 16 --steps 2
+
+killed=0
+for mode in ctl-garbage bad-first join-twice ring-garbage head-garbage; do
+	expect "$mode: the daemon closes that client's connection" prog ft_raw "$TMP/n0" "$mode" "raw-$mode" 0 1
+	killed=$((killed + 1))
+	expect "$mode: the daemon is still running" kill -0 "$pid"
+done
+expect "every one of them was counted as misbehaving ($killed)" test "$(stat n0 sessions_killed)" = $killed
+expect "the log says why (garbage in TX ring)" grep -q "garbage in TX ring" "$TMP/n0.log"
+expect "the log says why (malformed control message)" grep -q "malformed control message" "$TMP/n0.log"
+expect "the log says why (first message is not HELLO)" grep -q "first message is not HELLO" "$TMP/n0.log"
+
+# A receiver that publishes an impossible RX tail while a sender streams to it.
+bg tailsend.log prog ft_stream --job tg --rank 0 --items 50000 --len 64
+s=$LASTPID
+expect "tail-garbage: the daemon closes that client's connection" prog ft_raw "$TMP/n0" tail-garbage tg 1 2
+expect "tail-garbage: the log says why" grep -q "impossible RX tail" "$TMP/n0.log"
+wait $s
+expect "tail-garbage: the sender finishes (items for the gone rank are dropped, counted)" \
+	test $? = 0 -a "$(stat n0 items_dropped)" -gt 0
+
+expect "the bystander job got every item exactly once, in order" wait_job bystanders
+expect "memory and regions of the dropped sessions are freed" \
+	wait_for '[ "$(stat n0 memory_region_bytes)" = 0 ] && [ "$(stat n0 memory_queued_bytes)" = 0 ]'
+expect "daemon exits cleanly" stop_daemon n0
+finish

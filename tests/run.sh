@@ -1,0 +1,88 @@
+#!/bin/bash
+# tests/run.sh BUILD_DIR... - ferry's test suite.
+#
+# For each build directory (the plain build, then the ASan+UBSan one): every
+# unit test binary, then every integration test.  Then a short run of every
+# fuzz harness (built with clang's sanitizers).  Each "ok - ..." line counts
+# as a pass and each "not ok - ..." line as a failure; a program that exits
+# non-zero without a "not ok" line counts as one failure.  The last line is
+# "N passed, N failed".
+#
+# Environment: TESTS="pattern" runs only integration tests whose name matches;
+# FUZZ_CHECK_SECONDS (default 10) per fuzz harness, 0 to skip.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export ASAN_OPTIONS="detect_leaks=1"
+PASSED=0
+FAILED=0
+
+# run LABEL COMMAND...: runs it, shows its output, counts its results.
+run() {
+	local label=$1 out rc p f
+	shift
+	out=$(mktemp)
+	timeout 900 "$@" >"$out" 2>&1
+	rc=$?
+	sed "s/^\(ok\|not ok\) - /\1 - [$label] /" "$out"
+	p=$(grep -c '^ok - ' "$out")
+	f=$(grep -c '^not ok - ' "$out")
+	grep '^not ok - ' "$out" | sed "s/^not ok - /[$label] /" >>"$ROOT/build/failures.txt"
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - [$label] $* exited with status $rc"
+		echo "[$label] $* exited with status $rc" >>"$ROOT/build/failures.txt"
+		f=1
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	rm -f "$out"
+}
+
+mkdir -p build
+: >build/failures.txt
+start=$(date +%s)
+for b in "$@"; do
+	label=$(basename "$b")
+	[ "$b" = build ] && label=plain
+	echo "# === $b: unit tests"
+	for t in "$b"/unit/test_*; do
+		[ -x "$t" ] && run "$label" "$t"
+	done
+	echo "# === $b: integration tests"
+	for t in tests/integration/*.sh; do
+		case "$(basename "$t" .sh)" in ${TESTS:-*}) ;; *) continue ;; esac
+		run "$label" env BUILD="$b" bash "$t"
+	done
+done
+
+secs=${FUZZ_CHECK_SECONDS:-10}
+if [ "$secs" -gt 0 ] && [ -z "${TESTS:-}" ]; then
+	echo "# === fuzz harnesses, $secs s each"
+	for f in build/fuzz/fuzz_*; do
+		[ -x "$f" ] || continue
+		name=$(basename "$f")
+		seeds=""
+		[ "$name" = fuzz_conf ] && seeds=conf
+		mkdir -p "build/corpus/$name"
+		if "$f" -max_total_time="$secs" -artifact_prefix=build/fuzz/ "build/corpus/$name" $seeds \
+			>"build/fuzz/$name.log" 2>&1; then
+			echo "ok - [fuzz] $name: $(grep -o 'Done [0-9]* runs' "build/fuzz/$name.log") without a crash, leak or hang"
+			PASSED=$((PASSED + 1))
+		else
+			echo "not ok - [fuzz] $name: see build/fuzz/$name.log"
+			grep -A20 'ERROR' "build/fuzz/$name.log" | head -30 | sed 's/^/#   /'
+			echo "[fuzz] $name" >>build/failures.txt
+			FAILED=$((FAILED + 1))
+		fi
+	done
+fi
+
+echo "# took $(($(date +%s) - start)) s"
+if [ "$FAILED" -gt 0 ]; then
+	echo "# failed:"
+	sed 's/^/#   /' build/failures.txt
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -1,0 +1,175 @@
+/* tests/unit/test_conf.c - configuration parsing: defaults, every option,
+ * host patterns, resolved topologies, and one clear message per mistake. */
+#define UNIT "conf"
+#include "check.h"
+#include "../../daemon/conf.c"
+#include "../../daemon/route.c"
+#include "../../daemon/log.c"
+
+static char err[512];
+
+static int parse(struct conf *c, const char *text)
+{
+	err[0] = '\0';
+	return conf_load_string(c, text, "test.conf", err, sizeof(err));
+}
+
+/* The error for text must start with "test.conf:LINE: " and contain what. */
+static void rejects(const char *text, int line, const char *what)
+{
+	struct conf c;
+	char prefix[64];
+
+	CHECK_EQ(parse(&c, text), -EINVAL);
+	snprintf(prefix, sizeof(prefix), "test.conf:%d: ", line);
+	if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, what)) {
+		fprintf(stderr, "    got: %s\n    want: %s...%s\n", err, prefix, what);
+		CHECK(0);
+	}
+	conf_free(&c);
+}
+
+TEST(defaults)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, ""), 0);
+	CHECK_EQ(c.nnodes, 1);
+	CHECK(strcmp(c.nodes[0].host, "localhost") == 0);
+	CHECK_EQ(c.nodes[0].port, 7470);
+	CHECK_EQ(c.physical, CONF_SWITCHED);
+	CHECK_EQ(c.buffer_bytes, 16384);
+	CHECK_EQ(c.flush_us, 200);
+	CHECK_EQ(c.transport, CONF_TRANSPORT_AUTO);
+	CHECK_EQ(c.max_clients, 256);
+	CHECK_EQ(c.ring_bytes, 1 << 20);
+	CHECK_EQ(c.key_file[0], '\0');
+	CHECK_EQ(c.log_level, LOG_INFO);
+	CHECK(strcmp(c.runtime_dir, "/run/ferry") == 0);
+	conf_free(&c);
+}
+
+TEST(every_option)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c,
+		"cluster: { name = \"lqcd\"; nodes = ( { host = \"a\"; port = 1; }, { host = \"b\"; } ); port = 9; };\n"
+		"topology: { physical = \"switched\"; virtual = \"direct\"; };\n"
+		"aggregation: { buffer_bytes = 0; flush_us = 1000; };\n"
+		"transport: { kind = \"tcp\"; };\n"
+		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
+		"security: { key_file = \"/k\"; };\n"
+		"logging: { level = \"debug\"; };\n"
+		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; };\n"), 0);
+	CHECK(strcmp(c.cluster_name, "lqcd") == 0);
+	CHECK_EQ(c.nnodes, 2);
+	CHECK_EQ(c.nodes[0].port, 1);
+	CHECK_EQ(c.nodes[1].port, 9);           /* cluster.port is the default */
+	CHECK_EQ(c.route.ndims, 1);
+	CHECK_EQ(c.route.dims[0], 2);
+	CHECK_EQ(c.buffer_bytes, 0);
+	CHECK_EQ(c.flush_us, 1000);
+	CHECK_EQ(c.transport, CONF_TRANSPORT_TCP);
+	CHECK_EQ(c.max_clients, 8);
+	CHECK_EQ(c.ring_bytes, 262144);
+	CHECK_EQ(c.memory_bytes, 2097152);
+	CHECK_EQ(c.pending_bytes, 1048576);
+	CHECK(strcmp(c.key_file, "/k") == 0);
+	CHECK_EQ(c.log_level, LOG_DEBUG);
+	CHECK(strcmp(c.runtime_dir, "/tmp/x") == 0);
+	CHECK_EQ(c.spin_us, 0);
+	conf_free(&c);
+}
+
+TEST(host_patterns)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"node%03d.hpc\"; count = 12; first = 1; port = 80; };"), 0);
+	CHECK_EQ(c.nnodes, 12);
+	CHECK(strcmp(c.nodes[0].host, "node001.hpc") == 0);
+	CHECK(strcmp(c.nodes[11].host, "node012.hpc") == 0);
+	CHECK_EQ(c.nodes[5].port, 80);
+	CHECK_EQ(c.route.ndims, 2);             /* auto: 12 nodes -> 2-D */
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 3; };"), 0);
+	CHECK(strcmp(c.nodes[2].host, "n2") == 0);
+	conf_free(&c);
+}
+
+TEST(topologies_resolve)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 256; };\n"
+			  "topology: { physical = \"torus\"; dims = [ 4, 8, 8 ]; };"), 0);
+	CHECK_EQ(c.route.kind, ROUTE_TORUS);
+	CHECK_EQ(c.route.npos, 256);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 7; };\n"
+			  "topology: { virtual = [ 2, 4 ]; };"), 0);
+	CHECK_EQ(c.route.kind, ROUTE_GRID);
+	CHECK_EQ(c.route.npos, 8);
+	CHECK_EQ(c.route.nnodes, 7);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 8; };\n"
+			  "topology: { physical = \"mesh\"; dims = [ 2, 4 ]; };"), 0);
+	CHECK_EQ(c.route.kind, ROUTE_MESH);
+	conf_free(&c);
+}
+
+TEST(each_mistake_has_its_message)
+{
+	rejects("cluster: {\n name = 5;\n};", 2, "'cluster.name' must be a string, not an integer");
+	rejects("cluster: {\n name = \"a b\";\n};", 2, "'cluster.name' must be 1 to 63 printable");
+	rejects("cluster = 5;", 1, "'cluster' must be a group");
+	rejects("\n\nfoo = 1;", 3, "unknown option 'foo'");
+	rejects("limits: {\n ring_bytes = 1024;\n};", 2, "'limits.ring_bytes' is 1024, must be between 262144 and");
+	rejects("limits: { memory_bytes = 1048576; pending_bytes = 2097152; };", 1,
+		"'limits.pending_bytes' (2097152) exceeds 'limits.memory_bytes'");
+	rejects("transport: { kind = \"ib\"; };", 1, "'transport.kind' is \"ib\", must be \"auto\", \"tcp\" or \"verbs\"");
+	rejects("aggregation: { buffer_bytes = 2.5; };", 1, "must be an integer, not a number with a fraction");
+	rejects("cluster: { host_pattern = \"n%d\"; };", 1, "needs 'cluster.count'");
+	rejects("cluster: { host_pattern = \"n%d%d\"; count = 2; };", 1, "exactly one %d");
+	rejects("cluster: { count = 2; };", 1, "go with 'cluster.host_pattern'");
+	rejects("cluster: { host_pattern = \"n%d\"; count = 2; nodes = (); };", 1, "not both");
+	rejects("cluster: { nodes = ( 5 ); };", 1, "must be a group");
+	rejects("cluster: { nodes = ( { host = \"a\"; colour = 1; } ); };", 1, "unknown option 'cluster.nodes.[].colour'");
+	rejects("cluster: { nodes = ( { host = \"a\"; port = 70000; } ); };", 1, "between 1 and 65535");
+	rejects("topology: { dims = [ 1 ]; };", 1, "describes a physical torus or mesh");
+	rejects("topology: { virtual = 3; };", 1, "must be \"auto\", \"direct\" or an array");
+	rejects("cluster: { host_pattern = \"n%d\"; count = 4; };\ntopology: { virtual = [ 2, 2, 2 ]; };", 2,
+		"at most 3 may be empty");
+	rejects("cluster: { host_pattern = \"n%d\"; count = 4; };\ntopology: { physical = \"torus\"; dims = [ 2, \"x\" ]; };",
+		2, "mismatched element type in array");   /* libconfig's own check */
+}
+
+TEST(shipped_files_load)
+{
+	static const char *const files[] = { "conf/ferry.conf", "conf/torus-8x8.conf", "conf/torus-4x8x8.conf",
+					     "conf/switched-64.conf", "conf/localhost-8.conf" };
+	struct conf c;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		int ret = conf_load_file(&c, files[i], err, sizeof(err));
+
+		if (ret)
+			fprintf(stderr, "%s\n", err);
+		CHECK_EQ(ret, 0);
+		conf_free(&c);
+	}
+	CHECK_EQ(conf_load_file(&c, "conf/nonexistent.conf", err, sizeof(err)), -ENOENT);
+	conf_free(&c);
+}
+
+int main(void)
+{
+	RUN(defaults);
+	RUN(every_option);
+	RUN(host_patterns);
+	RUN(topologies_resolve);
+	RUN(each_mistake_has_its_message);
+	RUN(shipped_files_load);
+	return check_done();
+}

@@ -1,0 +1,195 @@
+/* tests/unit/test_proto.c - control-message and frame codecs: round trips,
+ * partial input, and rejection of malformed input. */
+#define UNIT "proto"
+#include "check.h"
+#include "../../proto/ctl.c"
+#include "../../proto/wire.c"
+
+#include <stdlib.h>
+
+TEST(ctl_round_trips)
+{
+	uint8_t buf[512];
+	struct ctl_msg m;
+	struct ctl_attached_wire a = { .region_bytes = 1 << 21, .tx_size = 1 << 20, .rx_off = 1 << 20,
+				       .rx_size = 1 << 20, .node = 3, .session = 9 };
+	ssize_t n;
+
+	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.type, CTL_HELLO);
+	CHECK_EQ(m.u.hello.role, CTL_ROLE_ENDPOINT);
+
+	n = ctl_encode_join(buf, sizeof(buf), "sort-42", 3, 8);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.type, CTL_JOIN);
+	CHECK(strcmp(m.u.join.name, "sort-42") == 0);
+	CHECK_EQ(m.u.join.rank, 3);
+	CHECK_EQ(m.u.join.size, 8);
+
+	n = ctl_encode_attached(buf, sizeof(buf), &a);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK(memcmp(&m.u.attached, &a, sizeof(a)) == 0);
+
+	n = ctl_encode_error(buf, sizeof(buf), EADDRINUSE, "rank 3 is taken");
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.u.error.err, EADDRINUSE);
+	CHECK(strcmp(m.u.error.text, "rank 3 is taken") == 0);
+
+	n = ctl_encode_text(buf, sizeof(buf), "hello", 5);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.u.text.len, 5);
+	CHECK(memcmp(m.u.text.text, "hello", 5) == 0);
+
+	CHECK_EQ(ctl_encode_hello(buf, 10, CTL_ROLE_ADMIN), -ENOSPC);
+	CHECK_EQ(ctl_encode_join(buf, sizeof(buf), "has space", 0, 1), -EINVAL);
+}
+
+TEST(ctl_partial_messages_wait_for_more)
+{
+	uint8_t buf[512];
+	struct ctl_msg m;
+	ssize_t n = ctl_encode_join(buf, sizeof(buf), "job", 0, 2);
+
+	for (ssize_t i = 0; i < n; i++)
+		CHECK_EQ(ctl_decode(buf, (size_t)i, &m), 0);
+	/* Two messages back to back: the first is decoded alone. */
+	ctl_encode_ready(buf + n, sizeof(buf) - (size_t)n, 2, 1);
+	CHECK_EQ(ctl_decode(buf, sizeof(buf), &m), n);
+}
+
+TEST(ctl_rejects_malformed)
+{
+	uint8_t buf[512];
+	struct ctl_msg m;
+	struct ctl_hdr *h = (struct ctl_hdr *)buf;
+	struct ctl_join_wire *j = (struct ctl_join_wire *)(buf + sizeof(*h));
+	ssize_t n;
+
+	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+	h->version = 2;
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	n = ctl_encode_hello(buf, sizeof(buf), 7);       /* unknown role */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+	h->flags = 1;
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	h->flags = 0;
+	h->type = 99;
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	h->type = CTL_HELLO;
+	h->len = CTL_MAX_BODY + 1;
+	CHECK_EQ(ctl_decode(buf, sizeof(buf), &m), -EPROTO);
+
+	n = ctl_encode_join(buf, sizeof(buf), "job", 1, 2);
+	j->rank = 2;                                      /* rank >= size */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	j->rank = 0;
+	j->size = 0;
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	j->size = 2;
+	j->name_len = 4;                                  /* longer than the body */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	j->name_len = 3;
+	buf[sizeof(*h) + sizeof(*j) + 1] = '\n';          /* control character in the name */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+
+	n = ctl_encode_error(buf, sizeof(buf), EINVAL, "x");
+	((struct ctl_error_wire *)(buf + sizeof(*h)))->err = -3;
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	n = ctl_encode_query(buf, sizeof(buf), 42, 0);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+}
+
+TEST(job_names)
+{
+	CHECK(ctl_job_name_ok("a", 1));
+	CHECK(ctl_job_name_ok("prterun-host-123@1", 18));
+	CHECK(!ctl_job_name_ok("", 0));
+	CHECK(!ctl_job_name_ok("a b", 3));
+	CHECK(!ctl_job_name_ok("\xc3\xa9", 2));
+	char long_name[CTL_JOB_MAX + 2];
+	memset(long_name, 'x', sizeof(long_name));
+	CHECK(ctl_job_name_ok(long_name, CTL_JOB_MAX));
+	CHECK(!ctl_job_name_ok(long_name, CTL_JOB_MAX + 1));
+}
+
+TEST(frame_header_round_trip_and_checks)
+{
+	uint8_t buf[24];
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = WIRE_DATA, .len = 4096,
+				    .seq = 0x1122334455667788ull, .ack = 77 }, d;
+
+	wire_encode_hdr(buf, &h);
+	CHECK_EQ(buf[8], 0x88);                /* little-endian on the wire */
+	CHECK_EQ(wire_decode_hdr(buf, &d), 0);
+	CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+
+	struct wire_frame_hdr bad[] = {
+		{ .version = 2, .kind = WIRE_DATA, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = 0 },
+		{ .version = WIRE_VERSION, .kind = 9 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 1, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .len = WIRE_BODY_MAX + 1, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .seq = 0 },     /* DATA needs a seq */
+		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .len = 8 },       /* ACK has no body */
+		{ .version = WIRE_VERSION, .kind = WIRE_HELLO, .seq = 5 },     /* HELLO has no seq */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wire_encode_hdr(buf, &bad[i]);
+		CHECK_EQ(wire_decode_hdr(buf, &d), -EPROTO);
+	}
+}
+
+TEST(frame_items_round_trip_and_truncation)
+{
+	uint8_t body[4096], payload[300];
+	size_t len = 0, off = 0;
+	struct wire_item it;
+	const void *p;
+	int n = 0;
+
+	for (uint32_t i = 0; i < 10; i++) {
+		struct wire_item w = { .len = i * 29, .channel = (uint16_t)i, .node = i, .job = 7,
+				       .dst = i + 1, .src = i + 2, .flags = i == 3 ? WIRE_ITEM_MORE : 0 };
+
+		memset(payload, (int)i, sizeof(payload));
+		len += wire_encode_item(body + len, &w, payload);
+	}
+	CHECK_EQ(len % 8, 0);
+	while (wire_next_item(body, len, &off, &it, &p) == 1) {
+		CHECK_EQ(it.len, (uint32_t)n * 29);
+		CHECK_EQ(it.dst, (uint32_t)n + 1);
+		CHECK_EQ(it.flags, n == 3 ? WIRE_ITEM_MORE : 0);
+		CHECK(it.len == 0 || ((const uint8_t *)p)[it.len - 1] == n);
+		n++;
+	}
+	CHECK_EQ(n, 10);
+	CHECK_EQ(off, len);
+	/* Every truncation of the body is an error, never a read past it. */
+	for (size_t cut = 1; cut < len; cut++) {
+		size_t o = 0;
+		int r;
+
+		while ((r = wire_next_item(body, len - cut, &o, &it, &p)) == 1)
+			;
+		if (r == 0)
+			CHECK(o == len - cut);       /* ended exactly on an item boundary */
+		else
+			CHECK_EQ(r, -EPROTO);
+	}
+	((struct wire_item *)body)->reserved = 1;
+	off = 0;
+	CHECK_EQ(wire_next_item(body, len, &off, &it, &p), -EPROTO);
+}
+
+int main(void)
+{
+	RUN(ctl_round_trips);
+	RUN(ctl_partial_messages_wait_for_more);
+	RUN(ctl_rejects_malformed);
+	RUN(job_names);
+	RUN(frame_header_round_trip_and_checks);
+	RUN(frame_items_round_trip_and_truncation);
+	return check_done();
+}

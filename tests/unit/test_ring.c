@@ -1,0 +1,326 @@
+/* tests/unit/test_ring.c - the shared-memory ring: records, wrap-around,
+ * validation of what the other side wrote, and wake-ups between two threads. */
+#define UNIT "ring"
+#include "check.h"
+#include "../../proto/ring.c"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static void *mem_for(uint64_t size)
+{
+	void *m = aligned_alloc(PROTO_CACHELINE, ring_bytes(size));
+
+	memset(m, 0xee, ring_bytes(size));      /* garbage until attached */
+	return m;
+}
+
+static int put(struct ring *r, uint32_t len, uint32_t tag)
+{
+	struct proto_rec *rec;
+	int ret = ring_reserve(r, len, &rec);
+
+	if (ret)
+		return ret;
+	*rec = (struct proto_rec){ .len = len, .kind = PROTO_REC_ITEM, .dst = tag, .src = ~tag };
+	memset(rec + 1, (int)(tag & 0xff), len);
+	return 0;
+}
+
+/* Takes one record and checks it carries tag and len bytes of it. */
+static int take(struct ring *r, uint32_t *tag_p, uint32_t *len_p)
+{
+	struct proto_rec rec;
+	const void *p;
+	int ret = ring_peek(r, &rec, &p);
+
+	if (ret <= 0)
+		return ret;
+	for (uint32_t i = 0; i < rec.len; i++)
+		if (((const uint8_t *)p)[i] != (rec.dst & 0xff))
+			return -100;
+	if (rec.src != ~rec.dst)
+		return -101;
+	*tag_p = rec.dst;
+	*len_p = rec.len;
+	ring_consume(r, &rec);
+	return 1;
+}
+
+TEST(sizes)
+{
+	CHECK(ring_size_ok(PROTO_RING_MIN));
+	CHECK(ring_size_ok(1 << 20));
+	CHECK(!ring_size_ok(PROTO_RING_MIN / 2));
+	CHECK(!ring_size_ok(300000));
+	CHECK_EQ(ring_footprint(0), 16);
+	CHECK_EQ(ring_footprint(1), 24);
+	CHECK_EQ(ring_footprint(8), 24);
+	CHECK_EQ(ring_footprint(9), 32);
+}
+
+/* Producer and consumer in one thread, many laps around the ring, lengths
+ * chosen so that every wrap position occurs, including the smallest PAD. */
+TEST(wrap_around_keeps_every_record)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t next_put = 0, next_take = 0, tag, len;
+	uint64_t seed = 1;
+
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	while (next_take < 200000) {
+		for (;;) {
+			uint32_t l;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			l = (uint32_t)(seed >> 33) % 300;
+			if (next_put % 997 == 0)
+				l = PROTO_FRAG_BYTES;   /* now and then a maximal one */
+			if (put(&p, l, next_put) != 0)
+				break;
+			next_put++;
+		}
+		ring_publish(&p);
+		while (take(&c, &tag, &len) == 1) {
+			if (tag != next_take)
+				break;
+			next_take++;
+		}
+		CHECK_EQ(tag, next_take - 1);
+		if (tag != next_take - 1)
+			break;
+		ring_release(&c);
+	}
+	CHECK(next_take >= 200000);
+	free(m);
+}
+
+TEST(full_ring_says_eagain_until_released)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t n = 0, tag, len;
+
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	while (put(&p, 1000, n) == 0)
+		n++;
+	CHECK_EQ(n, size / ring_footprint(1000));
+	CHECK_EQ(put(&p, 1000, n), -EAGAIN);
+	ring_publish(&p);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(put(&p, 1000, n), -EAGAIN);   /* consumed but not released */
+	ring_release(&c);
+	CHECK_EQ(put(&p, 1000, n), 0);
+	free(m);
+}
+
+TEST(flags_tell_who_must_be_woken)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t tag, len;
+
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	CHECK_EQ(ring_consumer_sleep(&c), 0);          /* empty: may sleep */
+	put(&p, 8, 1);
+	CHECK_EQ(ring_publish(&p), 1);                 /* consumer sleeps: wake it */
+	ring_consumer_awake(&c);
+	put(&p, 8, 2);
+	CHECK_EQ(ring_publish(&p), 0);                 /* awake: no wake-up needed */
+	CHECK_EQ(ring_consumer_sleep(&c), 1);          /* records there: do not sleep */
+	CHECK_EQ(ring_publish(&p), 0);                 /* ... and the flag is down again */
+	while (put(&p, 4000, 3) == 0)
+		;
+	ring_publish(&p);
+	CHECK_EQ(ring_producer_sleep(&p, 4000), 0);    /* full: producer may sleep */
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(ring_release(&c), 1);                 /* producer waits: wake it */
+	ring_producer_awake(&p);
+	CHECK_EQ(ring_producer_sleep_empty(&p), 0);
+	while (take(&c, &tag, &len) == 1)
+		;
+	CHECK_EQ(ring_release(&c), 1);
+	CHECK_EQ(ring_producer_sleep_empty(&p), 1);    /* all consumed */
+	free(m);
+}
+
+/* The consumer must reject whatever a hostile producer publishes. */
+TEST(consumer_rejects_garbage)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	struct proto_rec rec, *r;
+	const void *pl;
+
+	struct { uint32_t len; uint8_t kind, flags; } bad[] = {
+		{ 8, 0, 0 },                          /* kind 0 */
+		{ 8, 99, 0 },                         /* unknown kind */
+		{ 8, PROTO_REC_ITEM, 0x80 },          /* unknown flag */
+		{ 8, PROTO_REC_FLUSH, PROTO_REC_MORE },/* MORE on a control record */
+		{ PROTO_FRAG_BYTES + 8, PROTO_REC_ITEM, 0 }, /* too long */
+		{ 4096, PROTO_REC_ITEM, 0 },          /* longer than what was published */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ring_attach(&p, m, size, 1);
+		ring_attach(&c, m, size, 0);
+		ring_reserve(&p, 64, &r);
+		*r = (struct proto_rec){ .len = bad[i].len, .kind = bad[i].kind, .flags = bad[i].flags };
+		ring_publish(&p);
+		CHECK_EQ(ring_peek(&c, &rec, &pl), -EPROTO);
+	}
+	/* Heads that cannot be. */
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	atomic_store(&p.sh->head, size + 8);
+	CHECK_EQ(ring_peek(&c, &rec, &pl), -EPROTO);
+	atomic_store(&p.sh->head, 12);
+	CHECK_EQ(ring_peek(&c, &rec, &pl), -EPROTO);
+	atomic_store(&p.sh->head, (uint64_t)-8);
+	CHECK_EQ(ring_peek(&c, &rec, &pl), -EPROTO);
+	/* A PAD whose length does not reach the end. */
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	memcpy(c.data, &(struct proto_rec){ .len = 64, .kind = PROTO_REC_PAD }, 8);
+	atomic_store(&p.sh->head, 64);
+	CHECK_EQ(ring_peek(&c, &rec, &pl), -EPROTO);
+	free(m);
+}
+
+TEST(producer_rejects_impossible_tail)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p;
+	struct proto_rec *r;
+
+	ring_attach(&p, m, size, 1);
+	while (ring_reserve(&p, 4000, &r) == 0)
+		;
+	ring_publish(&p);
+	atomic_store(&p.sh->tail, p.head + 8);          /* beyond the head */
+	CHECK_EQ(ring_reserve(&p, 4000, &r), -EPROTO);
+	atomic_store(&p.sh->tail, 4);                    /* misaligned */
+	CHECK_EQ(ring_reserve(&p, 4000, &r), -EPROTO);
+	free(m);
+}
+
+/* Two threads, the consumer sleeping on an eventfd whenever the ring is empty
+ * and the producer waking it only when the flag says so.  A lost wake-up
+ * shows as a poll() timeout. */
+struct stress {
+	struct ring p, c;
+	int efd_c, efd_p;
+	uint32_t n;
+	int lost_wakeups, bad;
+	uint64_t consumer_sleeps;
+};
+
+static void *producer(void *arg)
+{
+	struct stress *s = arg;
+	uint64_t one = 1;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		while (put(&s->p, i % 61, i) != 0) {
+			if (ring_producer_sleep(&s->p, i % 61))
+				continue;
+			struct pollfd pf = { .fd = s->efd_p, .events = POLLIN };
+			uint64_t v;
+
+			if (poll(&pf, 1, 2000) == 0)
+				s->lost_wakeups++;
+			else if (read(s->efd_p, &v, 8) < 0)
+				s->bad++;
+			ring_producer_awake(&s->p);
+		}
+		if ((i & 7) == 7 && ring_publish(&s->p) && write(s->efd_c, &one, 8) < 0)
+			s->bad++;
+		/* Pause now and then so that the consumer really goes to sleep. */
+		if ((i & 1023) == 1023)
+			usleep(10);
+	}
+	if (ring_publish(&s->p) && write(s->efd_c, &one, 8) < 0)
+		s->bad++;
+	return NULL;
+}
+
+TEST(two_threads_no_lost_wakeup)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct stress s = { .n = 2000000 };
+	pthread_t t;
+	uint32_t next = 0, tag, len;
+	uint64_t one = 1;
+
+	ring_attach(&s.p, m, size, 1);
+	ring_attach(&s.c, m, size, 0);
+	s.efd_c = eventfd(0, EFD_NONBLOCK);
+	s.efd_p = eventfd(0, EFD_NONBLOCK);
+	pthread_create(&t, NULL, producer, &s);
+	while (next < s.n) {
+		int ret = take(&s.c, &tag, &len);
+
+		if (ret == 1) {
+			if (tag != next || len != next % 61) {
+				s.bad++;
+				break;
+			}
+			next++;
+			if ((next & 31) == 0 && ring_release(&s.c) && write(s.efd_p, &one, 8) < 0)
+				s.bad++;
+			continue;
+		}
+		if (ret < 0) {
+			s.bad++;
+			break;
+		}
+		if (ring_release(&s.c) && write(s.efd_p, &one, 8) < 0)
+			s.bad++;
+		if (ring_consumer_sleep(&s.c)) {
+			ring_consumer_awake(&s.c);
+			continue;
+		}
+		struct pollfd pf = { .fd = s.efd_c, .events = POLLIN };
+		uint64_t v;
+
+		s.consumer_sleeps++;
+		if (poll(&pf, 1, 2000) == 0)
+			s.lost_wakeups++;
+		else if (read(s.efd_c, &v, 8) < 0)
+			s.bad++;
+		ring_consumer_awake(&s.c);
+	}
+	pthread_join(t, NULL);
+	CHECK_EQ(next, s.n);
+	CHECK_EQ(s.bad, 0);
+	CHECK_EQ(s.lost_wakeups, 0);
+	CHECK(s.consumer_sleeps > 0);           /* else the test proved nothing */
+	printf("# %llu consumer sleeps\n", (unsigned long long)s.consumer_sleeps);
+	close(s.efd_c);
+	close(s.efd_p);
+	free(m);
+}
+
+int main(void)
+{
+	RUN(sizes);
+	RUN(wrap_around_keeps_every_record);
+	RUN(full_ring_says_eagain_until_released);
+	RUN(flags_tell_who_must_be_woken);
+	RUN(consumer_rejects_garbage);
+	RUN(producer_rejects_impossible_tail);
+	RUN(two_threads_no_lost_wakeup);
+	return check_done();
+}
