@@ -2,7 +2,8 @@
 #
 #   make            build ferryd, ferryctl, libferry (shared + static), ferry.pc
 #   make check      install missing Debian packages, build, run the test suite
-#                   (plain build, then ASan+UBSan build), print "N passed, N failed"
+#                   (plain build, then ASan+UBSan build; clang must compile it
+#                   too), print "N passed, N failed"
 #   make demo       install missing packages, build, run a local demonstration
 #   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
@@ -104,10 +105,12 @@ $(BUILD)/libferry.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $(BUILD)/libferry-all.o
 
+# Made again by `install`, with the prefix given there.
+PCSUBST = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+              -e 's|@VERSION@|$(VERSION)|' packaging/ferry.pc.in
 $(BUILD)/ferry.pc: packaging/ferry.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(PCSUBST) > $@
 
 # --- tests ---
 
@@ -140,6 +143,8 @@ check: deps
 check-run:
 	@$(MAKE) --no-print-directory tests
 	@$(MAKE) --no-print-directory SAN=1 tests
+	@echo "# compiling with clang too (-Werror)"
+	@$(MAKE) --no-print-directory -s BUILD=build/clang CC=clang all $(patsubst $(BUILD)/%,build/clang/%,$(PROGS))
 	@$(MAKE) --no-print-directory $(FUZZERS)
 	@tests/run.sh build build/san
 
@@ -167,7 +172,7 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
-	install -m 644 $(BUILD)/ferry.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
+	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
 	sed 's|@SBINDIR@|$(SBINDIR)|' packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
 	install -m 644 packaging/ferryd.socket $(DESTDIR)$(UNITDIR)/ferryd.socket
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \

@@ -1,0 +1,62 @@
+#!/bin/bash
+# `make install` into a DESTDIR, then an application built against the
+# installed tree with pkg-config, linked shared and static, talks to ferryd.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DEST=$TMP/root
+
+make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$DEST" PREFIX=/opt/ferry SYSCONFDIR=/etc >"$TMP/install.log" 2>&1
+expect "make install DESTDIR=... PREFIX=/opt/ferry succeeds" test $? = 0
+for f in opt/ferry/sbin/ferryd opt/ferry/bin/ferryctl opt/ferry/lib/libferry.so.0 opt/ferry/lib/libferry.a opt/ferry/include/ferry.h \
+	opt/ferry/lib/pkgconfig/ferry.pc opt/ferry/lib/systemd/system/ferryd.service opt/ferry/lib/systemd/system/ferryd.socket \
+	etc/ferry/ferry.conf; do
+	expect "installed $f" test -e "$DEST/$f"
+done
+expect "the unit runs the installed ferryd" grep -q '^ExecStart=/opt/ferry/sbin/ferryd$' "$DEST/opt/ferry/lib/systemd/system/ferryd.service"
+expect "soname is libferry.so.0" bash -c "objdump -p '$DEST/opt/ferry/lib/libferry.so.0' | grep -q 'SONAME *libferry.so.0'"
+exported=$(nm -D --defined-only "$DEST/opt/ferry/lib/libferry.so.0" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort -u)
+expect "the shared library exports only ferry_* functions" bash -c "! grep -qv '^ferry_' <<<'$exported'"
+expect "the static archive defines no global symbol outside ferry_*" \
+	bash -c "! nm -g --defined-only '$DEST/opt/ferry/lib/libferry.a' | awk 'NF == 3 { print \$3 }' | grep -qv '^ferry_'"
+
+cat >"$TMP/app.c" <<'C'
+#include <ferry.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+	struct ferry_item it[4];
+	ferry_t *f;
+	int n;
+
+	if (ferry_open(&f, &(struct ferry_opts){ .job = "app", .rank = 0, .size = 1 }) < 0) {
+		fprintf(stderr, "%s\n", ferry_last_error());
+		return 1;
+	}
+	ferry_send(f, 0, 3, "installed", 9);
+	n = ferry_recv(f, it, 4, 5000);
+	if (n != 1 || it[0].len != 9 || memcmp(it[0].data, "installed", 9) || it[0].channel != 3)
+		return 1;
+	puts("app ok");
+	return ferry_close(f) < 0;
+}
+C
+san=""
+case "$BUILD" in *san*) san="-fsanitize=address,undefined" ;; esac
+export PKG_CONFIG_PATH=$DEST/opt/ferry/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$DEST
+expect "pkg-config knows ferry" pkg-config --exists ferry
+cc $san $(pkg-config --cflags ferry) -o "$TMP/app-shared" "$TMP/app.c" $(pkg-config --libs ferry) \
+	-Wl,-rpath,"$DEST/opt/ferry/lib" 2>"$TMP/cc1.log"
+rc=$?; cat "$TMP/cc1.log"
+expect "an application builds against the installed header and shared library" test $rc = 0
+cc $san $(pkg-config --cflags ferry) -o "$TMP/app-static" "$TMP/app.c" "$DEST/opt/ferry/lib/libferry.a" 2>"$TMP/cc2.log"
+expect "... and against the static archive" test $? = 0
+
+start_daemon n0 || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n0
+expect "the shared-linked application exchanges an item" bash -c "'$TMP/app-shared' | grep -q 'app ok'"
+expect "the static-linked application too" bash -c "'$TMP/app-static' | grep -q 'app ok'"
+expect "it really used the installed libferry.so" \
+	bash -c "ldd '$TMP/app-shared' | grep -q '$DEST/opt/ferry/lib/libferry.so.0'"
+expect "daemon exits cleanly" stop_daemon n0
+finish
