@@ -59,6 +59,12 @@ struct ferry {
 	struct reasm *reasm;    /* items being reassembled, by source */
 	void **held;            /* reassembled buffers handed out by the last ferry_recv */
 	size_t nheld, capheld;
+	/* steps */
+	uint32_t step;          /* the current step, from 1 */
+	int step_done;          /* ferry_done called in it */
+	uint32_t completed;     /* last step the daemon said is complete */
+	struct ferry_item *stash;       /* items copied out of the ring while waiting */
+	size_t stash_head, stash_len, stash_cap;
 };
 
 static _Thread_local char last_error[512];
@@ -345,6 +351,9 @@ static void destroy(struct ferry *f)
 		free(r);
 	}
 	free(f->held);
+	for (size_t i = f->stash_head; i < f->stash_len; i++)
+		free((void *)f->stash[i].data);
+	free(f->stash);
 	if (f->region)
 		munmap(f->region, f->region_bytes);
 	if (f->efd_client >= 0)
@@ -408,6 +417,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	if (!f)
 		return seterr(-ENOMEM, "out of memory");
 	f->sock = f->efd_client = f->efd_daemon = f->epfd = -1;
+	f->step = 1;
 	f->rank = (uint32_t)o.rank;
 	f->size = (uint32_t)o.size;
 	f->timeout_ms = o.timeout_ms;
@@ -605,6 +615,9 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 	const uint8_t *p = buf;
 	int ret;
 
+	if (f->step_done)
+		return seterr(-EBUSY, "step %u ended with ferry_done: call ferry_step_wait before sending again",
+			      f->step);
 	if (dst >= f->size)
 		return seterr(-EINVAL, "rank %u is outside the job (size %u)", dst, f->size);
 	if (channel > FERRY_MAX_CHANNEL)
@@ -634,6 +647,20 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 FERRY_API int ferry_flush(ferry_t *f)
 {
 	return put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
+}
+
+FERRY_API int ferry_done(ferry_t *f)
+{
+	int ret;
+
+	if (f->step_done)
+		return seterr(-EALREADY, "ferry_done was already called in step %u", f->step);
+	/* The DONE record must get in (the daemon counts this rank's items up
+	 * to it), so wait for room whatever FERRY_BLOCKING says. */
+	ret = put_rec(f, PROTO_REC_DONE, 0, 0, 0, NULL, 0, 1);
+	if (ret == 0)
+		f->step_done = 1;
+	return ret;
 }
 
 /* --- receiving --- */
@@ -708,6 +735,31 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	return 0;
 }
 
+/* Moves items out of the stash (oldest first) into items[]. */
+static int from_stash(struct ferry *f, struct ferry_item *items, int max)
+{
+	int n = 0;
+
+	while (n < max && f->stash_head < f->stash_len) {
+		struct ferry_item *it = &f->stash[f->stash_head++];
+
+		if (f->nheld == f->capheld) {
+			size_t cap = f->capheld ? f->capheld * 2 : 8;
+			void **h = realloc(f->held, cap * sizeof(*h));
+
+			if (!h)
+				return n ? n : seterr(-ENOMEM, "out of memory");
+			f->held = h;
+			f->capheld = cap;
+		}
+		f->held[f->nheld++] = (void *)it->data;
+		items[n++] = *it;
+	}
+	if (f->stash_head == f->stash_len)
+		f->stash_head = f->stash_len = 0;
+	return n;
+}
+
 /* Takes up to max items out of the RX ring. */
 static int collect(struct ferry *f, struct ferry_item *items, int max)
 {
@@ -723,6 +775,13 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		if (ret < 0)
 			return f->dead = seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
 		ring_consume(&f->rx, &rec);
+		if (rec.kind == PROTO_REC_STEP) {
+			if (rec.dst != f->completed + 1)
+				return f->dead = seterr(-EPROTO, "ferryd completed step %u after step %u",
+							rec.dst, f->completed);
+			f->completed = rec.dst;
+			continue;
+		}
 		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
 			return f->dead = seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
 						rec.kind);
@@ -746,6 +805,8 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 	if (max <= 0)
 		return seterr(-EINVAL, "max must be positive");
 	ferry_release(f);
+	if (f->stash_len > f->stash_head)
+		return from_stash(f, items, max);
 	if (f->armed) {
 		/* The application may have slept on ferry_fd(): reset it, and see
 		 * whether it was the daemon going away that woke it. */
@@ -785,6 +846,87 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		if (ret == -ETIMEDOUT)
 			return 0;
 		if (ret < 0)
+			return ret;
+	}
+}
+
+/* Appends a copy of it to the stash. */
+static int stash_push(struct ferry *f, const struct ferry_item *it)
+{
+	void *copy;
+
+	if (f->stash_len == f->stash_cap) {
+		size_t cap = f->stash_cap ? 2 * f->stash_cap : 64;
+		struct ferry_item *s = realloc(f->stash, cap * sizeof(*s));
+
+		if (!s)
+			return seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+		f->stash = s;
+		f->stash_cap = cap;
+	}
+	copy = malloc(it->len ? it->len : 1);
+	if (!copy)
+		return seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+	memcpy(copy, it->data, it->len);
+	f->stash[f->stash_len] = *it;
+	f->stash[f->stash_len++].data = copy;
+	return 0;
+}
+
+/* Copies what the RX ring holds into the stash, so that the daemon can keep
+ * delivering (and the step complete) while the application waits. */
+static int stash_ring(struct ferry *f)
+{
+	struct ferry_item it[64];
+	int n;
+
+	do {
+		n = collect(f, it, 64);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			int ret = stash_push(f, &it[i]);
+
+			if (ret < 0)
+				return ret;
+		}
+		ferry_release(f);
+	} while (n == 64);
+	return 0;
+}
+
+FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+
+	if (!f->step_done)
+		return seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
+	ferry_release(f);
+	for (;;) {
+		int ret, wait;
+
+		ret = stash_ring(f);
+		if (ret < 0)
+			return ret;
+		if (f->completed >= f->step) {
+			f->step++;
+			f->step_done = 0;
+			return 0;
+		}
+		if (f->dead)
+			return f->dead;
+		if (ring_consumer_sleep(&f->rx)) {
+			ring_consumer_awake(&f->rx);
+			continue;
+		}
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		if (timeout_ms >= 0 && wait == 0) {
+			ring_consumer_awake(&f->rx);
+			return seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
+		}
+		ret = wait_event(f, wait);
+		ring_consumer_awake(&f->rx);
+		if (ret < 0 && ret != -ETIMEDOUT)
 			return ret;
 	}
 }

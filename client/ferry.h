@@ -10,7 +10,8 @@
  *   int ret = ferry_open(&f, NULL);          // job, rank and size from the environment
  *   if (ret < 0) { fprintf(stderr, "%s\n", ferry_last_error()); exit(1); }
  *   ferry_send(f, (ferry_rank(f) + 1) % ferry_size(f), 0, "hi", 2);
- *   ferry_flush(f);
+ *   ferry_done(f);                           // this rank's part of the step is sent
+ *   ferry_step_wait(f, -1);                  // every rank's items have arrived
  *   struct ferry_item it[16];
  *   int n = ferry_recv(f, it, 16, 1000);     // it[i].data valid until ferry_release
  *   ferry_release(f);
@@ -108,6 +109,18 @@ int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms);
 
 /* Ends the validity of the items ferry_recv returned, giving their space back. */
 void ferry_release(ferry_t *f);
+
+/* Steps.  ferry_done says this rank sends no more items in the current step;
+ * ferry_step_wait returns once every rank of the job has called ferry_done and
+ * every item sent in the step has been delivered to its destination's RX ring
+ * (0), or after timeout_ms (-ETIMEDOUT; < 0 waits forever; call it again to
+ * keep waiting).  Items that arrive meanwhile are kept by the library and
+ * returned by the following ferry_recv calls, in order.  Between ferry_done and
+ * the return of ferry_step_wait, ferry_send returns -EBUSY.  Steps repeat:
+ * the next ferry_send starts the next step.  ferry_done returns -EALREADY if
+ * called twice in a step; ferry_step_wait -EINVAL without ferry_done. */
+int ferry_done(ferry_t *f);
+int ferry_step_wait(ferry_t *f, int timeout_ms);
 
 /* A file descriptor that becomes readable when items may have arrived, for
  * poll/epoll loops.  It is armed by a ferry_recv that returns 0 items: call

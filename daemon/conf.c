@@ -416,7 +416,8 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
 	static const char *const tr_keys[] = { "kind", NULL };
-	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes", NULL };
+	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
+						"link_bytes", NULL };
 	static const char *const sec_keys[] = { "key_file", NULL };
 	static const char *const log_keys[] = { "level", NULL };
 	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", NULL };
@@ -443,7 +444,8 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (ret = GET_INT(p, g, "max_clients", 1, 65536, c->max_clients)) < 0 ||
 	    (ret = GET_INT(p, g, "ring_bytes", 256 * 1024, 1 << 30, c->ring_bytes)) < 0 ||
 	    (ret = GET_INT(p, g, "memory_bytes", 1 << 20, 1LL << 40, c->memory_bytes)) < 0 ||
-	    (ret = GET_INT(p, g, "pending_bytes", 256 * 1024, 1LL << 40, c->pending_bytes)) < 0)
+	    (ret = GET_INT(p, g, "pending_bytes", 256 * 1024, 1LL << 40, c->pending_bytes)) < 0 ||
+	    (ret = GET_INT(p, g, "link_bytes", 1 << 20, 1LL << 40, c->link_bytes)) < 0)
 		return ret;
 	if (g && (s = config_setting_get_member(g, "ring_bytes")) && (c->ring_bytes & (c->ring_bytes - 1)))
 		return fail(p, s, "'limits.ring_bytes' is %" PRIu64 ", must be a power of two", c->ring_bytes);
@@ -493,6 +495,7 @@ void conf_defaults(struct conf *c)
 	c->ring_bytes = 1 << 20;
 	c->memory_bytes = 256ull << 20;
 	c->pending_bytes = 16ull << 20;
+	c->link_bytes = 8ull << 20;
 	c->key_file[0] = '\0';
 	c->log_level = LOG_INFO;
 	strcpy(c->runtime_dir, "/run/ferry");

@@ -1,9 +1,13 @@
-/* daemon/job.h - jobs: named sets of endpoints that know each other by rank.
+/* daemon/job.h - this node's view of jobs: named sets of endpoints that know
+ * each other by rank, possibly spread over many nodes.
  *
  * A job is keyed by (uid, name): the uid comes from the joining client's
- * SO_PEERCRED, so two users who pick the same name get two unrelated jobs, and
- * nothing of one user's job is reachable from another's endpoints.  The job
- * lives while at least one of its ranks is attached.
+ * SO_PEERCRED, so two users who pick the same name get two unrelated jobs,
+ * and nothing of one user's job is reachable from another's endpoints.  Across
+ * nodes the uid is taken to mean the same user (shared passwd/LDAP, as on any
+ * cluster).  A node keeps a job while at least one of its ranks is attached
+ * here; its rank table (rank -> node) and cluster-wide id come from the job's
+ * home node (cluster.c).
  */
 #ifndef FERRY_JOB_H
 #define FERRY_JOB_H
@@ -13,38 +17,55 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define JOB_NO_NODE UINT32_MAX
+
 struct sess;
 
 struct job_rank {
-	struct sess *sess;      /* attached endpoint on this node, or NULL */
+	struct sess *sess;      /* endpoint attached on this node, or NULL */
+	uint32_t node;          /* where the rank lives; JOB_NO_NODE if unknown */
 };
 
 struct job {
-	struct job *next;
+	struct job *next, *id_next;
 	uid_t uid;
 	char name[CTL_JOB_MAX + 1];
-	uint32_t id;            /* unique among this daemon's jobs, for logs */
 	uint32_t size;          /* ranks */
-	uint32_t joined;        /* ranks with an endpoint */
+	uint32_t home;          /* node that keeps the job's table */
+	uint32_t id;            /* cluster-wide id from the home node; 0 until known */
+	uint32_t joined;        /* ranks attached on this node */
+	int ready;              /* the whole rank table is known */
 	struct job_rank *ranks; /* size entries */
-	/* counters */
-	uint64_t items_delivered;
+
+	/* step accounting (cluster.c); counts are cumulative over steps */
+	uint32_t step;          /* current step, from 1 */
+	uint32_t done;          /* local ranks that ended the current step */
+	uint64_t sent;          /* item records local ranks handed over */
+	uint64_t ringed;        /* item records for local ranks written to RX rings or dropped */
+	uint32_t rep_step, rep_done;
+	uint64_t rep_sent, rep_ringed, rep_ns;
+
+	/* statistics */
 	uint64_t items_dropped; /* sent to a rank that had left */
 };
 
-/* Attaches session s as rank of the job (uid, name) of size ranks, creating the
- * job if needed.  Returns 0 with *job_p set, -EINVAL if the job exists with
- * another size, -EADDRINUSE if the rank is taken, -ENOMEM. */
-int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, struct sess *s,
-	     struct job **job_p);
+/* Attaches session s as rank of the job (uid, name) of size ranks, creating
+ * the job (homed at home) if needed.  Returns 0 with *job_p set, -EINVAL if
+ * the job exists here with another size, -EADDRINUSE if the rank is attached
+ * here already, -ENOMEM. */
+int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t self,
+	     uint32_t home, struct sess *s, struct job **job_p);
 
-/* Detaches rank; frees the job when no rank is left. */
-void job_leave(struct job *j, uint32_t rank);
+/* Detaches rank; frees the job when no rank is left on this node.  Returns 1
+ * if the job was freed. */
+int job_leave(struct job *j, uint32_t rank);
+
+struct job *job_find(uid_t uid, const char *name);
+struct job *job_by_id(uint32_t id);
+void job_set_id(struct job *j, uint32_t id);
 
 /* First job, for iteration with ->next. */
 struct job *job_first(void);
-
-/* Number of jobs. */
 uint32_t job_count(void);
 
 #endif

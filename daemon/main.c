@@ -1,10 +1,15 @@
 /* daemon/main.c - ferryd: arguments, start-up and shut-down order, signals,
  * systemd notifications and the answers to ferryctl's queries. */
+#include "auth.h"
+#include "cluster.h"
 #include "conf.h"
+#include "frame.h"
+#include "fwd.h"
 #include "job.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "peer.h"
 #include "recq.h"
 #include "route.h"
 #include "sess.h"
@@ -101,9 +106,10 @@ static void print_topology(FILE *out, const struct conf *c)
 	fprintf(out, "links per node: at most %u; hops from node 0: at most %u\n", maxp, maxh);
 	fprintf(out, "aggregation: buffer_bytes %u, flush_us %u\n", c->buffer_bytes, c->flush_us);
 	fprintf(out, "transport: %s\n", conf_transport_name(c->transport));
-	fprintf(out, "limits: max_clients %u, ring_bytes %llu, memory_bytes %llu, pending_bytes %llu\n",
-		c->max_clients, (unsigned long long)c->ring_bytes, (unsigned long long)c->memory_bytes,
-		(unsigned long long)c->pending_bytes);
+	fprintf(out, "limits: max_clients %u, ring_bytes %llu, memory_bytes %llu, pending_bytes %llu, "
+		"link_bytes %llu\n", c->max_clients, (unsigned long long)c->ring_bytes,
+		(unsigned long long)c->memory_bytes, (unsigned long long)c->pending_bytes,
+		(unsigned long long)c->link_bytes);
 	fprintf(out, "security: %s\n", c->key_file[0] ? c->key_file : "no key_file: insecure mode");
 	fprintf(out, "daemon: runtime_dir %s, spin_us %u\n", c->runtime_dir, c->spin_us);
 	free(peers);
@@ -156,7 +162,6 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 	const struct conf *c = &M.conf;
 	char dims[128];
 
-	(void)arg;
 	route_dims_str(&c->route, dims, sizeof(dims));
 	switch (what) {
 	case CTL_Q_STATUS:
@@ -164,18 +169,23 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			c->nnodes, c->cluster_name, (int)getpid(),
 			(unsigned long long)((loop_now_ns() - M.start_ns) / 1000000000u),
 			M.stopping ? ", stopping" : "");
-		fprintf(out, "topology: %s %s %s\n", conf_physical_name(c->physical),
-			c->physical == CONF_SWITCHED ? "virtual grid" : "", dims);
-		fprintf(out, "clients: %u sessions, %u endpoints; jobs: %u\n", sess_count(),
+		fprintf(out, "topology: %s, %s %s; transport tcp%s\n", conf_physical_name(c->physical),
+			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims,
+			auth_insecure() ? " (insecure: no cluster key)" : ", authenticated");
+		fprintf(out, "links: %u peers\n", peer_count());
+		peer_write_status(out);
+		fprintf(out, "clients: %u sessions, %u endpoints; jobs here: %u\n", sess_count(),
 			sess_endpoints(), job_count());
 		sess_write_status(out, cred->uid);
+		cluster_write_status(out, cred->uid);
 		return 0;
 	case CTL_Q_STATS:
 		fprintf(out, "node %u\n", M.self);
 		fprintf(out, "sessions %u\nendpoints %u\njobs %u\n", sess_count(), sess_endpoints(), job_count());
-		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_region_bytes %llu\n",
+		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_region_bytes %llu\n"
+			"memory_frame_bytes %llu\n",
 			(unsigned long long)recq_mem_bytes, (unsigned long long)recq_mem_peak,
-			(unsigned long long)sess_region_bytes());
+			(unsigned long long)sess_region_bytes(), (unsigned long long)frame_mem_bytes);
 		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\n",
 			(unsigned long long)sess_stats.sessions_opened,
 			(unsigned long long)sess_stats.sessions_closed,
@@ -187,8 +197,21 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)sess_stats.items_queued,
 			(unsigned long long)sess_stats.items_dropped, (unsigned long long)sess_stats.stalls,
 			(unsigned long long)sess_stats.flushes);
+		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
+			(unsigned long long)fwd_stats.items_routed, (unsigned long long)fwd_stats.items_local_in);
 		fprintf(out, "loop_wakeups %llu\nloop_spins %llu\n", (unsigned long long)loop_stats.wakeups,
 			(unsigned long long)loop_stats.spins);
+		peer_write_stats(out);
+		return 0;
+	case CTL_Q_DEBUG:
+		/* Fault injection for tests: break the link to node arg. */
+		if (cred->uid != 0 && cred->uid != geteuid())
+			return -EPERM;
+		if (peer_fault(arg) < 0) {
+			fprintf(out, "node %u is not a connected peer\n", arg);
+			return -ENOENT;
+		}
+		fprintf(out, "link to node %u broken\n", arg);
 		return 0;
 	}
 	return -EOPNOTSUPP;
@@ -293,6 +316,18 @@ static void signals_fini(void)
 	M.sfd = -1;
 }
 
+/* One round of the data path: endpoints' rings, stalled frames and timers,
+ * control messages, then acknowledgements for whatever arrived. */
+static int poll_all(void)
+{
+	int work = sess_poll();
+
+	work |= fwd_poll();
+	work |= cluster_poll();
+	work |= peer_poll();
+	return work;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -306,7 +341,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct loop_hooks hooks = {
-		.poll = sess_poll,
+		.poll = poll_all,
 		.sleep_prepare = sess_sleep_prepare,
 		.sleep_done = sess_sleep_done,
 	};
@@ -375,18 +410,32 @@ int main(int argc, char **argv)
 	log_init("ferryd", M.conf.log_level);
 	if (resolve_self(&M.conf, node, &M.self) < 0)
 		goto err_conf;
+	if (M.conf.transport == CONF_TRANSPORT_VERBS) {
+		log_err("%s: transport.kind = \"verbs\": this ferryd has no RDMA verbs links yet; use \"tcp\" or \"auto\"",
+			M.conf.path);
+		goto err_conf;
+	}
 	M.start_ns = loop_now_ns();
 
 	if (loop_init(M.conf.spin_us, &hooks) < 0)
 		goto err_conf;
 	if (signals_init() < 0)
 		goto err_loop;
-	if (sess_init(&M.conf, M.self, notify_listen_fd(), query) < 0)
+	if (auth_init(M.conf.key_file) < 0)
 		goto err_signals;
+	frame_init(M.conf.buffer_bytes);
+	if (peer_init(&M.conf, M.self) < 0)
+		goto err_peer;
+	if (fwd_init(&M.conf, M.self) < 0)
+		goto err_fwd;
+	if (cluster_init(&M.conf, M.self) < 0)
+		goto err_fwd;
+	if (sess_init(&M.conf, M.self, notify_listen_fd(), query) < 0)
+		goto err_cluster;
 
-	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s%s", M.self, M.conf.nnodes,
-		   M.conf.cluster_name, M.conf.runtime_dir, SESS_SOCKET_NAME,
-		   M.conf.nnodes > 1 ? "; multi-node forwarding is not built yet" : "");
+	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s; %u peers, transport tcp%s", M.self,
+		   M.conf.nnodes, M.conf.cluster_name, M.conf.runtime_dir, SESS_SOCKET_NAME, peer_count(),
+		   M.conf.transport == CONF_TRANSPORT_AUTO ? " (auto: RDMA links are not built yet)" : "");
 	notify_ready();
 	update_status(&M.status_timer);
 	M.watchdog_ns = notify_watchdog_usec() * 1000u;
@@ -396,11 +445,24 @@ int main(int argc, char **argv)
 	ret = loop_run();
 
 	sess_fini();
+	cluster_fini();
+	fwd_fini();
+	peer_fini();
+	frame_fini();
+	auth_fini();
 	signals_fini();
 	loop_fini();
 	conf_free(&M.conf);
 	return ret < 0 ? 1 : 0;
 
+err_cluster:
+	cluster_fini();
+err_fwd:
+	fwd_fini();
+err_peer:
+	peer_fini();
+	frame_fini();
+	auth_fini();
 err_signals:
 	signals_fini();
 err_loop:

@@ -1,5 +1,7 @@
 /* daemon/sess.c - see sess.h. */
 #include "sess.h"
+#include "cluster.h"
+#include "fwd.h"
 #include "job.h"
 #include "log.h"
 #include "loop.h"
@@ -50,7 +52,10 @@ struct sess {
 	struct ring tx, rx;
 	struct recq pending;            /* items waiting for room in rx */
 	struct sess *blocked_on;        /* we stopped draining tx: its queue is full */
+	struct peer *blocked_peer;      /* ... or the link to this peer takes no more */
 	int rx_dirty;                   /* records written to rx, not yet published */
+	int ready_sent;                 /* READY went out */
+	uint32_t done_step;             /* the step this rank last ended */
 	uint64_t items_sent, items_received;
 };
 
@@ -183,8 +188,9 @@ static void reject(struct sess *s, int err, const char *fmt, ...)
 /* --- delivery --- */
 
 /* Writes one record into d's RX ring, or queues it.  Returns 0, or -EAGAIN if
- * d's queue (or daemon memory) is full: the caller must stop and retry later. */
-static int deliver(struct sess *d, const struct proto_rec *rec, const void *payload)
+ * d's queue (or daemon memory) is full: the caller must stop and retry later.
+ * With force the queue takes it regardless (small control records). */
+static int deliver_rec(struct sess *d, const struct proto_rec *rec, const void *payload, int force)
 {
 	uint64_t fp = ring_footprint(rec->len);
 
@@ -193,11 +199,14 @@ static int deliver(struct sess *d, const struct proto_rec *rec, const void *payl
 		int ret = ring_reserve(&d->rx, rec->len, &slot);
 
 		if (ret == 0) {
+			int item = rec->kind == PROTO_REC_ITEM;
+
 			memcpy(slot, rec, sizeof(*rec));
 			memcpy(slot + 1, payload, rec->len);
 			d->rx_dirty = 1;
-			d->items_received += rec->kind == PROTO_REC_ITEM;
-			sess_stats.items_delivered += rec->kind == PROTO_REC_ITEM;
+			d->items_received += item;
+			d->job->ringed += item;
+			sess_stats.items_delivered += item;
 			return 0;
 		}
 		if (ret == -EPROTO) {
@@ -205,11 +214,17 @@ static int deliver(struct sess *d, const struct proto_rec *rec, const void *payl
 			return 0;       /* nothing to deliver to any more */
 		}
 	}
-	if (d->pending.bytes + fp > S.conf->pending_bytes ||
-	    recq_push(&d->pending, rec, payload, S.conf->memory_bytes) < 0)
+	if (!force && d->pending.bytes + fp > S.conf->pending_bytes)
 		return -EAGAIN;
-	sess_stats.items_queued++;
+	if (recq_push(&d->pending, rec, payload, force ? UINT64_MAX : S.conf->memory_bytes) < 0)
+		return -EAGAIN;
+	sess_stats.items_queued += rec->kind == PROTO_REC_ITEM;
 	return 0;
+}
+
+static int deliver(struct sess *d, const struct proto_rec *rec, const void *payload)
+{
+	return deliver_rec(d, rec, payload, 0);
 }
 
 /* Moves queued records into d's RX ring as far as it has room. */
@@ -231,12 +246,56 @@ static int flush_pending(struct sess *d)
 		}
 		memcpy(slot, rec, sizeof(*rec) + rec->len);
 		d->rx_dirty = 1;
-		d->items_received++;
-		sess_stats.items_delivered++;
+		if (rec->kind == PROTO_REC_ITEM) {
+			d->items_received++;
+			d->job->ringed++;
+			sess_stats.items_delivered++;
+		}
 		recq_pop(&d->pending);
 		moved = 1;
 	}
 	return moved;
+}
+
+/* An item of rank s->rank: to a local endpoint, or toward its node.  Returns
+ * 0 (taken, delivered or dropped) or -EAGAIN (try again later). */
+static int route_item(struct sess *s, struct proto_rec *rec, const void *payload)
+{
+	struct job *j = s->job;
+	uint32_t node = j->ranks[rec->dst].node;
+	struct sess *d = j->ranks[rec->dst].sess;
+
+	rec->src = s->rank;
+	if (d) {
+		if (deliver(d, rec, payload) < 0) {
+			s->blocked_on = d;
+			return -EAGAIN;
+		}
+	} else if (node != JOB_NO_NODE && node != S.self) {
+		struct wire_item it = {
+			.len = rec->len,
+			.flags = rec->flags & PROTO_REC_MORE ? WIRE_ITEM_MORE : 0,
+			.channel = rec->channel,
+			.node = node,
+			.job = j->id,
+			.dst = rec->dst,
+			.src = rec->src,
+		};
+
+		if (fwd_item(&it, payload, -1, 0) < 0) {
+			s->blocked_peer = fwd_next_peer(node);
+			return -EAGAIN;
+		}
+	} else {
+		/* The rank left: the item is accounted as arrived, so that
+		 * steps can still end. */
+		j->items_dropped++;
+		j->ringed++;
+		sess_stats.items_dropped++;
+		log_rl_warn("job %s: rank %u left; item from rank %u dropped", j->name, rec->dst, s->rank);
+	}
+	j->sent++;
+	return 0;
 }
 
 /* Takes records out of s's TX ring and delivers them.  Returns 1 if it did
@@ -252,6 +311,11 @@ static int drain_tx(struct sess *s)
 			return 0;
 		s->blocked_on = NULL;
 	}
+	if (s->blocked_peer) {
+		if (fwd_peer_full(s->blocked_peer))
+			return 0;
+		s->blocked_peer = NULL;
+	}
 	for (int i = 0; i < DRAIN_BUDGET && s->state == S_ENDPOINT; i++) {
 		struct proto_rec rec;
 		const void *payload;
@@ -264,36 +328,35 @@ static int drain_tx(struct sess *s)
 			return 1;
 		}
 		switch (rec.kind) {
-		case PROTO_REC_ITEM: {
-			struct sess *d;
-
+		case PROTO_REC_ITEM:
 			if (rec.dst >= j->size) {
 				close_session(s, "item for a rank outside the job", 1);
 				return 1;
 			}
-			d = j->ranks[rec.dst].sess;
-			rec.src = s->rank;
-			if (!d) {
-				j->items_dropped++;
-				sess_stats.items_dropped++;
-				log_rl_warn("job %s: rank %u left; item from rank %u dropped",
-					    j->name, rec.dst, s->rank);
-			} else if (deliver(d, &rec, payload) < 0) {
-				s->blocked_on = d;
+			if (!j->ready) {
+				close_session(s, "item before the job was ready", 1);
+				return 1;
+			}
+			if (route_item(s, &rec, payload) < 0) {
 				sess_stats.stalls++;
 				goto out;
 			}
 			s->items_sent++;
 			sess_stats.items_in++;
 			sess_stats.bytes_in += rec.len;
-			j->items_delivered++;
 			break;
-		}
 		case PROTO_REC_FLUSH:
 			sess_stats.flushes++;
+			fwd_flush_all(FWD_FLUSH_EXPLICIT);
 			break;
 		case PROTO_REC_DONE:
-			/* Steps span nodes and arrive with multi-node forwarding. */
+			/* The end of this rank's step: its items so far are
+			 * counted in j->sent; send what is buffered. */
+			if (s->done_step != j->step) {
+				s->done_step = j->step;
+				j->done++;
+			}
+			fwd_flush_all(FWD_FLUSH_EXPLICIT);
 			break;
 		default:
 			close_session(s, "record kind not allowed in a TX ring", 1);
@@ -306,6 +369,92 @@ out:
 	if (s->state == S_ENDPOINT && ring_release(&s->tx))
 		wake(s->efd_client);
 	return work;
+}
+
+int sess_deliver_item(const struct wire_item *it, const void *payload)
+{
+	struct job *j = job_by_id(it->job);
+	struct sess *d = j && it->dst < j->size ? j->ranks[it->dst].sess : NULL;
+	struct proto_rec rec = {
+		.len = it->len,
+		.kind = PROTO_REC_ITEM,
+		.flags = it->flags & WIRE_ITEM_MORE ? PROTO_REC_MORE : 0,
+		.channel = it->channel,
+		.dst = it->dst,
+		.src = it->src,
+	};
+
+	if (!d || it->src >= j->size) {
+		if (j) {
+			j->items_dropped++;
+			j->ringed++;
+		}
+		sess_stats.items_dropped++;
+		log_rl_warn("item for job %u rank %u, which is not attached here; dropped", it->job, it->dst);
+		return 0;
+	}
+	return deliver(d, &rec, payload);
+}
+
+void sess_job_ready(struct job *j)
+{
+	uint8_t buf[64];
+	uint32_t nodes = 0;
+	ssize_t n;
+
+	/* Nodes the job spans, for the client's information. */
+	for (uint32_t r = 0; r < j->size; r++) {
+		uint32_t q;
+
+		for (q = 0; q < r && j->ranks[q].node != j->ranks[r].node; q++)
+			;
+		if (q == r)
+			nodes++;
+		if (r > 4096)   /* enough for information's sake */
+			break;
+	}
+	n = ctl_encode_ready(buf, sizeof(buf), j->size, nodes);
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct sess *m = j->ranks[r].sess;
+
+		if (!m || m->ready_sent || m->state != S_ENDPOINT)
+			continue;
+		m->ready_sent = 1;
+		if (send_msg(m, buf, (size_t)n, NULL, 0) < 0)
+			close_session(m, "cannot send READY", 0);
+	}
+	log_info("job %s (uid %u): ready, %u ranks on %u nodes", j->name, j->uid, j->size, nodes);
+}
+
+void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err)
+{
+	struct job *j = job_find(uid, name);
+	struct sess *s = j && rank < j->size ? j->ranks[rank].sess : NULL;
+
+	if (!s)
+		return;
+	switch (err) {
+	case EADDRINUSE:
+		reject(s, err, "job %s: rank %u is already attached on another node", name, rank);
+		break;
+	case EINVAL:
+		reject(s, err, "job %s: other ranks joined with a size other than %u", name, j->size);
+		break;
+	default:
+		reject(s, err, "job %s: the job's home node refused rank %u: %s", name, rank, strerror(err));
+	}
+}
+
+void sess_step_complete(struct job *j, uint32_t step)
+{
+	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = step };
+
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct sess *d = j->ranks[r].sess;
+
+		if (d && d->state == S_ENDPOINT)
+			deliver_rec(d, &rec, NULL, 1);
+	}
 }
 
 /* --- endpoints --- */
@@ -344,7 +493,7 @@ static int make_endpoint(struct sess *s, const char *name, uint32_t rank, uint32
 		reject(s, EINVAL, "job %s: size %u is above the maximum of %u ranks", name, size, SESS_MAX_RANKS);
 		return -EINVAL;
 	}
-	ret = job_join(s->cred.uid, name, size, rank, s, &s->job);
+	ret = job_join(s->cred.uid, name, size, rank, S.self, cluster_home(s->cred.uid, name), s, &s->job);
 	if (ret == -EINVAL) {
 		struct job *j;
 
@@ -428,16 +577,9 @@ static int make_endpoint(struct sess *s, const char *name, uint32_t rank, uint32
 	log_info("session %u: pid %d uid %u joined job %s as rank %u of %u", s->id,
 		 s->cred.pid, s->cred.uid, name, rank, size);
 
-	if (s->job->joined == s->job->size) {
-		n = ctl_encode_ready(buf, sizeof(buf), size, 1);
-		for (uint32_t r = 0; r < size; r++) {
-			struct sess *m = s->job->ranks[r].sess;
-
-			if (m && (ret = send_msg(m, buf, (size_t)n, NULL, 0)) < 0)
-				close_session(m, "cannot send READY", 0);
-		}
-		log_info("job %s (uid %u): all %u ranks joined", name, s->cred.uid, size);
-	}
+	/* The job's home node answers with the rank table once every rank has
+	 * joined somewhere; then READY goes out (sess_job_ready). */
+	cluster_join(s->job, rank);
 	return 0;
 
 err_watch:
@@ -453,7 +595,7 @@ err_efd:
 err_memfd:
 	close(memfd);
 err_job:
-	job_leave(s->job, rank);
+	job_leave(s->job, rank);        /* the home never heard of it */
 	s->job = NULL;
 	close_session(s, "cannot set up the endpoint", 0);
 	return ret;
@@ -464,6 +606,7 @@ static void release_endpoint(struct sess *s)
 	if (s->pending.count) {
 		sess_stats.items_dropped += s->pending.count;
 		s->job->items_dropped += s->pending.count;
+		s->job->ringed += s->pending.count;
 		log_notice("session %u: %llu queued items for rank %u dropped", s->id,
 			   (unsigned long long)s->pending.count, s->rank);
 	}
@@ -471,7 +614,16 @@ static void release_endpoint(struct sess *s)
 	for (struct sess *o = S.all; o; o = o->next)
 		if (o->blocked_on == s)
 			o->blocked_on = NULL;
-	job_leave(s->job, s->rank);
+	{
+		struct job *j = s->job;
+		uid_t uid = j->uid;
+		uint32_t size = j->size, home = j->home;
+		char name[sizeof(j->name)];
+
+		memcpy(name, j->name, sizeof(name));
+		job_leave(j, s->rank);
+		cluster_leave(uid, name, size, s->rank, home);
+	}
 	s->job = NULL;
 	loop_del(&s->efd_w);
 	close(s->efd_client);
@@ -875,8 +1027,10 @@ void sess_write_status(FILE *out, uid_t uid)
 		if (uid != 0 && j->uid != uid)
 			continue;
 		shown++;
-		fprintf(out, "job %s uid %u: %u of %u ranks attached here, %llu items delivered, %llu dropped\n",
-			j->name, j->uid, j->joined, j->size, (unsigned long long)j->items_delivered,
+		fprintf(out, "job %s uid %u: %u of %u ranks attached here, %s, id %u, home node %u, step %u; "
+			"items sent %llu, arrived %llu, dropped %llu\n",
+			j->name, j->uid, j->joined, j->size, j->ready ? "ready" : "waiting for ranks", j->id,
+			j->home, j->step, (unsigned long long)j->sent, (unsigned long long)j->ringed,
 			(unsigned long long)j->items_dropped);
 		for (uint32_t r = 0; r < j->size; r++) {
 			struct sess *s = j->ranks[r].sess;

@@ -65,6 +65,23 @@ uint32_t sess_count(void);
 uint32_t sess_endpoints(void);
 uint64_t sess_region_bytes(void);
 
+/* An item from the network for an endpoint here.  Returns 0 (delivered,
+ * queued or dropped for a rank that is gone) or -EAGAIN: its queue is full,
+ * try again later. */
+struct wire_item;
+struct job;
+int sess_deliver_item(const struct wire_item *it, const void *payload);
+
+/* The rank table of j is complete: READY to its endpoints here. */
+void sess_job_ready(struct job *j);
+
+/* The job's home refused a rank that joined here (err: EADDRINUSE, EINVAL...). */
+void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err);
+
+/* Step step of j is complete: a STEP record to each endpoint here, behind
+ * every item of the step. */
+void sess_step_complete(struct job *j, uint32_t step);
+
 /* Writes a human-readable status (only the jobs of uid unless uid is 0). */
 void sess_write_status(FILE *out, uid_t uid);
 

@@ -36,7 +36,6 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 		return -EPROTO;
 	switch (h->kind) {
 	case WIRE_DATA:
-	case WIRE_CTRL:
 		if (h->seq == 0)
 			return -EPROTO;
 		break;
@@ -96,4 +95,233 @@ int wire_next_item(const void *body, size_t len, size_t *off,
 	*payload_p = p + *off + sizeof(le);
 	*off += wire_item_footprint(it->len);
 	return 1;
+}
+
+/* --- handshake --- */
+
+void wire_encode_hello(void *buf, const struct wire_hello *h)
+{
+	struct wire_hello le = *h;
+
+	le.magic = htole32(h->magic);
+	le.version = htole16(h->version);
+	le.flags = htole16(h->flags);
+	le.from = htole32(h->from);
+	le.to = htole32(h->to);
+	le.incarnation = htole64(h->incarnation);
+	le.peer_incarnation = htole64(h->peer_incarnation);
+	le.ack = htole64(h->ack);
+	memcpy(buf, &le, sizeof(le));
+}
+
+int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h)
+{
+	static const uint8_t zero[64];
+
+	if (len != sizeof(*h))
+		return -EPROTO;
+	memcpy(h, buf, sizeof(*h));
+	h->magic = le32toh(h->magic);
+	h->version = le16toh(h->version);
+	h->flags = le16toh(h->flags);
+	h->from = le32toh(h->from);
+	h->to = le32toh(h->to);
+	h->incarnation = le64toh(h->incarnation);
+	h->peer_incarnation = le64toh(h->peer_incarnation);
+	h->ack = le64toh(h->ack);
+	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION || (h->flags & ~WIRE_HELLO_FLAGS_ALL) ||
+	    h->incarnation == 0 || h->cluster_len < 1 || h->cluster_len > WIRE_CLUSTER_MAX ||
+	    memcmp(h->reserved, zero, sizeof(h->reserved)) != 0 ||
+	    memcmp(h->cluster + h->cluster_len, zero, sizeof(h->cluster) - h->cluster_len) != 0)
+		return -EPROTO;
+	for (unsigned i = 0; i < h->cluster_len; i++)
+		if (h->cluster[i] <= ' ' || h->cluster[i] > '~')
+			return -EPROTO;
+	return 0;
+}
+
+/* --- control items --- */
+
+static int name_ok(const char *p, uint32_t len)
+{
+	if (len < 1 || len > WIRE_JOB_NAME_MAX)
+		return 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] <= ' ' || p[i] > '~')
+			return 0;
+	return 1;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static size_t pad4(size_t n)
+{
+	return (n + 3) & ~(size_t)3;
+}
+
+int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_ctl *c)
+{
+	const uint8_t *p = payload;
+
+	memset(c, 0, sizeof(*c));
+	c->type = type;
+	switch (type) {
+	case WIRE_CTL_JOIN:
+	case WIRE_CTL_LEAVE:
+	case WIRE_CTL_REJECT: {
+		struct wire_ctl_rank *r = &c->u.rank;
+
+		if (len < sizeof(*r))
+			return -EPROTO;
+		r->uid = rd32(p);
+		r->size = rd32(p + 4);
+		r->rank = rd32(p + 8);
+		r->err = (int32_t)rd32(p + 12);
+		r->name_len = rd32(p + 16);
+		if (r->name_len != len - sizeof(*r) || !name_ok((const char *)p + sizeof(*r), r->name_len) ||
+		    r->size == 0 || r->rank >= r->size ||
+		    (type == WIRE_CTL_REJECT ? r->err <= 0 : r->err != 0))
+			return -EPROTO;
+		memcpy(c->name, p + sizeof(*r), r->name_len);
+		return 0;
+	}
+	case WIRE_CTL_TABLE: {
+		struct wire_ctl_table *t = &c->u.table;
+		size_t off;
+
+		if (len < sizeof(*t))
+			return -EPROTO;
+		t->uid = rd32(p);
+		t->job = rd32(p + 4);
+		t->size = rd32(p + 8);
+		t->first = rd32(p + 12);
+		t->count = rd32(p + 16);
+		t->name_len = rd32(p + 20);
+		if (t->job == 0 || t->size == 0 || t->count == 0 || t->count > WIRE_TABLE_MAX ||
+		    t->first >= t->size || t->count > t->size - t->first ||
+		    t->name_len > WIRE_JOB_NAME_MAX || !name_ok((const char *)p + sizeof(*t), t->name_len))
+			return -EPROTO;
+		off = sizeof(*t) + pad4(t->name_len);
+		if (len != off + 4 * (size_t)t->count)
+			return -EPROTO;
+		memcpy(c->name, p + sizeof(*t), t->name_len);
+		c->nodes = p + off;
+		return 0;
+	}
+	case WIRE_CTL_REPORT: {
+		struct wire_ctl_report *r = &c->u.report;
+
+		if (len != sizeof(*r))
+			return -EPROTO;
+		r->job = rd32(p);
+		r->step = rd32(p + 4);
+		r->done = rd32(p + 8);
+		r->reserved = rd32(p + 12);
+		r->sent = rd64(p + 16);
+		r->ringed = rd64(p + 24);
+		if (r->job == 0 || r->reserved)
+			return -EPROTO;
+		return 0;
+	}
+	case WIRE_CTL_STEP:
+	case WIRE_CTL_HAVE:
+	case WIRE_CTL_GO:
+		if (len != sizeof(c->u.step))
+			return -EPROTO;
+		c->u.step.job = rd32(p);
+		c->u.step.step = rd32(p + 4);
+		if (!c->u.step.job || (type != WIRE_CTL_STEP && c->u.step.step != 0))
+			return -EPROTO;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *r, const char *name)
+{
+	uint8_t *p = buf;
+	size_t n = sizeof(*r) + r->name_len;
+
+	if (n > cap)
+		return -ENOSPC;
+	wr32(p, r->uid);
+	wr32(p + 4, r->size);
+	wr32(p + 8, r->rank);
+	wr32(p + 12, (uint32_t)r->err);
+	wr32(p + 16, r->name_len);
+	memcpy(p + sizeof(*r), name, r->name_len);
+	return (ssize_t)n;
+}
+
+ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table *t, const char *name,
+			      const uint32_t *nodes)
+{
+	uint8_t *p = buf;
+	size_t off = sizeof(*t) + pad4(t->name_len), n = off + 4 * (size_t)t->count;
+
+	if (n > cap)
+		return -ENOSPC;
+	wr32(p, t->uid);
+	wr32(p + 4, t->job);
+	wr32(p + 8, t->size);
+	wr32(p + 12, t->first);
+	wr32(p + 16, t->count);
+	wr32(p + 20, t->name_len);
+	memset(p + sizeof(*t), 0, off - sizeof(*t));
+	memcpy(p + sizeof(*t), name, t->name_len);
+	for (uint32_t i = 0; i < t->count; i++)
+		wr32(p + off + 4 * (size_t)i, nodes[i]);
+	return (ssize_t)n;
+}
+
+ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_report *r)
+{
+	uint8_t *p = buf;
+
+	if (cap < sizeof(*r))
+		return -ENOSPC;
+	wr32(p, r->job);
+	wr32(p + 4, r->step);
+	wr32(p + 8, r->done);
+	wr32(p + 12, 0);
+	wr64(p + 16, r->sent);
+	wr64(p + 24, r->ringed);
+	return sizeof(*r);
+}
+
+ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *s)
+{
+	uint8_t *p = buf;
+
+	if (cap < sizeof(*s))
+		return -ENOSPC;
+	wr32(p, s->job);
+	wr32(p + 4, s->step);
+	return sizeof(*s);
 }

@@ -7,9 +7,13 @@
  * daemons route an item by its destination node only; the destination daemon
  * uses job and dst to find the endpoint.
  *
- * Sequence numbers are per link and direction; every frame that must not be
- * lost (DATA, CTRL) has seq > 0; ack acknowledges every frame up to and
- * including that number.  See daemon/link.h for how they are used.
+ * Sequence numbers are per link and direction; every DATA frame has seq > 0;
+ * ack acknowledges every frame up to and including that number.  See
+ * daemon/peer.h for how they are used, and how the handshake authenticates.
+ *
+ * Daemon-to-daemon control (job joins, rank tables, step accounting) travels
+ * as items of job 0, so that it is routed, aggregated and acknowledged like
+ * any item; its payloads are the struct wire_ctl_* below.
  */
 #ifndef FERRY_PROTO_WIRE_H
 #define FERRY_PROTO_WIRE_H
@@ -17,17 +21,17 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define WIRE_VERSION    1
 #define WIRE_BODY_MAX   (1u << 20)
 
 enum wire_kind {
-	WIRE_HELLO = 1,         /* handshake, unsequenced */
-	WIRE_AUTH  = 2,         /* handshake answer, unsequenced */
-	WIRE_DATA  = 3,         /* items */
+	WIRE_HELLO = 1,         /* handshake: struct wire_hello, unsequenced */
+	WIRE_AUTH  = 2,         /* handshake: struct wire_auth, unsequenced */
+	WIRE_DATA  = 3,         /* items (daemon control travels as items of job 0) */
 	WIRE_ACK   = 4,         /* only the ack field, empty body, unsequenced */
-	WIRE_CTRL  = 5,         /* daemon control (jobs, steps), sequenced */
-	WIRE_KIND_MAX = WIRE_CTRL,
+	WIRE_KIND_MAX = WIRE_ACK,
 };
 
 struct wire_frame_hdr {
@@ -61,6 +65,139 @@ static inline size_t wire_item_footprint(uint32_t len)
 {
 	return sizeof(struct wire_item) + (((size_t)len + 7) & ~(size_t)7);
 }
+
+/* --- link handshake ---------------------------------------------------- */
+
+#define WIRE_MAGIC        0x59525246u   /* "FRRY" */
+#define WIRE_NONCE_BYTES  32
+#define WIRE_MAC_BYTES    32
+#define WIRE_CLUSTER_MAX  63
+
+enum wire_hello_flags {
+	WIRE_HELLO_INSECURE = 1u << 0,  /* the sender has no cluster key */
+	WIRE_HELLO_FLAGS_ALL = WIRE_HELLO_INSECURE,
+};
+
+/* Sent by both ends when a connection opens, the connecting end first. */
+struct wire_hello {
+	uint32_t magic;                 /* WIRE_MAGIC */
+	uint16_t version;               /* WIRE_VERSION */
+	uint16_t flags;                 /* enum wire_hello_flags */
+	uint32_t from;                  /* sender's node id */
+	uint32_t to;                    /* node id the sender means to reach */
+	uint64_t incarnation;           /* random per daemon start, never 0 */
+	uint64_t peer_incarnation;      /* the addressee's incarnation that ack refers to, 0: none */
+	uint64_t ack;                   /* last in-order frame received from that incarnation */
+	uint8_t  nonce[WIRE_NONCE_BYTES];
+	uint8_t  cluster_len;           /* 1..WIRE_CLUSTER_MAX */
+	uint8_t  reserved[7];           /* zero */
+	char     cluster[64];           /* cluster name, zero padded */
+};
+static_assert(sizeof(struct wire_hello) == 144, "hello layout");
+
+/* HMAC (libsodium crypto_auth) with the cluster key over a role byte and both
+ * HELLO bodies as sent; see daemon/auth.c. */
+struct wire_auth {
+	uint8_t mac[WIRE_MAC_BYTES];
+};
+static_assert(sizeof(struct wire_auth) == 32, "auth layout");
+
+void wire_encode_hello(void *buf, const struct wire_hello *h);
+/* Validates a HELLO body of len bytes.  Returns 0 or -EPROTO. */
+int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h);
+
+/* --- daemon control items (job 0; the item's dst field is the type) ----- */
+
+enum wire_ctl_type {
+	WIRE_CTL_JOIN   = 1,    /* node -> home: a local rank joined */
+	WIRE_CTL_LEAVE  = 2,    /* node -> home: a local rank left */
+	WIRE_CTL_REJECT = 3,    /* home -> node: that join is refused */
+	WIRE_CTL_TABLE  = 4,    /* home -> nodes: job id and (part of) the rank table */
+	WIRE_CTL_REPORT = 5,    /* node -> home: step accounting */
+	WIRE_CTL_STEP   = 6,    /* home -> nodes: a step completed */
+	WIRE_CTL_HAVE   = 7,    /* node -> home: it has the whole rank table */
+	WIRE_CTL_GO     = 8,    /* home -> nodes: every node has it; ranks may start */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_GO,
+};
+
+#define WIRE_JOB_NAME_MAX  63
+#define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
+
+/* JOIN, LEAVE, REJECT: a rank of the job (uid, name). */
+struct wire_ctl_rank {
+	uint32_t uid;
+	uint32_t size;          /* ranks in the job */
+	uint32_t rank;
+	int32_t  err;           /* REJECT: positive errno; else 0 */
+	uint32_t name_len;      /* 1..WIRE_JOB_NAME_MAX bytes follow */
+};
+static_assert(sizeof(struct wire_ctl_rank) == 20, "ctl rank layout");
+
+/* TABLE: ranks first..first+count-1 live on nodes[] (u32 each, after the
+ * name padded to 4 bytes); UINT32_MAX marks a rank that left. */
+struct wire_ctl_table {
+	uint32_t uid;
+	uint32_t job;           /* cluster-wide job id, > 0 */
+	uint32_t size;
+	uint32_t first;
+	uint32_t count;         /* 1..WIRE_TABLE_MAX */
+	uint32_t name_len;
+};
+static_assert(sizeof(struct wire_ctl_table) == 24, "ctl table layout");
+
+/* REPORT: cumulative counters of one node for one job. */
+struct wire_ctl_report {
+	uint32_t job;
+	uint32_t step;          /* the step the done count refers to */
+	uint32_t done;          /* local ranks that ended that step */
+	uint32_t reserved;      /* zero */
+	uint64_t sent;          /* items local ranks sent, all steps */
+	uint64_t ringed;        /* items written into local RX rings, all steps */
+};
+static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
+
+/* STEP: step number step of job completed.  HAVE and GO: the same layout,
+ * step 0. */
+struct wire_ctl_step {
+	uint32_t job;
+	uint32_t step;
+};
+static_assert(sizeof(struct wire_ctl_step) == 8, "ctl step layout");
+
+/* A decoded control item.  name and nodes point into the payload. */
+struct wire_ctl {
+	uint32_t type;
+	union {
+		struct wire_ctl_rank rank;
+		struct wire_ctl_table table;
+		struct wire_ctl_report report;
+		struct wire_ctl_step step;
+	} u;
+	char name[WIRE_JOB_NAME_MAX + 1];
+	const uint8_t *nodes;   /* TABLE: count little-endian u32, maybe unaligned */
+};
+
+/* Decodes the payload of a control item of the given type.  Returns 0 or
+ * -EPROTO. */
+int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_ctl *c);
+
+/* Encoders write the payload into buf (cap bytes) and return its length, or
+ * -ENOSPC.  Values are host order in, little-endian out. */
+ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *r, const char *name);
+ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table *t, const char *name,
+			      const uint32_t *nodes);
+ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_report *r);
+ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *s);
+
+/* Reads the i-th node of a decoded TABLE. */
+static inline uint32_t wire_ctl_table_node(const struct wire_ctl *c, uint32_t i)
+{
+	const uint8_t *p = c->nodes + 4 * (size_t)i;
+
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* --- frames --------------------------------------------------------------- */
 
 /* Encodes h into 24 bytes at buf. */
 void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);

@@ -129,3 +129,97 @@ wait_job() {
 	return $rc
 }
 run_job() { start_job "$@"; wait_job "$1"; }
+
+# --- local clusters -------------------------------------------------------
+
+# free_ports N: prints a base port such that base..base+N-1 are free on loopback.
+free_ports() {
+	local n=$1 base p busy
+	for _ in $(seq 50); do
+		base=$((20000 + (RANDOM % 400) * 100))
+		busy=0
+		for p in $(seq "$base" $((base + n - 1))); do
+			if ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then busy=1; break; fi
+		done
+		[ $busy = 0 ] && { echo "$base"; return 0; }
+	done
+	return 1
+}
+
+# start_cluster NAME N [CONFIG LINE...]: N daemons on 127.0.0.1 forming one
+# cluster; the configuration is $TMP/NAME.conf (extra lines appended: the
+# topology, aggregation...).  Daemon K is named NAME_nK (runtime directory
+# $TMP/NAME_nK, log $TMP/NAME_nK.log).  Returns once every link is up.
+start_cluster() {
+	local name=$1 n=$2 base k
+	shift 2
+	base=$(free_ports "$n") || { echo "# no free ports"; return 1; }
+	{
+		echo "cluster: { name = \"$name\"; nodes = ("
+		for k in $(seq 0 $((n - 1))); do
+			echo "  { host = \"127.0.0.1\"; port = $((base + k)); }$([ "$k" -lt $((n - 1)) ] && echo ,)"
+		done
+		echo "); };"
+		printf '%s\n' "$@"
+	} >"$TMP/$name.conf"
+	for k in $(seq 0 $((n - 1))); do
+		start_daemon "${name}_n$k" --config "$TMP/$name.conf" --node "$k" || return 1
+	done
+	cluster_up "$name" "$n"
+}
+
+# cluster_up NAME N: waits until every daemon reports all its links up.
+cluster_up() {
+	local name=$1 n=$2 k
+	for k in $(seq 0 $((n - 1))); do
+		if ! wait_for "links_up ${name}_n$k"; then
+			echo "# links of ${name}_n$k did not come up:"
+			"$BUILD/ferryctl" --runtime-dir "$TMP/${name}_n$k" status | sed 's/^/#   /'
+			return 1
+		fi
+	done
+}
+links_up() {
+	local st
+	st=$("$BUILD/ferryctl" --runtime-dir "$TMP/$1" status 2>/dev/null) || return 1
+	! grep -E '^  peer ' <<<"$st" | grep -qv ': up '
+}
+
+# stop_cluster NAME N: stops every daemon; fails if one did not exit cleanly.
+stop_cluster() {
+	local name=$1 n=$2 k rc=0
+	for k in $(seq 0 $((n - 1))); do stop_daemon "${name}_n$k" || rc=1; done
+	return $rc
+}
+
+# cstat NAME N KEY: the sum of a counter over the cluster's daemons.
+cstat() {
+	local name=$1 n=$2 key=$3 k sum=0 v
+	for k in $(seq 0 $((n - 1))); do
+		v=$(stat "${name}_n$k" "$key")
+		sum=$((sum + ${v:-0}))
+	done
+	echo "$sum"
+}
+
+# peer_sum NAME N FIELD: the sum of a per-peer counter over all daemons.
+peer_sum() {
+	local name=$1 n=$2 field=$3 k
+	for k in $(seq 0 $((n - 1))); do
+		"$BUILD/ferryctl" --runtime-dir "$TMP/${name}_n$k" stats
+	done | awk -v f="$field" '$1 == "peer" { for (i = 3; i < NF; i += 2) if ($i == f) s += $(i + 1) } END { print s + 0 }'
+}
+
+# start_cluster_job CLUSTER JOB NODES PPN [ft_alltoall options...]: PPN ranks
+# on each of NODES daemons (rank r on node r / PPN), in the background.
+start_cluster_job() {
+	local cl=$1 job=$2 nodes=$3 ppn=$4 r pids=""
+	shift 4
+	for r in $(seq 0 $((nodes * ppn - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${cl}_n$((r / ppn)) bg "$job.$r.log" \
+			prog ft_alltoall --job "$job" --rank "$r" --size $((nodes * ppn)) "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+run_cluster_job() { start_cluster_job "$@"; wait_job "$2"; }

@@ -3,11 +3,14 @@
  * intact, per-sender order preserved.  Runs several steps if asked.
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
- *               [--steps S] [--seed X] [--quiet]
+ *               [--steps S] [--sync] [--seed X] [--quiet]
  *
  * Without --rank/--size the rank and size come from the environment.
  * K items go to every other rank per step; lengths are L, or uniform in
  * [L, M] when --len-max is given (M above 64 KiB exercises large items).
+ * With --sync each step ends with ferry_done and ferry_step_wait, after which
+ * every item of the step must be there without waiting (checked with
+ * ferry_recv(..., 0)) and none of the next.
  * Prints one line "rank R ok: sent N received N items in T s (X items/s)".
  */
 #include "common.h"
@@ -21,7 +24,7 @@ struct opts {
 	int rank, size;
 	long items, len, len_max, steps;
 	uint64_t seed;
-	int quiet;
+	int quiet, sync;
 };
 
 /* Without step synchronisation (ferry_done/ferry_step_wait) a fast rank may
@@ -36,6 +39,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 	uint32_t *order = malloc(total_out * sizeof(*order));
 	uint64_t sent = 0, eagain = 0;
 	struct ferry_item items[64];
+	int ret = 0, waited = 0, flushed = 0;
 
 	if (!order && total_out)
 		return -ENOMEM;
@@ -56,7 +60,6 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		while (sent < total_out) {
 			uint32_t dst = order[sent];
 			uint32_t len = (uint32_t)o->len;
-			int ret;
 
 			if (o->len_max > o->len)
 				len += (uint32_t)(rnd(rs) % (uint64_t)(o->len_max - o->len + 1));
@@ -69,7 +72,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			if (ret < 0) {
 				fprintf(stderr, "rank %u: ferry_send: %s (%s)\n", me, ferry_strerror(ret),
 					ferry_last_error());
-				return ret;
+				goto out;
 			}
 			next_seq_out[dst]++;
 			sent++;
@@ -77,24 +80,48 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			if ((sent & 255) == 0)
 				break;
 		}
-		if (sent == total_out)
+		if (sent == total_out && o->sync && !waited) {
+			ret = ferry_done(f);
+			if (ret == 0)
+				ret = ferry_step_wait(f, 30000);
+			if (ret < 0) {
+				fprintf(stderr, "rank %u: step %ld: %s (%s)\n", me, step, ferry_strerror(ret),
+					ferry_last_error());
+				goto out;
+			}
+			waited = 1;
+		} else if (sent == total_out && !flushed) {
 			ferry_flush(f);
-		n = ferry_recv(f, items, 64, sent < total_out ? 0 : 10000);
+			flushed = 1;
+		}
+		n = ferry_recv(f, items, 64, sent < total_out || o->sync ? 0 : 10000);
 		if (n < 0) {
 			fprintf(stderr, "rank %u: ferry_recv: %s (%s)\n", me, ferry_strerror(n), ferry_last_error());
-			return n;
+			ret = n;
+			goto out;
 		}
-		if (n == 0 && sent == total_out) {
+		if (n == 0 && waited && got_by_step[step] < total_in) {
+			fprintf(stderr, "rank %u: step %ld completed with %llu of %llu items here\n", me, step,
+				(unsigned long long)got_by_step[step], (unsigned long long)total_in);
+			ret = -EPROTO;
+			goto out;
+		}
+		if (n == 0 && sent == total_out && !o->sync) {
 			fprintf(stderr, "rank %u: step %ld: timed out with %llu of %llu items received\n", me,
 				step, (unsigned long long)got_by_step[step], (unsigned long long)total_in);
-			return -ETIMEDOUT;
+			ret = -ETIMEDOUT;
+			goto out;
 		}
 		for (int i = 0; i < n; i++) {
 			uint32_t seq = UINT32_MAX;
 			const char *bad = check_item(&items[i], me, &seq);
 
-			if (!bad && (items[i].channel < step || items[i].channel >= o->steps))
-				bad = "item of a finished or unknown step (channel)";
+			/* With --sync an item of the next step may only follow the
+			 * last one of this step (one recv batch can hold both). */
+			if (!bad && (items[i].channel < step || items[i].channel >= o->steps ||
+				     (o->sync && items[i].channel != step &&
+				      (items[i].channel != step + 1 || got_by_step[step] != total_in))))
+				bad = "item of another step (channel)";
 			else if (!bad && got_by_step[items[i].channel] == total_in)
 				bad = "more items than were sent in that step";
 			if (!bad && seq != next_seq_in[items[i].src])
@@ -102,18 +129,27 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			if (bad) {
 				fprintf(stderr, "rank %u: step %ld: item from rank %u (len %u, seq %u, expected %u): %s\n",
 					me, step, items[i].src, items[i].len, seq, next_seq_in[items[i].src], bad);
-				free(order);
-				return -EPROTO;
+				ret = -EPROTO;
+				goto out;
 			}
 			next_seq_in[items[i].src]++;
 			got_by_step[items[i].channel]++;
 			(*recv_p)++;
 		}
 	}
+	/* In sync mode the step is not over for this rank until it waited. */
+	if (o->sync && !waited) {
+		ret = ferry_done(f);
+		if (ret == 0)
+			ret = ferry_step_wait(f, 30000);
+		if (ret < 0)
+			fprintf(stderr, "rank %u: step %ld: %s (%s)\n", me, step, ferry_strerror(ret), ferry_last_error());
+	}
+out:
 	free(order);
 	*sent_p += sent;
 	(void)eagain;
-	return 0;
+	return ret;
 }
 
 int main(int argc, char **argv)
@@ -123,7 +159,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "items", required_argument, NULL, 'k' },
 		{ "len", required_argument, NULL, 'l' }, { "len-max", required_argument, NULL, 'm' },
 		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
-		{ "quiet", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 },
+		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
 	struct ferry_opts fo = { 0 };
@@ -146,6 +182,7 @@ int main(int argc, char **argv)
 		case 's': o.steps = arg_long("--steps", optarg); break;
 		case 'x': o.seed = (uint64_t)arg_long("--seed", optarg); break;
 		case 'q': o.quiet = 1; break;
+		case 'y': o.sync = 1; break;
 		default: return 2;
 		}
 	}
