@@ -49,7 +49,7 @@ DAEMON_SRC := daemon/main.c daemon/log.c daemon/loop.c daemon/conf.c daemon/rout
               daemon/recq.c daemon/job.c daemon/sess.c daemon/notify.c daemon/auth.c \
               daemon/frame.c daemon/link_tcp.c daemon/peer.c daemon/fwd.c daemon/cluster.c
 LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c
-CTL_SRC    := client/ferryctl.c proto/ctl.c
+CTL_SRC    := client/ferryctl.c proto/ctl.c daemon/route.c
 
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))
@@ -90,7 +90,7 @@ $(BUILD)/ferryd: $(DAEMON_OBJ)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(DAEMON_PKGS))
 
 $(BUILD)/ferryctl: $(CTL_OBJ)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libsodium)
 
 $(LIBSO): $(LIB_OBJ) packaging/libferry.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=packaging/libferry.map \
@@ -124,6 +124,11 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 $(BUILD)/tests/ft_raw: tests/progs/ft_raw.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
+
+# ft_peer pretends to be a daemon on a link.
+$(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC) $(call pkglibs,libsodium)
 
 # Unit tests may include the module under test to reach its statics.
 $(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PROTO_SRC) daemon/*.c daemon/*.h

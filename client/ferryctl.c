@@ -2,11 +2,18 @@
  *
  *   ferryctl [--runtime-dir DIR] status     what the local daemon is doing
  *   ferryctl [--runtime-dir DIR] stats      its counters, one "name value" per line
+ *   ferryctl debug kill-link NODE           break the link to a peer (tests)
+ *   ferryctl route ...                      offline: routes through a topology
+ *   ferryctl keygen                         a new cluster key
  *
  * It speaks the control protocol of proto/ctl.h directly (it is not an
- * endpoint, so it does not use libferry).
+ * endpoint, so it does not use libferry).  `route` calls the daemon's own
+ * routing functions (daemon/route.c), so it shows exactly what ferryd does.
  */
+#include "../daemon/route.h"
 #include "../proto/ctl.h"
+
+#include <sodium.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,12 +28,152 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ferryctl [--runtime-dir DIR] COMMAND\n"
-		"  status            node, topology, clients and jobs of the local ferryd\n"
-		"  stats             counters of the local ferryd, one \"name value\" per line\n"
+		"usage: ferryctl [--runtime-dir DIR] [--timeout MS] COMMAND\n"
+		"  status                 node, topology, links, clients and jobs of the local ferryd\n"
+		"  stats                  its counters, one \"name value\" per line; per peer: frames,\n"
+		"                         bytes, items sent/received/forwarded/delivered, items per\n"
+		"                         frame, flushes by cause, retransmissions\n"
+		"  debug kill-link NODE   break the TCP connection to peer NODE (fault injection;\n"
+		"                         root or ferryd's user)\n"
+		"  route --dims AxBx... [--torus|--mesh|--grid] [--nodes N] --from NODE [--to NODE]\n"
+		"        [--histogram]    offline: the path of one item, or how many network\n"
+		"                         messages (hops) items need to every destination\n"
+		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
-		"  --runtime-dir DIR where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
-		"  --timeout MS      how long to wait for the daemon (default 5000)\n");
+		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
+		"  --timeout MS           how long to wait for the daemon (default 5000)\n");
+}
+
+/* --- route --- */
+
+static int parse_dims(const char *s, uint32_t *ndims, uint32_t *dims)
+{
+	*ndims = 0;
+	while (*s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (end == s || v < 1 || v > ROUTE_MAX_NODES || *ndims == ROUTE_MAX_DIMS)
+			return -1;
+		dims[(*ndims)++] = (uint32_t)v;
+		if (*end == 'x' || *end == 'X' || *end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return *ndims ? 0 : -1;
+}
+
+static void print_node(const struct route *r, uint32_t n)
+{
+	uint32_t c[ROUTE_MAX_DIMS];
+
+	route_coords(r, n, c);
+	printf("%u (", n);
+	for (uint32_t d = 0; d < r->ndims; d++)
+		printf("%s%u", d ? "," : "", c[d]);
+	printf(")");
+}
+
+static int cmd_route(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dims", required_argument, NULL, 'd' }, { "torus", no_argument, NULL, 't' },
+		{ "mesh", no_argument, NULL, 'm' }, { "grid", no_argument, NULL, 'g' },
+		{ "nodes", required_argument, NULL, 'n' }, { "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 'o' }, { "histogram", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0, nodes = 0, hist[64] = { 0 };
+	long from = -1, to = -1;
+	int kind = ROUTE_GRID, histogram = 0, opt;
+	uint64_t prod = 1, total = 0;
+	struct route r;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			if (parse_dims(optarg, &ndims, dims) < 0) {
+				fprintf(stderr, "ferryctl route: --dims %s: want sizes like 16x16x16x16\n", optarg);
+				return 2;
+			}
+			break;
+		case 't': kind = ROUTE_TORUS; break;
+		case 'm': kind = ROUTE_MESH; break;
+		case 'g': kind = ROUTE_GRID; break;
+		case 'n': nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'f': from = strtol(optarg, NULL, 10); break;
+		case 'o': to = strtol(optarg, NULL, 10); break;
+		case 'h': histogram = 1; break;
+		default: return 2;
+		}
+	}
+	if (!ndims || from < 0) {
+		fprintf(stderr, "ferryctl route: needs --dims and --from\n");
+		return 2;
+	}
+	for (uint32_t d = 0; d < ndims; d++)
+		prod *= dims[d];
+	if (!nodes)
+		nodes = prod <= ROUTE_MAX_NODES ? (uint32_t)prod : 0;
+	if (route_init(&r, kind, ndims, dims, nodes) < 0) {
+		fprintf(stderr, "ferryctl route: %llu positions for %u nodes: a torus or mesh needs exactly as many "
+			"nodes as positions, a grid at least as many positions as nodes and fewer than twice as many\n",
+			(unsigned long long)prod, nodes);
+		return 2;
+	}
+	if (from >= (long)nodes || to >= (long)nodes) {
+		fprintf(stderr, "ferryctl route: nodes are 0 to %u\n", nodes - 1);
+		return 2;
+	}
+	if (to >= 0 && !histogram) {
+		uint32_t cur = (uint32_t)from;
+		int hops = 0;
+
+		print_node(&r, cur);
+		while (cur != (uint32_t)to) {
+			uint32_t next;
+
+			route_next_hop(&r, cur, (uint32_t)to, &next);
+			printf(" -> ");
+			print_node(&r, next);
+			cur = next;
+			hops++;
+		}
+		printf("\n%d network message%s\n", hops, hops == 1 ? "" : "s");
+		return 0;
+	}
+	for (uint32_t d = 0; d < nodes; d++) {
+		int h = route_hops(&r, (uint32_t)from, d);
+
+		if (h >= 0 && h < 64)
+			hist[h]++;
+		total++;
+	}
+	printf("%-6s %10s %9s\n", "hops", "nodes", "percent");
+	for (int h = 0; h < 64; h++)
+		if (hist[h])
+			printf("%-6d %10u %8.3f%%\n", h, hist[h], 100.0 * hist[h] / (double)total);
+	return 0;
+}
+
+static int cmd_keygen(void)
+{
+	unsigned char key[32];
+	char hex[65];
+
+	if (sodium_init() < 0) {
+		fprintf(stderr, "ferryctl: libsodium failed to initialise\n");
+		return 1;
+	}
+	randombytes_buf(key, sizeof(key));
+	sodium_bin2hex(hex, sizeof(hex), key, sizeof(key));
+	sodium_memzero(key, sizeof(key));
+	printf("%s\n", hex);
+	sodium_memzero(hex, sizeof(hex));
+	return 0;
 }
 
 static int connect_daemon(const char *dir)
@@ -126,6 +273,10 @@ int main(int argc, char **argv)
 	const char *dir = getenv("FERRY_RUNTIME_DIR");
 	int timeout_ms = 5000, opt;
 
+	if (argc >= 2 && strcmp(argv[1], "route") == 0)
+		return cmd_route(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
+		return cmd_keygen();
 	while ((opt = getopt_long(argc, argv, "+r:t:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r': dir = optarg; break;
@@ -144,6 +295,8 @@ int main(int argc, char **argv)
 		return query(dir, CTL_Q_STATUS, 0, timeout_ms);
 	if (strcmp(argv[optind], "stats") == 0)
 		return query(dir, CTL_Q_STATS, 0, timeout_ms);
+	if (strcmp(argv[optind], "debug") == 0 && optind + 2 < argc && strcmp(argv[optind + 1], "kill-link") == 0)
+		return query(dir, CTL_Q_DEBUG, (uint32_t)strtoul(argv[optind + 2], NULL, 10), timeout_ms);
 	fprintf(stderr, "ferryctl: unknown command '%s'\n", argv[optind]);
 	usage(stderr);
 	return 2;

@@ -412,6 +412,14 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 		int theirs_insecure = hs->their.flags & WIRE_HELLO_INSECURE;
 
 		if (h->len != WIRE_MAC_BYTES || !auth_check(body, l->outgoing ? 'A' : 'I', hi, ha)) {
+			if (l->outgoing) {
+				/* Send our AUTH all the same, so that the other end
+				 * can tell (and log) why the link fails; it reveals
+				 * nothing but a MAC over public bytes. */
+				auth_mac(mac, 'I', hi, ha);
+				send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
+				l->ops->kick(l);
+			}
 			if (theirs_insecure && !auth_insecure())
 				log_warn("peer %u has no cluster key (insecure mode); refused", p->node);
 			else if (!theirs_insecure && auth_insecure())

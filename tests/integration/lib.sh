@@ -43,6 +43,9 @@ t_fail() {
 # expect DESCRIPTION COMMAND...: passes if the command succeeds.
 expect() { local d=$1; shift; if "$@"; then t_ok "$d"; else t_fail "$d"; fi; }
 
+# not COMMAND...: succeeds if the command fails (for expect).
+not() { ! "$@"; }
+
 # Runs a test program from the build directory.
 prog() { local p=$1; shift; "$BUILD/tests/$p" "$@"; }
 
@@ -151,9 +154,22 @@ free_ports() {
 # topology, aggregation...).  Daemon K is named NAME_nK (runtime directory
 # $TMP/NAME_nK, log $TMP/NAME_nK.log).  Returns once every link is up.
 start_cluster() {
+	local name=$1 n=$2 k
+	shift 2
+	cluster_conf "$name" "$n" "$@" || return 1
+	for k in $(seq 0 $((n - 1))); do
+		start_daemon "${name}_n$k" --config "$TMP/$name.conf" --node "$k" || return 1
+	done
+	cluster_up "$name" "$n"
+}
+
+# cluster_conf NAME N [CONFIG LINE...]: writes $TMP/NAME.conf for N nodes on
+# 127.0.0.1 at free ports (node K at port CPORT_NAME + K).
+cluster_conf() {
 	local name=$1 n=$2 base k
 	shift 2
 	base=$(free_ports "$n") || { echo "# no free ports"; return 1; }
+	eval "CPORT_$name=$base"
 	{
 		echo "cluster: { name = \"$name\"; nodes = ("
 		for k in $(seq 0 $((n - 1))); do
@@ -162,10 +178,6 @@ start_cluster() {
 		echo "); };"
 		printf '%s\n' "$@"
 	} >"$TMP/$name.conf"
-	for k in $(seq 0 $((n - 1))); do
-		start_daemon "${name}_n$k" --config "$TMP/$name.conf" --node "$k" || return 1
-	done
-	cluster_up "$name" "$n"
 }
 
 # cluster_up NAME N: waits until every daemon reports all its links up.
@@ -183,6 +195,10 @@ links_up() {
 	local st
 	st=$("$BUILD/ferryctl" --runtime-dir "$TMP/$1" status 2>/dev/null) || return 1
 	! grep -E '^  peer ' <<<"$st" | grep -qv ': up '
+}
+# link_up DAEMON PEER: the link from that daemon to node PEER is up.
+link_up() {
+	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" status 2>/dev/null | grep -qE "^  peer $2 .*: up "
 }
 
 # stop_cluster NAME N: stops every daemon; fails if one did not exit cleanly.
@@ -223,3 +239,18 @@ start_cluster_job() {
 	eval "JOB_$job=\"$pids\""
 }
 run_cluster_job() { start_cluster_job "$@"; wait_job "$2"; }
+
+# job_home UID NAME N: the home node ferryd picks for job (UID, NAME) in a
+# cluster of N nodes (FNV-1a over the uid's 4 bytes and the name, as in
+# daemon/cluster.c), so that a test can choose a job whose home is up.
+job_home() {
+	local uid=$1 name=$2 n=$3 h=2166136261 i c
+	for i in 0 1 2 3; do
+		h=$(( ((h ^ ((uid >> (8 * i)) & 255)) * 16777619) & 0xffffffff ))
+	done
+	for ((i = 0; i < ${#name}; i++)); do
+		printf -v c '%d' "'${name:i:1}"
+		h=$(( ((h ^ c) * 16777619) & 0xffffffff ))
+	done
+	echo $((h % n))
+}

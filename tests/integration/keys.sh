@@ -1,0 +1,52 @@
+#!/bin/bash
+# Daemons authenticate each other with the cluster key: the wrong key, or no
+# key against a key, is refused and logged; the right key connects.
+. "$(dirname "$0")/lib.sh"
+
+"$BUILD/ferryctl" keygen >"$TMP/a.key"
+"$BUILD/ferryctl" keygen >"$TMP/b.key"
+chmod 600 "$TMP/a.key" "$TMP/b.key"
+expect "ferryctl keygen makes 64 hex digits" grep -qE '^[0-9a-f]{64}$' "$TMP/a.key"
+expect "... a different key each time" bash -c "! cmp -s '$TMP/a.key' '$TMP/b.key'"
+
+cluster_conf k 2 || exit 1
+keyed() { sed "\$a security: { key_file = \"$2\"; };" "$TMP/k.conf" >"$TMP/$1.conf"; }
+keyed ka "$TMP/a.key"
+keyed kb "$TMP/b.key"
+
+start_daemon k0 --config "$TMP/ka.conf" --node 0 || exit 1
+start_daemon k1 --config "$TMP/kb.conf" --node 1 || exit 1
+sleep 1.5
+expect "different keys: the link does not come up" not link_up k0 1
+expect "... and the accepting daemon logs that the key is wrong" \
+	grep -q "peer 0 failed authentication: it holds a different cluster key; refused" "$TMP/k1.log"
+expect "... so does the connecting one" grep -q "peer 1 failed authentication" "$TMP/k0.log"
+stop_daemon k1 >/dev/null
+
+start_daemon k1 --config "$TMP/k.conf" --node 1 || exit 1
+sleep 1.5
+expect "a daemon without a key against one with a key: refused" \
+	grep -q "peer 0 has a cluster key and this daemon has none" "$TMP/k1.log"
+expect "... and the keyed daemon says the other has none" grep -q "peer 1 has no cluster key (insecure mode); refused" "$TMP/k0.log"
+expect "the keyless daemon logged its insecure mode at start" grep -q "INSECURE mode" "$TMP/k1.log"
+stop_daemon k1 >/dev/null
+
+keyed ka1 "$TMP/a.key"
+start_daemon k1 --config "$TMP/ka1.conf" --node 1 || exit 1
+expect "the same key on both: the link comes up" wait_for "link_up k0 1 && link_up k1 0"
+expect "status says the link is authenticated" \
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/k0' status | grep -q 'authenticated'"
+expect "daemon 0 exits cleanly" stop_daemon k0
+expect "daemon 1 exits cleanly" stop_daemon k1
+
+chmod 644 "$TMP/a.key"
+"$BUILD/ferryd" --config "$TMP/ka.conf" --node 0 --runtime-dir "$TMP/kx" >"$TMP/kx.log" 2>&1 &
+PIDS+=("$!")
+wait_for "grep -q 'can be read by other users' '$TMP/kx.log'"
+expect "a key file others can read is warned about" grep -q "can be read by other users (mode 644)" "$TMP/kx.log"
+echo "not a key" >"$TMP/bad.key"
+keyed kbad "$TMP/bad.key"
+"$BUILD/ferryd" --config "$TMP/kbad.conf" --node 0 --runtime-dir "$TMP/kbad" >"$TMP/kbad.log" 2>&1
+expect "a malformed key file stops ferryd with a clear message" \
+	bash -c "[ $? -ne 0 ] && grep -q 'must hold 32 bytes as 64 hex digits' '$TMP/kbad.log'"
+finish

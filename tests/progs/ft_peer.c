@@ -1,0 +1,189 @@
+/* tests/progs/ft_peer.c - pretends to be a daemon on a link, completes (or
+ * fails) the handshake, then misbehaves, to test that the real daemon drops
+ * only that link.
+ *
+ *   ft_peer HOST PORT MODE FROM TO CLUSTER [KEYFILE]
+ *
+ * Plays node FROM connecting to node TO (FROM < TO).  Without KEYFILE it
+ * uses the insecure all-zero key.  MODE:
+ *   garbage      random bytes instead of a HELLO
+ *   wrong-key    HELLO, then an AUTH made with another key
+ *   bad-header   full handshake, then a frame header with an unknown kind
+ *   bad-item     full handshake, then a DATA frame whose item overruns it
+ *   bad-seq      full handshake, then DATA frame 5 where 1 is due
+ *   bad-ack      full handshake, then an ACK for frames never sent
+ *   bad-node     full handshake, then an item for a node that does not exist
+ *   good         full handshake, then wait: the daemon must keep the link
+ * Exits 0 if the daemon closed the connection within 10 s (for good: if it
+ * kept it 2 s), 1 if not, 2 on setup errors.
+ */
+#include "../../proto/wire.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int fd;
+static unsigned char key[crypto_auth_KEYBYTES];
+
+static void die(const char *what)
+{
+	fprintf(stderr, "ft_peer: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static void send_frame(uint8_t kind, uint64_t seq, uint64_t ack, const void *body, uint32_t len)
+{
+	uint8_t buf[sizeof(struct wire_frame_hdr) + 4096];
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .seq = seq, .ack = ack };
+
+	wire_encode_hdr(buf, &h);
+	memcpy(buf + sizeof(h), body, len);
+	if (send(fd, buf, sizeof(h) + len, MSG_NOSIGNAL) < 0)
+		die("send");
+}
+
+/* Reads one frame (header and body), 5 s at most. */
+static int read_frame(struct wire_frame_hdr *h, uint8_t *body, size_t cap)
+{
+	uint8_t hb[sizeof(*h)];
+	size_t got = 0;
+
+	while (got < sizeof(hb) + (got >= sizeof(hb) ? h->len : 0)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) <= 0)
+			return -1;
+		if (got < sizeof(hb))
+			n = recv(fd, hb + got, sizeof(hb) - got, 0);
+		else
+			n = recv(fd, body + got - sizeof(hb), sizeof(hb) + h->len - got, 0);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+		if (got == sizeof(hb) && (wire_decode_hdr(hb, h) < 0 || h->len > cap))
+			return -1;
+	}
+	return 0;
+}
+
+static int wait_closed(int seconds)
+{
+	char buf[4096];
+
+	for (int i = 0; i < seconds * 10; i++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 100) == 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	struct wire_hello mine = { 0 }, theirs;
+	uint8_t mine_b[sizeof(mine)], theirs_b[sizeof(mine)], body[4096], mac[WIRE_MAC_BYTES];
+	struct wire_frame_hdr h;
+	const char *mode;
+
+	if (argc < 7 || sodium_init() < 0)
+		return 2;
+	mode = argv[3];
+	if (argc > 7) {
+		FILE *f = fopen(argv[7], "r");
+		char hex[80] = "";
+
+		if (!f || !fgets(hex, sizeof(hex), f) ||
+		    sodium_hex2bin(key, sizeof(key), hex, strlen(hex), " \n", NULL, NULL) != 0)
+			die("key file");
+		fclose(f);
+	}
+	if (getaddrinfo(argv[1], argv[2], &hints, &res) != 0)
+		die("getaddrinfo");
+	fd = socket(res->ai_family, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0)
+		die("connect");
+	freeaddrinfo(res);
+
+	if (strcmp(mode, "garbage") == 0) {
+		randombytes_buf(body, 512);
+		send(fd, body, 512, MSG_NOSIGNAL);
+		return wait_closed(10) ? 0 : 1;
+	}
+	mine.magic = WIRE_MAGIC;
+	mine.version = WIRE_VERSION;
+	mine.flags = argc > 7 ? 0 : WIRE_HELLO_INSECURE;
+	mine.from = (uint32_t)atoi(argv[4]);
+	mine.to = (uint32_t)atoi(argv[5]);
+	mine.incarnation = 1234567;
+	mine.cluster_len = (uint8_t)strlen(argv[6]);
+	memcpy(mine.cluster, argv[6], mine.cluster_len);
+	randombytes_buf(mine.nonce, sizeof(mine.nonce));
+	wire_encode_hello(mine_b, &mine);
+	send_frame(WIRE_HELLO, 0, 0, mine_b, sizeof(mine_b));
+	if (read_frame(&h, theirs_b, sizeof(theirs_b)) < 0 || h.kind != WIRE_HELLO ||
+	    wire_decode_hello(theirs_b, h.len, &theirs) < 0) {
+		fprintf(stderr, "ft_peer: no HELLO from the daemon\n");
+		return 2;
+	}
+	if (read_frame(&h, body, sizeof(body)) < 0 || h.kind != WIRE_AUTH) {
+		fprintf(stderr, "ft_peer: no AUTH from the daemon\n");
+		return 2;
+	}
+	{
+		uint8_t msg[1 + 2 * sizeof(mine_b)];
+
+		msg[0] = 'I';
+		memcpy(msg + 1, mine_b, sizeof(mine_b));
+		memcpy(msg + 1 + sizeof(mine_b), theirs_b, sizeof(theirs_b));
+		if (strcmp(mode, "wrong-key") == 0)
+			key[0] ^= 1;
+		crypto_auth(mac, msg, sizeof(msg), key);
+	}
+	send_frame(WIRE_AUTH, 0, 0, mac, sizeof(mac));
+	if (strcmp(mode, "wrong-key") == 0)
+		return wait_closed(10) ? 0 : 1;
+	if (strcmp(mode, "good") == 0)
+		return wait_closed(2) ? 1 : 0;
+
+	memset(body, 0, sizeof(body));
+	if (strcmp(mode, "bad-header") == 0) {
+		uint8_t raw[24] = { WIRE_VERSION, 99 };
+
+		send(fd, raw, sizeof(raw), MSG_NOSIGNAL);
+	} else if (strcmp(mode, "bad-item") == 0) {
+		struct wire_item it = { .len = 200, .node = mine.to, .job = 1 };
+
+		memcpy(body, &it, sizeof(it));              /* claims 200 payload bytes, has 8 */
+		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 8);
+	} else if (strcmp(mode, "bad-seq") == 0) {
+		struct wire_item it = { .len = 8, .node = mine.to, .job = 1 };
+
+		memcpy(body, &it, sizeof(it));
+		send_frame(WIRE_DATA, 5, 0, body, sizeof(it) + 8);
+	} else if (strcmp(mode, "bad-ack") == 0) {
+		send_frame(WIRE_ACK, 0, 1000, NULL, 0);
+	} else if (strcmp(mode, "bad-node") == 0) {
+		struct wire_item it = { .len = 8, .node = 1u << 30, .job = 1 };
+
+		memcpy(body, &it, sizeof(it));
+		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 8);
+	} else {
+		fprintf(stderr, "ft_peer: unknown mode %s\n", mode);
+		return 2;
+	}
+	return wait_closed(10) ? 0 : 1;
+}
