@@ -18,14 +18,17 @@ DAEMONS=()
 TMP=$(mktemp -d /tmp/ferry-test.XXXXXX)
 chmod 755 "$TMP"
 
+NETNS_LIST=()
+
 cleanup() {
-	local p
+	local p ns
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
+	for ns in "${NETNS_LIST[@]}"; do ip netns delete "$ns" 2>/dev/null; done
 	if [ "${KEEP_TMP:-0}" = 1 ]; then echo "# kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
@@ -55,7 +58,8 @@ start_daemon() {
 	local name=$1; shift
 	mkdir -p "$TMP/$name"
 	chmod 755 "$TMP/$name"
-	"$BUILD/ferryd" --runtime-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
+	# NETNS=name runs it inside that network namespace.
+	${NETNS:+ip netns exec "$NETNS"} "$BUILD/ferryd" --runtime-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
 	DAEMONS+=("$name")
@@ -253,4 +257,81 @@ job_home() {
 		h=$(( ((h ^ c) * 16777619) & 0xffffffff ))
 	done
 	echo $((h % n))
+}
+
+# --- network namespaces -----------------------------------------------------
+
+# netns_ok: root and ip netns are available.
+netns_ok() {
+	[ "$(id -u)" = 0 ] && ip netns add "ferry-probe-$$" 2>/dev/null && ip netns delete "ferry-probe-$$"
+}
+
+# netns_node NAME K: the namespace of node K; its address is 10.77.K/256.K%256+1.
+netns_name() { echo "fy$$-$1-$2"; }
+netns_addr() { echo "10.77.$(($1 / 250)).$(($1 % 250 + 1))"; }
+
+# netns_cluster NAME KIND DIMS: one namespace per node of a KIND (torus or
+# mesh) with dimensions DIMS ("3 3"), veth links only between neighbours,
+# each with a route to the neighbour's address and nothing else, and the
+# cluster configuration $TMP/NAME.conf.  A frame sent to a non-neighbour has
+# no route: it cannot arrive.
+netns_cluster() {
+	local name=$1 kind=$2 n=1 d k m ns c i
+	shift 2
+	local dims=("$@")
+	for d in "${dims[@]}"; do n=$((n * d)); done
+	for k in $(seq 0 $((n - 1))); do
+		ns=$(netns_name "$name" "$k")
+		ip netns add "$ns" || return 1
+		NETNS_LIST+=("$ns")
+		ip -n "$ns" link set lo up
+		ip -n "$ns" addr add "$(netns_addr "$k")/32" dev lo
+	done
+	# neighbours: +1 along each dimension (wrapping on a torus)
+	for k in $(seq 0 $((n - 1))); do
+		local stride=1
+		for ((i = ${#dims[@]} - 1; i >= 0; i--)); do
+			c=$(( k / stride % dims[i] ))
+			if [ $((c + 1)) -lt "${dims[i]}" ]; then
+				m=$((k + stride))
+			elif [ "$kind" = torus ] && [ "${dims[i]}" -gt 2 ]; then
+				m=$((k - c * stride))
+			else
+				m=-1
+			fi
+			if [ "$m" -ge 0 ] && [ "$m" != "$k" ]; then
+				netns_link "$name" "$k" "$m" || return 1
+			fi
+			stride=$((stride * dims[i]))
+		done
+	done
+	{
+		echo "cluster: { name = \"$name\"; port = 7470; nodes = ("
+		for k in $(seq 0 $((n - 1))); do
+			echo "  { host = \"$(netns_addr "$k")\"; }$([ "$k" -lt $((n - 1)) ] && echo ,)"
+		done
+		echo "); };"
+		echo "topology: { physical = \"$kind\"; dims = [ $(echo "${dims[@]}" | sed 's/ /, /g') ]; };"
+	} >"$TMP/$name.conf"
+}
+
+netns_link() {
+	local name=$1 a=$2 b=$3 na nb
+	na=$(netns_name "$name" "$a")
+	nb=$(netns_name "$name" "$b")
+	ip link add "f${a}_$b" netns "$na" type veth peer name "f${b}_$a" netns "$nb" || return 1
+	ip -n "$na" link set "f${a}_$b" up
+	ip -n "$nb" link set "f${b}_$a" up
+	ip -n "$na" route add "$(netns_addr "$b")/32" dev "f${a}_$b" src "$(netns_addr "$a")"
+	ip -n "$nb" route add "$(netns_addr "$a")/32" dev "f${b}_$a" src "$(netns_addr "$b")"
+}
+
+# start_netns_cluster NAME N: a daemon per node in its namespace.
+start_netns_cluster() {
+	local name=$1 n=$2 k
+	for k in $(seq 0 $((n - 1))); do
+		NETNS=$(netns_name "$name" "$k") start_daemon "${name}_n$k" --config "$TMP/$name.conf" --node "$k" ||
+			return 1
+	done
+	cluster_up "$name" "$n"
 }
