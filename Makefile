@@ -163,7 +163,7 @@ fuzz: deps
 	done
 
 demo: deps
-	@$(MAKE) --no-print-directory all $(PROGS)
+	@$(MAKE) --no-print-directory -s all $(PROGS)
 	@tests/demo.sh $(BUILD)
 
 # --- install ---

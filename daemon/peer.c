@@ -109,7 +109,8 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .ack = ack };
 
 	wire_encode_hdr(buf, &h);
-	memcpy(buf + sizeof(h), body, len);
+	if (len)
+		memcpy(buf + sizeof(h), body, len);
 	if (l->ops->send_ctrl(l, buf, sizeof(h) + len) < 0)
 		log_rl_warn("link control buffer full; a %s frame was not sent",
 			    kind == WIRE_ACK ? "ACK" : "handshake");

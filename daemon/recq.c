@@ -45,7 +45,8 @@ int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload, 
 			recq_mem_peak = recq_mem_bytes;
 	}
 	memcpy(c->data + c->tail, rec, sizeof(*rec));
-	memcpy(c->data + c->tail + sizeof(*rec), payload, rec->len);
+	if (rec->len)
+		memcpy(c->data + c->tail + sizeof(*rec), payload, rec->len);
 	c->tail += fp;
 	q->bytes += fp;
 	q->count++;

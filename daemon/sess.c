@@ -202,7 +202,8 @@ static int deliver_rec(struct sess *d, const struct proto_rec *rec, const void *
 			int item = rec->kind == PROTO_REC_ITEM;
 
 			memcpy(slot, rec, sizeof(*rec));
-			memcpy(slot + 1, payload, rec->len);
+			if (rec->len)
+				memcpy(slot + 1, payload, rec->len);
 			d->rx_dirty = 1;
 			d->items_received += item;
 			d->job->ringed += item;

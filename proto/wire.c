@@ -65,7 +65,8 @@ size_t wire_encode_item(void *buf, const struct wire_item *it, const void *paylo
 	uint8_t *p = buf;
 
 	memcpy(p, &le, sizeof(le));
-	memcpy(p + sizeof(le), payload, it->len);
+	if (it->len)
+		memcpy(p + sizeof(le), payload, it->len);
 	memset(p + sizeof(le) + it->len, 0, pad);
 	return sizeof(le) + it->len + pad;
 }

@@ -16,18 +16,20 @@ keyed kb "$TMP/b.key"
 
 start_daemon k0 --config "$TMP/ka.conf" --node 0 || exit 1
 start_daemon k1 --config "$TMP/kb.conf" --node 1 || exit 1
-sleep 1.5
-expect "different keys: the link does not come up" not link_up k0 1
-expect "... and the accepting daemon logs that the key is wrong" \
-	grep -q "peer 0 failed authentication: it holds a different cluster key; refused" "$TMP/k1.log"
+# (The connecting daemon retries with backoff, up to 2 s apart: wait for the
+# log lines rather than a fixed time.)
+expect "different keys: the accepting daemon logs that the key is wrong" \
+	wait_for "grep -q 'peer 0 failed authentication: it holds a different cluster key; refused' '$TMP/k1.log'"
 expect "... so does the connecting one" grep -q "peer 1 failed authentication" "$TMP/k0.log"
+expect "... and the link is not up" not link_up k0 1
 stop_daemon k1 >/dev/null
 
 start_daemon k1 --config "$TMP/k.conf" --node 1 || exit 1
-sleep 1.5
 expect "a daemon without a key against one with a key: refused" \
-	grep -q "peer 0 has a cluster key and this daemon has none" "$TMP/k1.log"
-expect "... and the keyed daemon says the other has none" grep -q "peer 1 has no cluster key (insecure mode); refused" "$TMP/k0.log"
+	wait_for "grep -q 'peer 0 has a cluster key and this daemon has none' '$TMP/k1.log'"
+expect "... and the keyed daemon says the other has none" \
+	wait_for "grep -q 'peer 1 has no cluster key (insecure mode); refused' '$TMP/k0.log'"
+expect "... and the link is not up" not link_up k0 1
 expect "the keyless daemon logged its insecure mode at start" grep -q "INSECURE mode" "$TMP/k1.log"
 stop_daemon k1 >/dev/null
 

@@ -44,7 +44,8 @@ static void send_frame(uint8_t kind, uint64_t seq, uint64_t ack, const void *bod
 	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .seq = seq, .ack = ack };
 
 	wire_encode_hdr(buf, &h);
-	memcpy(buf + sizeof(h), body, len);
+	if (len)
+		memcpy(buf + sizeof(h), body, len);
 	if (send(fd, buf, sizeof(h) + len, MSG_NOSIGNAL) < 0)
 		die("send");
 }
