@@ -159,7 +159,9 @@ fuzz: deps
 	@$(MAKE) --no-print-directory $(FUZZERS)
 	@for f in $(FUZZERS); do \
 		echo "== $$f"; mkdir -p $(BUILD)/corpus/$$(basename $$f); \
-		$$f -max_total_time=$(FUZZ_SECONDS) $(BUILD)/corpus/$$(basename $$f) tests/fuzz/seeds/$$(basename $$f) || exit 1; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/corpus/$$(basename $$f) \
+			$$(ls -d tests/fuzz/regressions/$$(basename $$f) 2>/dev/null) \
+			$$([ $$(basename $$f) = fuzz_conf ] && echo conf) || exit 1; \
 	done
 
 demo: deps

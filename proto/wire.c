@@ -225,11 +225,11 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		t->count = rd32(p + 16);
 		t->name_len = rd32(p + 20);
 		if (t->job == 0 || t->size == 0 || t->count == 0 || t->count > WIRE_TABLE_MAX ||
-		    t->first >= t->size || t->count > t->size - t->first ||
-		    t->name_len > WIRE_JOB_NAME_MAX || !name_ok((const char *)p + sizeof(*t), t->name_len))
+		    t->first >= t->size || t->count > t->size - t->first || t->name_len > WIRE_JOB_NAME_MAX)
 			return -EPROTO;
+		/* The length first: the name must lie inside the payload. */
 		off = sizeof(*t) + pad4(t->name_len);
-		if (len != off + 4 * (size_t)t->count)
+		if (len != off + 4 * (size_t)t->count || !name_ok((const char *)p + sizeof(*t), t->name_len))
 			return -EPROTO;
 		memcpy(c->name, p + sizeof(*t), t->name_len);
 		c->nodes = p + off;

@@ -63,8 +63,10 @@ if [ "$secs" -gt 0 ] && [ -z "${TESTS:-}" ]; then
 	for f in build/fuzz/fuzz_*; do
 		[ -x "$f" ] || continue
 		name=$(basename "$f")
+		# Inputs that once crashed a harness run first, every time.
 		seeds=""
-		[ "$name" = fuzz_conf ] && seeds=conf
+		[ -d "tests/fuzz/regressions/$name" ] && seeds="tests/fuzz/regressions/$name"
+		[ "$name" = fuzz_conf ] && seeds="$seeds conf"
 		mkdir -p "build/corpus/$name"
 		if "$f" -max_total_time="$secs" -artifact_prefix=build/fuzz/ "build/corpus/$name" $seeds \
 			>"build/fuzz/$name.log" 2>&1; then

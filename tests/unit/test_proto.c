@@ -4,6 +4,7 @@
 #include "check.h"
 #include "../../proto/ctl.c"
 #include "../../proto/wire.c"
+#include "../../proto/ring.c"
 
 #include <stdlib.h>
 
@@ -183,6 +184,99 @@ TEST(frame_items_round_trip_and_truncation)
 	CHECK_EQ(wire_next_item(body, len, &off, &it, &p), -EPROTO);
 }
 
+static struct wire_hello good_hello(void)
+{
+	struct wire_hello h = { .magic = WIRE_MAGIC, .version = WIRE_VERSION, .from = 1, .to = 2,
+				.incarnation = 77, .peer_incarnation = 5, .ack = 9, .cluster_len = 4 };
+
+	memcpy(h.cluster, "lqcd", 4);
+	memset(h.nonce, 0xab, sizeof(h.nonce));
+	return h;
+}
+
+TEST(hello_round_trip_and_checks)
+{
+	struct wire_hello h = good_hello(), d;
+	uint8_t buf[sizeof(h)];
+
+	wire_encode_hello(buf, &h);
+	CHECK_EQ(wire_decode_hello(buf, sizeof(buf), &d), 0);
+	CHECK(memcmp(&h, &d, sizeof(h)) == 0);
+	CHECK_EQ(wire_decode_hello(buf, sizeof(buf) - 1, &d), -EPROTO);
+
+	struct wire_hello bad[8];
+	for (int i = 0; i < 8; i++)
+		bad[i] = good_hello();
+	bad[0].magic = 0x12345678;
+	bad[1].version = 9;
+	bad[2].flags = 0x80;
+	bad[3].incarnation = 0;
+	bad[4].cluster_len = 0;
+	bad[5].cluster_len = 64;
+	bad[6].reserved[3] = 1;
+	bad[7].cluster[10] = 'x';               /* bytes after the name must be zero */
+	for (int i = 0; i < 8; i++) {
+		wire_encode_hello(buf, &bad[i]);
+		CHECK_EQ(wire_decode_hello(buf, sizeof(buf), &d), -EPROTO);
+	}
+	h = good_hello();
+	h.cluster[1] = ' ';
+	wire_encode_hello(buf, &h);
+	CHECK_EQ(wire_decode_hello(buf, sizeof(buf), &d), -EPROTO);
+}
+
+TEST(control_items_round_trip)
+{
+	uint8_t buf[70000];
+	struct wire_ctl c;
+	struct wire_ctl_rank r = { .uid = 1000, .size = 8, .rank = 3, .name_len = 4 };
+	struct wire_ctl_table t = { .uid = 1000, .job = 4097, .size = 20000, .first = 16000, .count = 4000,
+				    .name_len = 5 };
+	struct wire_ctl_report rep = { .job = 4097, .step = 2, .done = 3, .sent = 1ull << 40, .ringed = 12345 };
+	struct wire_ctl_step st = { .job = 4097, .step = 3 };
+	static uint32_t nodes[WIRE_TABLE_MAX];
+	ssize_t n;
+
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), 0);
+	CHECK(c.u.rank.uid == 1000 && c.u.rank.rank == 3 && strcmp(c.name, "sort") == 0);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), -EPROTO);   /* err must be > 0 */
+	r.err = EADDRINUSE;
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), 0);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);     /* JOIN has err 0 */
+
+	for (uint32_t i = 0; i < t.count; i++)
+		nodes[i] = i * 7;
+	n = wire_ctl_encode_table(buf, sizeof(buf), &t, "sortx", nodes);
+	CHECK(n > 0 && n <= (ssize_t)PROTO_FRAG_BYTES);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n, &c), 0);
+	CHECK_EQ(c.u.table.count, 4000);
+	CHECK_EQ(wire_ctl_table_node(&c, 3999), 3999 * 7);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n - 4, &c), -EPROTO);
+	t.first = 17000;                        /* first + count > size */
+	n = wire_ctl_encode_table(buf, sizeof(buf), &t, "sortx", nodes);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n, &c), -EPROTO);
+	t.first = 0;
+	t.count = WIRE_TABLE_MAX;
+	t.size = WIRE_TABLE_MAX;
+	n = wire_ctl_encode_table(buf, sizeof(buf), &t, "sortx", nodes);
+	CHECK(n <= (ssize_t)PROTO_FRAG_BYTES);  /* the largest table part fits one item */
+
+	n = wire_ctl_encode_report(buf, sizeof(buf), &rep);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REPORT, buf, (size_t)n, &c), 0);
+	CHECK(c.u.report.sent == 1ull << 40 && c.u.report.ringed == 12345 && c.u.report.done == 3);
+
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_STEP, buf, (size_t)n, &c), 0);
+	CHECK_EQ(c.u.step.step, 3);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);       /* GO has step 0 */
+	st.step = 0;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), 0);
+	CHECK_EQ(wire_ctl_decode(99, buf, (size_t)n, &c), -EPROTO);
+}
+
 int main(void)
 {
 	RUN(ctl_round_trips);
@@ -191,5 +285,7 @@ int main(void)
 	RUN(job_names);
 	RUN(frame_header_round_trip_and_checks);
 	RUN(frame_items_round_trip_and_truncation);
+	RUN(hello_round_trip_and_checks);
+	RUN(control_items_round_trip);
 	return check_done();
 }
