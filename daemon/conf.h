@@ -45,7 +45,7 @@ struct conf {
 	uint64_t ring_bytes;            /* per direction per endpoint */
 	uint64_t memory_bytes;          /* all queued items together */
 	uint64_t pending_bytes;         /* queued items for one endpoint */
-	uint64_t link_bytes;            /* unsent frames for one peer */
+	uint64_t link_bytes;            /* frames not yet acknowledged by one peer */
 	/* security */
 	char key_file[PATH_MAX];        /* "" = insecure mode */
 	/* logging */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FREE_MAX 1024           /* standard frames kept for reuse */
+#define FREE_BYTES (4u << 20)   /* standard frames kept for reuse, in bytes */
 
 uint64_t frame_mem_bytes;
 
@@ -61,7 +61,7 @@ struct frame *frame_alloc(uint32_t body)
 
 void frame_free(struct frame *f)
 {
-	if (f->cap == F.std_cap && F.nfree < FREE_MAX) {
+	if (f->cap == F.std_cap && (uint64_t)(F.nfree + 1) * F.std_cap <= FREE_BYTES) {
 		f->next = F.free;
 		F.free = f;
 		F.nfree++;

@@ -25,9 +25,13 @@ struct peer *fwd_next_peer(uint32_t node)
 	return W.next[node];
 }
 
+/* Everything for p that is not acknowledged yet: written or not.  Bounding
+ * this, not only what is unsent, bounds the frames a link holds for
+ * retransmission too; link_bytes in flight is far above any bandwidth-delay
+ * product a cluster network has. */
 static uint64_t queued(const struct peer *p)
 {
-	return p->unsent + (p->agg ? p->agg->len : 0);
+	return p->q.bytes + (p->agg ? p->agg->len : 0);
 }
 
 int fwd_peer_full(const struct peer *p)

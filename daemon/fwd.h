@@ -14,8 +14,8 @@
  * the rest into the buffers of their next hops.  Each item is copied once per
  * hop: from the received frame into the next buffer or ring.
  *
- * Backpressure: a peer whose queue of unsent frames reaches limits.link_bytes
- * takes no more items; items entering that link's dimension (from a local
+ * Backpressure: a peer whose frames not yet acknowledged reach
+ * limits.link_bytes takes no more items; items entering that link's dimension (from a local
  * endpoint, or turning from another dimension) stop already at half of it.
  * Reserving the second half for items that continue along a ring keeps a
  * torus ring from filling up completely, which would deadlock it (the

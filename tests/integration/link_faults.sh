@@ -30,5 +30,15 @@ dups=$(peer_sum lf 4 duplicates)
 echo "# frames sent again after reconnections: $resent, duplicates discarded: $dups"
 expect "frames were sent again after reconnections ($resent)" test "$resent" -gt 0
 expect "nothing was dropped" test "$(cstat lf 4 items_dropped)" = 0
+
+# A daemon killed and started again: its peers notice the new instance,
+# reconnect, and the cluster carries new jobs.
+{ kill -KILL "$(dpid lf_n3)"; wait "$(dpid lf_n3)"; } 2>/dev/null
+start_daemon lf_n3 --config "$TMP/lf.conf" --node 3 || exit 1
+expect "after node 3 restarted, every link is up again" cluster_up lf 4
+expect "its peers noticed it is a new instance" \
+	wait_for "grep -q 'peer 3 restarted' '$TMP/lf_n1.log' && grep -q 'peer 3 restarted' '$TMP/lf_n2.log'"
+expect "a new job across all 4 nodes runs, every item exactly once" \
+	run_cluster_job lf jafter 4 1 --items 2000 --steps 2 --sync
 expect "daemons exit cleanly" stop_cluster lf 4
 finish
