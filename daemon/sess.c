@@ -404,16 +404,17 @@ void sess_job_ready(struct job *j)
 	ssize_t n;
 
 	/* Nodes the job spans, for the client's information. */
-	for (uint32_t r = 0; r < j->size; r++) {
-		uint32_t q;
+	uint8_t *seen = calloc(S.conf->nnodes / 8 + 1, 1);
 
-		for (q = 0; q < r && j->ranks[q].node != j->ranks[r].node; q++)
-			;
-		if (q == r)
+	for (uint32_t r = 0; seen && r < j->size; r++) {
+		uint32_t node = j->ranks[r].node;
+
+		if (node < S.conf->nnodes && !(seen[node / 8] & (1u << (node % 8)))) {
+			seen[node / 8] |= (uint8_t)(1u << (node % 8));
 			nodes++;
-		if (r > 4096)   /* enough for information's sake */
-			break;
+		}
 	}
+	free(seen);
 	n = ctl_encode_ready(buf, sizeof(buf), j->size, nodes);
 	for (uint32_t r = 0; r < j->size; r++) {
 		struct sess *m = j->ranks[r].sess;
