@@ -20,9 +20,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Ports below the kernel's ephemeral range (no outgoing connection holds one),
+# unused in every TCP state.
+lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 for _ in $(seq 50); do
-	base=$((20000 + (RANDOM % 400) * 100))
-	ss -Htln "sport >= :$base and sport < :$((base + N))" | grep -q . || break
+	base=$((10000 + (RANDOM % ((lo - 10100) / 100)) * 100))
+	ss -Htan "( sport >= :$base and sport < :$((base + N)) )" | grep -q . || break
 done
 {
 	echo 'cluster: { name = "demo"; nodes = ('

@@ -140,13 +140,17 @@ run_job() { start_job "$@"; wait_job "$1"; }
 # --- local clusters -------------------------------------------------------
 
 # free_ports N: prints a base port such that base..base+N-1 are free on loopback.
+# Ports come from below the kernel's ephemeral range, where no outgoing
+# connection can be holding one, and must be unused in every TCP state.
 free_ports() {
-	local n=$1 base p busy
+	local n=$1 base p busy lo span
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	span=$(( (lo - 10000 - n) / 100 ))
 	for _ in $(seq 50); do
-		base=$((20000 + (RANDOM % 400) * 100))
+		base=$((10000 + (RANDOM % span) * 100))
 		busy=0
 		for p in $(seq "$base" $((base + n - 1))); do
-			if ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then busy=1; break; fi
+			if ss -Htan "( sport = :$p )" 2>/dev/null | grep -q .; then busy=1; break; fi
 		done
 		[ $busy = 0 ] && { echo "$base"; return 0; }
 	done
