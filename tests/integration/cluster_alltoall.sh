@@ -35,6 +35,14 @@ grid a12 12 "[3, 4]" 1 200 5
 start_cluster big 4 "topology: { virtual = [2, 2]; };" || exit 1
 expect "items of 16 B to 300 KB between 4 nodes, 2 steps" \
 	run_cluster_job big jbig 4 1 --items 12 --len 16 --len-max 300000 --steps 2 --sync
+# The largest items (4 MiB, 64 pieces each) two hops away; the mixed sizes
+# above already check order around large items.
+FERRY_RUNTIME_DIR=$TMP/big_n3 bg max1.log prog ft_stream --job jmax --rank 1 --items 12 --len 4194304
+m1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/big_n0 prog ft_stream --job jmax --rank 0 --items 12 --len 4194304 >"$TMP/max0.log" 2>&1
+m0=$?
+wait $m1
+expect "twelve 4 MiB items from node 0 to node 3 (two hops), intact and in order" test $m0 = 0 -a $? = 0
 expect "big: daemons exit cleanly" stop_cluster big 4
 
 # No aggregation: one item per frame, still correct.
