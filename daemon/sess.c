@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -74,6 +76,7 @@ static struct {
 	uint32_t nsess, nendpoints;
 	uint64_t region_bytes;
 	sess_query_fn *query;
+	int membarrier;                 /* we fence for clients before sleeping */
 } S = { .listen_fd = -1 };
 
 static void wake(int efd)
@@ -195,15 +198,14 @@ static int deliver_rec(struct sess *d, const struct proto_rec *rec, const void *
 	uint64_t fp = ring_footprint(rec->len);
 
 	if (!d->pending.count) {
-		struct proto_rec *slot;
-		int ret = ring_reserve(&d->rx, rec->len, &slot);
+		struct proto_rec *slot = ring_reserve_fast(&d->rx, rec->len);
+		int ret = slot ? 0 : ring_reserve(&d->rx, rec->len, &slot);
 
 		if (ret == 0) {
 			int item = rec->kind == PROTO_REC_ITEM;
 
 			memcpy(slot, rec, sizeof(*rec));
-			if (rec->len)
-				memcpy(slot + 1, payload, rec->len);
+			proto_copy((uint8_t *)(slot + 1), payload, rec->len);
 			d->rx_dirty = 1;
 			d->items_received += item;
 			d->job->ringed += item;
@@ -521,6 +523,7 @@ static int make_endpoint(struct sess *s, const char *name, uint32_t rank, uint32
 	a.region_bytes = a.rx_off + page_align(ring_bytes(ring));
 	a.node = S.self;
 	a.session = s->id;
+	a.flags = S.membarrier ? CTL_ATTACHED_MEMBARRIER : 0;
 
 	memfd = memfd_create("ferry-endpoint", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (memfd < 0) {
@@ -855,8 +858,15 @@ int sess_poll(void)
 	return work;
 }
 
+static int membarrier(int cmd)
+{
+	return (int)syscall(SYS_membarrier, cmd, 0, 0);
+}
+
 int sess_sleep_prepare(void)
 {
+	int armed = 0;
+
 	for (struct sess *s = S.all; s; s = s->next) {
 		const struct proto_rec *rec;
 		const void *payload;
@@ -865,11 +875,28 @@ int sess_sleep_prepare(void)
 			continue;
 		/* A blocked sender makes progress only when its destination's
 		 * client frees RX room, which the check below arms. */
-		if (!s->blocked_on && ring_consumer_sleep(&s->tx))
-			return 1;
+		if (!s->blocked_on && !s->blocked_peer) {
+			if (S.membarrier) {
+				ring_consumer_arm(&s->tx);
+				armed = 1;
+			} else if (ring_consumer_sleep(&s->tx)) {
+				return 1;
+			}
+		}
 		if (recq_peek(&s->pending, &rec, &payload) && ring_producer_sleep(&s->rx, rec->len))
 			return 1;
 	}
+	if (!armed)
+		return 0;
+	/* The other half of the clients' fenceless publish (proto/ring.h). */
+	if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) < 0) {
+		log_err("membarrier: %m; clients attached from now on fence themselves");
+		S.membarrier = 0;
+		return 1;       /* look again, the slow way */
+	}
+	for (struct sess *s = S.all; s; s = s->next)
+		if (s->state == S_ENDPOINT && !s->blocked_on && !s->blocked_peer && ring_consumer_check(&s->tx))
+			return 1;
 	return 0;
 }
 
@@ -947,6 +974,11 @@ int sess_init(const struct conf *c, uint32_t self, int listen_fd, sess_query_fn 
 	S.conf = c;
 	S.self = self;
 	S.query = query;
+	/* Register so that clients' membarrier calls reach us too, and offer
+	 * clients the fenceless publish if the kernel has it. */
+	S.membarrier = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+	if (!S.membarrier)
+		log_info("membarrier not available (%m): clients will fence every publish");
 	if (listen_fd < 0) {
 		listen_fd = listen_on(c->runtime_dir);
 		if (listen_fd < 0)

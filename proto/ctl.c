@@ -135,7 +135,8 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		break;
 	}
 	case CTL_ATTACHED:
-		if (fixed(body, h.len, &msg->u.attached, sizeof(msg->u.attached)) < 0)
+		if (fixed(body, h.len, &msg->u.attached, sizeof(msg->u.attached)) < 0 ||
+		    (msg->u.attached.flags & ~CTL_ATTACHED_FLAGS_ALL) || msg->u.attached.reserved)
 			return -EPROTO;
 		break;
 	case CTL_READY:

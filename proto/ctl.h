@@ -84,8 +84,18 @@ struct ctl_attached_wire {
 	uint64_t rx_size;
 	uint32_t node;          /* this daemon's node id */
 	uint32_t session;       /* session id, for logs */
+	uint32_t flags;         /* enum ctl_attached_flags */
+	uint32_t reserved;      /* zero */
 };
-static_assert(sizeof(struct ctl_attached_wire) == 48, "attached layout");
+static_assert(sizeof(struct ctl_attached_wire) == 56, "attached layout");
+
+enum ctl_attached_flags {
+	/* The daemon runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it
+	 * sleeps: a client registered for it may publish TX records without a
+	 * fence (proto/ring.h). */
+	CTL_ATTACHED_MEMBARRIER = 1u << 0,
+	CTL_ATTACHED_FLAGS_ALL = CTL_ATTACHED_MEMBARRIER,
+};
 
 struct ctl_ready_wire {
 	uint32_t size;          /* ranks in the job */

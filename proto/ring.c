@@ -17,6 +17,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 	if (init) {
 		memset(mem, 0, sizeof(struct proto_ring_shared));
 		r->head = r->tail = r->published = 0;
+		r->fenceless = 0;
 		return;
 	}
 	/* Attach to a ring someone already uses: both counters start where the
@@ -24,6 +25,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 	 * practice, but keep the view consistent anyway. */
 	r->head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
 	r->tail = r->published = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+	r->fenceless = 0;
 }
 
 /* Producer: refresh the cached tail from shared memory.  The consumer may only
@@ -75,14 +77,6 @@ int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p)
 	return 0;
 }
 
-int ring_publish(struct ring *r)
-{
-	/* The seq_cst store orders the head update before the load of the flag
-	 * (StoreLoad); the consumer does the mirror image in ring_consumer_sleep. */
-	atomic_store_explicit(&r->sh->head, r->head, memory_order_seq_cst);
-	return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_seq_cst) != 0;
-}
-
 int ring_producer_sleep(struct ring *r, uint32_t len)
 {
 	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_seq_cst);
@@ -129,7 +123,12 @@ int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p)
 		pos = r->tail & (r->size - 1);
 		contig = r->size - pos;
 		avail = r->head - r->tail;
-		memcpy(&rec, r->data + pos, 8);
+		/* One copy of the whole header where it fits before the end (a
+		 * PAD may have only its first 8 bytes there). */
+		if (contig >= sizeof(rec))
+			memcpy(&rec, r->data + pos, sizeof(rec));
+		else
+			memcpy(&rec, r->data + pos, 8);
 		if (rec.kind == PROTO_REC_PAD) {
 			if (rec.len != contig || rec.flags || contig > avail)
 				return -EPROTO;
@@ -138,7 +137,6 @@ int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p)
 		}
 		if (contig < sizeof(rec))
 			return -EPROTO;
-		memcpy(&rec, r->data + pos, sizeof(rec));
 		if (rec.kind < PROTO_REC_ITEM || rec.kind > PROTO_REC_KIND_MAX ||
 		    (rec.flags & ~PROTO_REC_FLAGS_ALL) ||
 		    ((rec.flags & PROTO_REC_MORE) && rec.kind != PROTO_REC_ITEM) ||
@@ -168,6 +166,20 @@ int ring_release(struct ring *r)
 int ring_consumer_sleep(struct ring *r)
 {
 	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&r->sh->head, memory_order_seq_cst) != r->tail) {
+		atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+void ring_consumer_arm(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_seq_cst);
+}
+
+int ring_consumer_check(struct ring *r)
+{
 	if (atomic_load_explicit(&r->sh->head, memory_order_seq_cst) != r->tail) {
 		atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
 		return 1;

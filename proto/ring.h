@@ -17,6 +17,16 @@
  * is bound to see the other, so no wake-up is lost (Dekker).  producer_waiting is
  * the same handshake in the other direction, for a producer waiting for space.
  *
+ * Asymmetric fence.  The sequentially consistent store costs a producer that
+ * publishes every item (ferry_send) more than the rest of its work: it waits
+ * for the head's cache line, which the consumer keeps reading.  So when the
+ * consumer promises to run membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) after
+ * setting its flag and before looking again (r->fenceless), the producer
+ * publishes with a plain release store: membarrier forces a full barrier on
+ * every CPU running the (registered) producer, which is all the other half of
+ * the handshake needs (the liburcu technique).  Here only the TX direction
+ * uses it; the daemon publishes to RX rings once per batch, fenced.
+ *
  * Trust.  Each side keeps its own copy of size and of its own counter; counters
  * and records read from shared memory are validated on every read, and record
  * headers are copied out before they are checked, so a peer writing concurrently
@@ -88,7 +98,32 @@ struct ring {
 	uint64_t head;          /* producer: next write; consumer: last validated head */
 	uint64_t tail;          /* consumer: next read; producer: last seen tail */
 	uint64_t published;     /* consumer: tail last made visible to the producer */
+	int fenceless;          /* producer: the consumer fences for us (see above) */
 };
+
+/* Copies n bytes of an item payload: small ones (the common case, once per
+ * item per hop) without a call into libc.  dst has room for n rounded up to
+ * 8, as ring records and frame items do; src is read only within n bytes. */
+static inline void proto_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	if (n > 64) {
+		__builtin_memcpy(dst, src, n);
+	} else if (n >= 8) {
+		size_t i;
+
+		for (i = 0; i + 8 <= n; i += 8)
+			__builtin_memcpy(dst + i, src + i, 8);
+		if (i < n)      /* the tail, as 8 bytes overlapping what is copied */
+			__builtin_memcpy(dst + n - 8, src + n - 8, 8);
+	} else if (n >= 4) {
+		__builtin_memcpy(dst, src, 4);
+		__builtin_memcpy(dst + n - 4, src + n - 4, 4);
+	} else if (n) {
+		dst[0] = src[0];
+		dst[n / 2] = src[n / 2];
+		dst[n - 1] = src[n - 1];
+	}
+}
 
 /* Bytes a record with len payload bytes takes in a ring. */
 static inline uint64_t ring_footprint(uint32_t len)
@@ -118,9 +153,38 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init);
  * published an impossible tail (the ring is unusable). */
 int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p);
 
+/* The common case of ring_reserve, inline for the per-item path: room in the
+ * ring without wrapping around.  Returns the record's header, or NULL when
+ * the caller must take the general path (ring_reserve). */
+static inline struct proto_rec *ring_reserve_fast(struct ring *r, uint32_t len)
+{
+	uint64_t fp = ring_footprint(len);
+	uint64_t pos = r->head & (r->size - 1);
+	struct proto_rec *rec;
+
+	if (__builtin_expect(r->size - pos < fp || r->head + fp - r->tail > r->size, 0))
+		return NULL;
+	rec = (struct proto_rec *)(r->data + pos);
+	r->head += fp;
+	return rec;
+}
+
 /* Makes every reserved record visible.  Returns 1 if the consumer sleeps and
  * must be woken (the caller writes its eventfd), else 0. */
-int ring_publish(struct ring *r);
+static inline int ring_publish(struct ring *r)
+{
+	if (r->fenceless) {
+		/* The consumer's membarrier supplies the StoreLoad fence; the
+		 * compiler must still not move the load above the store. */
+		atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
+		atomic_signal_fence(memory_order_seq_cst);
+		return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
+	}
+	/* The seq_cst store orders the head update before the load of the flag
+	 * (StoreLoad); the consumer does the mirror image in ring_consumer_sleep. */
+	atomic_store_explicit(&r->sh->head, r->head, memory_order_seq_cst);
+	return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_seq_cst) != 0;
+}
 
 /* Producer about to wait until a record of len payload bytes fits: sets
  * producer_waiting, fences, and returns 1 if the room appeared meanwhile (the
@@ -149,8 +213,12 @@ void ring_consume(struct ring *r, const struct proto_rec *rec);
 int ring_release(struct ring *r);
 
 /* Consumer about to sleep: sets consumer_sleeping, fences, and returns 1 if a
- * record arrived meanwhile (flag cleared again; do not sleep). */
+ * record arrived meanwhile (flag cleared again; do not sleep).  For a
+ * fenceless producer, arm every ring first (ring_consumer_arm), run
+ * membarrier, then ring_consumer_check each: 1 means records arrived. */
 int ring_consumer_sleep(struct ring *r);
+void ring_consumer_arm(struct ring *r);
+int ring_consumer_check(struct ring *r);
 void ring_consumer_awake(struct ring *r);
 
 #endif

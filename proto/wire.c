@@ -1,6 +1,5 @@
 /* proto/wire.c - frame and item codecs; see wire.h. */
 #include "wire.h"
-#include "ring.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -48,54 +47,6 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 			return -EPROTO;
 	}
 	return 0;
-}
-
-size_t wire_encode_item(void *buf, const struct wire_item *it, const void *payload)
-{
-	struct wire_item le = {
-		.len = htole32(it->len),
-		.flags = it->flags,
-		.channel = htole16(it->channel),
-		.node = htole32(it->node),
-		.job = htole32(it->job),
-		.dst = htole32(it->dst),
-		.src = htole32(it->src),
-	};
-	size_t pad = wire_item_footprint(it->len) - sizeof(le) - it->len;
-	uint8_t *p = buf;
-
-	memcpy(p, &le, sizeof(le));
-	if (it->len)
-		memcpy(p + sizeof(le), payload, it->len);
-	memset(p + sizeof(le) + it->len, 0, pad);
-	return sizeof(le) + it->len + pad;
-}
-
-int wire_next_item(const void *body, size_t len, size_t *off,
-		   struct wire_item *it, const void **payload_p)
-{
-	const uint8_t *p = body;
-	struct wire_item le;
-
-	if (*off == len)
-		return 0;
-	if (*off > len || len - *off < sizeof(le))
-		return -EPROTO;
-	memcpy(&le, p + *off, sizeof(le));
-	it->len = le32toh(le.len);
-	it->flags = le.flags;
-	it->reserved = le.reserved;
-	it->channel = le16toh(le.channel);
-	it->node = le32toh(le.node);
-	it->job = le32toh(le.job);
-	it->dst = le32toh(le.dst);
-	it->src = le32toh(le.src);
-	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) || it->reserved ||
-	    wire_item_footprint(it->len) > len - *off)
-		return -EPROTO;
-	*payload_p = p + *off + sizeof(le);
-	*off += wire_item_footprint(it->len);
-	return 1;
 }
 
 /* --- handshake --- */

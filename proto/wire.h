@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ring.h"
+
 #define WIRE_VERSION    1
 #define WIRE_BODY_MAX   (1u << 20)
 
@@ -206,14 +208,50 @@ void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);
  * 0 or -EPROTO. */
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h);
 
+/* The per-item codecs run once per item per hop, so they are inline, and on
+ * little-endian hosts (the wire's order) a header is one plain copy. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "wire_encode_item/wire_next_item: add byte swapping for big-endian hosts"
+#endif
+
 /* Appends an item header and payload at buf (wire_item_footprint(len) bytes,
  * padding zeroed).  Returns the bytes written. */
-size_t wire_encode_item(void *buf, const struct wire_item *it, const void *payload);
+static inline size_t wire_encode_item(void *buf, const struct wire_item *it, const void *payload)
+{
+	uint8_t *p = buf;
+	size_t fp = wire_item_footprint(it->len);
+	struct wire_item h = *it;
+
+	h.reserved = 0;
+	__builtin_memcpy(p, &h, sizeof(h));
+	if (fp > sizeof(h)) {
+		/* Zero the last word first: the payload then overwrites all
+		 * of it but the padding. */
+		__builtin_memset(p + fp - 8, 0, 8);
+		proto_copy(p + sizeof(h), payload, it->len);
+	}
+	return fp;
+}
 
 /* Decodes the item at body[*off] of a DATA body of len bytes and advances *off.
  * Returns 1 with *it and *payload_p set, 0 at the end of the body, -EPROTO if
  * the body is malformed. */
-int wire_next_item(const void *body, size_t len, size_t *off,
-		   struct wire_item *it, const void **payload_p);
+static inline int wire_next_item(const void *body, size_t len, size_t *off,
+				 struct wire_item *it, const void **payload_p)
+{
+	const uint8_t *p = body;
+
+	if (*off == len)
+		return 0;
+	if (*off > len || len - *off < sizeof(*it))
+		return -EPROTO;
+	__builtin_memcpy(it, p + *off, sizeof(*it));
+	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) || it->reserved ||
+	    wire_item_footprint(it->len) > len - *off)
+		return -EPROTO;
+	*payload_p = p + *off + sizeof(*it);
+	*off += wire_item_footprint(it->len);
+	return 1;
+}
 
 #endif
