@@ -7,6 +7,8 @@
 #   make demo       install missing packages, build, run a local demonstration
 #   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
+#   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
+#                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -62,7 +64,7 @@ PROGS      := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(wildcard tests/progs
 UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all deps check check-run demo demo-run install uninstall fuzz clean tests
+.PHONY: all deps check check-run demo demo-run install uninstall fuzz clean tests bench
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
 
@@ -153,6 +155,32 @@ check-run:
 	@$(MAKE) --no-print-directory -s BUILD=build/clang CC=clang all $(patsubst $(BUILD)/%,build/clang/%,$(PROGS))
 	@$(MAKE) --no-print-directory $(FUZZERS)
 	@tests/run.sh build build/san
+
+# --- benchmarks (make bench; QUICK=1 for the one-minute subset) ---
+
+BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
+BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
+BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
+BENCH_OUT   ?= build/bench/$(shell date -u +%Y%m%d-%H%M%S)
+
+$(BUILD)/bench/fb_%: tests/bench/fb_%.c $(LIBSO) tests/progs/common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+$(BUILD)/bench/mb_%: tests/bench/mb_%.c
+	@mkdir -p $(@D)
+	mpicc -O2 -g -Wall -Wextra -o $@ $<
+
+$(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< proto/ring.c
+
+bench:
+	@packaging/deps.sh bench
+	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW)
+	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick)
+	@ln -sfn $(notdir $(BENCH_OUT)) build/bench/latest
+	@cat $(BENCH_OUT)/summary.md
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

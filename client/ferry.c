@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -863,8 +864,14 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * waiting, or the daemon could never deliver the rest. */
 		if (ring_release(&f->rx))
 			wake(f->efd_daemon);
-		if (timeout_ms != 0 && now_ns() < spin_until)
+		if (timeout_ms != 0 && now_ns() < spin_until) {
+			/* Poll, but let the daemon (or anyone) have the CPU: on
+			 * a machine with more busy processes than cores, a
+			 * spinning client would delay the very daemon that is
+			 * to deliver its items.  Nearly free on an idle core. */
+			sched_yield();
 			continue;
+		}
 		if (ring_consumer_sleep(&f->rx)) {
 			ring_consumer_awake(&f->rx);
 			continue;

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -214,6 +215,8 @@ int loop_run(void)
 			timeout = -1;
 			sleeping = 1;
 		}
+		if (!sleeping)
+			sched_yield();  /* spinning: let the clients we wait for run (see ferry_recv) */
 		n = epoll_wait(L.epfd, evs, 64, timeout);
 		if (sleeping) {
 			loop_stats.wakeups++;

@@ -1,6 +1,6 @@
 /* tests/bench/fb_rate.c - how fast one process hands 16-byte items to ferryd.
  *
- *   fb_rate --job J --rank R --size 2 [--items N] [--len L]
+ *   fb_rate [--job J --rank R --size 2] [--items N] [--len L]
  *
  * Rank 0 sends N items to rank 1 and prints "send_ns_per_item X" (the time
  * ferry_send takes while the ring has room: the benchmark configuration gives
@@ -20,7 +20,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "items", required_argument, NULL, 'n' },
 		{ "len", required_argument, NULL, 'l' }, { NULL, 0, NULL, 0 },
 	};
-	struct ferry_opts fo = { .size = 2 };
+	struct ferry_opts fo = { 0 };   /* rank and size from the environment unless given */
 	long n = 1000000, len = 16, eagain = 0;
 	uint8_t buf[256] = { 0 };
 	ferry_t *f;
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'j': fo.job = optarg; break;
-		case 'r': fo.rank = (int)arg_long("--rank", optarg); break;
+		case 'r': fo.rank = (int)arg_long("--rank", optarg); fo.size = fo.size ? fo.size : 2; break;
 		case 'p': fo.size = (int)arg_long("--size", optarg); break;
 		case 'n': n = arg_long("--items", optarg); break;
 		case 'l': len = arg_long("--len", optarg); break;

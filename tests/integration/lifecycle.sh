@@ -51,7 +51,12 @@ if command -v systemd-socket-activate >/dev/null; then
 	expect "socket activation: the first client starts ferryd, which serves it" \
 		bash -c "FERRY_TIMEOUT_MS=10000 FERRY_RUNTIME_DIR='$TMP/sa' '$BUILD/tests/ft_alltoall' --job sa --rank 0 --size 1 >/dev/null"
 	expect "... ferryd logged that it was ready" grep -q "ready on" "$TMP/sa.log"
+	# The daemon is a child of systemd-socket-activate, which does not pass
+	# signals on: stop it by the pid it reports itself.
+	sapid=$("$BUILD/ferryctl" --runtime-dir "$TMP/sa" status | sed -n 's/.*, pid \([0-9]*\),.*/\1/p')
+	[ -n "$sapid" ] && kill -TERM "$sapid"
 	kill -TERM $sa; wait $sa
+	expect "... and it stopped with the activator" not pgrep -f "ferryd --runtime-dir $TMP/sa"
 else
 	echo "ok - $TEST: socket activation # SKIP systemd-socket-activate not installed"
 fi
