@@ -63,6 +63,10 @@ LIBSO      := $(BUILD)/libferry.so.$(VERSION)
 PROGS      := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(wildcard tests/progs/*.c))
 UNITS      := $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(wildcard tests/unit/test_*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
+BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
+BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
+
 
 .PHONY: all deps check check-run demo demo-run install uninstall fuzz clean tests bench
 
@@ -143,7 +147,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/conf.c daemon/rout
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
-tests: all $(PROGS) $(UNITS)
+tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW)
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -158,10 +162,7 @@ check-run:
 
 # --- benchmarks (make bench; QUICK=1 for the one-minute subset) ---
 
-BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
-BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
-BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_OUT   ?= build/bench/$(shell date -u +%Y%m%d-%H%M%S)
+BENCH_OUT   := $(or $(BENCH_OUT),build/bench/$(shell date -u +%Y%m%d-%H%M%S))
 
 $(BUILD)/bench/fb_%: tests/bench/fb_%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)

@@ -122,6 +122,25 @@ int fwd_item(const struct wire_item *it, const void *payload, int from_dim, int 
 	return 0;
 }
 
+uint8_t *fwd_reserve(uint32_t node, uint32_t len)
+{
+	struct peer *p = W.next[node];
+	struct frame *f = p->agg;
+	size_t fp = wire_item_footprint(len);
+	uint8_t *slot;
+
+	/* The item that leaves the buffer (nearly) full goes the general way,
+	 * which sends the buffer at once. */
+	if (!f || fp > W.alone || queued(p) >= W.limit / 2 ||
+	    f->len + fp + sizeof(struct wire_item) - sizeof(struct wire_frame_hdr) > W.conf->buffer_bytes)
+		return NULL;
+	slot = f->data + f->len;
+	f->len += (uint32_t)fp;
+	f->nitems++;
+	fwd_stats.items_routed++;
+	return slot;
+}
+
 /* Passes on the items of body from offset off.  Returns the offset of the
  * first item that could not go on now, len when all went. */
 static uint32_t pass_on(struct peer *from, const uint8_t *body, uint32_t len, uint32_t off)

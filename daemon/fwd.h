@@ -43,6 +43,13 @@ struct peer *fwd_next_peer(uint32_t node);
  * no more now (the caller keeps the item and retries). */
 int fwd_item(const struct wire_item *it, const void *payload, int from_dim, int force);
 
+/* The common case of fwd_item for an item that starts here: room for it in
+ * the aggregation buffer of its next hop.  Returns where its
+ * wire_item_footprint(len) bytes go, already counted in the buffer (the
+ * caller writes them at once), or NULL: then call fwd_item, which also
+ * handles new and full buffers, large items and backpressure. */
+uint8_t *fwd_reserve(uint32_t node, uint32_t len);
+
 /* 1 if an item starting here for node would be refused now. */
 int fwd_blocked(uint32_t node);
 

@@ -10,6 +10,7 @@
 
 static struct job *jobs, *by_id[ID_BUCKETS];
 static uint32_t njobs;
+static struct job *last_by_id;  /* items of one job come in runs */
 
 struct job *job_find(uid_t uid, const char *name)
 {
@@ -21,9 +22,11 @@ struct job *job_find(uid_t uid, const char *name)
 
 struct job *job_by_id(uint32_t id)
 {
+	if (last_by_id && last_by_id->id == id)
+		return last_by_id;
 	for (struct job *j = by_id[id % ID_BUCKETS]; j; j = j->id_next)
 		if (j->id == id)
-			return j;
+			return last_by_id = j;
 	return NULL;
 }
 
@@ -31,6 +34,8 @@ static void unhash(struct job *j)
 {
 	struct job **pp;
 
+	if (last_by_id == j)
+		last_by_id = NULL;
 	if (!j->id)
 		return;
 	for (pp = &by_id[j->id % ID_BUCKETS]; *pp && *pp != j; pp = &(*pp)->id_next)

@@ -190,10 +190,31 @@ static void reject(struct sess *s, int err, const char *fmt, ...)
 
 /* --- delivery --- */
 
+static int deliver_slow(struct sess *d, const struct proto_rec *rec, const void *payload, int force);
+
 /* Writes one record into d's RX ring, or queues it.  Returns 0, or -EAGAIN if
  * d's queue (or daemon memory) is full: the caller must stop and retry later.
- * With force the queue takes it regardless (small control records). */
-static int deliver_rec(struct sess *d, const struct proto_rec *rec, const void *payload, int force)
+ * With force the queue takes it regardless (small control records).  The
+ * common case, an item and room in the ring, is inline. */
+static inline int deliver_rec(struct sess *d, const struct proto_rec *rec, const void *payload, int force)
+{
+	struct proto_rec *slot;
+
+	if (__builtin_expect(rec->kind == PROTO_REC_ITEM && !d->pending.count, 1) &&
+	    (slot = ring_reserve_fast(&d->rx, rec->len)) != NULL) {
+		memcpy(slot, rec, sizeof(*rec));
+		proto_copy((uint8_t *)(slot + 1), payload, rec->len);
+		d->rx_dirty = 1;
+		d->items_received++;
+		d->job->ringed++;
+		sess_stats.items_delivered++;
+		return 0;
+	}
+	return deliver_slow(d, rec, payload, force);
+}
+
+__attribute__((noinline))
+static int deliver_slow(struct sess *d, const struct proto_rec *rec, const void *payload, int force)
 {
 	uint64_t fp = ring_footprint(rec->len);
 
@@ -284,8 +305,11 @@ static int route_item(struct sess *s, struct proto_rec *rec, const void *payload
 			.dst = rec->dst,
 			.src = rec->src,
 		};
+		uint8_t *slot = fwd_reserve(node, rec->len);
 
-		if (fwd_item(&it, payload, -1, 0) < 0) {
+		if (slot) {
+			wire_encode_item(slot, &it, payload);
+		} else if (fwd_item(&it, payload, -1, 0) < 0) {
 			s->blocked_peer = fwd_next_peer(node);
 			return -EAGAIN;
 		}
@@ -322,8 +346,10 @@ static int drain_tx(struct sess *s)
 	for (int i = 0; i < DRAIN_BUDGET && s->state == S_ENDPOINT; i++) {
 		struct proto_rec rec;
 		const void *payload;
-		int ret = ring_peek(&s->tx, &rec, &payload);
+		int ret = ring_peek_fast(&s->tx, &rec, &payload);
 
+		if (!ret)
+			ret = ring_peek(&s->tx, &rec, &payload);
 		if (ret == 0)
 			break;
 		if (ret < 0) {
@@ -457,7 +483,7 @@ void sess_step_complete(struct job *j, uint32_t step)
 		struct sess *d = j->ranks[r].sess;
 
 		if (d && d->state == S_ENDPOINT)
-			deliver_rec(d, &rec, NULL, 1);
+			deliver_slow(d, &rec, NULL, 1);
 	}
 }
 

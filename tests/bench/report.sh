@@ -142,9 +142,10 @@ fi
 	done
 	s=$(stats rate.csv '$1 == "ferry_send-ns-per-item"' 3); set -- $s nan nan nan
 	echo "| ferry_send of a 16-byte item | ≤ 25 ns | $(fmt "$1" 1) ns [$(fmt "$2" 1)..$(fmt "$3" 1)] | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x <= 25) ? "met" : "not met" }') |"
-	s=$(stats rate.csv '$1 == "ferry-two-node-delivered-items-per-s"' 3); set -- $s nan nan nan
-	ns=$(awk -v x="$1" 'BEGIN { print x == "nan" ? "nan" : 1e9 / x }')
-	echo "| daemon routing + aggregation per item per hop (two daemons in a pipeline: ns per item at the pipeline's rate) | ≤ 50 ns | $(fmt "$ns" 1) ns ($(mill "$1") items/s) | $(awk -v x="$ns" 'BEGIN { print (x != "nan" && x <= 50) ? "met" : "not met" }') |"
+	s=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-per-hop"' 3); set -- $s nan nan nan
+	ss=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-send-side"' 3 | cut -d' ' -f1)
+	rs=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-receive-side"' 3 | cut -d' ' -f1)
+	echo "| daemon routing + aggregation per item per hop (daemon CPU time per item: sending side + receiving side, as an intermediate node does both) | ≤ 50 ns | $(fmt "$1" 0) ns [$(fmt "$2" 0)..$(fmt "$3" 0)] ($(fmt "$ss" 0) + $(fmt "$rs" 0)) | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x <= 50) ? "met" : "not met" }') |"
 	same=$(stats latency.csv '$1 == "ferry-same-node"' 3 | cut -d' ' -f1)
 	ring=$(stats latency.csv '$1 == "raw-shm-ring"' 3 | cut -d' ' -f1)
 	two=$(stats latency.csv '$1 == "ferry-two-node"' 3 | cut -d' ' -f1)
@@ -242,5 +243,42 @@ fi
 	done
 	echo
 	echo "Plots: alltoall-K.png, aggregation-K.png, alltoall-m.png, latency.png, bandwidth.png."
+	echo
+	cat <<'WHY'
+## Why the targets that are not met are not (profiled on this kind of machine)
+
+These VMs have 2 cores and no hardware performance counters (`perf stat` says
+"not supported"), so the profiles below are instruction counts from
+`valgrind --tool=callgrind` and CPU time from `/proc/PID/schedstat`.
+
+- **Hand-packed MPI_Alltoallv at large K.** The MPI program packs 1024 items
+  per destination into one buffer and hands the kernel a few large messages:
+  each item is touched about once, for a few nanoseconds.  Through ferry each
+  item is handled by the sending process (`ferry_send`, ~60 instructions on
+  its fast path), the sending daemon (~180 instructions: ring read, route,
+  copy into the aggregation buffer), the receiving daemon (~175: take the
+  frame apart, copy into the RX ring) and the receiving process, and here all
+  8 daemons and 16 processes share 2 cores, so every instruction is paid from
+  the same CPU budget (about 270 ns of CPU per item in total, 200 of it in the
+  daemons).  ferry is ahead while the data per destination is small (K up to
+  about 64 here, where the application cannot fill large packets itself: the
+  case TRAM addresses), and 13-16x ahead of per-item sends everywhere; with
+  the daemons on cores of their own, as on a real cluster, the comparison
+  shifts in ferry's favour.
+- **Daemon routing + aggregation per item per hop.** ~95 ns of daemon CPU per
+  item for both halves of a hop (sending + receiving side), about 180
+  instructions each; the rest of the time is cache-line transfers between the
+  client's core and the daemon's (every ring record is written on one core
+  and read on the other).  The TRAM thesis measured ~300 ns per routing step.
+- **Latency.** The raw comparators run 2 busy-polling processes on 2 cores;
+  a ping-pong through ferry needs 3 (same node) or 4 (two nodes) processes on
+  the same 2 cores, so every hop waits for the scheduler.  Spinning clients
+  and daemons yield the CPU between polls (without that the same-node
+  ping-pong took 102 us); with a core per process the hop costs would be the
+  ring and TCP figures measured here.
+- **Bandwidth.** A large item is copied 6 times (client -> TX ring -> frame ->
+  kernel -> daemon buffer -> RX ring -> reassembly buffer) against raw TCP's 2,
+  by 4 processes against 2, on 2 cores.
+WHY
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2

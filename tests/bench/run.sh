@@ -3,7 +3,7 @@
 #
 # Runs on local clusters (one ferryd per simulated node, on loopback) and
 # writes into OUT: one CSV per benchmark, PNG plots (gnuplot) and summary.md
-# with the headline ratios.  Every configuration runs RUNS times (3; 1 with
+# with the headline ratios.  Every configuration runs RUNS times (5; 1 with
 # quick) and the variants of one comparison take turns, so that a ratio
 # compares runs made close together; the summary gives medians with min and
 # max, and ratios are taken run by run, then summarised the same way.
@@ -15,7 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-RUNS=3
+RUNS=5
 [ -n "$QUICK" ] && RUNS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN="mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
@@ -182,10 +182,13 @@ log "message rate: 16-byte items from one process"
 cluster rate 2 'topology: { virtual = "direct"; };' 'limits: { ring_bytes = 67108864; };'
 NI=2000000
 [ -n "$QUICK" ] && NI=500000
+# CPU time a daemon has used, in ns (/proc/PID/schedstat: ns resolution).
+cpu_ns() { cut -d' ' -f1 "/proc/$(dpid "$1")/schedstat"; }
 for run in $(seq "$RUNS"); do
 	for pair in "same:0:0" "two:0:1"; do
 		IFS=: read -r v n0 n1 <<<"$pair"
 		JOBN=$((JOBN + 1))
+		c0=$(cpu_ns rate_n0) c1=$(cpu_ns rate_n1)
 		FERRY_JOB=r$JOBN FERRY_RANK=1 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n1 \
 			"$B/fb_rate" --items $NI >"$TMP/rate.recv" 2>&1 &
 		peer=$!
@@ -194,6 +197,15 @@ for run in $(seq "$RUNS"); do
 		[ $v = same ] && echo "ferry_send-ns-per-item,$run,$(val send_ns_per_item <<<"$out"),ns" >>"$RATE"
 		[ $v = same ] && echo "ferry_send-items-per-s,$run,$(val send_items_per_s <<<"$out"),items/s" >>"$RATE"
 		echo "ferry-$v-node-delivered-items-per-s,$run,$(val recv_items_per_s <"$TMP/rate.recv"),items/s" >>"$RATE"
+		if [ $v = two ]; then
+			# Daemon CPU per item: the sender's daemon routes, aggregates and
+			# writes; the receiver's reads, takes frames apart and delivers.
+			# A daemon at an intermediate hop does both halves.
+			s=$(( ($(cpu_ns rate_n0) - c0) / NI )) r=$(( ($(cpu_ns rate_n1) - c1) / NI ))
+			echo "daemon-cpu-ns-per-item-send-side,$run,$s,ns" >>"$RATE"
+			echo "daemon-cpu-ns-per-item-receive-side,$run,$r,ns" >>"$RATE"
+			echo "daemon-cpu-ns-per-item-per-hop,$run,$((s + r)),ns" >>"$RATE"
+		fi
 	done
 	echo "raw-shm-ring-records-per-s,$run,$("$B/raw_ring" rate $((NI * 5)) | val records_per_s),records/s" >>"$RATE"
 	mc=$("$B/raw_ring" memcpy)
