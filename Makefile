@@ -42,14 +42,15 @@ LDFLAGS    ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Evaluated when a recipe runs, so that `make check` can install the packages first.
-DAEMON_PKGS = libconfig libsystemd libsodium
+DAEMON_PKGS = libconfig libsystemd libsodium libibverbs librdmacm
 pkgflags    = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
 
 PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c
 DAEMON_SRC := daemon/main.c daemon/log.c daemon/loop.c daemon/conf.c daemon/route.c \
               daemon/recq.c daemon/job.c daemon/sess.c daemon/notify.c daemon/auth.c \
-              daemon/frame.c daemon/link_tcp.c daemon/peer.c daemon/fwd.c daemon/cluster.c
+              daemon/frame.c daemon/link_tcp.c daemon/link_verbs.c daemon/peer.c daemon/fwd.c \
+              daemon/cluster.c
 LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c
 CTL_SRC    := client/ferryctl.c proto/ctl.c daemon/route.c
 
@@ -227,4 +228,4 @@ uninstall:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/rdma-vm -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -415,7 +415,7 @@ static int parse_topology(struct parse *p, const config_setting_t *root)
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
-	static const char *const tr_keys[] = { "kind", NULL };
+	static const char *const tr_keys[] = { "kind", "device", NULL };
 	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
 						"link_bytes", NULL };
 	static const char *const sec_keys[] = { "key_file", NULL };
@@ -436,7 +436,8 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 
 	if ((ret = get_group(p, root, "transport", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, tr_keys)) < 0) ||
-	    (ret = get_enum(p, g, "kind", transports, &c->transport)) < 0)
+	    (ret = get_enum(p, g, "kind", transports, &c->transport)) < 0 ||
+	    (ret = get_str(p, g, "device", c->verbs_device, sizeof(c->verbs_device), NULL)) < 0)
 		return ret;
 
 	if ((ret = get_group(p, root, "limits", &g)) < 0 ||

@@ -40,6 +40,7 @@ struct conf {
 	uint32_t flush_us;
 	/* transport */
 	int transport;                  /* enum conf_transport */
+	char verbs_device[64];          /* "" or the RDMA device the node's address must be on */
 	/* limits */
 	uint32_t max_clients;
 	uint64_t ring_bytes;            /* per direction per endpoint */

@@ -7,48 +7,78 @@
 #define FREE_BYTES (4u << 20)   /* standard frames kept for reuse, in bytes */
 
 uint64_t frame_mem_bytes;
+void (*frame_unregister)(struct frame *f);
 
-static struct {
-	uint32_t std_cap;       /* data bytes of a standard frame */
+/* Two size classes are reused: standard frames and frames for one maximal
+ * piece of a large item (those come and go by the dozen per large item). */
+struct frame_pool {
+	uint32_t cap;           /* data bytes of a frame of this class */
 	struct frame *free;
 	uint32_t nfree;
+};
+
+static struct {
+	struct frame_pool pool[2];      /* standard, maximal piece */
 } F;
+
+static struct frame_pool *pool_for(uint32_t cap)
+{
+	for (int i = 0; i < 2; i++)
+		if (cap <= F.pool[i].cap)
+			return &F.pool[i];
+	return NULL;
+}
 
 void frame_init(uint32_t body_bytes)
 {
+	uint32_t piece = (uint32_t)(sizeof(struct wire_frame_hdr) + wire_item_footprint(PROTO_FRAG_BYTES));
+
 	/* With buffer_bytes = 0 (no aggregation) small items still come from
 	 * the free list. */
-	F.std_cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096);
+	F.pool[0].cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096);
+	F.pool[1].cap = piece > F.pool[0].cap ? piece : F.pool[0].cap;
+}
+
+static void release(struct frame *f)
+{
+	if (f->reg && frame_unregister)
+		frame_unregister(f);
+	frame_mem_bytes -= sizeof(*f) + f->cap;
+	free(f);
 }
 
 void frame_fini(void)
 {
-	while (F.free) {
-		struct frame *f = F.free;
+	for (int i = 0; i < 2; i++) {
+		while (F.pool[i].free) {
+			struct frame *f = F.pool[i].free;
 
-		F.free = f->next;
-		frame_mem_bytes -= sizeof(*f) + f->cap;
-		free(f);
+			F.pool[i].free = f->next;
+			release(f);
+		}
+		F.pool[i].nfree = 0;
 	}
-	F.nfree = 0;
 }
 
 struct frame *frame_alloc(uint32_t body)
 {
 	uint32_t cap = (uint32_t)sizeof(struct wire_frame_hdr) + body;
+	struct frame_pool *pool = pool_for(cap);
 	struct frame *f;
 
-	if (cap <= F.std_cap && F.free) {
-		f = F.free;
-		F.free = f->next;
-		F.nfree--;
+	if (pool && pool->free) {
+		f = pool->free;
+		pool->free = f->next;
+		pool->nfree--;
 	} else {
-		if (cap < F.std_cap)
-			cap = F.std_cap;
+		if (pool)
+			cap = pool->cap;
 		f = malloc(sizeof(*f) + cap);
 		if (!f)
 			return NULL;
 		f->cap = cap;
+		f->reg = NULL;
+		f->lkey = 0;
 		frame_mem_bytes += sizeof(*f) + cap;
 	}
 	f->next = NULL;
@@ -61,14 +91,15 @@ struct frame *frame_alloc(uint32_t body)
 
 void frame_free(struct frame *f)
 {
-	if (f->cap == F.std_cap && (uint64_t)(F.nfree + 1) * F.std_cap <= FREE_BYTES) {
-		f->next = F.free;
-		F.free = f;
-		F.nfree++;
+	struct frame_pool *pool = pool_for(f->cap);
+
+	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= FREE_BYTES) {
+		f->next = pool->free;
+		pool->free = f;
+		pool->nfree++;
 		return;
 	}
-	frame_mem_bytes -= sizeof(*f) + f->cap;
-	free(f);
+	release(f);
 }
 
 void frameq_push(struct frameq *q, struct frame *f)

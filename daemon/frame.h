@@ -18,12 +18,22 @@ struct frame {
 	uint32_t len;           /* bytes used in data, header included */
 	uint32_t cap;           /* bytes available in data */
 	uint32_t nitems;        /* items in the body (statistics) */
+	uint32_t lkey;          /* a transport's registration key (verbs), with reg */
+	void *reg;              /* the transport's registration, or NULL */
 	uint8_t data[];         /* wire_frame_hdr, then the body */
 };
 
+/* A transport that sends from registered memory (verbs) registers frames when
+ * it first sends them (setting reg and lkey) and sets this hook, which
+ * releases a registration when the frame's memory is freed.  Frames in the
+ * reuse pools keep theirs. */
+extern void (*frame_unregister)(struct frame *f);
+
 extern uint64_t frame_mem_bytes;
 
-/* Sets the standard body size (aggregation.buffer_bytes, at least 4 KiB). */
+/* Sets the standard body size (aggregation.buffer_bytes, at least 4 KiB).
+ * Frames of that size and frames for one maximal piece of a large item are
+ * kept for reuse. */
 void frame_init(uint32_t body_bytes);
 void frame_fini(void);
 

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct peer;
 struct link;
@@ -61,15 +62,26 @@ struct link {
 	uint64_t frames_in;     /* statistics of this connection */
 };
 
-/* TCP transport (link_tcp.c). */
+/* A transport: how links are made.  One is chosen at start-up
+ * (transport.kind; "auto" tries verbs, then TCP). */
+struct conf;
+struct transport {
+	const char *name;
+	/* Starts accepting connections for node self.  Returns 0, or -errno
+	 * with the reason logged (for verbs: no RDMA device holds the node's
+	 * address, for instance). */
+	int (*listen)(const struct conf *c, uint32_t self);
+	/* Starts connecting to host:port for peer p.  On success *l_p is a
+	 * link in LINK_CONNECTING; peer_link_connected() follows, or
+	 * peer_link_down(). */
+	int (*connect)(struct peer *p, const char *host, uint16_t port, struct link **l_p);
+	/* Closes the listener and whatever the transport holds. */
+	void (*fini)(void);
+	/* Transport-wide counters for ferryctl stats, "name value" lines. */
+	void (*write_stats)(FILE *out);
+};
 
-/* Listens on port of every local address; accepted connections reach
- * peer_link_accepted().  Returns 0 or -errno (logged). */
-int link_tcp_listen(uint16_t port);
-void link_tcp_fini(void);
-
-/* Starts connecting to host:port for peer p.  On success *l_p is a link in
- * LINK_CONNECTING; peer_link_connected() follows, or peer_link_down(). */
-int link_tcp_connect(struct peer *p, const char *host, uint16_t port, struct link **l_p);
+extern const struct transport transport_tcp;    /* link_tcp.c */
+extern const struct transport transport_verbs;  /* link_verbs.c */
 
 #endif

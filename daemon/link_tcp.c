@@ -1,5 +1,6 @@
 /* daemon/link_tcp.c - TCP links; see link.h for the contract. */
 #include "link.h"
+#include "conf.h"
 #include "log.h"
 #include "loop.h"
 #include "peer.h"
@@ -362,7 +363,7 @@ static void addr_str(const struct sockaddr *sa, char *buf, size_t len)
 	snprintf(buf, len, "%s:%s", host, port);
 }
 
-int link_tcp_connect(struct peer *p, const char *host, uint16_t port, struct link **l_p)
+static int tcp_connect(struct peer *p, const char *host, uint16_t port, struct link **l_p)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
 	char portstr[8], addr[80];
@@ -432,8 +433,9 @@ static void on_accept(struct loop_watch *w, uint32_t events)
 	}
 }
 
-int link_tcp_listen(uint16_t port)
+static int tcp_listen(const struct conf *c, uint32_t self)
 {
+	uint16_t port = c->nodes[self].port;
 	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = INADDR_ANY };
 	int one = 1, zero = 0, fd, ret;
@@ -479,7 +481,7 @@ int link_tcp_listen(uint16_t port)
 	return 0;
 }
 
-void link_tcp_fini(void)
+static void tcp_fini(void)
 {
 	if (T.lfd >= 0) {
 		loop_del(&T.lw);
@@ -487,3 +489,16 @@ void link_tcp_fini(void)
 	}
 	T.lfd = -1;
 }
+
+static void tcp_write_stats(FILE *out)
+{
+	(void)out;
+}
+
+const struct transport transport_tcp = {
+	.name = "tcp",
+	.listen = tcp_listen,
+	.connect = tcp_connect,
+	.fini = tcp_fini,
+	.write_stats = tcp_write_stats,
+};

@@ -169,8 +169,8 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			c->nnodes, c->cluster_name, (int)getpid(),
 			(unsigned long long)((loop_now_ns() - M.start_ns) / 1000000000u),
 			M.stopping ? ", stopping" : "");
-		fprintf(out, "topology: %s, %s %s; transport tcp%s\n", conf_physical_name(c->physical),
-			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims,
+		fprintf(out, "topology: %s, %s %s; transport %s%s\n", conf_physical_name(c->physical),
+			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims, peer_transport_name(),
 			auth_insecure() ? " (insecure: no cluster key)" : ", authenticated");
 		fprintf(out, "links: %u peers\n", peer_count());
 		peer_write_status(out);
@@ -201,6 +201,8 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)fwd_stats.items_routed, (unsigned long long)fwd_stats.items_local_in);
 		fprintf(out, "loop_wakeups %llu\nloop_spins %llu\n", (unsigned long long)loop_stats.wakeups,
 			(unsigned long long)loop_stats.spins);
+		fprintf(out, "transport %s\n", peer_transport_name());
+		peer_write_transport_stats(out);
 		peer_write_stats(out);
 		return 0;
 	case CTL_Q_DEBUG:
@@ -410,11 +412,6 @@ int main(int argc, char **argv)
 	log_init("ferryd", M.conf.log_level);
 	if (resolve_self(&M.conf, node, &M.self) < 0)
 		goto err_conf;
-	if (M.conf.transport == CONF_TRANSPORT_VERBS) {
-		log_err("%s: transport.kind = \"verbs\": this ferryd has no RDMA verbs links yet; use \"tcp\" or \"auto\"",
-			M.conf.path);
-		goto err_conf;
-	}
 	M.start_ns = loop_now_ns();
 
 	if (loop_init(M.conf.spin_us, &hooks) < 0)
@@ -433,9 +430,9 @@ int main(int argc, char **argv)
 	if (sess_init(&M.conf, M.self, notify_listen_fd(), query) < 0)
 		goto err_cluster;
 
-	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s; %u peers, transport tcp%s", M.self,
+	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s; %u peers, transport %s", M.self,
 		   M.conf.nnodes, M.conf.cluster_name, M.conf.runtime_dir, SESS_SOCKET_NAME, peer_count(),
-		   M.conf.transport == CONF_TRANSPORT_AUTO ? " (auto: RDMA links are not built yet)" : "");
+		   peer_transport_name());
 	notify_ready();
 	update_status(&M.status_timer);
 	M.watchdog_ns = notify_watchdog_usec() * 1000u;

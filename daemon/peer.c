@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Connecting, and then the handshake, each get this long.  Without a limit
+ * on connecting, an attempt made while the peer was unreachable would hang
+ * for as long as the transport retries (TCP SYNs, rdma_cm REQs: a minute
+ * or two) and hold back the reconnection after the peer is back. */
 #define HANDSHAKE_TIMEOUT_NS (5ull * 1000000000u)
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
@@ -25,6 +29,7 @@ struct hs {
 
 static struct {
 	const struct conf *conf;
+	const struct transport *tr;     /* how links are made */
 	uint32_t self;
 	uint64_t incarnation;
 	struct peer *peers;
@@ -35,6 +40,17 @@ static struct {
 uint64_t peer_incarnation_self(void)
 {
 	return P.incarnation;
+}
+
+const char *peer_transport_name(void)
+{
+	return P.tr ? P.tr->name : "none";
+}
+
+void peer_write_transport_stats(FILE *out)
+{
+	if (P.tr)
+		P.tr->write_stats(out);
 }
 
 struct peer *peer_by_node(uint32_t n)
@@ -229,6 +245,12 @@ static void on_hs_timeout(struct loop_timer *t)
 	struct hs *hs = t->ctx;
 	struct link *l = hs->l;
 
+	if (l->state == LINK_CONNECTING) {
+		log_debug("peer %u: connecting did not complete within %llu s; trying again", l->peer->node,
+			  (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
+		drop(l, "connecting timed out");
+		return;
+	}
 	log_notice("%s%u: handshake did not complete within %llu s; closing", l->peer ? "peer " : "connection ",
 		   l->peer ? l->peer->node : 0, (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
 	drop(l, "handshake timed out");
@@ -275,7 +297,7 @@ static void connect_peer(struct peer *p)
 
 	if (p->link)
 		return;
-	ret = link_tcp_connect(p, p->addr->host, p->addr->port, &l);
+	ret = P.tr->connect(p, p->addr->host, p->addr->port, &l);
 	if (ret < 0) {
 		log_debug("peer %u: %s", p->node, p->last_error);
 		schedule_retry(p);
@@ -283,16 +305,17 @@ static void connect_peer(struct peer *p)
 	}
 	p->link = l;
 	p->state = PEER_CONNECTING;
+	if (!new_hs(l))
+		drop(l, "out of memory");
 }
 
 void peer_link_connected(struct link *l)
 {
 	struct peer *p = l->peer;
+	struct hs *hs = l->hs;
 
-	if (!new_hs(l)) {
-		drop(l, "out of memory");
-		return;
-	}
+	/* The connect timeout becomes the handshake's. */
+	loop_timer_arm(&hs->timeout, HANDSHAKE_TIMEOUT_NS, on_hs_timeout, hs);
 	p->state = PEER_HANDSHAKE;
 	send_hello(l, p);
 	l->ops->kick(l);
@@ -547,10 +570,21 @@ int peer_init(const struct conf *c, uint32_t self)
 		P.by_node[ids[i]] = p;
 	}
 	free(ids);
+	P.tr = &transport_tcp;
 	if (n == 0)
 		return 0;
-	ret = link_tcp_listen(c->nodes[self].port);
-	if (ret < 0)
+	if (c->transport != CONF_TRANSPORT_TCP) {
+		ret = transport_verbs.listen(c, self);
+		if (ret == 0) {
+			P.tr = &transport_verbs;
+		} else if (c->transport == CONF_TRANSPORT_VERBS) {
+			log_err("transport.kind = \"verbs\", but RDMA links cannot be set up (see above)");
+			return ret;
+		} else {
+			log_notice("transport.kind = \"auto\": RDMA links cannot be set up (see above); using TCP");
+		}
+	}
+	if (P.tr == &transport_tcp && (ret = transport_tcp.listen(c, self)) < 0)
 		return ret;
 	for (uint32_t i = 0; i < n; i++)
 		if (P.peers[i].outgoing)
@@ -575,7 +609,8 @@ void peer_fini(void)
 		if (p->stalled)
 			frame_free(p->stalled);
 	}
-	link_tcp_fini();
+	if (P.tr)
+		P.tr->fini();
 	free(P.peers);
 	free(P.by_node);
 	P.peers = NULL;

@@ -96,6 +96,10 @@ void peer_fini(void);
 
 uint64_t peer_incarnation_self(void);
 
+/* The transport links use ("tcp", "verbs"), and its counters. */
+const char *peer_transport_name(void);
+void peer_write_transport_stats(FILE *out);
+
 /* The peer for node id n, or NULL if n is not a peer. */
 struct peer *peer_by_node(uint32_t n);
 

@@ -41,6 +41,7 @@ TEST(defaults)
 	CHECK_EQ(c.buffer_bytes, 16384);
 	CHECK_EQ(c.flush_us, 200);
 	CHECK_EQ(c.transport, CONF_TRANSPORT_AUTO);
+	CHECK_EQ(c.verbs_device[0], '\0');
 	CHECK_EQ(c.max_clients, 256);
 	CHECK_EQ(c.ring_bytes, 1 << 20);
 	CHECK_EQ(c.key_file[0], '\0');
@@ -57,7 +58,7 @@ TEST(every_option)
 		"cluster: { name = \"lqcd\"; nodes = ( { host = \"a\"; port = 1; }, { host = \"b\"; } ); port = 9; };\n"
 		"topology: { physical = \"switched\"; virtual = \"direct\"; };\n"
 		"aggregation: { buffer_bytes = 0; flush_us = 1000; };\n"
-		"transport: { kind = \"tcp\"; };\n"
+		"transport: { kind = \"tcp\"; device = \"mlx5_1\"; };\n"
 		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
 		"security: { key_file = \"/k\"; };\n"
 		"logging: { level = \"debug\"; };\n"
@@ -71,6 +72,7 @@ TEST(every_option)
 	CHECK_EQ(c.buffer_bytes, 0);
 	CHECK_EQ(c.flush_us, 1000);
 	CHECK_EQ(c.transport, CONF_TRANSPORT_TCP);
+	CHECK(strcmp(c.verbs_device, "mlx5_1") == 0);
 	CHECK_EQ(c.max_clients, 8);
 	CHECK_EQ(c.ring_bytes, 262144);
 	CHECK_EQ(c.memory_bytes, 2097152);
@@ -129,6 +131,9 @@ TEST(each_mistake_has_its_message)
 	rejects("limits: { memory_bytes = 1048576; pending_bytes = 2097152; };", 1,
 		"'limits.pending_bytes' (2097152) exceeds 'limits.memory_bytes'");
 	rejects("transport: { kind = \"ib\"; };", 1, "'transport.kind' is \"ib\", must be \"auto\", \"tcp\" or \"verbs\"");
+	rejects("transport: {\n device = 0;\n};", 2, "'transport.device' must be a string, not an integer");
+	rejects("transport: { device = \"rxe_with_a_name_longer_than_sixty_three_characters_which_no_device_has\"; };", 1,
+		"'transport.device' is longer than 63 characters");
 	rejects("aggregation: { buffer_bytes = 2.5; };", 1, "must be an integer, not a number with a fraction");
 	rejects("cluster: { host_pattern = \"n%d\"; };", 1, "needs 'cluster.count'");
 	rejects("cluster: { host_pattern = \"n%d%d\"; count = 2; };", 1, "exactly one %d");
