@@ -14,6 +14,7 @@
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
 # AddressSanitizer and UndefinedBehaviorSanitizer (into build/san by default).
 
+SHELL      := /bin/bash
 VERSION    := 0.1.0
 SOVERSION  := 0
 
@@ -69,7 +70,7 @@ BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
 
 
-.PHONY: all deps check check-run demo demo-run install uninstall fuzz clean tests bench
+.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
 
@@ -183,6 +184,13 @@ bench:
 	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick)
 	@ln -sfn $(notdir $(BENCH_OUT)) build/bench/latest
 	@cat $(BENCH_OUT)/summary.md
+
+# RDMA verbs for real: soft-RoCE in a QEMU VM (tests/rdma/).
+check-rdma:
+	@packaging/deps.sh rdma
+	@$(MAKE) --no-print-directory -s all $(PROGS)
+	@tests/rdma/run.sh $(BUILD) | tee build/rdma.log; rc=$${PIPESTATUS[0]}; \
+	echo "$$(grep -ac '^ok - ' build/rdma.log) passed, $$(grep -ac '^not ok - ' build/rdma.log) failed"; exit $$rc
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
