@@ -136,11 +136,13 @@ static struct {
 	struct ibv_cq *cq;
 	struct loop_watch cc_w, async_w;
 	int have_dev;
+	int retrying;           /* the device went away; start() is retried */
 	struct sockaddr_storage self_sa;
 	uint32_t max_frame;
 	struct vlink *slots[VERBS_MAX_LINKS];
 	uint32_t gen[VERBS_MAX_LINKS];
 	struct loop_timer reinit, keepalive;
+	struct vreg *regs;      /* every frame registration */
 	uint64_t posted, completed, credit_waits, errors;
 } V;
 
@@ -148,29 +150,67 @@ static const struct link_ops verbs_ops;
 
 /* --- registration of frames (they may be sent without a copy) --- */
 
-/* A registration made with a protection domain that is gone (the device was
- * removed and set up again) is dropped, not deregistered: its device is gone. */
+/* A frame's registration (frame.reg), on the list of them all: a removed
+ * device must be let go of entirely, every MR and then the PD.  Drivers
+ * without "disassociate" (rxe, siw) hold the removal (rdma link delete, a
+ * hot unplug) until every user has closed everything on the device. */
+struct vreg {
+	struct ibv_mr *mr;
+	struct frame *f;
+	struct vreg *prev, *next;
+};
+
 static void unregister_frame(struct frame *f)
 {
-	struct ibv_mr *mr = f->reg;
+	struct vreg *r = f->reg;
 
-	if (mr->pd == V.pd)
-		ibv_dereg_mr(mr);
+	ibv_dereg_mr(r->mr);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		V.regs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	free(r);
 	f->reg = NULL;
 }
 
 static int register_frame(struct frame *f)
 {
-	struct ibv_mr *mr = f->reg;
+	struct vreg *r;
 
-	if (mr && mr->pd == V.pd)
+	if (f->reg)
 		return 0;
-	mr = ibv_reg_mr(V.pd, f->data, f->cap, IBV_ACCESS_LOCAL_WRITE);
-	if (!mr)
-		return -errno;
-	f->reg = mr;
-	f->lkey = mr->lkey;
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->mr = ibv_reg_mr(V.pd, f->data, f->cap, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->mr) {
+		int ret = -errno;
+
+		free(r);
+		return ret;
+	}
+	r->f = f;
+	r->prev = NULL;
+	r->next = V.regs;
+	if (V.regs)
+		V.regs->prev = r;
+	V.regs = r;
+	f->reg = r;
+	f->lkey = r->mr->lkey;
 	return 0;
+}
+
+/* Every frame registration goes, then the PD (the queue pairs, whose SENDs
+ * used them, are gone already); frames are registered again when sent. */
+static void release_pd(void)
+{
+	while (V.regs)
+		unregister_frame(V.regs->f);
+	if (V.pd)
+		ibv_dealloc_pd(V.pd);
+	V.pd = NULL;
 }
 
 /* --- link life --- */
@@ -852,6 +892,7 @@ static int setup_device(struct ibv_context *ctx)
 {
 	int fl;
 
+	V.cc_w.fd = V.async_w.fd = -1;  /* not in the loop yet */
 	V.ctx = ctx;
 	V.pd = ibv_alloc_pd(ctx);
 	V.cc = V.pd ? ibv_create_comp_channel(ctx) : NULL;
@@ -885,60 +926,79 @@ static void release_device(void)
 	}
 	if (V.cc)
 		ibv_destroy_comp_channel(V.cc);
-	/* The PD stays, with the registrations of pooled frames: a device set
-	 * up again gets a new PD, and the old registrations are dropped as the
-	 * frames are registered again or freed (unregister_frame). */
+	release_pd();
 	V.cq = NULL;
 	V.cc = NULL;
+	V.ctx = NULL;           /* librdmacm's; closed once its ids are gone */
 	V.have_dev = 0;
 }
 
-/* Binds and listens on the node's address; sets up the device it is on. */
+/* Binds and listens on the node's address; sets up the device it is on.
+ * On failure nothing is left set up.  While the device is being retried
+ * (V.retrying) its absence is logged at debug level only. */
 static int start(void)
 {
-	char why[128];
-	int ret;
+	int prio = V.retrying ? LOG_DEBUG : LOG_NOTICE, ret;
+	const char *dev;
 
 	if (rdma_create_id(V.ech, &V.listen_id, NULL, RDMA_PS_TCP) < 0) {
 		ret = -errno;
-		log_notice("verbs: rdma_create_id: %m");
+		log_msg(prio, "verbs: rdma_create_id: %m");
+		V.listen_id = NULL;
 		return ret;
 	}
+	errno = 0;
 	if (rdma_bind_addr(V.listen_id, (struct sockaddr *)&V.self_sa) < 0 || !V.listen_id->verbs) {
-		snprintf(why, sizeof(why), "%s", errno ? strerror(errno) : "no RDMA device holds it");
-		log_notice("verbs: node %u's address %s is not on an RDMA device (%s)", V.self,
-			   V.conf->nodes[V.self].host, why);
-		rdma_destroy_id(V.listen_id);
-		V.listen_id = NULL;
-		return -ENODEV;
+		log_msg(prio, "verbs: node %u's address %s is not on an RDMA device (%s)", V.self,
+			V.conf->nodes[V.self].host, errno ? strerror(errno) : "no RDMA device holds it");
+		ret = -ENODEV;
+		goto fail;
 	}
-	if (V.conf->verbs_device[0] && strcmp(V.conf->verbs_device, ibv_get_device_name(V.listen_id->verbs->device))) {
-		log_err("verbs: node %u's address is on RDMA device %s, transport.device says %s", V.self,
-			ibv_get_device_name(V.listen_id->verbs->device), V.conf->verbs_device);
-		rdma_destroy_id(V.listen_id);
-		V.listen_id = NULL;
-		return -ENODEV;
+	dev = ibv_get_device_name(V.listen_id->verbs->device);
+	if (V.conf->verbs_device[0] && strcmp(V.conf->verbs_device, dev)) {
+		log_err("verbs: node %u's address is on RDMA device %s, transport.device says %s", V.self, dev,
+			V.conf->verbs_device);
+		ret = -ENODEV;
+		goto fail;
 	}
-	if (!V.have_dev) {
-		ret = setup_device(V.listen_id->verbs);
-		if (ret < 0)
-			return ret;
-	}
+	ret = setup_device(V.listen_id->verbs);
+	if (ret < 0)
+		goto fail;
 	if (rdma_listen(V.listen_id, 64) < 0) {
 		ret = -errno;
 		log_err("verbs: rdma_listen on %s port %u: %m", V.conf->nodes[V.self].host, V.conf->nodes[V.self].port);
-		return ret;
+		goto fail;
 	}
-	log_notice("verbs: RDMA device %s, listening on %s port %u", ibv_get_device_name(V.ctx->device),
-		   V.conf->nodes[V.self].host, V.conf->nodes[V.self].port);
+	log_notice("verbs: RDMA device %s, listening on %s port %u", dev, V.conf->nodes[V.self].host,
+		   V.conf->nodes[V.self].port);
 	return 0;
+fail:
+	rdma_destroy_id(V.listen_id);
+	V.listen_id = NULL;
+	release_device();
+	return ret;
+}
+
+/* librdmacm closes a device that went away only when it next reads the list
+ * of devices, and only once nothing of it is in use any more: make it read
+ * the list, so that a removal waiting for the device's users can complete. */
+static void forget_removed_devices(void)
+{
+	struct ibv_context **l = rdma_get_devices(NULL);
+
+	if (l)
+		rdma_free_devices(l);
 }
 
 static void on_reinit(struct loop_timer *t)
 {
-	errno = 0;
-	if (start() < 0)
+	forget_removed_devices();
+	V.retrying = 1;
+	if (start() < 0) {
 		loop_timer_arm(t, VERBS_REINIT_NS, on_reinit, NULL);
+		return;
+	}
+	V.retrying = 0;
 }
 
 static void teardown_device(const char *why)
@@ -953,6 +1013,7 @@ static void teardown_device(const char *why)
 		V.listen_id = NULL;
 	}
 	release_device();
+	forget_removed_devices();
 	loop_timer_arm(&V.reinit, VERBS_REINIT_NS, on_reinit, NULL);
 }
 
@@ -991,16 +1052,12 @@ static int verbs_listen(const struct conf *c, uint32_t self)
 		V.ech = NULL;
 		return -EIO;
 	}
-	errno = 0;
 	ret = start();
 	if (ret == 0)
 		loop_timer_arm(&V.keepalive, VERBS_KEEPALIVE_NS, on_keepalive, NULL);
 	if (ret < 0) {
 		loop_del(&V.ech_w);
-		release_device();
-		if (V.pd)
-			ibv_dealloc_pd(V.pd);
-		V.pd = NULL;
+		frame_unregister = NULL;
 		rdma_destroy_event_channel(V.ech);
 		V.ech = NULL;
 	}
@@ -1019,15 +1076,8 @@ static void verbs_fini(void)
 	if (V.listen_id)
 		rdma_destroy_id(V.listen_id);
 	V.listen_id = NULL;
-	/* Frames still registered must be deregistered while the PD exists:
-	 * free them now (frame_fini calls frame_unregister for each) rather
-	 * than when main runs frame_fini again, after the PD is gone. */
-	frame_fini();
+	release_device();       /* deregisters the frames still registered */
 	frame_unregister = NULL;
-	release_device();
-	if (V.pd)
-		ibv_dealloc_pd(V.pd);
-	V.pd = NULL;
 	if (V.ech) {
 		loop_del(&V.ech_w);
 		rdma_destroy_event_channel(V.ech);

@@ -3,9 +3,10 @@
 # Two ferry daemons, each on its own rxe device and address (rxe0 on
 # 10.0.0.1, rxe1 on 10.0.0.2), linked by an RC queue pair: every item exactly
 # once and in order, a queue pair broken mid-stream and recovered, large
-# items, a port going down and up, a wrong cluster key refused.  Prints TAP
-# lines; exits non-zero if any test failed.  Timings here are emulated (TCG)
-# and only a sanity check.
+# items, a port going down and up, a silent partition, the device removed
+# and added again, a wrong cluster key refused.  Prints TAP lines; exits
+# non-zero if any test failed.  Timings here are emulated (TCG) and only a
+# sanity check.
 set -u
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin FERRY_TIMEOUT_MS=60000
 T=/tmp/ferry
@@ -147,6 +148,20 @@ expect "an idle link across a silent partition is noticed (keepalive)" \
 isolate off
 expect "... and it comes back when the partition ends" wait_for "up n0 && up n1" || diag
 expect "... and carries a job" job healed --items 200 --sync
+
+# The device goes away and comes back (rdma link delete/add: what a hot
+# unplug or a driver reload does).  rxe cannot force its users off, so the
+# removal completes only once ferryd has let go of everything on the device.
+rdma link delete rxe1 &
+del=$!
+expect "a removed device is logged, and the daemon keeps running" \
+	wait_for "grep -q 'the RDMA device was removed' $T/n1.log && kill -0 $PID_n1"
+if expect "... which lets go of it: the removal completes" wait_for "! kill -0 $del 2>/dev/null"; then
+	rdma link add rxe1 type rxe netdev veth1
+	expect "... when it is back, the daemon sets it up again and the link comes up" \
+		wait_for "up n0 && up n1" || diag
+	expect "... and carries a job" job replugged --items 200 --sync
+fi
 expect "daemon 0 exits cleanly" stop n0
 expect "daemon 1 exits cleanly" stop n1
 
