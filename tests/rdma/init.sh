@@ -1,6 +1,6 @@
 #!/bin/sh
 # /init of the soft-RoCE test VM (busybox sh; output on ttyS0).  Loads the
-# rxe modules, makes two rxe devices, each on a veth whose other end is a
+# rxe modules, makes four rxe devices, each on a veth whose other end is a
 # port of bridge br0 (the "switch"), routes the traffic between their
 # addresses over the wire (two local addresses would otherwise talk through
 # lo, where rxe does not look), runs /tests/vm-tests.sh and reports to the
@@ -29,29 +29,32 @@ for m in $(cat /lib/modules/$KV/load-order); do
 done
 ip link set lo up
 ip link add br0 type bridge
-ip link add veth0 type veth peer name veth0p
-ip link add veth1 type veth peer name veth1p
-ip link set veth0p master br0
-ip link set veth1p master br0
-ip addr add 10.0.0.1/24 dev veth0
-ip addr add 10.0.0.2/24 dev veth1
-for i in br0 veth0p veth1p veth0 veth1; do ip link set $i up; done
-for i in all default veth0 veth1; do
+for i in 0 1 2 3; do
+	ip link add veth$i type veth peer name veth${i}p
+	ip link set veth${i}p master br0
+	ip addr add 10.0.0.$((i + 1))/24 dev veth$i
+done
+for i in br0 veth0p veth1p veth2p veth3p veth0 veth1 veth2 veth3; do ip link set $i up; done
+for i in all default veth0 veth1 veth2 veth3; do
 	echo 1 >/proc/sys/net/ipv4/conf/$i/accept_local
 	echo 0 >/proc/sys/net/ipv4/conf/$i/rp_filter
 done
-# Only the veth holding an address answers ARP for it: br0 sees the requests
-# too and would otherwise answer with its own MAC, and what then reaches br0
-# never reaches rxe.
+# Only the veth holding an address answers ARP for it: br0 and the other
+# veths see the requests too and would otherwise answer with their own MAC,
+# and what then reaches them never reaches the right rxe.
 echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore
-ip rule add pref 10 iif lo lookup 100
-ip route add 10.0.0.2 dev veth0 src 10.0.0.1 table 100
-ip route add 10.0.0.1 dev veth1 src 10.0.0.2 table 100
+# What is sent from address i (by this host: iif lo) goes out of veth i, to
+# any of the other addresses.
+for i in 0 1 2 3; do
+	ip rule add pref 10 from 10.0.0.$((i + 1)) iif lo lookup $((100 + i))
+	for j in 0 1 2 3; do
+		[ $i = $j ] || ip route add 10.0.0.$((j + 1)) dev veth$i src 10.0.0.$((i + 1)) table $((100 + i))
+	done
+done
 ip rule add pref 20 lookup local
 ip rule del pref 0 lookup local
 sleep 1
-rdma link add rxe0 type rxe netdev veth0
-rdma link add rxe1 type rxe netdev veth1
+for i in 0 1 2 3; do rdma link add rxe$i type rxe netdev veth$i; done
 sleep 1
 ibv_devices
 /bin/bash /tests/vm-tests.sh

@@ -4,7 +4,8 @@
 # 10.0.0.1, rxe1 on 10.0.0.2), linked by an RC queue pair: every item exactly
 # once and in order, a queue pair broken mid-stream and recovered, large
 # items, a port going down and up, a silent partition, the device removed
-# and added again, a wrong cluster key refused.  Prints TAP lines; exits
+# and added again, a wrong cluster key refused; then four daemons (rxe0-3)
+# in a 2x2 grid, where items travel two hops.  Prints TAP lines; exits
 # non-zero if any test failed.  Timings here are emulated (TCG) and only a
 # sanity check.
 set -u
@@ -22,12 +23,13 @@ no() {
 }
 logs() { local f; for f in "$@"; do [ -f "$f" ] && tail -n 25 "$f" | sed "s|^|#   $(basename "$f"): |"; done; }
 # What the daemons and the kernel think of the links, for a failed test.
-diag() {
-	local n
-	for n in n0 n1; do ferryctl --runtime-dir "$T/$n" status 2>&1 | sed "s|^|#   $n status: |"; done
-	{ rdma link; ip -br addr; ip rule; ip route show table 100; ip neigh; ip -d link show veth1p
-	  for d in rxe0 rxe1; do kdiag "$d"; done; dmesg | tail -n 15; } 2>&1 | sed 's|^|#   |'
-	logs "$T/n0.log" "$T/n1.log"
+diag() {       # diag [DAEMON...]: n0 and n1 unless named
+	local n dev d=(n0 n1)
+	[ $# -gt 0 ] && d=("$@")
+	for n in "${d[@]}"; do ferryctl --runtime-dir "$T/$n" status 2>&1 | sed "s|^|#   $n status: |"; done
+	{ rdma link; ip -br addr; ip rule; ip route show table all | grep 'table 10[0-3]'; ip neigh
+	  ip -d link show veth1p; for dev in rxe0 rxe1 rxe2 rxe3; do kdiag "$dev"; done; dmesg | tail -n 15; } 2>&1 | sed 's|^|#   |'
+	for n in "${d[@]}"; do logs "$T/$n.log"; done
 }
 # kdiag DEV: the device's packet counters and GIDs.
 kdiag() {
@@ -69,12 +71,14 @@ up() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -q ": up via ver
 stat() { ferryctl --runtime-dir "$T/$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 peerstat() { ferryctl --runtime-dir "$T/$1" stats | awk -v f="$2" '$1 == "peer" { for (i = 3; i < NF; i += 2) if ($i == f) s += $(i + 1) } END { print s + 0 }'; }
 
-# job NAME ARGS...: 4 ranks, 2 on each daemon; passes if all pass.
+# job NAME ARGS...: 4 ranks, 2 on each of daemons n0 and n1 (JOB_DAEMONS:
+# other daemons, 2 ranks on each); passes if all pass.
 job() {
-	local name=$1 r pids="" rc=0
+	local name=$1 r pids="" rc=0 d=(${JOB_DAEMONS:-n0 n1})
 	shift
-	for r in 0 1 2 3; do
-		FERRY_RUNTIME_DIR=$T/n$((r / 2)) ft_alltoall --job "$name" --rank $r --size 4 "$@" >"$T/$name.$r" 2>&1 &
+	for r in $(seq 0 $((2 * ${#d[@]} - 1))); do
+		FERRY_RUNTIME_DIR=$T/${d[r / 2]} ft_alltoall --job "$name" --rank $r --size $((2 * ${#d[@]})) "$@" \
+			>"$T/$name.$r" 2>&1 &
 		pids="$pids $!"
 	done
 	for r in $pids; do wait "$r" || rc=1; done
@@ -182,4 +186,31 @@ expect "with the same key the link comes up" wait_for "up n0 && up n1"
 expect "... and carries a job too" job keyed --items 200 --sync
 stop n0
 stop n1
+
+# Four daemons in a 2x2 virtual grid, each on its own device: items to the
+# node diagonally across travel two hops over two queue pairs, taken apart
+# and aggregated again at the node in between.
+nodes=""
+for k in 0 1 2 3; do nodes="${nodes:+$nodes, }{ host = \"10.0.0.$((k + 1))\"; port = $((7471 + k)); }"; done
+{
+	echo "cluster: { name = \"vm4\"; nodes = ( $nodes ); };"
+	echo 'topology: { physical = "switched"; virtual = [ 2, 2 ]; };'
+	echo 'transport: { kind = "verbs"; };'
+	echo 'logging: { level = "debug"; };'
+} >"$T/grid.conf"
+for k in 0 1 2 3; do start m$k $k grid; done
+# all_up DAEMON: it has 2 peers, and both links are up over verbs.
+all_up() {
+	local st
+	st=$(ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -E '^  peer ') &&
+		[ "$(grep -c ': up via verbs' <<<"$st")" = 2 ] && ! grep -qv ': up via verbs' <<<"$st"
+}
+expect "4 daemons in a 2x2 grid link up, each with its 2 grid peers" \
+	wait_for "all_up m0 && all_up m1 && all_up m2 && all_up m3" || diag m0 m1 m2 m3
+JOB_DAEMONS="m0 m1 m2 m3" expect "all-to-all over 2 hops, 4 daemons x 2 processes: every item exactly once, in order" \
+	job grid --items 300 --len 16 --len-max 200 --steps 2 --sync
+fwd=0
+for k in 0 1 2 3; do fwd=$((fwd + $(peerstat m$k items_forwarded))); done
+expect "... items were forwarded by the daemons in between ($fwd)" test "$fwd" -gt 0
+for k in 0 1 2 3; do expect "daemon m$k exits cleanly" stop m$k; done
 exit $FAILED
