@@ -77,7 +77,8 @@ struct transport {
 	int (*connect)(struct peer *p, const char *host, uint16_t port, struct link **l_p);
 	/* Closes the listener and whatever the transport holds. */
 	void (*fini)(void);
-	/* Transport-wide counters for ferryctl stats, "name value" lines. */
+	/* Transport-wide counters for ferryctl stats, "name value" lines;
+	 * NULL if there are none. */
 	void (*write_stats)(FILE *out);
 };
 

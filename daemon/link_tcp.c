@@ -490,15 +490,9 @@ static void tcp_fini(void)
 	T.lfd = -1;
 }
 
-static void tcp_write_stats(FILE *out)
-{
-	(void)out;
-}
-
 const struct transport transport_tcp = {
 	.name = "tcp",
 	.listen = tcp_listen,
 	.connect = tcp_connect,
 	.fini = tcp_fini,
-	.write_stats = tcp_write_stats,
 };

@@ -122,6 +122,7 @@ struct vlink {
 	/* statistics */
 	uint64_t posted, completed, credit_waits;
 	uint64_t posted_seen;   /* posted at the last keepalive tick */
+	int touched;            /* had completions in this on_cq batch (on V.touched) */
 };
 
 static struct {
@@ -141,6 +142,7 @@ static struct {
 	uint32_t max_frame;
 	struct vlink *slots[VERBS_MAX_LINKS];
 	uint32_t gen[VERBS_MAX_LINKS];
+	uint32_t touched[VERBS_MAX_LINKS], ntouched;    /* slots of links with completions */
 	struct loop_timer reinit, keepalive;
 	struct vreg *regs;      /* every frame registration */
 	uint64_t posted, completed, credit_waits, errors;
@@ -233,17 +235,17 @@ static void free_link(struct vlink *v)
 	free(v);
 }
 
-/* Ends a link because of a failure: tells the peer layer once, then frees. */
+static void verbs_close(struct link *l);
+
+/* Ends a link because of a failure: tells the peer layer once, then closes. */
 static void fail(struct vlink *v, const char *why)
 {
 	if (v->dead)
 		return;
 	v->dead = 1;
 	log_debug("verbs link %s: %s", v->addr, why);
-	if (v->id && v->id->qp)
-		rdma_disconnect(v->id);
 	peer_link_down(&v->l, why);
-	free_link(v);
+	verbs_close(&v->l);
 }
 
 static struct vlink *new_link(struct rdma_cm_id *id, int outgoing)
@@ -513,9 +515,13 @@ static void on_completion(const struct ibv_wc *wc)
 	struct vlink *v = slot < VERBS_MAX_LINKS ? V.slots[slot] : NULL;
 
 	V.completed++;
-	if (!v || v->dead || (v->gen & 0xffffff) != WR_GEN(wc->wr_id))
+	if (!v || v->dead || v->gen != WR_GEN(wc->wr_id))
 		return;         /* a link that is gone */
 	v->completed++;
+	if (!v->touched) {      /* on_cq flushes it after the batch */
+		v->touched = 1;
+		V.touched[V.ntouched++] = slot;
+	}
 	if (wc->status != IBV_WC_SUCCESS) {
 		char why[96];
 
@@ -562,10 +568,18 @@ static void on_cq(struct loop_watch *w, uint32_t events)
 		for (int i = 0; i < n; i++)
 			on_completion(&wc[i]);
 	}
-	/* Whatever the completions freed (credits, send slots) may now go out. */
-	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
-		if (V.slots[s])
-			flush_out(V.slots[s]);
+	/* Whatever the completions freed (credits, send slots) may now go out,
+	 * on the links that had completions.  (A link that failed meanwhile has
+	 * left its slot empty; no new link takes a slot before on_cm runs.) */
+	for (uint32_t i = 0; i < V.ntouched; i++) {
+		struct vlink *v = V.slots[V.touched[i]];
+
+		if (v && v->touched) {
+			v->touched = 0;
+			flush_out(v);
+		}
+	}
+	V.ntouched = 0;
 	loop_kick();
 }
 

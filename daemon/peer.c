@@ -49,7 +49,7 @@ const char *peer_transport_name(void)
 
 void peer_write_transport_stats(FILE *out)
 {
-	if (P.tr)
+	if (P.tr && P.tr->write_stats)
 		P.tr->write_stats(out);
 }
 
