@@ -47,13 +47,13 @@ DAEMON_PKGS = libconfig libsystemd libsodium libibverbs librdmacm
 pkgflags    = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
 
-PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c
+PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c proto/job.c
 DAEMON_SRC := daemon/main.c daemon/log.c daemon/loop.c daemon/conf.c daemon/route.c \
               daemon/recq.c daemon/job.c daemon/sess.c daemon/notify.c daemon/auth.c \
               daemon/frame.c daemon/link_tcp.c daemon/link_verbs.c daemon/peer.c daemon/fwd.c \
               daemon/cluster.c
-LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c
-CTL_SRC    := client/ferryctl.c proto/ctl.c daemon/route.c
+LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c proto/job.c
+CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c daemon/route.c
 
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))

@@ -33,7 +33,7 @@
 #define DEFAULT_TIMEOUT_MS  60000
 #define DEFAULT_SPIN_US     20
 
-static_assert(FERRY_MAX_RANKS == (1u << 20), "matches SESS_MAX_RANKS in ferryd");
+static_assert(FERRY_MAX_RANKS == PROTO_MAX_RANKS, "the public limit is the protocol's");
 
 /* A large item being put back together from its fragments. */
 struct reasm {
@@ -391,7 +391,7 @@ static int watch_both(struct ferry *f)
 FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 {
 	struct ferry_opts o = opts ? *opts : (struct ferry_opts){ 0 };
-	char job[CTL_JOB_MAX + 2], buf[256];
+	char job[PROTO_NAME_MAX + 2], buf[256];
 	const char *dir;
 	struct ferry *f;
 	struct ctl_msg m;
@@ -404,9 +404,9 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 		snprintf(job, sizeof(job), "%s", o.job);
 	else if ((ret = job_from_env(job, sizeof(job))) < 0)
 		return ret;
-	if (!ctl_job_name_ok(job, strlen(job)))
+	if (!proto_name_ok(job, strlen(job)))
 		return seterr(-EINVAL, "job name \"%s\": must be 1 to %d printable characters without spaces",
-			      job, CTL_JOB_MAX);
+			      job, PROTO_NAME_MAX);
 	if (o.size == 0 && (ret = ranks_from_env(&o.rank, &o.size)) < 0)
 		return ret;
 	if (o.size < 1 || (unsigned)o.size > FERRY_MAX_RANKS || o.rank < 0 || o.rank >= o.size)

@@ -24,7 +24,7 @@ struct hnode {
 struct hjob {
 	struct hjob *next;
 	uid_t uid;
-	char name[WIRE_JOB_NAME_MAX + 1];
+	char name[PROTO_NAME_MAX + 1];
 	uint32_t size;
 	uint32_t id;
 	uint32_t joined;
@@ -96,7 +96,7 @@ static void send_rank_msg(uint32_t node, uint32_t type, uid_t uid, const char *n
 {
 	struct wire_ctl_rank r = { .uid = uid, .size = size, .rank = rank, .err = err,
 				   .name_len = (uint32_t)strlen(name) };
-	uint8_t buf[sizeof(r) + WIRE_JOB_NAME_MAX];
+	uint8_t buf[sizeof(r) + PROTO_NAME_MAX];
 	ssize_t n = wire_ctl_encode_rank(buf, sizeof(buf), &r, name);
 
 	if (n > 0)

@@ -29,7 +29,7 @@ struct job_rank {
 struct job {
 	struct job *next, *id_next;
 	uid_t uid;
-	char name[CTL_JOB_MAX + 1];
+	char name[PROTO_NAME_MAX + 1];
 	uint32_t size;          /* ranks */
 	uint32_t home;          /* node that keeps the job's table */
 	uint32_t id;            /* cluster-wide id from the home node; 0 until known */

@@ -4,16 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-int ctl_job_name_ok(const char *name, size_t len)
-{
-	if (len < 1 || len > CTL_JOB_MAX)
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		if (name[i] <= ' ' || name[i] > '~')
-			return 0;
-	return 1;
-}
-
 static ssize_t put(void *buf, size_t cap, uint8_t type, const void *body, size_t len,
 		   const void *tail, size_t tail_len)
 {
@@ -45,7 +35,7 @@ ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, u
 	size_t n = strlen(job);
 	struct ctl_join_wire b = { .rank = rank, .size = size, .name_len = (uint32_t)n };
 
-	if (!ctl_job_name_ok(job, n))
+	if (!proto_name_ok(job, n))
 		return -EINVAL;
 	return put(buf, cap, CTL_JOIN, &b, sizeof(b), job, n);
 }
@@ -126,7 +116,7 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		memcpy(&j, body, sizeof(j));
 		if (j.flags || j.size == 0 || j.rank >= j.size ||
 		    j.name_len != h.len - sizeof(j) ||
-		    !ctl_job_name_ok((const char *)body + sizeof(j), j.name_len))
+		    !proto_name_ok((const char *)body + sizeof(j), j.name_len))
 			return -EPROTO;
 		msg->u.join.rank = j.rank;
 		msg->u.join.size = j.size;

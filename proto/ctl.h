@@ -25,9 +25,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "job.h"
+
 #define CTL_VERSION   1
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
-#define CTL_JOB_MAX   63                /* bytes in a job name */
 #define CTL_ERRTEXT_MAX 255
 
 enum ctl_type {
@@ -72,7 +73,7 @@ struct ctl_join_wire {
 	uint32_t rank;
 	uint32_t size;          /* ranks in the job, >= 1 */
 	uint32_t flags;         /* none defined: zero */
-	uint32_t name_len;      /* 1..CTL_JOB_MAX bytes of name follow, no NUL */
+	uint32_t name_len;      /* 1..PROTO_NAME_MAX bytes of name follow, no NUL (proto_name_ok) */
 };
 static_assert(sizeof(struct ctl_join_wire) == 16, "join layout");
 
@@ -122,7 +123,7 @@ struct ctl_msg {
 		struct ctl_hello_wire hello;
 		struct {
 			uint32_t rank, size, flags;
-			char name[CTL_JOB_MAX + 1];
+			char name[PROTO_NAME_MAX + 1];
 		} join;
 		struct ctl_attached_wire attached;
 		struct ctl_ready_wire ready;
@@ -142,10 +143,6 @@ struct ctl_msg {
  * bytes it used (header and body), 0 if buf holds only part of a message, or
  * -EPROTO for anything malformed (the connection must be closed). */
 ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg);
-
-/* Returns 1 if name is a valid job name (1..CTL_JOB_MAX printable, non-space
- * ASCII bytes), else 0. */
-int ctl_job_name_ok(const char *name, size_t len);
 
 /* Encoders write one whole message into buf (cap bytes) and return its length,
  * or -ENOSPC / -EINVAL. */

@@ -82,27 +82,14 @@ int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h)
 	h->peer_incarnation = le64toh(h->peer_incarnation);
 	h->ack = le64toh(h->ack);
 	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION || (h->flags & ~WIRE_HELLO_FLAGS_ALL) ||
-	    h->incarnation == 0 || h->cluster_len < 1 || h->cluster_len > WIRE_CLUSTER_MAX ||
+	    h->incarnation == 0 || !proto_name_ok(h->cluster, h->cluster_len) ||
 	    memcmp(h->reserved, zero, sizeof(h->reserved)) != 0 ||
 	    memcmp(h->cluster + h->cluster_len, zero, sizeof(h->cluster) - h->cluster_len) != 0)
 		return -EPROTO;
-	for (unsigned i = 0; i < h->cluster_len; i++)
-		if (h->cluster[i] <= ' ' || h->cluster[i] > '~')
-			return -EPROTO;
 	return 0;
 }
 
 /* --- control items --- */
-
-static int name_ok(const char *p, uint32_t len)
-{
-	if (len < 1 || len > WIRE_JOB_NAME_MAX)
-		return 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] <= ' ' || p[i] > '~')
-			return 0;
-	return 1;
-}
 
 static uint32_t rd32(const uint8_t *p)
 {
@@ -156,7 +143,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->rank = rd32(p + 8);
 		r->err = (int32_t)rd32(p + 12);
 		r->name_len = rd32(p + 16);
-		if (r->name_len != len - sizeof(*r) || !name_ok((const char *)p + sizeof(*r), r->name_len) ||
+		if (r->name_len != len - sizeof(*r) || !proto_name_ok((const char *)p + sizeof(*r), r->name_len) ||
 		    r->size == 0 || r->rank >= r->size ||
 		    (type == WIRE_CTL_REJECT ? r->err <= 0 : r->err != 0))
 			return -EPROTO;
@@ -176,11 +163,11 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		t->count = rd32(p + 16);
 		t->name_len = rd32(p + 20);
 		if (t->job == 0 || t->size == 0 || t->count == 0 || t->count > WIRE_TABLE_MAX ||
-		    t->first >= t->size || t->count > t->size - t->first || t->name_len > WIRE_JOB_NAME_MAX)
+		    t->first >= t->size || t->count > t->size - t->first || t->name_len > PROTO_NAME_MAX)
 			return -EPROTO;
 		/* The length first: the name must lie inside the payload. */
 		off = sizeof(*t) + pad4(t->name_len);
-		if (len != off + 4 * (size_t)t->count || !name_ok((const char *)p + sizeof(*t), t->name_len))
+		if (len != off + 4 * (size_t)t->count || !proto_name_ok((const char *)p + sizeof(*t), t->name_len))
 			return -EPROTO;
 		memcpy(c->name, p + sizeof(*t), t->name_len);
 		c->nodes = p + off;

@@ -23,9 +23,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "job.h"
 #include "ring.h"
 
 #define WIRE_VERSION    1
+/* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
+ * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
+#define WIRE_JOB_INDEX_BITS 12
+#define WIRE_MAX_NODES  (1u << (32 - WIRE_JOB_INDEX_BITS))
 #define WIRE_BODY_MAX   (1u << 20)
 
 enum wire_kind {
@@ -73,7 +78,6 @@ static inline size_t wire_item_footprint(uint32_t len)
 #define WIRE_MAGIC        0x59525246u   /* "FRRY" */
 #define WIRE_NONCE_BYTES  32
 #define WIRE_MAC_BYTES    32
-#define WIRE_CLUSTER_MAX  63
 
 enum wire_hello_flags {
 	WIRE_HELLO_INSECURE = 1u << 0,  /* the sender has no cluster key */
@@ -91,7 +95,7 @@ struct wire_hello {
 	uint64_t peer_incarnation;      /* the addressee's incarnation that ack refers to, 0: none */
 	uint64_t ack;                   /* last in-order frame received from that incarnation */
 	uint8_t  nonce[WIRE_NONCE_BYTES];
-	uint8_t  cluster_len;           /* 1..WIRE_CLUSTER_MAX */
+	uint8_t  cluster_len;           /* 1..PROTO_NAME_MAX (proto_name_ok) */
 	uint8_t  reserved[7];           /* zero */
 	char     cluster[64];           /* cluster name, zero padded */
 };
@@ -122,7 +126,6 @@ enum wire_ctl_type {
 	WIRE_CTL_TYPE_MAX = WIRE_CTL_GO,
 };
 
-#define WIRE_JOB_NAME_MAX  63
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
 
 /* JOIN, LEAVE, REJECT: a rank of the job (uid, name). */
@@ -131,7 +134,7 @@ struct wire_ctl_rank {
 	uint32_t size;          /* ranks in the job */
 	uint32_t rank;
 	int32_t  err;           /* REJECT: positive errno; else 0 */
-	uint32_t name_len;      /* 1..WIRE_JOB_NAME_MAX bytes follow */
+	uint32_t name_len;      /* 1..PROTO_NAME_MAX bytes follow (proto_name_ok) */
 };
 static_assert(sizeof(struct wire_ctl_rank) == 20, "ctl rank layout");
 
@@ -175,7 +178,7 @@ struct wire_ctl {
 		struct wire_ctl_report report;
 		struct wire_ctl_step step;
 	} u;
-	char name[WIRE_JOB_NAME_MAX + 1];
+	char name[PROTO_NAME_MAX + 1];
 	const uint8_t *nodes;   /* TABLE: count little-endian u32, maybe unaligned */
 };
 

@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_ctl.c - ctl_decode on arbitrary bytes, as ferryd reads them
  * from a client socket: decode messages back to back until an error. */
 #include "../../proto/ctl.c"
+#include "../../proto/job.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

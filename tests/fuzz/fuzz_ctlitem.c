@@ -2,6 +2,7 @@
  * daemon sends besides frames: the HELLO of the link handshake and the
  * payloads of control items (job 0).  Input: 1 byte type, then the payload. */
 #include "../../proto/wire.c"
+#include "../../proto/job.c"
 #include "../../proto/ring.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

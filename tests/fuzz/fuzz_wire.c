@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_wire.c - frame header and DATA body decoding on arbitrary
  * bytes, as a daemon reads them from a peer link. */
 #include "../../proto/wire.c"
+#include "../../proto/job.c"
 #include "../../proto/ring.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

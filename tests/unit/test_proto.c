@@ -3,6 +3,7 @@
 #define UNIT "proto"
 #include "check.h"
 #include "../../proto/ctl.c"
+#include "../../proto/job.c"
 #include "../../proto/wire.c"
 #include "../../proto/ring.c"
 
@@ -104,15 +105,15 @@ TEST(ctl_rejects_malformed)
 
 TEST(job_names)
 {
-	CHECK(ctl_job_name_ok("a", 1));
-	CHECK(ctl_job_name_ok("prterun-host-123@1", 18));
-	CHECK(!ctl_job_name_ok("", 0));
-	CHECK(!ctl_job_name_ok("a b", 3));
-	CHECK(!ctl_job_name_ok("\xc3\xa9", 2));
-	char long_name[CTL_JOB_MAX + 2];
+	CHECK(proto_name_ok("a", 1));
+	CHECK(proto_name_ok("prterun-host-123@1", 18));
+	CHECK(!proto_name_ok("", 0));
+	CHECK(!proto_name_ok("a b", 3));
+	CHECK(!proto_name_ok("\xc3\xa9", 2));
+	char long_name[PROTO_NAME_MAX + 2];
 	memset(long_name, 'x', sizeof(long_name));
-	CHECK(ctl_job_name_ok(long_name, CTL_JOB_MAX));
-	CHECK(!ctl_job_name_ok(long_name, CTL_JOB_MAX + 1));
+	CHECK(proto_name_ok(long_name, PROTO_NAME_MAX));
+	CHECK(!proto_name_ok(long_name, PROTO_NAME_MAX + 1));
 }
 
 TEST(frame_header_round_trip_and_checks)

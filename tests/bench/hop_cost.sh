@@ -1,0 +1,104 @@
+#!/bin/bash
+# tests/bench/hop_cost.sh BUILD [N1 N2 [REPEAT]] - daemon instructions per item
+# per hop, counted by callgrind (instruction counts do not depend on how busy
+# the machine is, unlike timings).
+#
+# One daemon runs under `valgrind --tool=callgrind`; ft_stream sends N1, then
+# N2 items of 16 bytes from rank 0 to rank 1; the daemon's total instruction
+# count for the two runs, differenced and divided by N2 - N1, is the cost of
+# one item in that role (start-up, handshakes and shutdown cancel out):
+#
+#   local        one node, both ranks on it: TX ring -> RX ring
+#   source       node 0 of a 1x3 mesh, items to node 2: TX ring -> frame
+#   forward      node 1, in the middle: frame -> re-aggregated frame
+#   destination  node 2: frame -> RX ring
+#
+# source + destination is one network hop of an item sent from one node to
+# its neighbour; forward is one intermediate hop.  Each figure is the median
+# of REPEAT (default 3) differences.  Conditions: TCP links on loopback,
+# frame integrity as the build has it, the daemon under valgrind (so its
+# clients publish with a fence: valgrind does not implement membarrier).
+set -u
+BUILD=${1:?usage: hop_cost.sh BUILD [N1 N2 [REPEAT]]}
+N1=${2:-50000}
+N2=${3:-250000}
+REPEAT=${4:-3}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export BUILD
+. "$ROOT/tests/integration/lib.sh"
+
+command -v valgrind >/dev/null || { echo "hop_cost: valgrind is not installed" >&2; exit 1; }
+
+# start_node NAME CONF NODE VALGRIND(0/1): like start_daemon, optionally
+# under callgrind (output $TMP/NAME.cg).
+start_node() {
+	local name=$1 conf=$2 node=$3 vg=$4 pid
+	mkdir -p "$TMP/$name"
+	if [ "$vg" = 1 ]; then
+		valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg" \
+			"$BUILD/ferryd" --runtime-dir "$TMP/$name" --config "$conf" --node "$node" \
+			>"$TMP/$name.log" 2>&1 &
+	else
+		"$BUILD/ferryd" --runtime-dir "$TMP/$name" --config "$conf" --node "$node" >"$TMP/$name.log" 2>&1 &
+	fi
+	pid=$!
+	PIDS+=("$pid")
+	eval "DPID_$name=$pid"
+	for _ in $(seq 600); do
+		"$BUILD/ferryctl" --runtime-dir "$TMP/$name" status >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "hop_cost: ferryd $name did not start" >&2
+	sed 's/^/#   /' "$TMP/$name.log" >&2
+	return 1
+}
+
+# instructions ROLE N: runs N items with the daemon of ROLE under callgrind,
+# prints its total instruction count.
+RUNNO=0
+instructions() {
+	local role=$1 n=$2 nodes vgnode src dst k name conf base total
+	RUNNO=$((RUNNO + 1))
+	case $role in
+	local) nodes=1; vgnode=0; src=0; dst=0 ;;
+	source) nodes=3; vgnode=0; src=0; dst=2 ;;
+	forward) nodes=3; vgnode=1; src=0; dst=2 ;;
+	destination) nodes=3; vgnode=2; src=0; dst=2 ;;
+	esac
+	name=h$RUNNO
+	cluster_conf "$name" "$nodes" 'topology: { physical = "mesh"; dims = [ '"$nodes"' ]; };' \
+		'logging: { level = "warning"; };' || return 1
+	conf=$TMP/$name.conf
+	for k in $(seq 0 $((nodes - 1))); do
+		start_node "${name}_n$k" "$conf" "$k" $([ "$k" = "$vgnode" ] && echo 1 || echo 0) || return 1
+	done
+	cluster_up "$name" "$nodes" || return 1
+	FERRY_RUNTIME_DIR=$TMP/${name}_n$dst "$BUILD/tests/ft_stream" --job s --rank 1 --items "$n" --len 16 \
+		>"$TMP/$name.r1" 2>&1 &
+	local r1=$!
+	FERRY_RUNTIME_DIR=$TMP/${name}_n$src "$BUILD/tests/ft_stream" --job s --rank 0 --items "$n" --len 16 \
+		--blocking >"$TMP/$name.r0" 2>&1 || { echo "hop_cost: sender failed" >&2; cat "$TMP/$name.r0" >&2; return 1; }
+	wait "$r1" || { echo "hop_cost: receiver failed" >&2; cat "$TMP/$name.r1" >&2; return 1; }
+	for k in $(seq 0 $((nodes - 1))); do
+		kill -TERM "$(dpid "${name}_n$k")" 2>/dev/null
+		wait "$(dpid "${name}_n$k")" 2>/dev/null
+	done
+	total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$TMP/${name}_n$vgnode.cg")
+	[ -n "$total" ] || { echo "hop_cost: no callgrind totals" >&2; return 1; }
+	echo "$total"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "# daemon instructions per item (callgrind), 16-byte items, N = $N1 and $N2, median of $REPEAT"
+printf '%-12s %10s  %s\n' role instr/item "runs"
+for role in local source forward destination; do
+	per=()
+	for _ in $(seq "$REPEAT"); do
+		a=$(instructions "$role" "$N1") || exit 1
+		b=$(instructions "$role" "$N2") || exit 1
+		per+=("$(awk -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')")
+	done
+	printf '%-12s %10s  %s\n' "$role" "$(printf '%s\n' "${per[@]}" | median)" "${per[*]}"
+done
