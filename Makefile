@@ -47,17 +47,27 @@ DAEMON_PKGS = libconfig libsystemd libsodium libibverbs librdmacm
 pkgflags    = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
 
+# daemon/ has one folder per layer (README, "Layout"; tests/layers.sh checks
+# that includes point down).  plan/ is pure code, a library of its own that
+# ferryd, ferryctl and the unit tests link; the rest of the daemon except
+# main/ is an archive the unit tests link too.
 PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c proto/job.c
-DAEMON_SRC := daemon/main.c daemon/log.c daemon/loop.c daemon/conf.c daemon/route.c \
-              daemon/recq.c daemon/job.c daemon/sess.c daemon/notify.c daemon/auth.c \
-              daemon/frame.c daemon/link_tcp.c daemon/link_verbs.c daemon/peer.c daemon/fwd.c \
-              daemon/cluster.c
+PLAN_SRC   := $(wildcard daemon/plan/*.c)
+DAEMON_LAYERS := core net local fwd cluster
+DAEMON_LIB_SRC := $(foreach l,$(DAEMON_LAYERS),$(wildcard daemon/$(l)/*.c))
+DAEMON_SRC := $(wildcard daemon/main/*.c) $(DAEMON_LIB_SRC)
 LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c proto/job.c
-CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c daemon/route.c
+CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c
 
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))
+DAEMON_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_LIB_SRC))
+PLAN_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(PLAN_SRC))
+PROTO_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(PROTO_SRC))
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))
 CTL_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CTL_SRC))
+PLAN_LIB   := $(BUILD)/libplan.a
+DAEMON_LIB := $(BUILD)/libferryd.a
+PROTO_LIB  := $(BUILD)/libproto.a
 
 SONAME     := libferry.so.$(SOVERSION)
 LIBSO      := $(BUILD)/libferry.so.$(VERSION)
@@ -94,10 +104,22 @@ $(BUILD)/pic/%.o: %.c
 
 # --- programs and libraries ---
 
-$(BUILD)/ferryd: $(DAEMON_OBJ)
+$(PLAN_LIB): $(PLAN_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(DAEMON_LIB): $(DAEMON_LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(PROTO_LIB): $(PROTO_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/ferryd: $(DAEMON_OBJ) $(PLAN_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(DAEMON_PKGS))
 
-$(BUILD)/ferryctl: $(CTL_OBJ)
+$(BUILD)/ferryctl: $(CTL_OBJ) $(PLAN_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libsodium)
 
 $(LIBSO): $(LIB_OBJ) packaging/libferry.map
@@ -138,14 +160,17 @@ $(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC) $(call pkglibs,libsodium)
 
-# Unit tests may include the module under test to reach its statics.
-$(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PROTO_SRC) daemon/*.c daemon/*.h
+# Unit tests link the daemon's layers, plan/ and proto/ as archives; a test may
+# include the module under test to reach its statics (the archive member with
+# the same symbols is then not pulled in).
+$(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(DAEMON_LIB) $(PLAN_LIB) $(PROTO_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS)) -lpthread
+	$(CC) $(ALL_CFLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(DAEMON_LIB) $(PLAN_LIB) $(PROTO_LIB) \
+		$(call pkglibs,$(DAEMON_PKGS)) -lpthread
 
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/conf.c daemon/route.c daemon/log.c
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 

@@ -8,9 +8,9 @@
  *
  * It speaks the control protocol of proto/ctl.h directly (it is not an
  * endpoint, so it does not use libferry).  `route` calls the daemon's own
- * routing functions (daemon/route.c), so it shows exactly what ferryd does.
+ * routing functions (daemon/plan/route.c), so it shows exactly what ferryd does.
  */
-#include "../daemon/route.h"
+#include "../daemon/plan/route.h"
 #include "../proto/ctl.h"
 
 #include <sodium.h>

@@ -19,6 +19,7 @@
 #define FERRY_PROTO_WIRE_H
 
 #include <assert.h>
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -210,6 +211,15 @@ void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);
 /* Decodes and validates a frame header from buf (at least 24 bytes).  Returns
  * 0 or -EPROTO. */
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h);
+
+/* Sets the ack field of the encoded frame header at hdr (piggybacked
+ * acknowledgements are stamped just before a frame goes out). */
+static inline void wire_set_ack(void *hdr, uint64_t ack)
+{
+	uint64_t le = htole64(ack);
+
+	__builtin_memcpy((uint8_t *)hdr + offsetof(struct wire_frame_hdr, ack), &le, sizeof(le));
+}
 
 /* The per-item codecs run once per item per hop, so they are inline, and on
  * little-endian hosts (the wire's order) a header is one plain copy. */

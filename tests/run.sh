@@ -1,14 +1,16 @@
 #!/bin/bash
 # tests/run.sh BUILD_DIR... - ferry's test suite.
 #
-# For each build directory (the plain build, then the ASan+UBSan one): every
-# unit test binary, then every integration test.  Then a short run of every
+# First the static checks (tests/static/: the layering of the code), once.
+# Then, for each build directory (the plain build, then the ASan+UBSan one):
+# every unit test binary, then every integration test.  Then a short run of every
 # fuzz harness (built with clang's sanitizers).  Each "ok - ..." line counts
 # as a pass and each "not ok - ..." line as a failure; a program that exits
 # non-zero without a "not ok" line counts as one failure.  The last line is
 # "N passed, N failed".
 #
-# Environment: TESTS="pattern" runs only integration tests whose name matches;
+# Environment: TESTS="pattern|pattern..." runs only integration tests whose
+# name matches (and no static checks or fuzzing);
 # FUZZ_CHECK_SECONDS (default 10) per fuzz harness, 0 to skip.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -40,9 +42,29 @@ run() {
 	rm -f "$out"
 }
 
+# selected NAME: the integration test NAME is to run (TESTS is a list of
+# glob patterns separated by "|"; a "|" in a variable is no alternation in a
+# case pattern, hence the loop).
+selected() {
+	local p
+	[ -z "${TESTS:-}" ] && return 0
+	IFS='|' read -ra pats <<<"$TESTS"
+	for p in "${pats[@]}"; do
+		# shellcheck disable=SC2254
+		case "$1" in $p) return 0 ;; esac
+	done
+	return 1
+}
+
 mkdir -p build
 : >build/failures.txt
 start=$(date +%s)
+if [ -z "${TESTS:-}" ]; then
+	echo "# === static checks"
+	for t in tests/static/*.sh; do
+		run static bash "$t"
+	done
+fi
 for b in "$@"; do
 	label=$(basename "$b")
 	[ "$b" = build ] && label=plain
@@ -52,7 +74,7 @@ for b in "$@"; do
 	done
 	echo "# === $b: integration tests"
 	for t in tests/integration/*.sh; do
-		case "$(basename "$t" .sh)" in ${TESTS:-*}) ;; *) continue ;; esac
+		selected "$(basename "$t" .sh)" || continue
 		run "$label" env BUILD="$b" bash "$t"
 	done
 done

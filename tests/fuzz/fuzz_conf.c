@@ -1,9 +1,9 @@
 /* tests/fuzz/fuzz_conf.c - the configuration parser and validator on
  * arbitrary text.  Inputs with @include are skipped: libconfig 1.5 would open
  * whatever file they name, which tests the file system, not our code. */
-#include "../../daemon/conf.c"
-#include "../../daemon/route.c"
-#include "../../daemon/log.c"
+#include "../../daemon/core/conf.c"
+#include "../../daemon/plan/route.c"
+#include "../../daemon/core/log.c"
 
 #include <stdlib.h>
 

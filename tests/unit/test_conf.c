@@ -2,9 +2,9 @@
  * host patterns, resolved topologies, and one clear message per mistake. */
 #define UNIT "conf"
 #include "check.h"
-#include "../../daemon/conf.c"
-#include "../../daemon/route.c"
-#include "../../daemon/log.c"
+#include "../../daemon/core/conf.c"
+#include "../../daemon/plan/route.c"
+#include "../../daemon/core/log.c"
 
 static char err[512];
 

@@ -1,7 +1,7 @@
 /* tests/unit/test_recq.c - the daemon's record queue. */
 #define UNIT "recq"
 #include "check.h"
-#include "../../daemon/recq.c"
+#include "../../daemon/local/recq.c"
 
 static void push(struct recq *q, uint32_t len, uint32_t tag, int expect)
 {

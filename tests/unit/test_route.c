@@ -2,7 +2,7 @@
  * positions), tori and meshes. */
 #define UNIT "route"
 #include "check.h"
-#include "../../daemon/route.c"
+#include "../../daemon/plan/route.c"
 
 #include <stdlib.h>
 

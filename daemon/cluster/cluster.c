@@ -1,0 +1,204 @@
+/* daemon/cluster/cluster.c - see cluster.h. */
+#include "cluster.h"
+#include "home.h"
+#include "msg.h"
+#include "steps.h"
+#include "../core/log.h"
+#include "../core/loop.h"
+#include "../fwd/ctlq.h"
+#include "../local/endpoint.h"
+
+#include <errno.h>
+#include <string.h>
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	struct loop_timer report_timer;
+} cluster;
+
+uint32_t cluster_home(uid_t uid, const char *name)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a over uid and name */
+
+	for (unsigned i = 0; i < sizeof(uid); i++)
+		h = (h ^ (uint8_t)(uid >> (8 * i))) * 16777619u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h % cluster.conf->nnodes;
+}
+
+/* --- the session layer's events --- */
+
+static void rank_joined(struct job *j, uint32_t rank)
+{
+	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_JOIN, j->uid, j->name, j->size, rank, 0);
+}
+
+static void rank_left(struct job *j, uint32_t rank)
+{
+	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_LEAVE, j->uid, j->name, j->size, rank, 0);
+}
+
+const struct sess_events cluster_sess_events = {
+	.rank_joined = rank_joined,
+	.rank_left = rank_left,
+};
+
+/* --- control items for this node --- */
+
+static void node_table(const struct wire_ctl *c)
+{
+	const struct wire_ctl_table *t = &c->u.table;
+	struct job *j = job_find(t->uid, c->name);
+
+	if (!j || j->size != t->size)
+		return;         /* its ranks here left meanwhile */
+	job_set_id(j, t->job);
+	for (uint32_t i = 0; i < t->count; i++)
+		j->ranks[t->first + i].node = wire_ctl_table_node(c, i);
+	if (t->first + t->count < t->size)
+		return;         /* more parts follow, in order */
+	msg_job(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, 0);
+}
+
+static void node_go(const struct wire_ctl *c)
+{
+	struct job *j = job_by_id(c->u.step.job);
+
+	if (!j)
+		return;
+	j->ready = 1;
+	sess_job_ready(j);
+}
+
+static void node_step(const struct wire_ctl *c)
+{
+	struct job *j = job_by_id(c->u.step.job);
+
+	if (!j || c->u.step.step != j->step)
+		return;
+	ep_step_complete(j, j->step);
+	j->step++;
+	j->done = 0;
+}
+
+static void dispatch(const struct wire_ctl *c, uint32_t from)
+{
+	switch (c->type) {
+	case WIRE_CTL_JOIN:
+		home_join(c, from);
+		break;
+	case WIRE_CTL_LEAVE:
+		home_leave(c, from);
+		break;
+	case WIRE_CTL_REJECT:
+		sess_reject_rank(c->u.rank.uid, c->name, c->u.rank.rank, c->u.rank.err);
+		break;
+	case WIRE_CTL_TABLE:
+		node_table(c);
+		break;
+	case WIRE_CTL_REPORT:
+		home_report(c, from);
+		break;
+	case WIRE_CTL_STEP:
+		node_step(c);
+		break;
+	case WIRE_CTL_HAVE:
+		home_have(c, from);
+		break;
+	case WIRE_CTL_GO:
+		node_go(c);
+		break;
+	}
+}
+
+/* --- step reports --- */
+
+static void on_report_timer(struct loop_timer *t)
+{
+	(void)t;
+	loop_kick();    /* cluster_poll sends what is due */
+}
+
+static int send_reports(void)
+{
+	uint64_t now = loop_now_ns();
+	int work = 0, waiting = 0;
+
+	for (struct job *j = job_first(); j; j = j->next) {
+		struct wire_ctl_report r;
+		uint8_t buf[sizeof(r)];
+
+		switch (steps_due(j, now)) {
+		case STEPS_NOTHING:
+			continue;
+		case STEPS_LATER:
+			waiting = 1;
+			continue;
+		case STEPS_NOW:
+			break;
+		}
+		steps_report(j, now, &r);
+		wire_ctl_encode_report(buf, sizeof(buf), &r);
+		ctlq_send(cluster_home(j->uid, j->name), WIRE_CTL_REPORT, buf, sizeof(buf));
+		work = 1;
+	}
+	if (waiting && !cluster.report_timer.armed)
+		loop_timer_arm(&cluster.report_timer, STEPS_REPORT_GAP_NS, on_report_timer, NULL);
+	return work;
+}
+
+int cluster_poll(void)
+{
+	const struct ctlq_item *m;
+	int work = 0;
+
+	while ((m = ctlq_first())) {
+		struct wire_ctl c;
+
+		if (m->from >= cluster.conf->nnodes || wire_ctl_decode(m->type, m->payload, m->len, &c) < 0)
+			log_rl_warn("malformed control item (type %u) from node %u; ignored", m->type, m->from);
+		else
+			dispatch(&c, m->from);
+		ctlq_pop();
+		work = 1;
+	}
+	return send_reports() | work;
+}
+
+int cluster_init(const struct conf *c, uint32_t self)
+{
+	cluster.conf = c;
+	cluster.self = self;
+	home_init(c, self);
+	return 0;
+}
+
+void cluster_fini(void)
+{
+	loop_timer_cancel(&cluster.report_timer);
+	home_fini();
+}
+
+void cluster_write_status(FILE *out, uid_t uid)
+{
+	uint32_t shown = 0;
+
+	for (struct job *j = job_first(); j; j = j->next) {
+		if (uid != 0 && j->uid != uid)
+			continue;
+		shown++;
+		fprintf(out, "job %s uid %u: %u of %u ranks attached here, %s, id %u, home node %u, step %u; "
+			"items sent %llu, arrived %llu, dropped %llu\n",
+			j->name, j->uid, j->joined, j->size, j->ready ? "ready" : "waiting for ranks", j->id,
+			cluster_home(j->uid, j->name), j->step, (unsigned long long)j->sent,
+			(unsigned long long)j->ringed, (unsigned long long)j->items_dropped);
+		for (uint32_t r = 0; r < j->size; r++)
+			if (j->ranks[r].ep)
+				ep_write_status(out, j->ranks[r].ep);
+	}
+	if (!shown)
+		fprintf(out, "no jobs%s\n", uid ? " of yours" : "");
+	home_write_status(out, uid);
+}

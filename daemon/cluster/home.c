@@ -1,0 +1,238 @@
+/* daemon/cluster/home.c - see home.h. */
+#include "home.h"
+#include "msg.h"
+#include "steps.h"
+#include "../core/log.h"
+#include "../fwd/ctlq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JOB_IDS_PER_HOME (1u << WIRE_JOB_INDEX_BITS)
+
+/* A job as its home node sees it. */
+struct hjob {
+	struct hjob *next;
+	uid_t uid;
+	char name[PROTO_NAME_MAX + 1];
+	uint32_t size;
+	uint32_t id;
+	uint32_t joined;
+	uint32_t step;
+	uint32_t *node;                 /* rank -> node, JOB_NO_NODE if not joined */
+	struct steps_node *hn;          /* nodes that host ranks */
+	uint32_t nhn, caphn;
+};
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	struct hjob *hjobs;
+	uint8_t ids_used[JOB_IDS_PER_HOME];
+} home;
+
+static struct hjob *hjob_find(uid_t uid, const char *name)
+{
+	for (struct hjob *h = home.hjobs; h; h = h->next)
+		if (h->uid == uid && strcmp(h->name, name) == 0)
+			return h;
+	return NULL;
+}
+
+static struct hjob *hjob_by_id(uint32_t id)
+{
+	for (struct hjob *h = home.hjobs; h; h = h->next)
+		if (h->id == id)
+			return h;
+	return NULL;
+}
+
+static void hjob_free(struct hjob *h)
+{
+	struct hjob **pp;
+
+	for (pp = &home.hjobs; *pp != h; pp = &(*pp)->next)
+		;
+	*pp = h->next;
+	if (h->id)
+		home.ids_used[h->id & (JOB_IDS_PER_HOME - 1)] = 0;
+	free(h->node);
+	free(h->hn);
+	free(h);
+}
+
+static struct steps_node *hnode(struct hjob *h, uint32_t node)
+{
+	for (uint32_t i = 0; i < h->nhn; i++)
+		if (h->hn[i].node == node)
+			return &h->hn[i];
+	if (h->nhn == h->caphn) {
+		uint32_t cap = h->caphn ? 2 * h->caphn : 8;
+		struct steps_node *n = realloc(h->hn, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		h->hn = n;
+		h->caphn = cap;
+	}
+	h->hn[h->nhn] = (struct steps_node){ .node = node, .step = h->step };
+	return &h->hn[h->nhn++];
+}
+
+/* Sends the whole rank table to every node hosting ranks.  They answer HAVE;
+ * once all have, GO lets their ranks start (home_have).  Until every node
+ * knows the job's id, an item could reach a node that would not know what it
+ * is for: the copies of the table travel different routes. */
+static void send_table(struct hjob *h)
+{
+	size_t cap = sizeof(struct wire_ctl_table) + 64 + 4 * (size_t)WIRE_TABLE_MAX;
+	uint8_t *buf = malloc(cap);
+
+	if (!buf) {
+		log_err("out of memory for the rank table of job %s", h->name);
+		return;
+	}
+	for (uint32_t i = 0; i < h->nhn; i++) {
+		uint32_t node = h->hn[i].node;
+
+		h->hn[i].have = 0;
+		for (uint32_t first = 0; first < h->size; first += WIRE_TABLE_MAX) {
+			struct wire_ctl_table t = {
+				.uid = h->uid, .job = h->id, .size = h->size, .first = first,
+				.count = h->size - first < WIRE_TABLE_MAX ? h->size - first : WIRE_TABLE_MAX,
+				.name_len = (uint32_t)strlen(h->name),
+			};
+			ssize_t n = wire_ctl_encode_table(buf, cap, &t, h->name, h->node + first);
+
+			if (n > 0)
+				ctlq_send(node, WIRE_CTL_TABLE, buf, (uint32_t)n);
+		}
+	}
+	free(buf);
+}
+
+void home_join(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_rank *r = &c->u.rank;
+	struct hjob *h = hjob_find(r->uid, c->name);
+
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (h)
+			h->node = malloc(r->size * sizeof(*h->node));
+		if (!h || !h->node) {
+			free(h);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
+			return;
+		}
+		for (uint32_t i = 0; i < r->size; i++)
+			h->node[i] = JOB_NO_NODE;
+		h->uid = r->uid;
+		snprintf(h->name, sizeof(h->name), "%s", c->name);
+		h->size = r->size;
+		h->step = 1;
+		h->next = home.hjobs;
+		home.hjobs = h;
+	}
+	if (h->size != r->size) {
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EINVAL);
+		return;
+	}
+	if (h->node[r->rank] != JOB_NO_NODE) {
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE);
+		return;
+	}
+	if (!hnode(h, from)) {
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
+		return;
+	}
+	h->node[r->rank] = from;
+	h->joined++;
+	if (h->joined < h->size)
+		return;
+	if (!h->id) {
+		uint32_t i;
+
+		for (i = 1; i < JOB_IDS_PER_HOME && home.ids_used[i]; i++)
+			;
+		if (i == JOB_IDS_PER_HOME) {
+			log_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
+				h->name);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
+			h->node[r->rank] = JOB_NO_NODE;
+			h->joined--;
+			return;
+		}
+		home.ids_used[i] = 1;
+		h->id = home.self << WIRE_JOB_INDEX_BITS | i;
+	}
+	log_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u", h->name, h->uid, h->size, h->nhn,
+		 h->id);
+	send_table(h);
+}
+
+void home_have(const struct wire_ctl *c, uint32_t from)
+{
+	struct hjob *h = hjob_by_id(c->u.step.job);
+	struct steps_node *n;
+
+	if (!h || !(n = hnode(h, from)))
+		return;
+	n->have = 1;
+	for (uint32_t i = 0; i < h->nhn; i++)
+		if (!h->hn[i].have)
+			return;
+	for (uint32_t i = 0; i < h->nhn; i++)
+		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, 0);
+}
+
+void home_leave(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_rank *r = &c->u.rank;
+	struct hjob *h = hjob_find(r->uid, c->name);
+
+	if (!h || r->rank >= h->size || h->node[r->rank] != from)
+		return;
+	h->node[r->rank] = JOB_NO_NODE;
+	if (--h->joined == 0)
+		hjob_free(h);
+}
+
+void home_report(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_report *r = &c->u.report;
+	struct hjob *h = hjob_by_id(r->job);
+	struct steps_node *n;
+
+	if (!h || r->step != h->step)
+		return;         /* a late report of a finished step, or a job gone */
+	n = hnode(h, from);
+	if (!n || !steps_take(h->hn, h->nhn, h->size, &h->step, n, r))
+		return;
+	log_debug("job %s: step %u complete", h->name, h->step - 1);
+	for (uint32_t i = 0; i < h->nhn; i++)
+		msg_job(h->hn[i].node, WIRE_CTL_STEP, h->id, h->step - 1);
+}
+
+void home_init(const struct conf *c, uint32_t self)
+{
+	home.conf = c;
+	home.self = self;
+}
+
+void home_fini(void)
+{
+	while (home.hjobs)
+		hjob_free(home.hjobs);
+}
+
+void home_write_status(FILE *out, uid_t uid)
+{
+	for (struct hjob *h = home.hjobs; h; h = h->next) {
+		if (uid != 0 && h->uid != uid)
+			continue;
+		fprintf(out, "home of job %s uid %u: id %u, %u of %u ranks joined on %u nodes, step %u\n", h->name,
+			h->uid, h->id, h->joined, h->size, h->nhn, h->step);
+	}
+}

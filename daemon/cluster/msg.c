@@ -1,0 +1,26 @@
+/* daemon/cluster/msg.c - see msg.h. */
+#include "msg.h"
+#include "../fwd/ctlq.h"
+#include "../../proto/wire.h"
+
+#include <string.h>
+
+void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err)
+{
+	struct wire_ctl_rank r = { .uid = uid, .size = size, .rank = rank, .err = err,
+				   .name_len = (uint32_t)strlen(name) };
+	uint8_t buf[sizeof(r) + PROTO_NAME_MAX];
+	ssize_t n = wire_ctl_encode_rank(buf, sizeof(buf), &r, name);
+
+	if (n > 0)
+		ctlq_send(node, type, buf, (uint32_t)n);
+}
+
+void msg_job(uint32_t node, uint32_t type, uint32_t job, uint32_t step)
+{
+	struct wire_ctl_step m = { .job = job, .step = step };
+	uint8_t buf[sizeof(m)];
+	ssize_t len = wire_ctl_encode_step(buf, sizeof(buf), &m);
+
+	ctlq_send(node, type, buf, (uint32_t)len);
+}

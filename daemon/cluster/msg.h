@@ -1,0 +1,17 @@
+/* daemon/cluster/msg.h - the control messages both sides of the job protocol
+ * send (wire_ctl_* payloads, proto/wire.h), encoded and handed to the
+ * forwarding layer's control items (fwd/ctlq.h).
+ */
+#ifndef FERRY_CLUSTER_MSG_H
+#define FERRY_CLUSTER_MSG_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* JOIN, LEAVE or REJECT (err: positive errno) about rank of job (uid, name). */
+void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err);
+
+/* HAVE, GO (step 0) or STEP about job id. */
+void msg_job(uint32_t node, uint32_t type, uint32_t job, uint32_t step);
+
+#endif

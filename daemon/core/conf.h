@@ -1,0 +1,74 @@
+/* daemon/core/conf.h - ferryd configuration (/etc/ferry/ferry.conf, libconfig syntax).
+ * The only module that touches libconfig.  The file format and every default
+ * are documented in conf/ferry.conf and the README.
+ */
+#ifndef FERRY_CONF_H
+#define FERRY_CONF_H
+
+#include "../plan/route.h"
+#include "../../proto/job.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONF_DEFAULT_PATH  "/etc/ferry/ferry.conf"
+#define CONF_DEFAULT_PORT  7470
+#define CONF_HOST_MAX      255
+
+enum conf_physical { CONF_SWITCHED, CONF_TORUS, CONF_MESH };
+enum conf_virtual { CONF_VIRT_AUTO, CONF_VIRT_DIRECT, CONF_VIRT_DIMS, CONF_VIRT_PHYSICAL };
+enum conf_transport { CONF_TRANSPORT_AUTO, CONF_TRANSPORT_TCP, CONF_TRANSPORT_VERBS };
+
+struct conf_node {
+	char host[CONF_HOST_MAX + 1];
+	uint16_t port;
+};
+
+struct conf {
+	char path[PATH_MAX];            /* where it came from, for messages */
+	/* cluster */
+	char cluster_name[PROTO_NAME_MAX + 1];
+	uint32_t nnodes;
+	struct conf_node *nodes;        /* nnodes entries, owned */
+	/* topology */
+	int physical;                   /* enum conf_physical */
+	int virtual_kind;               /* enum conf_virtual */
+	struct route route;             /* the resolved routing topology */
+	/* aggregation */
+	uint32_t buffer_bytes;          /* 0 = one item per frame */
+	uint32_t flush_us;
+	/* transport */
+	int transport;                  /* enum conf_transport */
+	char verbs_device[64];          /* "" or the RDMA device the node's address must be on */
+	/* limits */
+	uint32_t max_clients;
+	uint64_t ring_bytes;            /* per direction per endpoint */
+	uint64_t memory_bytes;          /* all queued items together */
+	uint64_t pending_bytes;         /* queued items for one endpoint */
+	uint64_t link_bytes;            /* frames not yet acknowledged by one peer */
+	/* security */
+	char key_file[PATH_MAX];        /* "" = insecure mode */
+	/* logging */
+	int log_level;                  /* LOG_* */
+	/* daemon */
+	char runtime_dir[PATH_MAX];
+	uint32_t spin_us;
+};
+
+/* Fills c with the built-in defaults: a one-node cluster on localhost. */
+void conf_defaults(struct conf *c);
+
+/* Loads and validates a configuration.  On error returns -EINVAL (or -ENOENT
+ * for a missing file) and writes "file:line: what is wrong" into err.  On
+ * success c owns memory that conf_free releases. */
+int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
+int conf_load_string(struct conf *c, const char *text, const char *name, char *err, size_t errlen);
+
+void conf_free(struct conf *c);
+
+/* Name of the node's host:port, for logs. */
+const char *conf_physical_name(int physical);
+const char *conf_transport_name(int transport);
+
+#endif

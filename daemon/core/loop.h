@@ -1,0 +1,78 @@
+/* daemon/core/loop.h - the daemon's single-threaded event loop.
+ *
+ * epoll for file descriptors, one timerfd for all timers, and adaptive polling:
+ * after any activity the loop keeps calling the poll hook without sleeping for
+ * spin_us microseconds (waking a sleeping thread costs tens of microseconds on
+ * the VMs we run on); once idle that long it asks the sleep hook to arm wake-ups
+ * (set "sleeping" flags in the rings) and blocks in epoll_wait.
+ */
+#ifndef FERRY_LOOP_H
+#define FERRY_LOOP_H
+
+#include "../../proto/clock.h"
+
+#include <stdint.h>
+
+struct loop_watch;
+typedef void loop_fd_fn(struct loop_watch *w, uint32_t events);
+
+struct loop_watch {
+	int fd;
+	loop_fd_fn *fn;
+	void *ctx;
+};
+
+struct loop_timer;
+typedef void loop_timer_fn(struct loop_timer *t);
+
+struct loop_timer {
+	uint64_t when_ns;               /* CLOCK_MONOTONIC deadline */
+	loop_timer_fn *fn;
+	void *ctx;
+	struct loop_timer *prev, *next; /* sorted by when_ns while armed */
+	int armed;
+};
+
+/* Hooks the data path provides.  poll: do a bounded amount of work, return
+ * nonzero if anything was done.  sleep_prepare: arm wake-ups; return nonzero
+ * if work appeared meanwhile (then the loop does not sleep).  sleep_done: the
+ * loop woke up; clear what sleep_prepare armed. */
+struct loop_hooks {
+	int (*poll)(void);
+	int (*sleep_prepare)(void);
+	void (*sleep_done)(void);
+};
+
+int loop_init(uint32_t spin_us, const struct loop_hooks *hooks);
+void loop_fini(void);
+
+/* Watches fd for events (EPOLLIN etc.).  Returns 0 or -errno. */
+int loop_add(struct loop_watch *w, int fd, uint32_t events, loop_fd_fn *fn, void *ctx);
+int loop_mod(struct loop_watch *w, uint32_t events);
+void loop_del(struct loop_watch *w);
+
+/* (Re)arms t to fire once after delay_ns. */
+void loop_timer_arm(struct loop_timer *t, uint64_t delay_ns, loop_timer_fn *fn, void *ctx);
+void loop_timer_cancel(struct loop_timer *t);
+
+/* Nanoseconds of CLOCK_MONOTONIC. */
+static inline uint64_t loop_now_ns(void)
+{
+	return proto_now_ns();
+}
+
+/* Marks the loop busy so it keeps spinning (e.g. after a wake-up event). */
+void loop_kick(void);
+
+/* Runs until loop_stop().  Returns 0 or -errno if epoll fails. */
+int loop_run(void);
+void loop_stop(void);
+
+/* Counters for ferryctl stats. */
+struct loop_stats {
+	uint64_t wakeups;       /* returns from a sleeping epoll_wait */
+	uint64_t spins;         /* poll hook calls */
+};
+extern struct loop_stats loop_stats;
+
+#endif

@@ -1,0 +1,194 @@
+/* daemon/fwd/agg.c - see agg.h. */
+#include "agg.h"
+#include "../core/loop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* This module's state for one routing peer. */
+struct agg_peer {
+	struct peer *p;
+	struct frame *buf;              /* frame being filled, not yet sequenced */
+	uint64_t since_ns;              /* when its first item came */
+	uint64_t flush_full, flush_timer, flush_explicit;
+};
+
+uint64_t agg_items_routed;
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	struct agg_peer *peers;         /* peer_count() entries, by peer index */
+	struct agg_peer **next;         /* nnodes entries: the peer on the route */
+	uint32_t alone;                 /* items with a bigger footprint skip aggregation */
+	uint64_t limit;                 /* limits.link_bytes */
+	struct loop_timer flush_timer;
+} agg;
+
+struct peer *agg_next_peer(uint32_t node)
+{
+	return agg.next[node]->p;
+}
+
+int agg_routable(uint32_t node)
+{
+	return node < agg.conf->nnodes && agg.next[node] != NULL;
+}
+
+/* Everything for the peer that is not acknowledged yet: written or not.
+ * Bounding this, not only what is unsent, bounds the frames a link holds for
+ * retransmission too; link_bytes in flight is far above any bandwidth-delay
+ * product a cluster network has. */
+static uint64_t queued(const struct agg_peer *a)
+{
+	return peer_backlog(a->p) + (a->buf ? a->buf->len : 0);
+}
+
+int agg_link_full(uint32_t node)
+{
+	return queued(agg.next[node]) > agg.limit / 4;
+}
+
+static void flush(struct agg_peer *a, int reason)
+{
+	struct frame *f = a->buf;
+
+	if (!f)
+		return;
+	a->buf = NULL;
+	switch (reason) {
+	case AGG_FLUSH_FULL: a->flush_full++; break;
+	case AGG_FLUSH_TIMER: a->flush_timer++; break;
+	default: a->flush_explicit++; break;
+	}
+	peer_send(a->p, f);
+}
+
+void agg_flush_all(int reason)
+{
+	for (uint32_t i = 0; i < peer_count(); i++)
+		flush(&agg.peers[i], reason);
+}
+
+void agg_flush_toward(uint32_t node, int reason)
+{
+	flush(agg.next[node], reason);
+}
+
+static void on_flush_timer(struct loop_timer *t)
+{
+	uint64_t now = loop_now_ns(), period = (uint64_t)agg.conf->flush_us * 1000u, next = 0;
+
+	for (uint32_t i = 0; i < peer_count(); i++) {
+		struct agg_peer *a = &agg.peers[i];
+
+		if (!a->buf)
+			continue;
+		if (now - a->since_ns >= period)
+			flush(a, AGG_FLUSH_TIMER);
+		else if (!next || a->since_ns + period < next)
+			next = a->since_ns + period;
+	}
+	if (next)
+		loop_timer_arm(t, next - now, on_flush_timer, NULL);
+}
+
+int agg_item(const struct wire_item *it, const void *payload, int from_dim, int force)
+{
+	struct agg_peer *a = agg.next[it->node];
+	size_t fp = wire_item_footprint(it->len);
+	uint64_t limit = from_dim >= 0 && from_dim == a->p->dim ? agg.limit : agg.limit / 2;
+	struct frame *f;
+
+	if (!force && queued(a) >= limit)
+		return -EAGAIN;
+	if (fp > agg.alone) {
+		flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */
+		f = frame_alloc((uint32_t)fp);
+		if (!f)
+			return -EAGAIN;
+		f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
+		f->nitems = 1;
+		peer_send(a->p, f);
+		agg_items_routed++;
+		return 0;
+	}
+	if (a->buf && frame_room(a->buf) < fp)
+		flush(a, AGG_FLUSH_FULL);
+	if (!a->buf) {
+		a->buf = frame_alloc(agg.conf->buffer_bytes);
+		if (!a->buf)
+			return -EAGAIN;
+		a->since_ns = loop_now_ns();
+		if (!agg.flush_timer.armed)
+			loop_timer_arm(&agg.flush_timer, (uint64_t)agg.conf->flush_us * 1000u, on_flush_timer, NULL);
+	}
+	f = a->buf;
+	f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
+	f->nitems++;
+	agg_items_routed++;
+	if (f->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
+		flush(a, AGG_FLUSH_FULL);       /* not even an empty item fits any more */
+	return 0;
+}
+
+uint8_t *agg_reserve(uint32_t node, uint32_t len)
+{
+	struct agg_peer *a = agg.next[node];
+	struct frame *f = a->buf;
+	size_t fp = wire_item_footprint(len);
+	uint8_t *slot;
+
+	/* The item that leaves the buffer (nearly) full goes the general way,
+	 * which sends the buffer at once. */
+	if (!f || fp > agg.alone || queued(a) >= agg.limit / 2 ||
+	    f->len + fp + sizeof(struct wire_item) - sizeof(struct wire_frame_hdr) > agg.conf->buffer_bytes)
+		return NULL;
+	slot = f->data + f->len;
+	f->len += (uint32_t)fp;
+	f->nitems++;
+	agg_items_routed++;
+	return slot;
+}
+
+void agg_write_peer_stats(FILE *out, const struct peer *p)
+{
+	const struct agg_peer *a = &agg.peers[p->idx];
+
+	fprintf(out, " flush_full %llu flush_timer %llu flush_explicit %llu", (unsigned long long)a->flush_full,
+		(unsigned long long)a->flush_timer, (unsigned long long)a->flush_explicit);
+}
+
+int agg_init(const struct conf *c, uint32_t self)
+{
+	agg.conf = c;
+	agg.self = self;
+	agg.limit = c->link_bytes;
+	agg.alone = c->buffer_bytes / 2;
+	agg.next = calloc(c->nnodes, sizeof(*agg.next));
+	agg.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*agg.peers));
+	if (!agg.next || !agg.peers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < peer_count(); i++)
+		agg.peers[i].p = peer_at(i);
+	for (uint32_t n = 0; n < c->nnodes; n++) {
+		uint32_t hop;
+
+		if (n == self || route_next_hop(&c->route, self, n, &hop) < 0)
+			continue;
+		agg.next[n] = &agg.peers[peer_by_node(hop)->idx];
+	}
+	return 0;
+}
+
+void agg_fini(void)
+{
+	loop_timer_cancel(&agg.flush_timer);
+	for (uint32_t i = 0; agg.peers && i < peer_count(); i++)
+		if (agg.peers[i].buf)
+			frame_free(agg.peers[i].buf);
+	free(agg.peers);
+	free(agg.next);
+	agg.peers = NULL;
+	agg.next = NULL;
+}

@@ -1,0 +1,73 @@
+/* daemon/fwd/agg.h - aggregation: the routing table (node -> next-hop peer)
+ * and one aggregation buffer per peer (TRAM thesis §3.3.2, §4.2).
+ *
+ * An item for another node goes into the aggregation buffer of the peer on
+ * its route (the next hop, from a table computed once from plan/route.c).  A
+ * buffer leaves as a frame when it holds aggregation.buffer_bytes, when
+ * aggregation.flush_us has passed since its first item, on ferry_flush, or at
+ * the end of a step.  Items whose footprint exceeds half a buffer (pieces of
+ * large items) skip aggregation: the buffer is sent first, so that order per
+ * sender and receiver holds, and the item goes in a frame of its own.
+ *
+ * Backpressure: a peer whose frames not yet acknowledged reach
+ * limits.link_bytes takes no more items; items entering that link's
+ * dimension (from a local endpoint, or turning from another dimension) stop
+ * already at half of it.  Reserving the second half for items that continue
+ * along a ring keeps a torus ring from filling up completely, which would
+ * deadlock it (the "bubble" rule of Puente et al., adaptive bubble routers,
+ * 1999).
+ *
+ * Ownership: a buffer belongs to this module until it is full or flushed;
+ * then it is handed to the peer layer (peer_send), which frees it once the
+ * peer acknowledges it.
+ */
+#ifndef FERRY_FWD_AGG_H
+#define FERRY_FWD_AGG_H
+
+#include "../core/conf.h"
+#include "../net/peer.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum agg_flush { AGG_FLUSH_FULL, AGG_FLUSH_TIMER, AGG_FLUSH_EXPLICIT };
+
+/* Sets up the routing table and the buffers for the peers of node self. */
+int agg_init(const struct conf *c, uint32_t self);
+void agg_fini(void);
+
+/* The peer an item for node goes to next (node != self, inside the cluster). */
+struct peer *agg_next_peer(uint32_t node);
+
+/* 1 if items for node can be routed from here (node != self, in the cluster,
+ * reachable). */
+int agg_routable(uint32_t node);
+
+/* Queues an item for it->node (!= self).  from_dim is the dimension of the
+ * link it arrived on, -1 if it starts here; force ignores the queue limit
+ * (small daemon control items).  Returns 0, or -EAGAIN if the next hop takes
+ * no more now (the caller keeps the item and retries). */
+int agg_item(const struct wire_item *it, const void *payload, int from_dim, int force);
+
+/* The common case of agg_item for an item that starts here: room for it in
+ * the buffer of its next hop.  Returns where its wire_item_footprint(len)
+ * bytes go, already counted in the buffer (the caller writes them at once),
+ * or NULL: then call agg_item, which also handles new and full buffers,
+ * large items and backpressure. */
+uint8_t *agg_reserve(uint32_t node, uint32_t len);
+
+/* 1 while the link toward node is above the level at which senders that
+ * were refused resume. */
+int agg_link_full(uint32_t node);
+
+/* Sends every partly filled buffer now; or the one toward node. */
+void agg_flush_all(int reason);
+void agg_flush_toward(uint32_t node, int reason);
+
+/* Items this node put into buffers, all sources. */
+extern uint64_t agg_items_routed;
+
+/* The buffer counters of peer p, as " name value" pairs. */
+void agg_write_peer_stats(FILE *out, const struct peer *p);
+
+#endif

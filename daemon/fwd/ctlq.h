@@ -1,0 +1,43 @@
+/* daemon/fwd/ctlq.h - daemon control items (job 0: job joins, rank tables,
+ * step accounting, see proto/wire.h): sending them to a node, and the queue
+ * of those for this node until the cluster layer takes them.
+ *
+ * Control items for another node travel like any item (routed, aggregated,
+ * acknowledged, resent), but ignore the queue limits (they are few and
+ * small) and leave at once rather than waiting to fill a buffer.  Those for
+ * this node, from the network or from this node itself, wait in a queue that
+ * the cluster layer empties from the loop (cluster_poll): never from inside
+ * the taking apart of a frame, which may be in the middle of a transport's
+ * receive path.
+ *
+ * Ownership: the queue owns copies of the items; ctlq_pop frees one.
+ */
+#ifndef FERRY_FWD_CTLQ_H
+#define FERRY_FWD_CTLQ_H
+
+#include <stdint.h>
+
+struct ctlq_item {
+	struct ctlq_item *next;
+	uint32_t type;                  /* enum wire_ctl_type */
+	uint32_t from;                  /* the node that sent it */
+	uint32_t len;
+	uint8_t payload[];
+};
+
+void ctlq_init(uint32_t self);
+/* Frees what is queued. */
+void ctlq_fini(void);
+
+/* Sends a control item of type to node (this node too). */
+void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len);
+
+/* A control item for this node arrived from node from: queues a copy.
+ * Returns 0 or -ENOMEM. */
+int ctlq_push(uint32_t type, uint32_t from, const void *payload, uint32_t len);
+
+/* The oldest queued item, or NULL; ctlq_pop frees it. */
+const struct ctlq_item *ctlq_first(void);
+void ctlq_pop(void);
+
+#endif

@@ -1,0 +1,52 @@
+/* daemon/fwd/fwd.c - see fwd.h. */
+#include "fwd.h"
+#include "agg.h"
+#include "ctlq.h"
+#include "rx.h"
+#include "tx.h"
+
+const struct peer_events fwd_peer_events = {
+	.rx = rx_frame,
+};
+
+int fwd_init(const struct conf *c, uint32_t self)
+{
+	int ret;
+
+	ctlq_init(self);
+	ret = agg_init(c, self);
+	if (ret == 0)
+		ret = rx_init(c, self);
+	if (ret == 0)
+		ret = tx_init(c, self);
+	if (ret < 0)
+		fwd_fini();
+	return ret;
+}
+
+void fwd_fini(void)
+{
+	rx_fini();
+	agg_fini();
+	ctlq_fini();
+}
+
+int fwd_poll(void)
+{
+	int work = tx_poll();
+
+	return rx_poll() | work;
+}
+
+void fwd_write_peer_stats(FILE *out)
+{
+	for (uint32_t i = 0; i < peer_count(); i++) {
+		const struct peer *p = peer_at(i);
+
+		fprintf(out, "peer %u", p->node);
+		peer_write_stats(out, p);
+		rx_write_peer_stats(out, p);
+		agg_write_peer_stats(out, p);
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,33 @@
+/* daemon/fwd/tx.h - draining the TX rings of local endpoints: every record
+ * an application published goes on, in order: an item to a local endpoint's
+ * RX ring or into the aggregation buffer of its next hop, FLUSH and DONE to
+ * the buffers and the step counters.
+ *
+ * Backpressure, never loss: when a destination takes no more (a local
+ * endpoint's queue, or the link toward a node, see endpoint.h and agg.h), the
+ * record stays in the TX ring and draining that ring stops until the
+ * destination has drained to half; the sender's ring then fills and
+ * ferry_send returns -EAGAIN (or waits).  Other rings go on.
+ */
+#ifndef FERRY_FWD_TX_H
+#define FERRY_FWD_TX_H
+
+#include "../core/conf.h"
+
+#include <stdint.h>
+
+struct tx_stats {
+	uint64_t items_in;              /* items taken from TX rings */
+	uint64_t bytes_in;
+	uint64_t stalls;                /* TX draining stopped for backpressure */
+	uint64_t flushes;               /* FLUSH records seen */
+};
+extern struct tx_stats tx_stats;
+
+int tx_init(const struct conf *c, uint32_t self);
+
+/* Loop hook: moves queued records into RX rings, then drains every TX ring
+ * (a bounded number of records each).  Returns 1 if it did anything. */
+int tx_poll(void);
+
+#endif

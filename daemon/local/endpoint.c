@@ -1,0 +1,388 @@
+/* daemon/local/endpoint.c - see endpoint.h. */
+#include "endpoint.h"
+#include "../core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct ep_stats ep_stats;
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	struct ep *all;
+	uint32_t count;
+	uint64_t region_bytes;          /* of all endpoints */
+	int membarrier;                 /* we fence for clients before sleeping */
+} endpoints;
+
+static void wake(int efd)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already huge: the peer will wake anyway. */
+	if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_rl_warn("eventfd write: %m");
+}
+
+void ep_fail(struct ep *ep, const char *why)
+{
+	if (ep->failed)
+		return;
+	ep->failed = why;
+	loop_kick();            /* the session reaps it */
+}
+
+/* --- delivery --- */
+
+__attribute__((noinline))
+int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force)
+{
+	uint64_t fp = ring_footprint(rec->len);
+
+	if (!d->failed && !d->pending.count) {
+		struct proto_rec *slot = ring_reserve_fast(&d->rx, rec->len);
+		int ret = slot ? 0 : ring_reserve(&d->rx, rec->len, &slot);
+
+		if (ret == 0) {
+			ep_put(d, slot, rec, payload);
+			return 0;
+		}
+		if (ret == -EPROTO)
+			ep_fail(d, "client published an impossible RX tail");
+	}
+	if (d->failed) {
+		/* It ends at the next turn of the loop: what comes for it
+		 * meanwhile is dropped, and counted as its queue will be. */
+		if (rec->kind == PROTO_REC_ITEM)
+			ep_drop(d->job, 1);
+		return 0;
+	}
+	if (!force && d->pending.bytes + fp > endpoints.conf->pending_bytes)
+		return -EAGAIN;
+	if (recq_push(&d->pending, rec, payload, force ? UINT64_MAX : endpoints.conf->memory_bytes) < 0)
+		return -EAGAIN;
+	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
+	return 0;
+}
+
+int ep_flush_pending(struct ep *d)
+{
+	const struct proto_rec *rec;
+	const void *payload;
+	int moved = 0;
+
+	while (!d->failed && recq_peek(&d->pending, &rec, &payload)) {
+		struct proto_rec *slot;
+		int ret = ring_reserve(&d->rx, rec->len, &slot);
+
+		if (ret == -EAGAIN)
+			break;
+		if (ret < 0) {
+			ep_fail(d, "client published an impossible RX tail");
+			return 1;
+		}
+		ep_put(d, slot, rec, payload);
+		recq_pop(&d->pending);
+		moved = 1;
+	}
+	return moved;
+}
+
+void ep_tx_release(struct ep *ep)
+{
+	if (!ep->failed && ring_release(&ep->tx))
+		wake(ep->efd_client);
+}
+
+void ep_step_complete(struct job *j, uint32_t step)
+{
+	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = step };
+
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct ep *d = j->ranks[r].ep;
+
+		if (d)
+			ep_deliver_slow(d, &rec, NULL, 1);
+	}
+}
+
+int ep_publish(void)
+{
+	int work = 0;
+
+	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
+		if (!ep->rx_dirty || ep->failed)
+			continue;
+		ep->rx_dirty = 0;
+		work = 1;
+		if (ring_publish(&ep->rx))
+			wake(ep->efd_client);
+	}
+	return work;
+}
+
+/* --- opening and closing --- */
+
+static void on_efd(struct loop_watch *w, uint32_t events)
+{
+	struct ep *ep = w->ctx;
+	uint64_t n;
+
+	(void)events;
+	if (read(ep->efd_daemon, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_rl_warn("session %u: eventfd read: %m", ep->id);
+	loop_kick();
+}
+
+static size_t page_align(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
+int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
+	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3])
+{
+	uint64_t ring = endpoints.conf->ring_bytes;
+	struct ep *ep = calloc(1, sizeof(*ep));
+	int memfd, ret;
+
+	if (!ep)
+		return -ENOMEM;
+	ep->id = id;
+	ep->pid = pid;
+	ep->uid = uid;
+	ep->rank = rank;
+	ep->blocked_node = JOB_NO_NODE;
+	ep->efd_client = ep->efd_daemon = -1;
+	ep->efd_w.fd = -1;
+	ret = job_join(uid, name, size, rank, endpoints.self, ep, &ep->job);
+	if (ret < 0)
+		goto err_free;
+
+	*a = (struct ctl_attached_wire){ 0 };
+	a->tx_off = 0;
+	a->tx_size = ring;
+	a->rx_off = page_align(ring_bytes(ring));
+	a->rx_size = ring;
+	a->region_bytes = a->rx_off + page_align(ring_bytes(ring));
+	a->node = endpoints.self;
+	a->session = id;
+	a->flags = endpoints.membarrier ? CTL_ATTACHED_MEMBARRIER : 0;
+
+	memfd = memfd_create("ferry-endpoint", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (memfd < 0) {
+		ret = -errno;
+		log_err("session %u: memfd_create: %m", id);
+		goto err_leave;
+	}
+	if (ftruncate(memfd, (off_t)a->region_bytes) < 0) {
+		ret = -errno;
+		log_err("session %u: ftruncate %llu bytes: %m", id, (unsigned long long)a->region_bytes);
+		goto err_memfd;
+	}
+	/* The client could otherwise shrink the file under our mapping and make
+	 * our next access fault with SIGBUS. */
+	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		ret = -errno;
+		log_err("session %u: sealing memfd: %m", id);
+		goto err_memfd;
+	}
+	ep->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (ep->region == MAP_FAILED) {
+		ret = -errno;
+		log_err("session %u: mmap %llu bytes: %m", id, (unsigned long long)a->region_bytes);
+		goto err_memfd;
+	}
+	ep->region_bytes = a->region_bytes;
+	ring_attach(&ep->tx, (uint8_t *)ep->region + a->tx_off, a->tx_size, 1);
+	ring_attach(&ep->rx, (uint8_t *)ep->region + a->rx_off, a->rx_size, 1);
+
+	ep->efd_client = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ep->efd_daemon = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ep->efd_client < 0 || ep->efd_daemon < 0) {
+		ret = -errno;
+		log_err("session %u: eventfd: %m", id);
+		goto err_efds;
+	}
+	ret = loop_add(&ep->efd_w, ep->efd_daemon, EPOLLIN, on_efd, ep);
+	if (ret < 0) {
+		log_err("session %u: epoll add: %s", id, strerror(-ret));
+		goto err_efds;
+	}
+	fds[0] = memfd;
+	fds[1] = ep->efd_client;
+	fds[2] = ep->efd_daemon;
+	ep->next = endpoints.all;
+	endpoints.all = ep;
+	endpoints.count++;
+	endpoints.region_bytes += ep->region_bytes;
+	*ep_p = ep;
+	return 0;
+
+err_efds:
+	if (ep->efd_client >= 0)
+		close(ep->efd_client);
+	if (ep->efd_daemon >= 0)
+		close(ep->efd_daemon);
+	munmap(ep->region, ep->region_bytes);
+err_memfd:
+	close(memfd);
+err_leave:
+	job_leave(ep->job, rank);       /* nobody else heard of it */
+err_free:
+	free(ep);
+	return ret;
+}
+
+void ep_close(struct ep *ep)
+{
+	struct ep **pp;
+
+	if (ep->pending.count) {
+		ep_drop(ep->job, ep->pending.count);
+		log_notice("session %u: %llu queued items for rank %u dropped", ep->id,
+			   (unsigned long long)ep->pending.count, ep->rank);
+	}
+	recq_clear(&ep->pending);
+	for (struct ep *o = endpoints.all; o; o = o->next)
+		if (o->blocked_on == ep)
+			o->blocked_on = NULL;
+	for (pp = &endpoints.all; *pp != ep; pp = &(*pp)->next)
+		;
+	*pp = ep->next;
+	endpoints.count--;
+	endpoints.region_bytes -= ep->region_bytes;
+	job_leave(ep->job, ep->rank);
+	loop_del(&ep->efd_w);
+	close(ep->efd_client);
+	close(ep->efd_daemon);
+	munmap(ep->region, ep->region_bytes);
+	free(ep);
+}
+
+struct ep *ep_first(void)
+{
+	return endpoints.all;
+}
+
+uint32_t ep_count(void)
+{
+	return endpoints.count;
+}
+
+uint64_t ep_region_bytes(void)
+{
+	return endpoints.region_bytes;
+}
+
+/* --- sleeping --- */
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+/* The drainer waits for room elsewhere: this TX ring's records could not go
+ * on anyway, so its client need not wake us. */
+static int tx_blocked(const struct ep *ep)
+{
+	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE;
+}
+
+int ep_sleep_prepare(void)
+{
+	int armed = 0;
+
+	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
+		const struct proto_rec *rec;
+		const void *payload;
+
+		if (ep->failed)
+			continue;
+		/* A blocked sender makes progress only when its destination's
+		 * client frees RX room, which the check below arms. */
+		if (!tx_blocked(ep)) {
+			if (endpoints.membarrier) {
+				ring_consumer_arm(&ep->tx);
+				armed = 1;
+			} else if (ring_consumer_sleep(&ep->tx)) {
+				return 1;
+			}
+		}
+		if (recq_peek(&ep->pending, &rec, &payload) && ring_producer_sleep(&ep->rx, rec->len))
+			return 1;
+	}
+	if (!armed)
+		return 0;
+	/* The other half of the clients' fenceless publish (proto/ring.h). */
+	if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) < 0) {
+		log_err("membarrier: %m; clients attached from now on fence themselves");
+		endpoints.membarrier = 0;
+		return 1;       /* look again, the slow way */
+	}
+	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
+		if (!ep->failed && !tx_blocked(ep) && ring_consumer_check(&ep->tx))
+			return 1;
+	return 0;
+}
+
+void ep_sleep_done(void)
+{
+	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
+		ring_consumer_awake(&ep->tx);
+		ring_producer_awake(&ep->rx);
+	}
+}
+
+int ep_busy(void)
+{
+	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
+		if (ep->failed)
+			continue;
+		if (ep->pending.count ||
+		    atomic_load_explicit(&ep->tx.sh->head, memory_order_acquire) != ep->tx.tail)
+			return 1;
+	}
+	return 0;
+}
+
+void ep_write_status(FILE *out, const struct ep *ep)
+{
+	fprintf(out, "  rank %u: pid %d, session %u, sent %llu, received %llu, queued %llu%s\n",
+		ep->rank, ep->pid, ep->id, (unsigned long long)ep->items_sent,
+		(unsigned long long)ep->items_received, (unsigned long long)ep->pending.count,
+		ep->blocked_on ? ", sender stalled" : "");
+	fprintf(out, "    rings: tx %llu of %llu bytes used, rx %llu of %llu bytes used\n",
+		(unsigned long long)(atomic_load(&ep->tx.sh->head) - ep->tx.tail),
+		(unsigned long long)ep->tx.size,
+		(unsigned long long)(ep->rx.head - atomic_load(&ep->rx.sh->tail)),
+		(unsigned long long)ep->rx.size);
+}
+
+/* --- setup --- */
+
+int ep_init(const struct conf *c, uint32_t self)
+{
+	endpoints.conf = c;
+	endpoints.self = self;
+	/* Register so that clients' membarrier calls reach us too, and offer
+	 * clients the fenceless publish if the kernel has it. */
+	endpoints.membarrier = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+	if (!endpoints.membarrier)
+		log_info("membarrier not available (%m): clients will fence every publish");
+	return 0;
+}
+
+void ep_fini(void)
+{
+	while (endpoints.all)
+		ep_close(endpoints.all);
+}

@@ -1,0 +1,177 @@
+/* daemon/local/endpoint.h - local endpoints: the shared-memory region of each
+ * client attachment (its TX and RX rings), the eventfds that wake either side,
+ * and delivery into RX rings.
+ *
+ * Delivery never loses an item: one whose destination ring is full waits in
+ * the destination's queue (daemon memory, recq.h).  When that queue holds
+ * limits.pending_bytes, or all queues together limits.memory_bytes, delivery
+ * refuses (-EAGAIN) and the layer that drains TX rings (fwd/tx.c) stops
+ * draining the sender (the item stays in its TX ring) until the queue has
+ * drained to half; the sender's ring then fills and ferry_send returns
+ * -EAGAIN (or waits, per flag).
+ *
+ * The fast path of delivery (an item, room in the ring, nothing queued) is
+ * inline here, so that the forwarding layer's per-item loops compile it in.
+ *
+ * Ownership: the control session (session.c) opens an endpoint and ends it
+ * with ep_close, always from the loop (sess_poll), never from inside a
+ * callback that a caller above still runs in: anything that finds an endpoint
+ * unusable (a record it cannot accept, an impossible ring index) marks it
+ * with ep_fail and goes on; the endpoint stays valid, and stays in its job's
+ * rank table, until the session reaps it.
+ */
+#ifndef FERRY_LOCAL_ENDPOINT_H
+#define FERRY_LOCAL_ENDPOINT_H
+
+#include "job.h"
+#include "recq.h"
+#include "../core/conf.h"
+#include "../core/loop.h"
+#include "../../proto/ctl.h"
+#include "../../proto/ring.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+struct sess;
+
+struct ep {
+	struct ep *next;                /* every endpoint (ep_first) */
+	uint32_t id;                    /* its session's id, for logs */
+	pid_t pid;                      /* the client, for logs and status */
+	uid_t uid;
+	struct sess *sess;              /* the session that opened it (session.c's) */
+	struct job *job;
+	uint32_t rank;
+
+	void *region;                   /* the memfd mapping with both rings */
+	size_t region_bytes;
+	int efd_client;                 /* we write: RX records or TX room */
+	int efd_daemon;                 /* client writes: TX records or RX room */
+	struct loop_watch efd_w;
+	struct ring tx, rx;
+	struct recq pending;            /* items waiting for room in rx */
+	int rx_dirty;                   /* records written to rx, not yet published */
+
+	/* Draining tx: the forwarding layer's (fwd/tx.c), which stops taking
+	 * from tx while a destination takes no more. */
+	uint32_t done_step;             /* the step this rank last ended */
+	struct ep *blocked_on;          /* its destination's queue is full */
+	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
+
+	/* Ending (always from the loop, see above). */
+	const char *failed;             /* the client broke the protocol: why; nothing more is taken */
+	int closing;                    /* the client went away: tx is drained once more, then it ends */
+
+	uint64_t items_sent, items_received;
+};
+
+struct ep_stats {
+	uint64_t items_delivered;       /* items written into RX rings */
+	uint64_t items_queued;          /* items that had to wait in daemon memory */
+	uint64_t items_dropped;         /* destination rank gone */
+};
+extern struct ep_stats ep_stats;
+
+/* Registers for membarrier (see proto/ring.h's fenceless publish) and keeps
+ * the limits of c.  Returns 0. */
+int ep_init(const struct conf *c, uint32_t self);
+void ep_fini(void);
+
+/* Opens an endpoint as rank of the job (uid, name) of size ranks: joins the
+ * job (job.h) and creates the region and eventfds.  On success fills in a
+ * (the ATTACHED message), fds (memfd, eventfd to client, eventfd to daemon;
+ * the caller closes fds[0] once it is sent) and *ep_p.  Returns 0, or the
+ * errors of job_join, or -errno of a system call (logged). */
+int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
+	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3]);
+
+/* Ends an endpoint: drops what is queued for it (counted), leaves its job,
+ * frees everything.  Only from the loop (see above). */
+void ep_close(struct ep *ep);
+
+/* Marks ep unusable because its client broke the protocol (why: a string
+ * constant): nothing more is taken from or delivered to it, and its session
+ * ends from the loop. */
+void ep_fail(struct ep *ep, const char *why);
+
+/* Every endpoint, for iteration with ->next. */
+struct ep *ep_first(void);
+uint32_t ep_count(void);
+uint64_t ep_region_bytes(void);
+
+/* Writes one record into d's RX ring (accounting it), or queues it.  Returns
+ * 0, or -EAGAIN if d's queue (or daemon memory) is full: the caller keeps
+ * the record and tries again later.  force: the queue takes it regardless
+ * (small control records). */
+int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force);
+
+/* Copies a record into a reserved RX ring slot and accounts it. */
+static inline void ep_put(struct ep *d, struct proto_rec *slot, const struct proto_rec *rec, const void *payload)
+{
+	memcpy(slot, rec, sizeof(*rec));
+	proto_copy((uint8_t *)(slot + 1), payload, rec->len);
+	d->rx_dirty = 1;
+	if (rec->kind == PROTO_REC_ITEM) {
+		d->items_received++;
+		d->job->ringed++;
+		ep_stats.items_delivered++;
+	}
+}
+
+/* ep_deliver_slow for an item; the common case, room in the ring and
+ * nothing queued, inline. */
+static inline int ep_deliver(struct ep *d, const struct proto_rec *rec, const void *payload)
+{
+	struct proto_rec *slot;
+
+	if (__builtin_expect(!d->pending.count, 1) && (slot = ring_reserve_fast(&d->rx, rec->len)) != NULL) {
+		ep_put(d, slot, rec, payload);
+		return 0;
+	}
+	return ep_deliver_slow(d, rec, payload, 0);
+}
+
+/* n items of j will never reach their rank (it left, or is not here): they
+ * count as arrived, so that steps can still end. */
+static inline void ep_drop(struct job *j, uint64_t n)
+{
+	j->items_dropped += n;
+	j->ringed += n;
+	ep_stats.items_dropped += n;
+}
+
+/* Moves queued records into d's RX ring as far as it has room.  Returns 1 if
+ * it moved any. */
+int ep_flush_pending(struct ep *d);
+
+/* 1 while d's queue is above the level at which blocked senders resume. */
+static inline int ep_pending_high(const struct ep *d, const struct conf *c)
+{
+	return !d->failed && d->pending.bytes > c->pending_bytes / 2;
+}
+
+/* The records taken from ep's TX ring so far go back to the client as room. */
+void ep_tx_release(struct ep *ep);
+
+/* A STEP record for step to every endpoint of j here, behind every item of
+ * the step. */
+void ep_step_complete(struct job *j, uint32_t step);
+
+/* Publishes what was written into RX rings, waking clients that sleep.
+ * Returns 1 if any was published. */
+int ep_publish(void);
+
+/* Loop hooks (loop.h): arm and disarm wake-ups of TX and RX rings. */
+int ep_sleep_prepare(void);
+void ep_sleep_done(void);
+
+/* 1 while queued items or unconsumed TX records remain. */
+int ep_busy(void);
+
+/* Writes ep's lines for ferryctl status (under its job's line). */
+void ep_write_status(FILE *out, const struct ep *ep);
+
+#endif

@@ -1,0 +1,95 @@
+/* daemon/main/query.c - see query.h. */
+#include "query.h"
+#include "../cluster/cluster.h"
+#include "../core/loop.h"
+#include "../fwd/agg.h"
+#include "../fwd/fwd.h"
+#include "../fwd/rx.h"
+#include "../fwd/tx.h"
+#include "../local/endpoint.h"
+#include "../local/session.h"
+#include "../net/auth.h"
+#include "../net/frame.h"
+#include "../net/peer.h"
+#include "../../proto/ctl.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	uint64_t start_ns;
+	const int *stopping;
+} daemon_state;
+
+void query_init(const struct conf *c, uint32_t self, uint64_t start_ns, const int *stopping)
+{
+	daemon_state.conf = c;
+	daemon_state.self = self;
+	daemon_state.start_ns = start_ns;
+	daemon_state.stopping = stopping;
+}
+
+int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *out)
+{
+	const struct conf *c = daemon_state.conf;
+	char dims[128];
+
+	route_dims_str(&c->route, dims, sizeof(dims));
+	switch (what) {
+	case CTL_Q_STATUS:
+		fprintf(out, "ferryd node %u of %u (cluster \"%s\"), pid %d, up %llu s%s\n", daemon_state.self,
+			c->nnodes, c->cluster_name, (int)getpid(),
+			(unsigned long long)((loop_now_ns() - daemon_state.start_ns) / 1000000000u),
+			*daemon_state.stopping ? ", stopping" : "");
+		fprintf(out, "topology: %s, %s %s; transport %s%s\n", conf_physical_name(c->physical),
+			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims, peer_transport_name(),
+			auth_insecure() ? " (insecure: no cluster key)" : ", authenticated");
+		fprintf(out, "links: %u peers\n", peer_count());
+		peer_write_status(out);
+		fprintf(out, "clients: %u sessions, %u endpoints; jobs here: %u\n", sess_count(),
+			ep_count(), job_count());
+		cluster_write_status(out, cred->uid);
+		return 0;
+	case CTL_Q_STATS:
+		fprintf(out, "node %u\n", daemon_state.self);
+		fprintf(out, "sessions %u\nendpoints %u\njobs %u\n", sess_count(), ep_count(), job_count());
+		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_region_bytes %llu\n"
+			"memory_frame_bytes %llu\n",
+			(unsigned long long)recq_mem_bytes, (unsigned long long)recq_mem_peak,
+			(unsigned long long)ep_region_bytes(), (unsigned long long)frame_mem_bytes);
+		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\n",
+			(unsigned long long)sess_stats.sessions_opened,
+			(unsigned long long)sess_stats.sessions_closed,
+			(unsigned long long)sess_stats.sessions_killed);
+		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
+			"items_dropped %llu\nstalls %llu\nflushes %llu\n",
+			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,
+			(unsigned long long)ep_stats.items_delivered,
+			(unsigned long long)ep_stats.items_queued,
+			(unsigned long long)ep_stats.items_dropped, (unsigned long long)tx_stats.stalls,
+			(unsigned long long)tx_stats.flushes);
+		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
+			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
+		fprintf(out, "loop_wakeups %llu\nloop_spins %llu\n", (unsigned long long)loop_stats.wakeups,
+			(unsigned long long)loop_stats.spins);
+		fprintf(out, "transport %s\n", peer_transport_name());
+		peer_write_transport_stats(out);
+		fwd_write_peer_stats(out);
+		return 0;
+	case CTL_Q_DEBUG:
+		/* Fault injection for tests: break the link to node arg. */
+		if (cred->uid != 0 && cred->uid != geteuid())
+			return -EPERM;
+		if (peer_fault(arg) < 0) {
+			fprintf(out, "node %u is not a connected peer\n", arg);
+			return -ENOENT;
+		}
+		fprintf(out, "link to node %u broken\n", arg);
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+

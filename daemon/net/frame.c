@@ -1,0 +1,137 @@
+/* daemon/net/frame.c - see frame.h. */
+#include "frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FREE_BYTES (4u << 20)   /* standard frames kept for reuse, in bytes */
+
+uint64_t frame_mem_bytes;
+
+/* Two size classes are reused: standard frames and frames for one maximal
+ * piece of a large item (those come and go by the dozen per large item). */
+struct frame_pool {
+	uint32_t cap;           /* data bytes of a frame of this class */
+	struct frame *free;
+	uint32_t nfree;
+};
+
+static struct {
+	struct frame_pool pool[2];      /* standard, maximal piece */
+} pools;
+
+static struct frame_pool *pool_for(uint32_t cap)
+{
+	for (int i = 0; i < 2; i++)
+		if (cap <= pools.pool[i].cap)
+			return &pools.pool[i];
+	return NULL;
+}
+
+void frame_init(uint32_t body_bytes)
+{
+	uint32_t piece = (uint32_t)(sizeof(struct wire_frame_hdr) + wire_item_footprint(PROTO_FRAG_BYTES));
+
+	/* With buffer_bytes = 0 (no aggregation) small items still come from
+	 * the free list. */
+	pools.pool[0].cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096);
+	pools.pool[1].cap = piece > pools.pool[0].cap ? piece : pools.pool[0].cap;
+}
+
+static void release(struct frame *f)
+{
+	if (f->reg)
+		f->reg->release(f);
+	frame_mem_bytes -= sizeof(*f) + f->cap;
+	free(f);
+}
+
+void frame_fini(void)
+{
+	for (int i = 0; i < 2; i++) {
+		while (pools.pool[i].free) {
+			struct frame *f = pools.pool[i].free;
+
+			pools.pool[i].free = f->next;
+			release(f);
+		}
+		pools.pool[i].nfree = 0;
+	}
+}
+
+struct frame *frame_alloc(uint32_t body)
+{
+	uint32_t cap = (uint32_t)sizeof(struct wire_frame_hdr) + body;
+	struct frame_pool *pool = pool_for(cap);
+	struct frame *f;
+
+	if (pool && pool->free) {
+		f = pool->free;
+		pool->free = f->next;
+		pool->nfree--;
+	} else {
+		if (pool)
+			cap = pool->cap;
+		f = malloc(sizeof(*f) + cap);
+		if (!f)
+			return NULL;
+		f->cap = cap;
+		f->reg = NULL;
+		f->lkey = 0;
+		frame_mem_bytes += sizeof(*f) + cap;
+	}
+	f->next = NULL;
+	f->seq = 0;
+	f->len = sizeof(struct wire_frame_hdr);
+	f->nitems = 0;
+	memset(f->data, 0, sizeof(struct wire_frame_hdr));
+	return f;
+}
+
+void frame_free(struct frame *f)
+{
+	struct frame_pool *pool = pool_for(f->cap);
+
+	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= FREE_BYTES) {
+		f->next = pool->free;
+		pool->free = f;
+		pool->nfree++;
+		return;
+	}
+	release(f);
+}
+
+void frameq_push(struct frameq *q, struct frame *f)
+{
+	f->next = NULL;
+	if (q->tail)
+		q->tail->next = f;
+	else
+		q->head = f;
+	q->tail = f;
+	q->bytes += f->len;
+	q->count++;
+}
+
+struct frame *frameq_pop(struct frameq *q)
+{
+	struct frame *f = q->head;
+
+	if (!f)
+		return NULL;
+	q->head = f->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->bytes -= f->len;
+	q->count--;
+	f->next = NULL;
+	return f;
+}
+
+void frameq_clear(struct frameq *q)
+{
+	struct frame *f;
+
+	while ((f = frameq_pop(q)))
+		frame_free(f);
+}

@@ -1,0 +1,73 @@
+/* daemon/net/frame.h - frame buffers: one network frame between two daemons, a
+ * struct wire_frame_hdr followed by its body, in one allocation.  Frames of
+ * the standard size (aggregation.buffer_bytes) come from a free list, so the
+ * data path allocates nothing per frame once warm; larger ones (a piece of a
+ * large item) are allocated for the occasion.  All frame memory is counted in
+ * frame_mem_bytes.
+ *
+ * Ownership: a frame has one owner at a time, which frees it with frame_free:
+ * the aggregation buffer filling it (fwd), then the peer queue it is sequenced
+ * on until the peer acknowledges it (peer.c), or a frame kept while its items
+ * wait to go on (fwd).  Transports only borrow the frames of a peer's queue
+ * while they write them.
+ */
+#ifndef FERRY_FRAME_H
+#define FERRY_FRAME_H
+
+#include "../../proto/wire.h"
+
+#include <stdint.h>
+
+struct frame {
+	struct frame *next;
+	uint64_t seq;           /* per-link sequence number once queued */
+	uint32_t len;           /* bytes used in data, header included */
+	uint32_t cap;           /* bytes available in data */
+	uint32_t nitems;        /* items in the body (statistics) */
+	uint32_t lkey;          /* a transport's registration key (verbs), with reg */
+	struct frame_reg *reg;  /* the transport's registration, or NULL */
+	uint8_t data[];         /* wire_frame_hdr, then the body */
+};
+
+/* A transport that sends from registered memory (verbs) registers a frame's
+ * memory when it first sends it, and attaches the registration here; the
+ * registration says how it is released.  The frame owns it from then on:
+ * frames in the reuse pools keep theirs, and freeing a frame's memory calls
+ * release first.  The transport may also release it earlier (a removed
+ * device), setting f->reg to NULL. */
+struct frame_reg {
+	void (*release)(struct frame *f);
+};
+
+extern uint64_t frame_mem_bytes;
+
+/* Sets the standard body size (aggregation.buffer_bytes, at least 4 KiB).
+ * Frames of that size and frames for one maximal piece of a large item are
+ * kept for reuse. */
+void frame_init(uint32_t body_bytes);
+void frame_fini(void);
+
+/* A frame with room for at least body bytes of body (a standard frame if that
+ * is enough), its header zeroed and len covering just the header.  NULL when
+ * out of memory. */
+struct frame *frame_alloc(uint32_t body);
+void frame_free(struct frame *f);
+
+/* Bytes of body room left. */
+static inline uint32_t frame_room(const struct frame *f)
+{
+	return f->cap - f->len;
+}
+
+/* Singly linked FIFO of frames with a byte count. */
+struct frameq {
+	struct frame *head, *tail;
+	uint64_t bytes;         /* sum of len */
+	uint32_t count;
+};
+
+void frameq_push(struct frameq *q, struct frame *f);
+struct frame *frameq_pop(struct frameq *q);
+void frameq_clear(struct frameq *q);
+
+#endif

@@ -1,0 +1,122 @@
+/* daemon/net/link.h - one transport connection between two daemons, behind an
+ * ops table, so that TCP (link_tcp.c) and RDMA verbs (verbs_*.c) plug in
+ * without touching routing, aggregation or reliability (libfabric-style
+ * providers).  This file is all a transport sees of the rest of the daemon
+ * (besides frames, frame.h, and the core services): the ops it implements,
+ * and the events of the peer layer (peer.c) that it is given when it starts.
+ *
+ * A transport moves frames and reports what happens; everything else is the
+ * peer layer's: the handshake, sequence numbers and acknowledgements,
+ * retransmission after a reconnection, backpressure.
+ *
+ * Sending.  The transport writes, in order, the unsequenced control frames
+ * handed to send_ctrl (HELLO, AUTH, ACK) and then the peer's sequenced frames:
+ * ev->tx_first() gives the first one not completely written (and how much of
+ * it was), the rest follow through frame->next; ev->tx_done() says how many
+ * more bytes went out.  Before the first byte of a sequenced frame goes out,
+ * the transport stamps the current acknowledgement into its header:
+ * wire_set_ack(f->data, ev->tx_ack(l)).
+ *
+ * Receiving.  Each complete frame is handed to ev->rx(), whose result says
+ * whether it was taken; while the peer cannot take frames the transport stops
+ * reading (the kernel's or the HCA's flow control then throttles the sender)
+ * until ops->pause(l, 0).
+ *
+ * Ending.  When the connection fails the transport calls ev->down() once and
+ * frees the link; ops->close() frees it without that call.  Events may be
+ * called from inside an op only where the op says so: the peer layer calls
+ * ops->kick() while a transport is handing it a frame, so kick must not end
+ * the link there.
+ */
+#ifndef FERRY_NET_LINK_H
+#define FERRY_NET_LINK_H
+
+#include "frame.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct conf;
+struct link;
+struct peer;                    /* the peer layer's; transports never look inside */
+struct peer_hs;                 /* the peer layer's handshake state */
+
+enum link_state {
+	LINK_CONNECTING,        /* outgoing, transport-level connect in progress */
+	LINK_HANDSHAKE,         /* connected, HELLO/AUTH being exchanged */
+	LINK_UP,                /* authenticated, frames flow */
+};
+
+struct link_ops {
+	const char *name;                                       /* "tcp" */
+	/* Something is waiting to be sent: write what the transport takes now. */
+	void (*kick)(struct link *l);
+	/* Queues an unsequenced frame (header and body, whole).  0 or -ENOBUFS. */
+	int (*send_ctrl)(struct link *l, const void *frame, size_t len);
+	/* Stops (on) or resumes (!on) handing received frames to the peer. */
+	void (*pause)(struct link *l, int on);
+	/* Frees the link without calling ev->down(). */
+	void (*close)(struct link *l);
+	/* Debug: breaks the connection the way a network failure would. */
+	void (*fault)(struct link *l);
+	/* One line for ferryctl status: addresses, queue states. */
+	void (*describe)(const struct link *l, char *buf, size_t len);
+};
+
+struct link {
+	const struct link_ops *ops;
+	int state;              /* enum link_state; the transport sets CONNECTING and HANDSHAKE, the peer layer UP */
+	int outgoing;           /* we connected (the lower node id does) */
+	uint64_t frames_in;     /* statistics of this connection */
+	/* The peer layer's: */
+	struct peer *peer;      /* NULL until the handshake says who it is */
+	struct peer_hs *hs;     /* handshake state while not up */
+};
+
+/* What the peer layer does for its transport; given to listen(). */
+struct link_events {
+	/* An outgoing connection is established: the handshake starts. */
+	void (*connected)(struct link *l);
+	/* A connection was accepted; who it is comes with its HELLO. */
+	void (*accepted)(struct link *l);
+	/* A frame arrived.  Returns 1 if taken, 0 if the peer cannot take it now
+	 * (the transport pauses and offers it again after pause(l, 0)), or
+	 * -EPROTO: the transport must drop the connection (the reason is
+	 * logged).  May call ops->kick on this or another link. */
+	int (*rx)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body);
+	/* The connection is gone; l is freed right after this returns. */
+	void (*down)(struct link *l, const char *why);
+	/* The first sequenced frame not completely written, *off_p of its
+	 * bytes already written; NULL if none (or the link is not up). */
+	struct frame *(*tx_first)(struct link *l, uint32_t *off_p);
+	/* The acknowledgement for a frame about to go out (it counts as sent). */
+	uint64_t (*tx_ack)(struct link *l);
+	/* n more bytes of the sequenced frames were written. */
+	void (*tx_done)(struct link *l, size_t n);
+};
+
+/* A transport: how links are made.  One is chosen at start-up
+ * (transport.kind; "auto" tries verbs, then TCP). */
+struct transport {
+	const char *name;
+	/* Starts accepting connections for node self; ev stays valid until
+	 * fini.  Returns 0, or -errno with the reason logged (for verbs: no
+	 * RDMA device holds the node's address, for instance). */
+	int (*listen)(const struct conf *c, uint32_t self, const struct link_events *ev);
+	/* Starts connecting to node `node` at host:port.  On success *l_p is
+	 * a link in LINK_CONNECTING; ev->connected() follows, or ev->down().
+	 * On failure returns -errno with a reason in err. */
+	int (*connect)(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err,
+		       size_t errlen);
+	/* Closes the listener and whatever the transport holds. */
+	void (*fini)(void);
+	/* Transport-wide counters for ferryctl stats, "name value" lines;
+	 * NULL if there are none. */
+	void (*write_stats)(FILE *out);
+};
+
+extern const struct transport transport_tcp;    /* link_tcp.c */
+extern const struct transport transport_verbs;  /* verbs_dev.c */
+
+#endif

@@ -1,0 +1,498 @@
+/* daemon/net/link_tcp.c - TCP links; see link.h for the contract.
+ *
+ * Ownership: a link (struct link_tcp) is allocated when a connection starts
+ * or is accepted and freed by tcp_fail() (which tells the peer layer) or by
+ * ops->close(); nothing else holds it once it is gone.
+ */
+#include "link.h"
+#include "../core/conf.h"
+#include "../core/log.h"
+#include "../core/loop.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define RBUF_START   (256u * 1024)
+#define CBUF_BYTES   1024       /* control frames: two HELLOs and an AUTH fit */
+#define IOV_MAX_TCP  64
+
+struct link_tcp {
+	struct link l;
+	int fd;
+	struct loop_watch w;
+	uint32_t events;        /* what w currently watches */
+	int paused;
+	char addr[80];          /* the other end, for logs */
+	uint8_t *rbuf;          /* received bytes; frames are parsed in place */
+	size_t rcap, rlen, roff;
+	uint8_t cbuf[CBUF_BYTES];       /* control frames waiting to go out */
+	size_t clen, coff;
+};
+
+static const struct link_ops tcp_ops;
+
+static struct {
+	int lfd;                        /* the peer port */
+	struct loop_watch lw;
+	const struct link_events *ev;   /* the peer layer's */
+} listener = { .lfd = -1 };
+
+static void set_events(struct link_tcp *t)
+{
+	uint32_t ev = t->paused ? 0 : EPOLLIN, off;
+
+	if (t->l.state == LINK_CONNECTING || t->clen > t->coff || listener.ev->tx_first(&t->l, &off))
+		ev |= EPOLLOUT;
+	if (ev != t->events && loop_mod(&t->w, ev) == 0)
+		t->events = ev;
+}
+
+/* Ends the connection: tells the peer layer (once) and frees everything. */
+static void tcp_fail(struct link_tcp *t, const char *why)
+{
+	loop_del(&t->w);
+	close(t->fd);
+	listener.ev->down(&t->l, why);
+	free(t->rbuf);
+	free(t);
+}
+
+static void tcp_close(struct link *l)
+{
+	struct link_tcp *t = (struct link_tcp *)l;
+
+	loop_del(&t->w);
+	close(t->fd);
+	free(t->rbuf);
+	free(t);
+}
+
+/* Writes control frames, then sequenced frames, as far as the socket takes them. */
+static int tcp_write(struct link_tcp *t)
+{
+	for (;;) {
+		struct iovec iov[IOV_MAX_TCP];
+		struct frame *f;
+		int n = 0, full = 0;
+		uint32_t off = 0;
+		size_t want = 0;
+		ssize_t w;
+
+		if (t->clen > t->coff) {
+			iov[n].iov_base = t->cbuf + t->coff;
+			iov[n].iov_len = t->clen - t->coff;
+			want += iov[n++].iov_len;
+		}
+		for (f = listener.ev->tx_first(&t->l, &off); f && n < IOV_MAX_TCP; f = f->next, off = 0) {
+			if (off == 0)
+				wire_set_ack(f->data, listener.ev->tx_ack(&t->l));
+			iov[n].iov_base = f->data + off;
+			iov[n].iov_len = f->len - off;
+			want += iov[n++].iov_len;
+		}
+		if (n == 0)
+			return 0;
+		w = writev(t->fd, iov, n);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return -errno;
+		}
+		if ((size_t)w < want)
+			full = 1;
+		if (t->clen > t->coff) {
+			size_t c = t->clen - t->coff < (size_t)w ? t->clen - t->coff : (size_t)w;
+
+			t->coff += c;
+			w -= (ssize_t)c;
+			if (t->coff == t->clen)
+				t->clen = t->coff = 0;
+		}
+		if (w > 0)
+			listener.ev->tx_done(&t->l, (size_t)w);
+		if (full)
+			return 0;       /* the socket takes no more now */
+	}
+}
+
+/* Hands every complete frame in rbuf to the peer layer. */
+static int parse(struct link_tcp *t)
+{
+	while (!t->paused && t->rlen - t->roff >= sizeof(struct wire_frame_hdr)) {
+		struct wire_frame_hdr h;
+		size_t need;
+		int ret;
+
+		if (wire_decode_hdr(t->rbuf + t->roff, &h) < 0) {
+			log_warn("link %s: malformed frame header; closing the connection", t->addr);
+			return -EPROTO;
+		}
+		need = sizeof(h) + h.len;
+		if (t->rlen - t->roff < need) {
+			if (need > t->rcap) {
+				uint8_t *b = realloc(t->rbuf, need);
+
+				if (!b)
+					return -ENOMEM;
+				t->rbuf = b;
+				t->rcap = need;
+			}
+			break;
+		}
+		ret = listener.ev->rx(&t->l, &h, t->rbuf + t->roff + sizeof(h));
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			t->paused = 1;
+			break;
+		}
+		t->l.frames_in++;
+		t->roff += need;
+	}
+	if (t->roff == t->rlen) {
+		t->roff = t->rlen = 0;
+	} else if (t->roff > 0 && (t->rcap - t->rlen < sizeof(struct wire_frame_hdr) || t->roff > t->rcap / 2)) {
+		memmove(t->rbuf, t->rbuf + t->roff, t->rlen - t->roff);
+		t->rlen -= t->roff;
+		t->roff = 0;
+	}
+	return 0;
+}
+
+static void on_io(struct loop_watch *w, uint32_t events)
+{
+	struct link_tcp *t = w->ctx;
+	int ret;
+
+	if (t->l.state == LINK_CONNECTING && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "connect to %s: %s", t->addr, strerror(err));
+			tcp_fail(t, why);
+			return;
+		}
+		t->l.state = LINK_HANDSHAKE;
+		listener.ev->connected(&t->l);  /* queues our HELLO */
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		for (;;) {
+			ssize_t n;
+
+			if (t->paused)
+				break;
+			if (t->rcap - t->rlen < 4096 && t->rcap < 2 * RBUF_START) {
+				uint8_t *b = realloc(t->rbuf, t->rcap * 2);
+
+				if (!b) {
+					tcp_fail(t, "out of memory for the receive buffer");
+					return;
+				}
+				t->rbuf = b;
+				t->rcap *= 2;
+			}
+			n = read(t->fd, t->rbuf + t->rlen, t->rcap - t->rlen);
+			if (n == 0) {
+				tcp_fail(t, "connection closed by the other end");
+				return;
+			}
+			if (n < 0) {
+				char why[128];
+
+				if (errno == EAGAIN || errno == EINTR)
+					break;
+				snprintf(why, sizeof(why), "read from %s: %s", t->addr, strerror(errno));
+				tcp_fail(t, why);
+				return;
+			}
+			t->rlen += (size_t)n;
+			ret = parse(t);
+			if (ret < 0) {
+				tcp_fail(t, ret == -ENOMEM ? "out of memory" : "protocol error");
+				return;
+			}
+			if (t->rlen == t->rcap)
+				continue;       /* a big frame is coming; room was made */
+			if ((size_t)n < 4096)
+				break;
+		}
+	}
+	ret = tcp_write(t);
+	if (ret < 0) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "write to %s: %s", t->addr, strerror(-ret));
+		tcp_fail(t, why);
+		return;
+	}
+	set_events(t);
+}
+
+/* Called from the peer layer, possibly while this very link is handing it a
+ * frame: it must not free the link.  A write error is left for on_io, where
+ * the socket reports it again (EPOLLERR) and the link fails safely. */
+static void tcp_kick(struct link *l)
+{
+	struct link_tcp *t = (struct link_tcp *)l;
+
+	if (l->state == LINK_CONNECTING)
+		return;
+	if (tcp_write(t) < 0)
+		t->events = 0;          /* force set_events to re-arm EPOLLOUT */
+	set_events(t);
+}
+
+static int tcp_send_ctrl(struct link *l, const void *frame, size_t len)
+{
+	struct link_tcp *t = (struct link_tcp *)l;
+
+	if (t->clen + len > sizeof(t->cbuf)) {
+		if (t->coff) {
+			memmove(t->cbuf, t->cbuf + t->coff, t->clen - t->coff);
+			t->clen -= t->coff;
+			t->coff = 0;
+		}
+		if (t->clen + len > sizeof(t->cbuf))
+			return -ENOBUFS;
+	}
+	memcpy(t->cbuf + t->clen, frame, len);
+	t->clen += len;
+	return 0;
+}
+
+static void tcp_pause(struct link *l, int on)
+{
+	struct link_tcp *t = (struct link_tcp *)l;
+
+	if (t->paused == on)
+		return;
+	t->paused = on;
+	if (!on && parse(t) < 0) {
+		tcp_fail(t, "protocol error");
+		return;
+	}
+	set_events(t);
+}
+
+static void tcp_fault(struct link *l)
+{
+	struct link_tcp *t = (struct link_tcp *)l;
+
+	/* Both ends see the connection fail; our own read returns 0 next. */
+	shutdown(t->fd, SHUT_RDWR);
+	loop_kick();
+}
+
+static void tcp_describe(const struct link *l, char *buf, size_t len)
+{
+	const struct link_tcp *t = (const struct link_tcp *)l;
+
+	snprintf(buf, len, "tcp %s%s, %zu bytes unparsed", t->addr, t->paused ? ", paused" : "",
+		 t->rlen - t->roff);
+}
+
+static const struct link_ops tcp_ops = {
+	.name = "tcp",
+	.kick = tcp_kick,
+	.send_ctrl = tcp_send_ctrl,
+	.pause = tcp_pause,
+	.close = tcp_close,
+	.fault = tcp_fault,
+	.describe = tcp_describe,
+};
+
+static void sock_opts(int fd)
+{
+	int one = 1, idle = 10, intvl = 5, cnt = 3;
+
+	/* We aggregate ourselves; Nagle would only add delay. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Notice a peer that vanished without a FIN within about 25 s. */
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
+{
+	struct link_tcp *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->rbuf = malloc(RBUF_START);
+	if (!t->rbuf) {
+		free(t);
+		return NULL;
+	}
+	t->rcap = RBUF_START;
+	t->fd = fd;
+	t->l.ops = &tcp_ops;
+	t->l.outgoing = outgoing;
+	t->l.state = outgoing ? LINK_CONNECTING : LINK_HANDSHAKE;
+	snprintf(t->addr, sizeof(t->addr), "%s", addr);
+	t->events = EPOLLIN | (outgoing ? EPOLLOUT : 0);
+	if (loop_add(&t->w, fd, t->events, on_io, t) < 0) {
+		free(t->rbuf);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+
+	getnameinfo(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in),
+		    host, sizeof(host), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "%s:%s", host, port);
+}
+
+static int tcp_connect(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err,
+		       size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	char portstr[8], addr[80];
+	struct link_tcp *t;
+	int fd, ret;
+
+	/* Names are looked up at every attempt, so a node whose address
+	 * changes is found again.  Numeric hosts cost nothing; a slow name
+	 * service would stall this daemon, so clusters should use numeric
+	 * addresses or /etc/hosts. */
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	ret = getaddrinfo(host, portstr, &hints, &res);
+	if (ret != 0) {
+		log_debug("peer %u: resolving %s: %s", node, host, gai_strerror(ret));
+		snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(ret));
+		return -EHOSTUNREACH;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		freeaddrinfo(res);
+		return ret;
+	}
+	sock_opts(fd);
+	addr_str(res->ai_addr, addr, sizeof(addr));
+	if (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		ret = -errno;
+		snprintf(err, errlen, "connect to %s: %s", addr, strerror(errno));
+		freeaddrinfo(res);
+		close(fd);
+		return ret;
+	}
+	freeaddrinfo(res);
+	t = new_link(fd, addr, 1);
+	if (!t) {
+		close(fd);
+		return -ENOMEM;
+	}
+	*l_p = &t->l;
+	return 0;
+}
+
+static void on_tcp_accept(struct loop_watch *w, uint32_t events)
+{
+	(void)events;
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(w->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct link_tcp *t;
+		char addr[80];
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_rl_warn("accept on the peer port: %m");
+			return;
+		}
+		sock_opts(fd);
+		addr_str((struct sockaddr *)&ss, addr, sizeof(addr));
+		t = new_link(fd, addr, 0);
+		if (!t) {
+			close(fd);
+			continue;
+		}
+		listener.ev->accepted(&t->l);
+	}
+}
+
+static int tcp_listen(const struct conf *c, uint32_t self, const struct link_events *ev)
+{
+	uint16_t port = c->nodes[self].port;
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = INADDR_ANY };
+	int one = 1, zero = 0, fd, ret;
+
+	/* Every local address, IPv6 and IPv4 together where the kernel has
+	 * IPv6: a host name may resolve to any of them. */
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		if (bind(fd, (struct sockaddr *)&sa6, sizeof(sa6)) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			ret = -errno;
+			log_err("socket for the peer port: %m");
+			return ret;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&sa4, sizeof(sa4)) < 0) {
+			ret = -errno;
+			log_err("bind to TCP port %u: %m", port);
+			close(fd);
+			return ret;
+		}
+	}
+	if (listen(fd, 256) < 0) {
+		ret = -errno;
+		log_err("listen on TCP port %u: %m", port);
+		close(fd);
+		return ret;
+	}
+	listener.ev = ev;
+	ret = loop_add(&listener.lw, fd, EPOLLIN, on_tcp_accept, NULL);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	listener.lfd = fd;
+	return 0;
+}
+
+static void tcp_fini(void)
+{
+	if (listener.lfd >= 0) {
+		loop_del(&listener.lw);
+		close(listener.lfd);
+	}
+	listener.lfd = -1;
+}
+
+const struct transport transport_tcp = {
+	.name = "tcp",
+	.listen = tcp_listen,
+	.connect = tcp_connect,
+	.fini = tcp_fini,
+};

@@ -1,0 +1,640 @@
+/* daemon/net/peer.c - see peer.h.
+ *
+ * Ownership: a link's handshake state (struct peer_hs) is allocated when the
+ * link starts and freed when the link comes up or goes (free_hs); the link
+ * itself belongs to the transport.  A link is attached to a peer (p->link)
+ * from the moment we know who it is until it goes down or is replaced.
+ */
+#include "peer.h"
+#include "auth.h"
+#include "../core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Connecting, and then the handshake, each get this long.  Without a limit
+ * on connecting, an attempt made while the peer was unreachable would hang
+ * for as long as the transport retries (TCP SYNs, rdma_cm REQs: a minute
+ * or two) and hold back the reconnection after the peer is back. */
+#define HANDSHAKE_TIMEOUT_NS (5ull * 1000000000u)
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+
+/* Handshake state of a link that is not up yet. */
+struct peer_hs {
+	struct link *l;
+	uint8_t mine[sizeof(struct wire_hello)];        /* our HELLO as sent */
+	uint8_t theirs[sizeof(struct wire_hello)];      /* theirs as received */
+	struct wire_hello their;
+	int have_mine, have_theirs;
+	struct loop_timer timeout;
+};
+
+static struct {
+	const struct conf *conf;
+	const struct transport *tr;     /* how links are made */
+	const struct peer_events *ev;   /* the layer above */
+	uint32_t self;
+	uint64_t incarnation;           /* this daemon start's */
+	struct peer *peers;
+	uint32_t npeers;
+	struct peer **by_node;          /* nnodes entries, NULL for non-peers */
+} peers;
+
+const char *peer_transport_name(void)
+{
+	return peers.tr ? peers.tr->name : "none";
+}
+
+void peer_write_transport_stats(FILE *out)
+{
+	if (peers.tr && peers.tr->write_stats)
+		peers.tr->write_stats(out);
+}
+
+struct peer *peer_by_node(uint32_t n)
+{
+	return n < peers.conf->nnodes ? peers.by_node[n] : NULL;
+}
+
+uint32_t peer_count(void)
+{
+	return peers.npeers;
+}
+
+struct peer *peer_at(uint32_t i)
+{
+	return &peers.peers[i];
+}
+
+/* --- sending --- */
+
+void peer_send(struct peer *p, struct frame *f)
+{
+	seq_push(&p->seq, f);
+	p->st.frames_sent++;
+	p->st.bytes_sent += f->len;
+	p->st.items_sent += f->nitems;
+	if (p->state == PEER_UP)
+		p->link->ops->kick(p->link);
+}
+
+/* --- what the transport sends (struct link_events) --- */
+
+static struct frame *tx_first(struct link *l, uint32_t *off_p)
+{
+	struct peer *p = l->peer;
+
+	if (l->state != LINK_UP || !p)
+		return NULL;
+	*off_p = p->seq.off;
+	return p->seq.cur;
+}
+
+static uint64_t tx_ack(struct link *l)
+{
+	return l->peer ? seq_ack_out(&l->peer->seq) : 0;
+}
+
+static void tx_done(struct link *l, size_t n)
+{
+	seq_written(&l->peer->seq, n);
+}
+
+static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *body, uint32_t len)
+{
+	uint8_t buf[sizeof(struct wire_frame_hdr) + sizeof(struct wire_hello)];
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .ack = ack };
+
+	wire_encode_hdr(buf, &h);
+	if (len)
+		memcpy(buf + sizeof(h), body, len);
+	if (l->ops->send_ctrl(l, buf, sizeof(h) + len) < 0)
+		log_rl_warn("link control buffer full; a %s frame was not sent",
+			    kind == WIRE_ACK ? "ACK" : "handshake");
+}
+
+/* --- acknowledgements --- */
+
+static int take_ack(struct peer *p, uint64_t ack)
+{
+	if (seq_take_ack(&p->seq, ack) < 0) {
+		log_warn("peer %u acknowledges frame %llu, but only %llu went out; closing the link",
+			 p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int peer_poll(void)
+{
+	int work = 0;
+
+	for (uint32_t i = 0; i < peers.npeers; i++) {
+		struct peer *p = &peers.peers[i];
+
+		/* A frame going out anyway carries the acknowledgement. */
+		if (p->state != PEER_UP || !seq_ack_due(&p->seq))
+			continue;
+		send_ctrl(p->link, WIRE_ACK, seq_ack_out(&p->seq), NULL, 0);
+		p->link->ops->kick(p->link);
+		work = 1;
+	}
+	return work;
+}
+
+/* --- connection management --- */
+
+static void connect_peer(struct peer *p);
+
+static void on_retry(struct loop_timer *t)
+{
+	connect_peer(t->ctx);
+}
+
+static void schedule_retry(struct peer *p)
+{
+	loop_timer_arm(&p->retry, (uint64_t)p->backoff_ms * 1000000u, on_retry, p);
+	p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
+}
+
+static void free_hs(struct link *l)
+{
+	struct peer_hs *hs = l->hs;
+
+	if (!hs)
+		return;
+	loop_timer_cancel(&hs->timeout);
+	free(hs);
+	l->hs = NULL;
+}
+
+/* The peer loses its link: everything not acknowledged goes out again on the
+ * next one, from the first unacknowledged frame. */
+static void detach(struct peer *p, const char *why)
+{
+	int was_up = p->state == PEER_UP;
+
+	p->link = NULL;
+	p->state = PEER_DOWN;
+	seq_rewind(&p->seq);
+	if (why)
+		snprintf(p->last_error, sizeof(p->last_error), "%s", why);
+	if (was_up) {
+		p->st.disconnects++;
+		log_notice("peer %u: link down: %s", p->node, why ? why : "closed");
+	} else {
+		log_debug("peer %u: %s", p->node, why ? why : "closed");
+	}
+	if (p->outgoing)
+		schedule_retry(p);
+}
+
+/* Drops a link from our side (handshake failure, replaced connection). */
+static void drop(struct link *l, const char *why)
+{
+	struct peer *p = l->peer;
+
+	free_hs(l);
+	if (p && p->link == l)
+		detach(p, why);
+	l->ops->close(l);
+}
+
+static void link_down(struct link *l, const char *why)
+{
+	struct peer *p = l->peer;
+
+	free_hs(l);
+	if (p && p->link == l)
+		detach(p, why);
+	else if (!p)
+		log_debug("unidentified connection: %s", why);
+}
+
+static void on_hs_timeout(struct loop_timer *t)
+{
+	struct peer_hs *hs = t->ctx;
+	struct link *l = hs->l;
+
+	if (l->state == LINK_CONNECTING) {
+		log_debug("peer %u: connecting did not complete within %llu s; trying again", l->peer->node,
+			  (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
+		drop(l, "connecting timed out");
+		return;
+	}
+	log_notice("%s%u: handshake did not complete within %llu s; closing", l->peer ? "peer " : "connection ",
+		   l->peer ? l->peer->node : 0, (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
+	drop(l, "handshake timed out");
+}
+
+static struct peer_hs *new_hs(struct link *l)
+{
+	struct peer_hs *hs = calloc(1, sizeof(*hs));
+
+	if (!hs)
+		return NULL;
+	hs->l = l;
+	l->hs = hs;
+	loop_timer_arm(&hs->timeout, HANDSHAKE_TIMEOUT_NS, on_hs_timeout, hs);
+	return hs;
+}
+
+static void send_hello(struct link *l, struct peer *p)
+{
+	struct peer_hs *hs = l->hs;
+	struct wire_hello h = {
+		.magic = WIRE_MAGIC,
+		.version = WIRE_VERSION,
+		.flags = auth_insecure() ? WIRE_HELLO_INSECURE : 0,
+		.from = peers.self,
+		.to = p->node,
+		.incarnation = peers.incarnation,
+		.peer_incarnation = p->incarnation,
+		.ack = p->incarnation ? p->seq.recv_seq : 0,
+		.cluster_len = (uint8_t)strlen(peers.conf->cluster_name),
+	};
+
+	auth_random(h.nonce, sizeof(h.nonce));
+	memcpy(h.cluster, peers.conf->cluster_name, h.cluster_len);
+	wire_encode_hello(hs->mine, &h);
+	hs->have_mine = 1;
+	send_ctrl(l, WIRE_HELLO, 0, hs->mine, sizeof(hs->mine));
+}
+
+static void connect_peer(struct peer *p)
+{
+	struct link *l;
+	int ret;
+
+	if (p->link)
+		return;
+	ret = peers.tr->connect(p->node, p->addr->host, p->addr->port, &l, p->last_error, sizeof(p->last_error));
+	if (ret < 0) {
+		log_debug("peer %u: %s", p->node, p->last_error);
+		schedule_retry(p);
+		return;
+	}
+	l->peer = p;
+	p->link = l;
+	p->state = PEER_CONNECTING;
+	if (!new_hs(l))
+		drop(l, "out of memory");
+}
+
+static void link_connected(struct link *l)
+{
+	struct peer *p = l->peer;
+	struct peer_hs *hs = l->hs;
+
+	/* The connect timeout becomes the handshake's. */
+	loop_timer_arm(&hs->timeout, HANDSHAKE_TIMEOUT_NS, on_hs_timeout, hs);
+	p->state = PEER_HANDSHAKE;
+	send_hello(l, p);
+	l->ops->kick(l);
+}
+
+static void link_accepted(struct link *l)
+{
+	if (!new_hs(l))
+		l->ops->close(l);
+}
+
+/* Both sides authenticated: resume where the last connection left off. */
+static void link_up(struct link *l)
+{
+	struct peer *p = l->peer;
+	struct peer_hs *hs = l->hs;
+	uint64_t ack;
+
+	if (p->incarnation && hs->their.incarnation != p->incarnation) {
+		uint64_t items;
+		uint32_t frames = seq_reset(&p->seq, &items);
+
+		log_notice("peer %u restarted; %u frames (%llu items) queued for its previous instance dropped",
+			   p->node, frames, (unsigned long long)items);
+		p->st.dropped_frames += frames;
+	}
+	p->incarnation = hs->their.incarnation;
+	/* Their ack counts only if it refers to this instance of us. */
+	ack = hs->their.peer_incarnation == peers.incarnation ? hs->their.ack : 0;
+	if (seq_resume(&p->seq, ack) < 0) {
+		drop(l, "peer acknowledges frames that were never sent");
+		return;
+	}
+	p->st.retransmits += p->seq.q.count;
+	free_hs(l);
+	l->state = LINK_UP;
+	p->state = PEER_UP;
+	p->backoff_ms = BACKOFF_MIN_MS;
+	p->last_error[0] = '\0';
+	p->st.connects++;
+	log_notice("peer %u (%s port %u) up%s; %u frames to send again", p->node, p->addr->host, p->addr->port,
+		   auth_insecure() ? " (insecure)" : "", p->seq.q.count);
+	if (p->rx_held)
+		l->ops->pause(l, 1);
+	l->ops->kick(l);
+}
+
+static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body)
+{
+	struct peer_hs *hs = l->hs;
+	struct peer *p = l->peer;
+	uint8_t mac[WIRE_MAC_BYTES];
+
+	if (!hs)
+		return -EPROTO;
+	if (h->kind == WIRE_HELLO && !hs->have_theirs) {
+		struct wire_hello *w = &hs->their;
+
+		if (wire_decode_hello(body, h->len, w) < 0) {
+			log_warn("%s%u: malformed HELLO; closing", p ? "peer " : "connection from node ", p ? p->node : 0);
+			return -EPROTO;
+		}
+		if (w->cluster_len != strlen(peers.conf->cluster_name) ||
+		    memcmp(w->cluster, peers.conf->cluster_name, w->cluster_len) != 0) {
+			log_warn("node %u belongs to cluster \"%.*s\", not \"%s\"; refused", w->from, w->cluster_len,
+				 w->cluster, peers.conf->cluster_name);
+			return -EPROTO;
+		}
+		if (w->to != peers.self) {
+			log_warn("node %u meant to reach node %u, this is node %u; refused (check --node)", w->from,
+				 w->to, peers.self);
+			return -EPROTO;
+		}
+		memcpy(hs->theirs, body, sizeof(hs->theirs));
+		hs->have_theirs = 1;
+		if (l->outgoing) {
+			if (w->from != p->node) {
+				log_warn("peer %u answered as node %u; refused", p->node, w->from);
+				return -EPROTO;
+			}
+			return 1;       /* its AUTH follows */
+		}
+		p = peer_by_node(w->from);
+		if (!p) {
+			log_warn("node %u is not a routing peer of node %u; refused (do both use the same topology?)",
+				 w->from, peers.self);
+			return -EPROTO;
+		}
+		if (p->outgoing) {
+			log_warn("node %u connected, but node %u is the one that connects to it; refused "
+				 "(do both use the same configuration?)", w->from, peers.self);
+			return -EPROTO;
+		}
+		if (p->link && p->link != l)
+			drop(p->link, "replaced by a new connection from the same node");
+		l->peer = p;
+		p->link = l;
+		p->state = PEER_HANDSHAKE;
+		send_hello(l, p);
+		auth_mac(mac, 'A', hs->theirs, hs->mine);
+		send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
+		l->ops->kick(l);
+		return 1;
+	}
+	if (h->kind == WIRE_AUTH && hs->have_theirs && hs->have_mine) {
+		const uint8_t *hi = l->outgoing ? hs->mine : hs->theirs;
+		const uint8_t *ha = l->outgoing ? hs->theirs : hs->mine;
+		int theirs_insecure = hs->their.flags & WIRE_HELLO_INSECURE;
+
+		if (h->len != WIRE_MAC_BYTES || !auth_check(body, l->outgoing ? 'A' : 'I', hi, ha)) {
+			if (l->outgoing) {
+				/* Send our AUTH all the same, so that the other end
+				 * can tell (and log) why the link fails; it reveals
+				 * nothing but a MAC over public bytes. */
+				auth_mac(mac, 'I', hi, ha);
+				send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
+				l->ops->kick(l);
+			}
+			if (theirs_insecure && !auth_insecure())
+				log_warn("peer %u has no cluster key (insecure mode); refused", p->node);
+			else if (!theirs_insecure && auth_insecure())
+				log_warn("peer %u has a cluster key and this daemon has none; it cannot be "
+					 "authenticated; refused", p->node);
+			else
+				log_warn("peer %u failed authentication: it holds a different cluster key; refused",
+					 p->node);
+			snprintf(p->last_error, sizeof(p->last_error), "authentication failed");
+			return -EPROTO;
+		}
+		if (l->outgoing) {
+			auth_mac(mac, 'I', hi, ha);
+			send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
+		}
+		link_up(l);
+		return 1;
+	}
+	log_warn("%s%u: unexpected frame (kind %u) during the handshake; closing", p ? "peer " : "node ",
+		 p ? p->node : hs->their.from, h->kind);
+	return -EPROTO;
+}
+
+static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body)
+{
+	struct peer *p = l->peer;
+	int ret;
+
+	if (l->state != LINK_UP)
+		return handshake(l, h, body);
+	if (take_ack(p, h->ack) < 0)
+		return -EPROTO;
+	if (h->kind == WIRE_ACK)
+		return 1;
+	if (h->kind != WIRE_DATA) {
+		log_warn("peer %u: unexpected frame kind %u; closing the link", p->node, h->kind);
+		return -EPROTO;
+	}
+	ret = seq_check(&p->seq, h->seq);
+	if (ret == 0) {
+		p->st.duplicates++;     /* sent again after a reconnection: we have it */
+		return 1;
+	}
+	if (ret < 0) {
+		log_warn("peer %u: frame %llu out of sequence (expected %llu); closing the link", p->node,
+			 (unsigned long long)h->seq, (unsigned long long)p->seq.recv_seq + 1);
+		return -EPROTO;
+	}
+	if (p->rx_held)
+		return 0;
+	ret = peers.ev->rx(p, body, h->len);
+	if (ret < 0) {
+		log_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
+		return -EPROTO;
+	}
+	p->rx_held = ret == 1;
+	seq_taken(&p->seq, h->seq);
+	p->st.frames_recv++;
+	p->st.bytes_recv += sizeof(*h) + h->len;
+	return 1;
+}
+
+void peer_resume_rx(struct peer *p)
+{
+	p->rx_held = 0;
+	if (p->link && p->state == PEER_UP)
+		p->link->ops->pause(p->link, 0);
+}
+
+int peer_fault(uint32_t n)
+{
+	struct peer *p = peer_by_node(n);
+
+	if (!p || !p->link)
+		return -ENOENT;
+	log_notice("peer %u: breaking the link on request (fault injection)", n);
+	p->link->ops->fault(p->link);
+	return 0;
+}
+
+/* --- setup and status --- */
+
+static const struct link_events link_events = {
+	.connected = link_connected,
+	.accepted = link_accepted,
+	.rx = link_rx,
+	.down = link_down,
+	.tx_first = tx_first,
+	.tx_ack = tx_ack,
+	.tx_done = tx_done,
+};
+
+/* Starts the transport c->transport asks for: verbs, TCP, or ("auto") verbs
+ * if it can be set up, else TCP. */
+static int start_transport(const struct conf *c, uint32_t self)
+{
+	int ret;
+
+	if (c->transport != CONF_TRANSPORT_TCP) {
+		ret = transport_verbs.listen(c, self, &link_events);
+		if (ret == 0) {
+			peers.tr = &transport_verbs;
+			return 0;
+		}
+		if (c->transport == CONF_TRANSPORT_VERBS) {
+			log_err("transport.kind = \"verbs\", but RDMA links cannot be set up (see above)");
+			return ret;
+		}
+		log_notice("transport.kind = \"auto\": RDMA links cannot be set up (see above); using TCP");
+	}
+	peers.tr = &transport_tcp;
+	return transport_tcp.listen(c, self, &link_events);
+}
+int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, const struct peer_events *ev)
+{
+	uint32_t n = route_peers(&c->route, self, NULL, 0);
+	uint32_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	int ret;
+
+	peers.conf = c;
+	peers.self = self;
+	peers.ev = ev;
+	do
+		auth_random(&peers.incarnation, sizeof(peers.incarnation));
+	while (peers.incarnation == 0);
+	peers.by_node = calloc(c->nnodes, sizeof(*peers.by_node));
+	peers.peers = calloc(n ? n : 1, sizeof(*peers.peers));
+	if (!ids || !peers.by_node || !peers.peers) {
+		free(ids);
+		peer_fini();
+		return -ENOMEM;
+	}
+	route_peers(&c->route, self, ids, n);
+	peers.npeers = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct peer *p = &peers.peers[i];
+
+		p->node = ids[i];
+		p->idx = i;
+		p->addr = &c->nodes[ids[i]];
+		p->dim = route_link_dim(&c->route, self, ids[i]);
+		p->outgoing = self < ids[i];
+		p->backoff_ms = BACKOFF_MIN_MS;
+		peers.by_node[ids[i]] = p;
+	}
+	free(ids);
+	if (n == 0) {
+		peers.tr = &transport_tcp;      /* for status; nothing to listen for */
+		return 0;
+	}
+	if (tr) {
+		peers.tr = tr;
+		ret = tr->listen(c, self, &link_events);
+	} else {
+		ret = start_transport(c, self);
+	}
+	if (ret < 0) {
+		peer_fini();
+		return ret;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (peers.peers[i].outgoing)
+			connect_peer(&peers.peers[i]);
+	return 0;
+}
+
+void peer_fini(void)
+{
+	for (uint32_t i = 0; i < peers.npeers; i++) {
+		struct peer *p = &peers.peers[i];
+
+		loop_timer_cancel(&p->retry);
+		if (p->link) {
+			free_hs(p->link);
+			p->link->ops->close(p->link);
+			p->link = NULL;
+		}
+		seq_fini(&p->seq);
+	}
+	if (peers.tr)
+		peers.tr->fini();
+	peers.tr = NULL;
+	free(peers.peers);
+	free(peers.by_node);
+	peers.peers = NULL;
+	peers.by_node = NULL;
+	peers.npeers = 0;
+}
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case PEER_CONNECTING: return "connecting";
+	case PEER_HANDSHAKE: return "handshake";
+	case PEER_UP: return "up";
+	}
+	return "down";
+}
+
+void peer_write_status(FILE *out)
+{
+	for (uint32_t i = 0; i < peers.npeers; i++) {
+		struct peer *p = &peers.peers[i];
+		char desc[160] = "";
+
+		if (p->link)
+			p->link->ops->describe(p->link, desc, sizeof(desc));
+		fprintf(out, "  peer %u %s:%u dim %d: %s%s%s%s%s; %u frames queued (%llu bytes unsent), sent to %llu, "
+			"received to %llu\n", p->node, p->addr->host, p->addr->port, p->dim, state_name(p->state),
+			desc[0] ? " via " : "", desc, p->last_error[0] && p->state != PEER_UP ? ", last error: " : "",
+			p->state != PEER_UP ? p->last_error : "", p->seq.q.count, (unsigned long long)p->seq.unsent,
+			(unsigned long long)p->seq.send_seq, (unsigned long long)p->seq.recv_seq);
+	}
+}
+
+void peer_write_stats(FILE *out, const struct peer *p)
+{
+	const struct peer_stats *s = &p->st;
+
+	fprintf(out, " frames_sent %llu bytes_sent %llu frames_recv %llu bytes_recv %llu items_sent %llu "
+		"items_per_frame_sent %.2f retransmits %llu duplicates %llu connects %llu disconnects %llu "
+		"dropped_frames %llu",
+		(unsigned long long)s->frames_sent, (unsigned long long)s->bytes_sent,
+		(unsigned long long)s->frames_recv, (unsigned long long)s->bytes_recv,
+		(unsigned long long)s->items_sent,
+		s->frames_sent ? (double)s->items_sent / (double)s->frames_sent : 0.0,
+		(unsigned long long)s->retransmits, (unsigned long long)s->duplicates,
+		(unsigned long long)s->connects, (unsigned long long)s->disconnects,
+		(unsigned long long)s->dropped_frames);
+}

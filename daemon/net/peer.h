@@ -1,0 +1,132 @@
+/* daemon/net/peer.h - the nodes this daemon exchanges frames with directly (its
+ * routing peers), and the reliable, authenticated link to each.
+ *
+ * Who connects: the node with the lower id; the other accepts.  A lost
+ * connection is re-established by the connecting side with exponential
+ * backoff (50 ms doubling to 2 s).
+ *
+ * Handshake (both HELLOs carry fresh nonces, see auth.h):
+ *     connecting end                      accepting end
+ *     HELLO(i)                    ──▶     checks cluster, version, node ids
+ *                                 ◀──     HELLO(a), AUTH(mac 'A')
+ *     checks mac, AUTH(mac 'I')   ──▶     checks mac
+ *     (up)                                (up)
+ *
+ * Reliability (seq.h): every DATA frame gets the next per-peer sequence
+ * number and stays queued until the peer acknowledges it.  After a
+ * reconnection each side learns from the other's HELLO what arrived and sends
+ * the rest again, in order; frames with a number already seen are discarded,
+ * so nothing is lost or delivered twice.  Each daemon start has a random
+ * incarnation: a peer that restarted has lost its state, so the frames queued
+ * for its previous instance are dropped (logged and counted) and both
+ * sequences start over.
+ *
+ * Upward, the layer above (forwarding) hears of each DATA frame that arrives
+ * in order through peer_events.rx, registered at init.  A frame counts as
+ * taken (and is acknowledged) as soon as rx returns, even if the items in it
+ * cannot all go on yet: the layer above keeps the rest, says so (rx returns
+ * 1), and reading from that peer's link pauses until it calls
+ * peer_resume_rx().
+ *
+ * Ownership: the peers live in one array from peer_init to peer_fini.  A
+ * peer's link belongs to its transport, which frees it (after ev->down(), or
+ * in ops->close()); the peer layer only points at it while it is current.
+ */
+#ifndef FERRY_NET_PEER_H
+#define FERRY_NET_PEER_H
+
+#include "link.h"
+#include "seq.h"
+#include "../core/conf.h"
+#include "../core/loop.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum peer_state { PEER_DOWN, PEER_CONNECTING, PEER_HANDSHAKE, PEER_UP };
+
+struct peer_stats {
+	uint64_t frames_sent, bytes_sent;       /* DATA frames queued (first send) */
+	uint64_t frames_recv, bytes_recv;       /* DATA frames taken */
+	uint64_t items_sent;                    /* items in frames queued for this peer */
+	uint64_t retransmits;                   /* frames sent again after a reconnection */
+	uint64_t duplicates;                    /* frames received again and discarded */
+	uint64_t connects, disconnects;
+	uint64_t dropped_frames;                /* queued for an instance that restarted */
+};
+
+struct peer {
+	uint32_t node;
+	uint32_t idx;                   /* position: peer_at(idx) == this */
+	int dim;                        /* dimension of the link; -1 if none */
+	int outgoing;                   /* we connect to it */
+	const struct conf_node *addr;
+	int state;                      /* enum peer_state */
+	struct link *link;              /* current connection, NULL when down */
+	char last_error[128];
+
+	uint64_t incarnation;           /* the peer's; 0 before the first contact */
+	struct seq seq;                 /* sequence numbers, acks, the frame queue */
+	int rx_held;                    /* the layer above holds a frame it has not finished */
+
+	struct loop_timer retry;        /* reconnection */
+	uint32_t backoff_ms;
+
+	struct peer_stats st;
+};
+
+/* What the layer above does with what arrives. */
+struct peer_events {
+	/* A DATA body (len bytes) from p, in order.  Returns 0 when its items
+	 * went on, 1 when the layer keeps some of them for later (p then takes
+	 * no more until peer_resume_rx), -EPROTO if it is malformed (nothing of
+	 * it was used; the link is dropped and the frame comes again). */
+	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
+};
+
+/* Creates the peers of node self and starts connecting/listening with tr,
+ * or, if tr is NULL, the transport c->transport asks for ("auto": verbs if
+ * the node's address is on an RDMA device, else TCP).  ev stays valid until
+ * peer_fini.  Returns 0 or -errno (logged). */
+int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, const struct peer_events *ev);
+void peer_fini(void);
+
+/* The transport links use ("tcp", "verbs"), and its counters. */
+const char *peer_transport_name(void);
+void peer_write_transport_stats(FILE *out);
+
+/* The peer for node id n, or NULL if n is not a peer. */
+struct peer *peer_by_node(uint32_t n);
+
+/* All peers, for iteration. */
+uint32_t peer_count(void);
+struct peer *peer_at(uint32_t i);
+
+/* Queues f (a DATA frame: header space, then f->nitems items) for p: it
+ * gets the next sequence number, goes out as soon as the link takes it and
+ * is freed when p acknowledges it. */
+void peer_send(struct peer *p, struct frame *f);
+
+/* Bytes of frames queued for p and not yet acknowledged, written or not. */
+static inline uint64_t peer_backlog(const struct peer *p)
+{
+	return p->seq.q.bytes;
+}
+
+/* Loop hook: sends pending acknowledgements. */
+int peer_poll(void);
+
+/* Debug: breaks the connection to node n like a network failure.  0 or -ENOENT. */
+int peer_fault(uint32_t n);
+
+/* The layer above finished the frame it held (rx returned 1): reading from
+ * p's link resumes. */
+void peer_resume_rx(struct peer *p);
+
+/* One line per peer for ferryctl status. */
+void peer_write_status(FILE *out);
+/* p's counters as "name value" pairs, each preceded by a space, for the
+ * "peer N ..." line of ferryctl stats. */
+void peer_write_stats(FILE *out, const struct peer *p);
+
+#endif

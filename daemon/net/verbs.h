@@ -1,0 +1,183 @@
+/* daemon/net/verbs.h - the RDMA verbs transport's own interface between its
+ * files (not for the rest of the daemon, which sees only link.h):
+ *
+ *   verbs_dev.c  the device: protection domain, completion channel and queue,
+ *                async events, hot-plug (a removed device is let go of and
+ *                retried), and the transport table (listen, fini, stats)
+ *   verbs_cm.c   connections: rdma_cm's event channel, the listener,
+ *                connecting, accepting, the private-data identification
+ *   verbs_mr.c   frame registrations (frames are sent without a copy)
+ *   verbs_qp.c   the links: queue pairs, the data path with credits,
+ *                completions, the link ops, keepalive
+ *
+ * The only files that touch libibverbs or librdmacm.  See link.h for what a
+ * transport does; the handshake, sequence numbers, acknowledgements and
+ * retransmission are the peer layer's, exactly as for TCP.
+ *
+ * Resources.  One device (the one holding the node's address, which rdma_cm
+ * finds from it), one protection domain, one completion channel and one
+ * completion queue per daemon; one queue pair per routing peer.  The
+ * completion channel's fd is in the epoll loop; on an event the CQ is polled
+ * in batches.
+ *
+ * Sending: a frame goes out as one SEND (with immediate data, see credits)
+ * straight from the frame buffer: aggregation buffers are registered memory
+ * (registered on first use and kept while the frame sits in the reuse pool),
+ * so a full buffer is posted without another copy.  SEND rather than RDMA
+ * WRITE with immediate into a ring at the peer: the receiver must be able to
+ * stop taking frames (backpressure) and take them apart in place, which
+ * pre-posted receive buffers give for free, and a ring would need a second
+ * credit scheme for its space; frames are large (kilobytes), so the extra
+ * receive-side bookkeeping per SEND is nothing.
+ *
+ * Credits.  Each side posts VERBS_RECV_BUFS receive buffers.  A sender may
+ * have at most that many SENDs unreturned, less a reserve: every SEND carries
+ * in its immediate data the number of buffers its sender has posted again
+ * since its last SEND (its credits back to the peer).  When a side has many
+ * credits to return and nothing to send, it sends an ACK frame just for them;
+ * ACK frames may use the reserve, so two sides without data credits can always
+ * tell each other.  A receiver that cannot take a frame now (backpressure)
+ * keeps its buffer and returns no credit for it, which stops the sender.
+ * rnr_retry_count is "infinite" as a last line of defence.
+ *
+ * Handshake.  rdma_cm's private data (56 bytes for RC) cannot hold the
+ * authenticated HELLO/AUTH (144 + 32 bytes): it carries an identification
+ * (magic, version, node ids, largest frame each side receives) checked before
+ * a queue pair is spent, and HELLO/AUTH are the first SENDs on the connection,
+ * through the same peer-layer code as on TCP.
+ *
+ * Failures.  An error completion, a DISCONNECTED or UNREACHABLE event, or the
+ * device's port going down ends the link (ev->down); the connecting side
+ * retries with backoff and the frames not acknowledged are sent again.  A
+ * removed device ends every link and the listener; the daemon keeps running,
+ * logs it, and tries to set the device up again every few seconds.
+ *
+ * Ownership: a link (struct vlink) sits in a slot from verbs_link_new until
+ * verbs_link_free; a link that failed is marked dead (its events and
+ * completions are ignored) and freed in the same call, after the peer layer
+ * heard of it.  Completions carry the slot's generation, so those of a freed
+ * link match nothing.  Frame registrations belong to their frames (frame.h)
+ * and are all released, with the PD, when the device goes.
+ */
+#ifndef FERRY_NET_VERBS_H
+#define FERRY_NET_VERBS_H
+
+#include "link.h"
+#include "../core/conf.h"
+#include "../core/loop.h"
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+
+#define VERBS_RECV_BUFS   32            /* receive buffers per link */
+#define VERBS_RESERVE     2             /* credits only ACK frames may use */
+#define VERBS_CTRL_SLOTS  16            /* control frames (HELLO, AUTH, ACK) in flight */
+#define VERBS_CTRL_BYTES  256           /* one control frame */
+#define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)
+#define VERBS_MAX_LINKS   1024
+#define VERBS_MAGIC       0x46525642u   /* "FRVB" */
+#define VERBS_RESOLVE_MS  2000
+#define VERBS_REINIT_NS   (3ull * 1000000000u)
+#define VERBS_KEEPALIVE_NS (5ull * 1000000000u)
+/* Transport retries of a SEND before it completes with an error (the REQ's
+ * value serves both sides).  Not 7: soft-RoCE (rxe) takes 7 to mean "retry
+ * for ever", and then a SEND to a dead or partitioned peer never fails, so
+ * neither the keepalive nor anything else would end the link. */
+#define VERBS_RETRY_COUNT 6
+
+/* The device and what every file needs of it; set up by verbs_dev.c. */
+struct verbs_dev {
+	const struct conf *conf;
+	uint32_t self;
+	const struct link_events *ev;   /* the peer layer's */
+	uint32_t max_frame;             /* largest frame either side receives */
+	int up;                         /* the device is set up */
+	struct ibv_context *ctx;        /* librdmacm's; closed once its ids are gone */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+};
+extern struct verbs_dev verbs;
+
+struct vlink {
+	struct link l;
+	struct rdma_cm_id *id;
+	uint32_t slot, gen;
+	uint32_t node;          /* the peer's node id, once known */
+	int dead;               /* torn down; events and completions ignored */
+	char addr[64];
+
+	/* receiving */
+	uint8_t *rbuf;          /* VERBS_RECV_BUFS buffers of verbs.max_frame bytes */
+	struct ibv_mr *rmr;
+	int paused;
+	uint32_t held[VERBS_RECV_BUFS], held_len[VERBS_RECV_BUFS], nheld;  /* taken off the CQ, not processed */
+	uint32_t credits_back;  /* buffers posted again, not yet announced */
+
+	/* sending */
+	uint32_t credits;       /* SENDs we may still post */
+	uint32_t peer_max_frame;
+	uint8_t *cbuf;          /* control frame slots */
+	struct ibv_mr *cmr;
+	uint32_t cfree;         /* bitmap of free control slots */
+	uint32_t cq_pending[VERBS_CTRL_SLOTS], cq_len[VERBS_CTRL_SLOTS], ncq;   /* control frames to post, in order */
+	uint32_t outstanding;   /* posted SENDs without a completion */
+
+	/* statistics */
+	uint64_t posted, completed, credit_waits;
+	uint64_t posted_seen;   /* posted at the last keepalive tick */
+	int touched;            /* had completions in this CQ batch (verbs_qp.c) */
+};
+
+/* --- verbs_dev.c --- */
+
+/* The device went away (or failed): ends every link and the listener, lets
+ * go of everything on the device and retries it every VERBS_REINIT_NS. */
+void verbs_dev_teardown(const char *why);
+
+/* --- verbs_cm.c --- */
+
+/* Opens rdma_cm's event channel (into the loop) and resolves the node's own
+ * address.  0 or -errno (logged at notice: "auto" falls back to TCP). */
+int verbs_cm_init(void);
+void verbs_cm_fini(void);
+/* Binds the listener to the node's address; *ctx_p is the device holding
+ * it.  prio is the level for "not there" messages. */
+int verbs_cm_bind(int prio, struct ibv_context **ctx_p);
+/* Starts listening on the bound address, 0 or -errno (logged). */
+int verbs_cm_listen(void);
+/* Destroys the listener. */
+void verbs_cm_unbind(void);
+int verbs_connect(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err, size_t errlen);
+
+/* --- verbs_mr.c --- */
+
+/* Registers f's memory with the PD (once; it stays while f is pooled). */
+int verbs_mr_register(struct frame *f);
+/* Releases every frame registration (before the PD goes). */
+void verbs_mr_release_all(void);
+
+/* --- verbs_qp.c --- */
+
+/* A link for id in a free slot, or NULL. */
+struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing);
+/* The queue pair and buffers of a link whose id knows its device. */
+int verbs_link_setup(struct vlink *v);
+/* Ends a link because of a failure: tells the peer layer once, then frees it. */
+void verbs_link_fail(struct vlink *v, const char *why);
+/* Frees a link without telling the peer layer (v->dead must be set). */
+void verbs_link_free(struct vlink *v);
+/* Posts what the link may send now. */
+void verbs_link_flush(struct vlink *v);
+/* Every link: fails (tells the peer layer) or frees (at shutdown). */
+void verbs_links_fail_all(const char *why);
+void verbs_links_free_all(void);
+/* The completion channel's loop callback. */
+void verbs_on_cq(struct loop_watch *w, uint32_t events);
+void verbs_keepalive_start(void);
+void verbs_keepalive_stop(void);
+/* Counters for ferryctl stats. */
+void verbs_qp_write_stats(FILE *out);
+
+#endif

@@ -1,0 +1,497 @@
+/* daemon/net/verbs_qp.c - the links of the verbs transport: queue pairs, the
+ * data path with credits, completions, the link ops and the keepalive; see
+ * verbs.h for the design and who owns what.
+ */
+#include "verbs.h"
+#include "../core/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* wr_id: a generation, a link slot, receive or send, and a buffer index, so
+ * that completions of a link that is gone are recognised and ignored. */
+#define WR(gen, slot, recv, idx) (((uint64_t)(gen) << 40) | ((uint64_t)(slot) << 20) | \
+				  ((uint64_t)(recv) << 19) | (uint64_t)(idx))
+#define WR_GEN(w)  ((uint32_t)((w) >> 40))
+#define WR_SLOT(w) ((uint32_t)(((w) >> 20) & 0xfffff))
+#define WR_RECV(w) ((int)(((w) >> 19) & 1))
+#define WR_IDX(w)  ((uint32_t)((w) & 0x7ffff))
+#define WR_CTRL    0x40000u             /* send idx: a control slot (ORed with its number) */
+
+static struct {
+	struct vlink *slots[VERBS_MAX_LINKS];
+	uint32_t gen[VERBS_MAX_LINKS];
+	uint32_t touched[VERBS_MAX_LINKS], ntouched;    /* slots of links with completions */
+	struct loop_timer keepalive;
+	uint64_t posted, completed, credit_waits, errors;
+} links;
+
+static const struct link_ops verbs_ops;
+
+/* --- link life --- */
+
+void verbs_link_free(struct vlink *v)
+{
+	if (v->id) {
+		if (v->id->qp)
+			rdma_destroy_qp(v->id);
+		rdma_destroy_id(v->id);
+	}
+	if (v->rmr)
+		ibv_dereg_mr(v->rmr);
+	if (v->cmr)
+		ibv_dereg_mr(v->cmr);
+	free(v->rbuf);
+	free(v->cbuf);
+	links.slots[v->slot] = NULL;
+	links.gen[v->slot]++;       /* completions still in the CQ now match nothing */
+	free(v);
+}
+
+static void verbs_close(struct link *l);
+
+void verbs_link_fail(struct vlink *v, const char *why)
+{
+	if (v->dead)
+		return;
+	v->dead = 1;
+	log_debug("verbs link %s: %s", v->addr, why);
+	verbs.ev->down(&v->l, why);
+	verbs_close(&v->l);
+}
+
+struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
+{
+	struct vlink *v = calloc(1, sizeof(*v));
+	uint32_t s;
+
+	if (!v)
+		return NULL;
+	for (s = 0; s < VERBS_MAX_LINKS && links.slots[s]; s++)
+		;
+	if (s == VERBS_MAX_LINKS) {
+		free(v);
+		return NULL;
+	}
+	v->slot = s;
+	v->gen = links.gen[s] & 0xffffff;
+	links.slots[s] = v;
+	v->id = id;
+	id->context = v;
+	v->l.ops = &verbs_ops;
+	v->l.outgoing = outgoing;
+	v->l.state = outgoing ? LINK_CONNECTING : LINK_HANDSHAKE;
+	v->cfree = (1u << VERBS_CTRL_SLOTS) - 1;
+	v->credits = VERBS_RECV_BUFS;   /* the peer posts as many as we do */
+	v->peer_max_frame = verbs.max_frame;
+	return v;
+}
+
+static int post_recv(struct vlink *v, uint32_t idx)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(v->rbuf + (size_t)idx * verbs.max_frame),
+		.length = verbs.max_frame,
+		.lkey = v->rmr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = WR(v->gen, v->slot, 1, idx), .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(v->id->qp, &wr, &bad) ? -errno : 0;
+}
+
+int verbs_link_setup(struct vlink *v)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = verbs.cq,
+		.recv_cq = verbs.cq,
+		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_RECV_BUFS,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	size_t rbytes = (size_t)VERBS_RECV_BUFS * verbs.max_frame;
+
+	if (v->id->verbs != verbs.ctx) {
+		log_warn("verbs link %s: the peer is reachable only through another RDMA device", v->addr);
+		return -EXDEV;
+	}
+	v->rbuf = malloc(rbytes);
+	v->cbuf = malloc(VERBS_CTRL_SLOTS * VERBS_CTRL_BYTES);
+	if (!v->rbuf || !v->cbuf)
+		return -ENOMEM;
+	v->rmr = ibv_reg_mr(verbs.pd, v->rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE);
+	v->cmr = ibv_reg_mr(verbs.pd, v->cbuf, VERBS_CTRL_SLOTS * VERBS_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
+	if (!v->rmr || !v->cmr) {
+		log_err("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
+		return -ENOMEM;
+	}
+	if (rdma_create_qp(v->id, verbs.pd, &qa) < 0) {
+		int ret = -errno;
+
+		log_err("verbs link %s: rdma_create_qp: %m", v->addr);
+		return ret;
+	}
+	for (uint32_t i = 0; i < VERBS_RECV_BUFS; i++) {
+		int ret = post_recv(v, i);
+
+		if (ret < 0) {
+			log_err("verbs link %s: ibv_post_recv: %s", v->addr, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+/* --- sending --- */
+
+static int post_send(struct vlink *v, void *addr, uint32_t len, uint32_t lkey, uint32_t idx)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = WR(v->gen, v->slot, 0, idx),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(v->credits_back),
+	}, *bad;
+
+	if (ibv_post_send(v->id->qp, &wr, &bad))
+		return -errno;
+	v->credits_back = 0;
+	v->credits--;
+	v->outstanding++;
+	v->posted++;
+	links.posted++;
+	return 0;
+}
+
+static int queue_ctrl(struct vlink *v, const void *frame, size_t len)
+{
+	uint32_t s;
+
+	if (len > VERBS_CTRL_BYTES || !v->cfree || v->ncq == VERBS_CTRL_SLOTS)
+		return -ENOBUFS;
+	s = (uint32_t)__builtin_ctz(v->cfree);
+	v->cfree &= ~(1u << s);
+	memcpy(v->cbuf + s * VERBS_CTRL_BYTES, frame, len);
+	v->cq_pending[v->ncq] = s;
+	v->cq_len[v->ncq++] = (uint32_t)len;
+	return 0;
+}
+
+/* An ACK frame just to hand credits back (and the latest acknowledgement). */
+static void credit_update(struct vlink *v)
+{
+	uint8_t buf[sizeof(struct wire_frame_hdr)];
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = WIRE_ACK };
+
+	if (!v->cfree || v->ncq == VERBS_CTRL_SLOTS)
+		return;         /* no room: the next one carries it */
+	h.ack = verbs.ev->tx_ack(&v->l);
+	wire_encode_hdr(buf, &h);
+	queue_ctrl(v, buf, sizeof(buf));
+}
+
+/* Posts control frames, then the peer's frames, as credits allow. */
+void verbs_link_flush(struct vlink *v)
+{
+	struct frame *f;
+	uint32_t off;
+
+	if (v->dead || v->l.state == LINK_CONNECTING || !v->id->qp)
+		return;
+	while (v->ncq && v->credits > 0 && v->outstanding < VERBS_SQ_DEPTH) {
+		uint32_t s = v->cq_pending[0], len = v->cq_len[0];
+
+		if (post_send(v, v->cbuf + s * VERBS_CTRL_BYTES, len, v->cmr->lkey, WR_CTRL | s) < 0) {
+			verbs_link_fail(v, "ibv_post_send failed");
+			return;
+		}
+		memmove(v->cq_pending, v->cq_pending + 1, --v->ncq * sizeof(v->cq_pending[0]));
+		memmove(v->cq_len, v->cq_len + 1, v->ncq * sizeof(v->cq_len[0]));
+	}
+	while ((f = verbs.ev->tx_first(&v->l, &off)) && v->outstanding < VERBS_SQ_DEPTH) {
+		if (v->credits <= VERBS_RESERVE) {
+			v->credit_waits++;
+			links.credit_waits++;
+			break;
+		}
+		if (f->len > v->peer_max_frame || verbs_mr_register(f) < 0) {
+			verbs_link_fail(v, f->len > v->peer_max_frame ? "frame larger than the peer receives" :
+			     "cannot register a frame");
+			return;
+		}
+		wire_set_ack(f->data, verbs.ev->tx_ack(&v->l));
+		if (post_send(v, f->data, f->len, f->lkey, 0) < 0) {
+			verbs_link_fail(v, "ibv_post_send failed");
+			return;
+		}
+		verbs.ev->tx_done(&v->l, f->len - off);
+	}
+	/* Many credits to give back and nothing going out to carry them. */
+	if (v->credits_back >= VERBS_RECV_BUFS / 2 && !v->ncq) {
+		credit_update(v);
+		if (v->ncq && v->credits > 0)
+			verbs_link_flush(v);
+	}
+}
+
+/* --- receiving --- */
+
+/* Hands received frame idx to the peer layer.  Returns 1 if taken (buffer
+ * posted again), 0 if the link pauses, -1 if the link failed. */
+static int take(struct vlink *v, uint32_t idx, uint32_t len)
+{
+	uint8_t *buf = v->rbuf + (size_t)idx * verbs.max_frame;
+	struct wire_frame_hdr h;
+	int ret;
+
+	if (len < sizeof(h) || wire_decode_hdr(buf, &h) < 0 || sizeof(h) + h.len != len) {
+		log_warn("verbs link %s: malformed frame; closing", v->addr);
+		verbs_link_fail(v, "malformed frame");
+		return -1;
+	}
+	ret = verbs.ev->rx(&v->l, &h, buf + sizeof(h));
+	if (v->dead)
+		return -1;
+	if (ret < 0) {
+		verbs_link_fail(v, "protocol error");
+		return -1;
+	}
+	if (ret == 0) {
+		v->paused = 1;
+		return 0;
+	}
+	v->l.frames_in++;
+	if (post_recv(v, idx) < 0) {
+		verbs_link_fail(v, "ibv_post_recv failed");
+		return -1;
+	}
+	v->credits_back++;
+	return 1;
+}
+
+/* Processes held frames in order while the peer takes them. */
+static void drain_held(struct vlink *v)
+{
+	while (v->nheld && !v->paused) {
+		int ret = take(v, v->held[0], v->held_len[0]);
+
+		if (ret < 0)
+			return;
+		if (ret == 0)
+			break;
+		memmove(v->held, v->held + 1, --v->nheld * sizeof(v->held[0]));
+		memmove(v->held_len, v->held_len + 1, v->nheld * sizeof(v->held_len[0]));
+	}
+}
+
+static void on_completion(const struct ibv_wc *wc)
+{
+	uint32_t slot = WR_SLOT(wc->wr_id);
+	struct vlink *v = slot < VERBS_MAX_LINKS ? links.slots[slot] : NULL;
+
+	links.completed++;
+	if (!v || v->dead || v->gen != WR_GEN(wc->wr_id))
+		return;         /* a link that is gone */
+	v->completed++;
+	if (!v->touched) {      /* on_cq flushes it after the batch */
+		v->touched = 1;
+		links.touched[links.ntouched++] = slot;
+	}
+	if (wc->status != IBV_WC_SUCCESS) {
+		char why[96];
+
+		links.errors++;
+		snprintf(why, sizeof(why), "%s completion: %s", WR_RECV(wc->wr_id) ? "receive" : "send",
+			 ibv_wc_status_str(wc->status));
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			log_notice("verbs link %s: %s", v->addr, why);
+		verbs_link_fail(v, why);
+		return;
+	}
+	if (wc->wc_flags & IBV_WC_WITH_IMM)
+		v->credits += ntohl(wc->imm_data);
+	if (!WR_RECV(wc->wr_id)) {
+		v->outstanding--;
+		if (WR_IDX(wc->wr_id) & WR_CTRL)
+			v->cfree |= 1u << (WR_IDX(wc->wr_id) & (WR_CTRL - 1));
+		return;
+	}
+	if (v->nheld == VERBS_RECV_BUFS) {
+		verbs_link_fail(v, "more receives than buffers");
+		return;
+	}
+	v->held[v->nheld] = WR_IDX(wc->wr_id);
+	v->held_len[v->nheld++] = wc->byte_len;
+	drain_held(v);
+}
+
+void verbs_on_cq(struct loop_watch *w, uint32_t events)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	struct ibv_wc wc[32];
+	int n;
+
+	(void)w;
+	(void)events;
+	if (ibv_get_cq_event(verbs.cc, &cq, &cq_ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		if (ibv_req_notify_cq(cq, 0))
+			log_err("ibv_req_notify_cq: %m");
+	}
+	while ((n = ibv_poll_cq(verbs.cq, 32, wc)) > 0) {
+		for (int i = 0; i < n; i++)
+			on_completion(&wc[i]);
+	}
+	/* Whatever the completions freed (credits, send slots) may now go out,
+	 * on the links that had completions.  (A link that failed meanwhile has
+	 * left its slot empty; no new link takes a slot before the rdma_cm
+	 * events are read.) */
+	for (uint32_t i = 0; i < links.ntouched; i++) {
+		struct vlink *v = links.slots[links.touched[i]];
+
+		if (v && v->touched) {
+			v->touched = 0;
+			verbs_link_flush(v);
+		}
+	}
+	links.ntouched = 0;
+	loop_kick();
+}
+
+/* --- link ops --- */
+
+static void verbs_kick(struct link *l)
+{
+	verbs_link_flush((struct vlink *)l);
+}
+
+static int verbs_send_ctrl(struct link *l, const void *frame, size_t len)
+{
+	return queue_ctrl((struct vlink *)l, frame, len);
+}
+
+static void verbs_pause(struct link *l, int on)
+{
+	struct vlink *v = (struct vlink *)l;
+
+	v->paused = on;
+	if (!on) {
+		drain_held(v);
+		if (!v->dead)
+			verbs_link_flush(v);
+	}
+}
+
+static void verbs_close(struct link *l)
+{
+	struct vlink *v = (struct vlink *)l;
+
+	v->dead = 1;
+	if (v->id && v->id->qp)
+		rdma_disconnect(v->id);
+	verbs_link_free(v);
+}
+
+static void verbs_fault(struct link *l)
+{
+	struct vlink *v = (struct vlink *)l;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	/* Break the queue pair as a failing link would: outstanding work
+	 * completes with errors, the peer sees the connection go. */
+	if (v->id && v->id->qp && ibv_modify_qp(v->id->qp, &a, IBV_QP_STATE))
+		log_err("verbs link %s: ibv_modify_qp to ERR: %m", v->addr);
+	loop_kick();
+}
+
+static void verbs_describe(const struct link *l, char *buf, size_t len)
+{
+	const struct vlink *v = (const struct vlink *)l;
+
+	snprintf(buf, len, "verbs %s dev %s qp 0x%x, credits %u, to return %u, outstanding %u%s, "
+		 "posted %llu, completions %llu, rnr waits %llu", v->addr,
+		 verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", v->id && v->id->qp ? v->id->qp->qp_num : 0,
+		 v->credits, v->credits_back, v->outstanding, v->paused ? ", paused" : "",
+		 (unsigned long long)v->posted, (unsigned long long)v->completed,
+		 (unsigned long long)v->credit_waits);
+}
+
+static const struct link_ops verbs_ops = {
+	.name = "verbs",
+	.kick = verbs_kick,
+	.send_ctrl = verbs_send_ctrl,
+	.pause = verbs_pause,
+	.close = verbs_close,
+	.fault = verbs_fault,
+	.describe = verbs_describe,
+};
+
+
+/* A queue pair learns that its peer is gone only when it sends: a SEND to
+ * a dead node or across a silent partition completes with an error once the
+ * transport's retries are spent (seconds), and the link fails.  So a link
+ * that posted nothing for a keepalive interval sends an ACK frame, as TCP
+ * keepalive probes an idle connection.  (A link with no credits left and
+ * nothing outstanding cannot probe; its peer is then holding our frames
+ * and will be noticed when it hands credits back or its link fails.) */
+static void on_keepalive(struct loop_timer *t)
+{
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++) {
+		struct vlink *v = links.slots[s];
+		uint32_t gen = links.gen[s];
+
+		if (!v || v->dead || v->l.state != LINK_UP)
+			continue;
+		if (v->posted == v->posted_seen && !v->ncq) {
+			credit_update(v);
+			verbs_link_flush(v);
+			if (links.gen[s] != gen)
+				continue;       /* failed and freed */
+		}
+		v->posted_seen = v->posted;
+	}
+	loop_timer_arm(t, VERBS_KEEPALIVE_NS, on_keepalive, NULL);
+}
+
+
+void verbs_keepalive_start(void)
+{
+	loop_timer_arm(&links.keepalive, VERBS_KEEPALIVE_NS, on_keepalive, NULL);
+}
+
+void verbs_keepalive_stop(void)
+{
+	loop_timer_cancel(&links.keepalive);
+}
+
+void verbs_links_fail_all(const char *why)
+{
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
+		if (links.slots[s])
+			verbs_link_fail(links.slots[s], why);
+}
+
+void verbs_links_free_all(void)
+{
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
+		if (links.slots[s]) {
+			links.slots[s]->dead = 1;
+			verbs_link_free(links.slots[s]);
+		}
+}
+
+/* verbs_rnr_waits: times a frame waited because the peer had no receive
+ * buffer free for it (no credit).  Credits keep the hardware from ever
+ * meeting a receiver that is not ready, so this is where such waits show. */
+void verbs_qp_write_stats(FILE *out)
+{
+	fprintf(out, "verbs_device %s\nverbs_posted_sends %llu\nverbs_completions %llu\n"
+		"verbs_rnr_waits %llu\nverbs_error_completions %llu\n",
+		verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", (unsigned long long)links.posted,
+		(unsigned long long)links.completed, (unsigned long long)links.credit_waits,
+		(unsigned long long)links.errors);
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# tests/static/layers_selftest.sh - the layer check must be able to fail: on a
+# copy of the tree with one planted violation at a time, layers.sh must
+# report exactly that violation (and pass on the unchanged copy).
+set -u
+HERE=$(cd "$(dirname "$0")/../.." && pwd)
+TMP=$(mktemp -d /tmp/ferry-layers.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+FAILED=0
+
+fresh() {
+	rm -rf "$TMP/tree"
+	mkdir -p "$TMP/tree"
+	cp -r "$HERE/proto" "$HERE/client" "$HERE/daemon" "$TMP/tree/"
+}
+
+# plant NAME FILE LINE EXPECTED: appends LINE to FILE in a fresh copy; the
+# check must fail with EXPECTED among its messages.
+plant() {
+	local name=$1 file=$2 line=$3 expected=$4 out
+	fresh
+	printf '%s\n' "$line" >>"$TMP/tree/$file"
+	out=$(bash "$HERE/tests/static/layers.sh" "$TMP/tree")
+	if [ $? -ne 0 ] && grep -qF -- "$expected" <<<"$out"; then
+		echo "ok - layers self-test: $name is caught"
+	else
+		echo "not ok - layers self-test: $name is not caught"
+		sed 's/^/#   /' <<<"$out"
+		FAILED=1
+	fi
+}
+
+fresh
+if bash "$HERE/tests/static/layers.sh" "$TMP/tree" >/dev/null; then
+	echo "ok - layers self-test: the unchanged tree passes"
+else
+	echo "not ok - layers self-test: the unchanged tree fails"
+	FAILED=1
+fi
+plant "an upward include (net -> cluster)" daemon/net/peer.c '#include "../cluster/cluster.h"' \
+	"daemon/net/peer.c (daemon/net/) includes daemon/cluster/cluster.h (daemon/cluster/), which is a higher layer"
+plant "a sibling include (local -> net)" daemon/local/endpoint.c '#include "../net/peer.h"' \
+	"which is a sibling layer"
+plant "a transport reaching into the peer layer" daemon/net/link_tcp.c '#include "peer.h"' \
+	"daemon/net/link_tcp.c: includes daemon/net/peer.h"
+plant "libferry including daemon code" client/ferry.c '#include "../daemon/plan/route.h"' \
+	"client/ferry.c: includes daemon/plan/route.h"
+plant "plan/ using daemon state" daemon/plan/route.c '#include "../core/loop.h"' \
+	"daemon/plan/route.c: includes daemon/core/loop.h"
+plant "libconfig outside conf.c" daemon/core/log.c '#include <libconfig.h>' \
+	"daemon/core/log.c: includes <libconfig.h>"
+plant "a cycle inside one layer" daemon/fwd/agg.h '#include "rx.h"' "daemon/fwd/agg -> daemon/fwd/rx -> daemon/fwd/agg"
+plant "a file outside every layer" daemon/stray.c '#include "core/log.h"' "daemon/stray.c: not in any layer"
+exit $FAILED
