@@ -7,6 +7,7 @@
  * published TX records (or freed RX room) while it slept.
  */
 #include "ferry.h"
+#include "../proto/clock.h"
 #include "../proto/ctl.h"
 #include "../proto/ring.h"
 
@@ -24,7 +25,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define FERRY_API __attribute__((visibility("default")))
@@ -108,22 +108,6 @@ FERRY_API const char *ferry_strerror(int err)
 	return strerror(-err);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void wake(int efd)
 {
 	uint64_t one = 1;
@@ -139,7 +123,7 @@ static void wake(int efd)
  * Returns the message length (consume with drop_msg), or -errno. */
 static int read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		union {
@@ -159,7 +143,7 @@ static int read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int
 			return (int)used;
 		if (f->in_len == sizeof(f->in))
 			return seterr(-EPROTO, "control message from ferryd too long");
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 		if (poll(&pfd, 1, wait) == 0)
 			return -ETIMEDOUT;
 		used = recvmsg(f->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -452,9 +436,9 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 		goto err;
 	}
 
-	deadline = o.timeout_ms < 0 ? 0 : now_ms() + (uint64_t)o.timeout_ms;
+	deadline = o.timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)o.timeout_ms;
 	for (;;) {
-		int wait = o.timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		int wait = o.timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 
 		len = read_msg(f, &m, fds, &nfds, wait);
 		if (len == -ETIMEDOUT) {
@@ -511,7 +495,7 @@ err:
 /* Waits until the daemon has taken every TX record, at most timeout_ms. */
 static int wait_tx_empty(struct ferry *f, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		int ret, wait;
@@ -521,7 +505,7 @@ static int wait_tx_empty(struct ferry *f, int timeout_ms)
 				return seterr(-EPROTO, "ferryd published an impossible TX tail");
 			return 0;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 		ret = wait_event(f, wait);
 		ring_producer_awake(&f->tx);
 		if (ret == -ETIMEDOUT)
@@ -569,9 +553,9 @@ FERRY_API int ferry_fd(const ferry_t *f)
 /* Waits for room for a record of len bytes in the TX ring. */
 static int wait_room(struct ferry *f, uint32_t len)
 {
-	uint64_t spin_until = now_ns() + f->spin_us * 1000ull;
+	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
-	while (now_ns() < spin_until) {
+	while (proto_now_ns() < spin_until) {
 		if (ring_producer_sleep(&f->tx, len))   /* also refreshes the tail */
 			return 0;
 		ring_producer_awake(&f->tx);
@@ -833,8 +817,8 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 
 FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
-	uint64_t spin_until = now_ns() + f->spin_us * 1000ull;
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
 	if (max <= 0)
 		return seterr(-EINVAL, "max must be positive");
@@ -864,7 +848,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * waiting, or the daemon could never deliver the rest. */
 		if (ring_release(&f->rx))
 			wake(f->efd_daemon);
-		if (timeout_ms != 0 && now_ns() < spin_until) {
+		if (timeout_ms != 0 && proto_now_ns() < spin_until) {
 			/* Poll, but let the daemon (or anyone) have the CPU: on
 			 * a machine with more busy processes than cores, a
 			 * spinning client would delay the very daemon that is
@@ -880,7 +864,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 			f->armed = 1;   /* ferry_fd() now becomes readable on arrival */
 			return 0;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 		ret = wait_event(f, wait);
 		ring_consumer_awake(&f->rx);
 		if (ret == -ETIMEDOUT)
@@ -937,7 +921,7 @@ static int stash_ring(struct ferry *f)
 
 FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
 
 	if (!f->step_done)
 		return seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
@@ -959,7 +943,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 			ring_consumer_awake(&f->rx);
 			continue;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > now_ms() ? deadline - now_ms() : 0);
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 		if (timeout_ms >= 0 && wait == 0) {
 			ring_consumer_awake(&f->rx);
 			return seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
