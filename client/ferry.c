@@ -701,6 +701,23 @@ static struct reasm **find_reasm(struct ferry *f, uint32_t src)
 	return pp;
 }
 
+/* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
+ * without a message: one caller still succeeds with the items it has. */
+static int hold(struct ferry *f, void *buf)
+{
+	if (f->nheld == f->capheld) {
+		size_t cap = f->capheld ? f->capheld * 2 : 8;
+		void **h = realloc(f->held, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		f->held = h;
+		f->capheld = cap;
+	}
+	f->held[f->nheld++] = buf;
+	return 0;
+}
+
 /* Adds a fragment; on the last one, moves the whole item to items[*n]. */
 static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *payload,
 		      struct ferry_item *items, int *n)
@@ -735,16 +752,8 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	r->len += rec->len;
 	if (rec->flags & PROTO_REC_MORE)
 		return 0;
-	if (f->nheld == f->capheld) {
-		size_t cap = f->capheld ? f->capheld * 2 : 8;
-		void **h = realloc(f->held, cap * sizeof(*h));
-
-		if (!h)
-			return seterr(-ENOMEM, "out of memory");
-		f->held = h;
-		f->capheld = cap;
-	}
-	f->held[f->nheld++] = r->buf;
+	if (hold(f, r->buf) < 0)
+		return seterr(-ENOMEM, "out of memory");
 	items[*n] = (struct ferry_item){ .data = r->buf, .len = (uint32_t)r->len, .src = r->src,
 					 .channel = r->channel };
 	(*n)++;
@@ -761,16 +770,8 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 	while (n < max && f->stash_head < f->stash_len) {
 		struct ferry_item *it = &f->stash[f->stash_head++];
 
-		if (f->nheld == f->capheld) {
-			size_t cap = f->capheld ? f->capheld * 2 : 8;
-			void **h = realloc(f->held, cap * sizeof(*h));
-
-			if (!h)
-				return n ? n : seterr(-ENOMEM, "out of memory");
-			f->held = h;
-			f->capheld = cap;
-		}
-		f->held[f->nheld++] = (void *)it->data;
+		if (hold(f, (void *)it->data) < 0)
+			return n ? n : seterr(-ENOMEM, "out of memory");
 		items[n++] = *it;
 	}
 	if (f->stash_head == f->stash_len)
