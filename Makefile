@@ -56,7 +56,7 @@ PLAN_SRC   := $(wildcard daemon/plan/*.c)
 DAEMON_LAYERS := core net local fwd cluster
 DAEMON_LIB_SRC := $(foreach l,$(DAEMON_LAYERS),$(wildcard daemon/$(l)/*.c))
 DAEMON_SRC := $(wildcard daemon/main/*.c) $(DAEMON_LIB_SRC)
-LIB_SRC    := client/ferry.c proto/ring.c proto/ctl.c proto/job.c
+LIB_SRC    := $(filter-out client/ferryctl.c,$(wildcard client/*.c)) proto/ring.c proto/ctl.c proto/job.c
 CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c
 
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))

@@ -1,21 +1,14 @@
-/* client/ferry.c - libferry; see ferry.h for the contract.
- *
- * The handle holds the Unix socket to ferryd (kept open: its EOF tells either
- * side that the other is gone), the shared-memory region with the TX and RX
- * rings, and two eventfds: the daemon writes efd_client when it published RX
- * records (or freed TX room) while we slept; we write efd_daemon when we
- * published TX records (or freed RX room) while it slept.
+/* client/ferry.c - libferry; see ferry.h for the contract, internal.h for
+ * the handle.
  */
-#include "ferry.h"
+#include "internal.h"
 #include "../proto/clock.h"
 #include "../proto/ctl.h"
 #include "../proto/ring.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
-#include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +17,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#define FERRY_API __attribute__((visibility("default")))
 
 #define DEFAULT_RUNTIME_DIR "/run/ferry"
 #define DEFAULT_TIMEOUT_MS  60000
@@ -44,264 +33,6 @@ struct reasm {
 	size_t len, cap;
 };
 
-struct ferry {
-	int sock;
-	int efd_client, efd_daemon;
-	int epfd;               /* ferry_fd(): efd_client and sock together */
-	void *region;
-	size_t region_bytes;
-	struct ring tx, rx;
-	uint32_t rank, size, node;
-	int timeout_ms;
-	unsigned flags;
-	unsigned spin_us;
-	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
-	int dead;               /* the daemon went away or broke the protocol: error to return */
-	uint8_t in[512];        /* partial control message from the daemon */
-	size_t in_len;
-	struct reasm *reasm;    /* items being reassembled, by source */
-	void **held;            /* reassembled buffers handed out by the last ferry_recv */
-	size_t nheld, capheld;
-	/* steps */
-	uint32_t step;          /* the current step, from 1 */
-	int step_done;          /* ferry_done called in it */
-	uint32_t completed;     /* last step the daemon said is complete */
-	struct ferry_item *stash;       /* items copied out of the ring while waiting */
-	size_t stash_head, stash_len, stash_cap;
-};
-
-static _Thread_local char last_error[512];
-
-static int seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int seterr(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-FERRY_API const char *ferry_last_error(void)
-{
-	return last_error;
-}
-
-FERRY_API const char *ferry_strerror(int err)
-{
-	switch (-err) {
-	case 0: return "success";
-	case ENOENT: return "no ferryd socket found (is ferryd running? is FERRY_RUNTIME_DIR right?)";
-	case ECONNREFUSED: return "ferryd is not accepting connections (is it running?)";
-	case ETIMEDOUT: return "timed out (waiting for the other ranks of the job, or for the daemon)";
-	case EAGAIN: return "ring full: ferryd is applying backpressure; receive, then try again";
-	case EMSGSIZE: return "item larger than FERRY_MAX_ITEM";
-	case EINVAL: return "invalid argument (rank, size, channel or job name)";
-	case EADDRINUSE: return "this rank of the job is already attached";
-	case ECONNRESET: return "the connection to ferryd was lost";
-	case EPROTO: return "protocol error between libferry and ferryd";
-	case EUSERS: return "ferryd has too many clients";
-	case ENOMEM: return "out of memory";
-	}
-	return strerror(-err);
-}
-
-static void wake(int efd)
-{
-	uint64_t one = 1;
-	ssize_t n = write(efd, &one, sizeof(one));
-
-	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
-}
-
-/* --- control socket --- */
-
-/* Reads until one whole control message is buffered, or timeout_ms passes
- * (-1: forever).  Collects fds that came with it into fds (room for 3).
- * Returns the message length (consume with drop_msg), or -errno. */
-static int read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms)
-{
-	uint64_t deadline = timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		union {
-			char buf[CMSG_SPACE(3 * sizeof(int))];
-			struct cmsghdr align;
-		} cbuf;
-		struct iovec iov = { .iov_base = f->in + f->in_len, .iov_len = sizeof(f->in) - f->in_len };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
-		struct pollfd pfd = { .fd = f->sock, .events = POLLIN };
-		ssize_t used = ctl_decode(f->in, f->in_len, m);
-		int wait;
-
-		if (used < 0)
-			return seterr(-EPROTO, "malformed control message from ferryd");
-		if (used > 0)
-			return (int)used;
-		if (f->in_len == sizeof(f->in))
-			return seterr(-EPROTO, "control message from ferryd too long");
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
-		if (poll(&pfd, 1, wait) == 0)
-			return -ETIMEDOUT;
-		used = recvmsg(f->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (used == 0)
-			return seterr(-ECONNRESET, "ferryd closed the connection");
-		if (used < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return seterr(-errno, "receiving from ferryd: %s", strerror(errno));
-		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < n; i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (*nfds < 3)
-					fds[(*nfds)++] = fd;
-				else
-					close(fd);
-			}
-		}
-		f->in_len += (size_t)used;
-	}
-}
-
-static void drop_msg(struct ferry *f, int len)
-{
-	memmove(f->in, f->in + len, f->in_len - (size_t)len);
-	f->in_len -= (size_t)len;
-}
-
-/* The daemon may only talk on the socket before READY; after that, readable
- * means it closed the connection (or sent an ERROR before doing so). */
-static int check_socket(struct ferry *f)
-{
-	struct ctl_msg m;
-	int fds[3], nfds = 0, len;
-
-	if (f->dead)
-		return f->dead;
-	len = read_msg(f, &m, fds, &nfds, 0);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	if (len == -ETIMEDOUT)
-		return 0;
-	if (len > 0 && m.type == CTL_ERROR)
-		f->dead = seterr(-ECONNRESET, "ferryd: %s", m.u.error.text);
-	else if (len > 0)
-		f->dead = seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
-	else
-		f->dead = len;
-	return f->dead;
-}
-
-/* Sleeps until the daemon signals efd_client, the socket says something, or
- * timeout_ms passes (-1: forever).  Returns 0, -ETIMEDOUT, or the error that
- * ended the session. */
-static int wait_event(struct ferry *f, int timeout_ms)
-{
-	struct pollfd pfd[2] = {
-		{ .fd = f->efd_client, .events = POLLIN },
-		{ .fd = f->sock, .events = POLLIN },
-	};
-	int n = poll(pfd, 2, timeout_ms);
-	uint64_t v;
-
-	if (n < 0 && errno != EINTR)
-		return seterr(-errno, "poll: %s", strerror(errno));
-	if (n <= 0)
-		return n == 0 ? -ETIMEDOUT : 0;
-	if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && check_socket(f) < 0)
-		return f->dead;
-	if (pfd[0].revents & POLLIN) {
-		ssize_t r = read(f->efd_client, &v, sizeof(v));
-
-		(void)r;
-	}
-	return 0;
-}
-
-/* --- open / close --- */
-
-static int env_int(const char *name, int *out)
-{
-	const char *v = getenv(name);
-	char *end;
-	long x;
-
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || *end || x < 0 || x > (long)FERRY_MAX_RANKS)
-		return -1;
-	*out = (int)x;
-	return 1;
-}
-
-/* Rank and size from the launcher's environment, first match wins. */
-static int ranks_from_env(int *rank, int *size)
-{
-	static const char *const vars[][2] = {
-		{ "FERRY_RANK", "FERRY_SIZE" },
-		{ "SLURM_PROCID", "SLURM_NTASKS" },
-		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
-	};
-
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		int r = env_int(vars[i][0], rank), s = env_int(vars[i][1], size);
-
-		if (r < 0 || s < 0)
-			return seterr(-EINVAL, "%s or %s is not a number", vars[i][0], vars[i][1]);
-		if (r && s)
-			return 0;
-	}
-	return seterr(-EINVAL, "rank and size unknown: pass them in ferry_opts or set FERRY_RANK and FERRY_SIZE");
-}
-
-static int job_from_env(char *buf, size_t len)
-{
-	const char *v = getenv("FERRY_JOB");
-
-	if (v && *v)
-		snprintf(buf, len, "%s", v);
-	else if ((v = getenv("SLURM_JOB_ID")) && *v)
-		snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-	else if ((v = getenv("PMIX_NAMESPACE")) && *v)
-		snprintf(buf, len, "%s", v);
-	else
-		return seterr(-EINVAL, "job name unknown: pass it in ferry_opts or set FERRY_JOB");
-	return 0;
-}
-
-static int connect_daemon(struct ferry *f, const char *dir)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int err;
-
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", dir) >= sizeof(sa.sun_path))
-		return seterr(-ENAMETOOLONG, "runtime directory %s: path too long", dir);
-	f->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (f->sock < 0)
-		return seterr(-errno, "socket: %s", strerror(errno));
-	if (connect(f->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return 0;
-	err = errno;
-	if (err == ENOENT)
-		return seterr(-ENOENT, "no ferryd socket at %s: is ferryd running? (FERRY_RUNTIME_DIR selects another directory)",
-			      sa.sun_path);
-	if (err == ECONNREFUSED)
-		return seterr(-ECONNREFUSED, "nothing listens on %s: ferryd is not running", sa.sun_path);
-	return seterr(-err, "connecting to %s: %s", sa.sun_path, strerror(err));
-}
-
 /* Maps the region from ATTACHED after checking its layout. */
 static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int memfd)
 {
@@ -314,11 +45,11 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	    a->rx_off > a->region_bytes || ring_bytes(a->rx_size) > a->region_bytes - a->rx_off ||
 	    (a->tx_off < a->rx_off ? a->tx_off + ring_bytes(a->tx_size) > a->rx_off
 				   : a->rx_off + ring_bytes(a->rx_size) > a->tx_off))
-		return seterr(-EPROTO, "ferryd sent an invalid shared-memory layout");
+		return conn_seterr(-EPROTO, "ferryd sent an invalid shared-memory layout");
 	f->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (f->region == MAP_FAILED) {
 		f->region = NULL;
-		return seterr(-errno, "mmap of the shared rings: %s", strerror(errno));
+		return conn_seterr(-errno, "mmap of the shared rings: %s", strerror(errno));
 	}
 	f->region_bytes = a->region_bytes;
 	ring_attach(&f->tx, (uint8_t *)f->region + a->tx_off, a->tx_size, 0);
@@ -368,7 +99,7 @@ static int watch_both(struct ferry *f)
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (f->epfd < 0 || epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->efd_client, &ev) < 0 ||
 	    epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->sock, &ev) < 0)
-		return seterr(-errno, "epoll for ferry_fd: %s", strerror(errno));
+		return conn_seterr(-errno, "epoll for ferry_fd: %s", strerror(errno));
 	return 0;
 }
 
@@ -383,23 +114,23 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	uint64_t deadline;
 	ssize_t n;
 
-	last_error[0] = '\0';
+	conn_clearerr();
 	if (o.job)
 		snprintf(job, sizeof(job), "%s", o.job);
-	else if ((ret = job_from_env(job, sizeof(job))) < 0)
+	else if ((ret = conn_job_from_env(job, sizeof(job))) < 0)
 		return ret;
 	if (!proto_name_ok(job, strlen(job)))
-		return seterr(-EINVAL, "job name \"%s\": must be 1 to %d printable characters without spaces",
-			      job, PROTO_NAME_MAX);
-	if (o.size == 0 && (ret = ranks_from_env(&o.rank, &o.size)) < 0)
+		return conn_seterr(-EINVAL, "job name \"%s\": must be 1 to %d printable characters without spaces",
+				   job, PROTO_NAME_MAX);
+	if (o.size == 0 && (ret = conn_ranks_from_env(&o.rank, &o.size)) < 0)
 		return ret;
 	if (o.size < 1 || (unsigned)o.size > FERRY_MAX_RANKS || o.rank < 0 || o.rank >= o.size)
-		return seterr(-EINVAL, "rank %d of size %d: need 0 <= rank < size <= %u", o.rank, o.size,
-			      FERRY_MAX_RANKS);
+		return conn_seterr(-EINVAL, "rank %d of size %d: need 0 <= rank < size <= %u", o.rank, o.size,
+				   FERRY_MAX_RANKS);
 	if (o.timeout_ms == 0) {
 		int t;
 
-		o.timeout_ms = env_int("FERRY_TIMEOUT_MS", &t) == 1 ? t : DEFAULT_TIMEOUT_MS;
+		o.timeout_ms = conn_env_int("FERRY_TIMEOUT_MS", &t) == 1 ? t : DEFAULT_TIMEOUT_MS;
 	}
 	dir = o.runtime_dir ? o.runtime_dir : getenv("FERRY_RUNTIME_DIR");
 	if (!dir || !*dir)
@@ -407,7 +138,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return seterr(-ENOMEM, "out of memory");
+		return conn_seterr(-ENOMEM, "out of memory");
 	f->sock = f->efd_client = f->efd_daemon = f->epfd = -1;
 	f->step = 1;
 	f->rank = (uint32_t)o.rank;
@@ -417,9 +148,9 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	{
 		int spin;
 
-		f->spin_us = env_int("FERRY_SPIN_US", &spin) == 1 ? (unsigned)spin : DEFAULT_SPIN_US;
+		f->spin_us = conn_env_int("FERRY_SPIN_US", &spin) == 1 ? (unsigned)spin : DEFAULT_SPIN_US;
 	}
-	ret = connect_daemon(f, dir);
+	ret = conn_connect(f, dir);
 	if (ret < 0)
 		goto err;
 
@@ -427,12 +158,12 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	len = (int)n;
 	n = ctl_encode_join(buf + len, sizeof(buf) - (size_t)len, job, f->rank, f->size);
 	if (n < 0) {
-		ret = seterr((int)n, "cannot encode JOIN");
+		ret = conn_seterr((int)n, "cannot encode JOIN");
 		goto err;
 	}
 	len += (int)n;
 	if (send(f->sock, buf, (size_t)len, MSG_NOSIGNAL) != len) {
-		ret = seterr(-ECONNRESET, "sending to ferryd: %s", strerror(errno));
+		ret = conn_seterr(-ECONNRESET, "sending to ferryd: %s", strerror(errno));
 		goto err;
 	}
 
@@ -440,14 +171,14 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	for (;;) {
 		int wait = o.timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 
-		len = read_msg(f, &m, fds, &nfds, wait);
+		len = conn_read_msg(f, &m, fds, &nfds, wait);
 		if (len == -ETIMEDOUT) {
 			if (f->region)
-				ret = seterr(-ETIMEDOUT, "job %s: not all %u ranks joined within %d ms",
-					     job, f->size, o.timeout_ms);
+				ret = conn_seterr(-ETIMEDOUT, "job %s: not all %u ranks joined within %d ms",
+						  job, f->size, o.timeout_ms);
 			else
-				ret = seterr(-ETIMEDOUT, "job %s: ferryd did not answer within %d ms",
-					     job, o.timeout_ms);
+				ret = conn_seterr(-ETIMEDOUT, "job %s: ferryd did not answer within %d ms",
+						  job, o.timeout_ms);
 			goto err;
 		}
 		if (len < 0) {
@@ -455,12 +186,12 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			goto err;
 		}
 		if (m.type == CTL_ERROR) {
-			ret = seterr(-m.u.error.err, "ferryd: %s", m.u.error.text);
+			ret = conn_seterr(-m.u.error.err, "ferryd: %s", m.u.error.text);
 			goto err;
 		}
 		if (m.type == CTL_ATTACHED && !f->region) {
 			if (nfds != 3) {
-				ret = seterr(-EPROTO, "ferryd sent %d file descriptors, expected 3", nfds);
+				ret = conn_seterr(-EPROTO, "ferryd sent %d file descriptors, expected 3", nfds);
 				goto err;
 			}
 			ret = map_region(f, &m.u.attached, fds[0]);
@@ -471,16 +202,16 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			if (ret < 0)
 				goto err;
 		} else if (m.type == CTL_READY && f->region) {
-			drop_msg(f, len);
+			conn_drop_msg(f, len);
 			ret = watch_both(f);
 			if (ret < 0)
 				goto err;
 			break;
 		} else {
-			ret = seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
+			ret = conn_seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
 			goto err;
 		}
-		drop_msg(f, len);
+		conn_drop_msg(f, len);
 	}
 	*f_p = f;
 	return 0;
@@ -502,14 +233,14 @@ static int wait_tx_empty(struct ferry *f, int timeout_ms)
 
 		if (ring_producer_sleep_empty(&f->tx)) {
 			if (f->tx.tail != f->tx.head)
-				return seterr(-EPROTO, "ferryd published an impossible TX tail");
+				return conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
 			return 0;
 		}
 		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
-		ret = wait_event(f, wait);
+		ret = conn_wait(f, wait);
 		ring_producer_awake(&f->tx);
 		if (ret == -ETIMEDOUT)
-			return seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
+			return conn_seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
 		if (ret < 0)
 			return ret;
 	}
@@ -565,7 +296,7 @@ static int wait_room(struct ferry *f, uint32_t len)
 
 		if (ring_producer_sleep(&f->tx, len))
 			return 0;
-		ret = wait_event(f, -1);
+		ret = conn_wait(f, -1);
 		ring_producer_awake(&f->tx);
 		if (ret < 0)
 			return ret;
@@ -582,11 +313,11 @@ static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, u
 		return f->dead;
 	while ((ret = ring_reserve(&f->tx, len, &rec)) != 0) {
 		if (ret == -EPROTO)
-			return f->dead = seterr(-EPROTO, "ferryd published an impossible TX tail");
+			return f->dead = conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
 		if (!block)
 			return -EAGAIN;
 		/* Only now is a check for a vanished daemon worth its syscall. */
-		if ((ret = check_socket(f)) < 0 || (ret = wait_room(f, len)) < 0)
+		if ((ret = conn_check(f)) < 0 || (ret = wait_room(f, len)) < 0)
 			return ret;
 	}
 	rec->len = len;
@@ -598,7 +329,7 @@ static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, u
 	if (len)
 		memcpy(rec + 1, buf, len);
 	if (ring_publish(&f->tx))
-		wake(f->efd_daemon);
+		conn_wake(f->efd_daemon);
 	return 0;
 }
 
@@ -621,7 +352,7 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 		memcpy(rec, &h, sizeof(h));
 		proto_copy((uint8_t *)(rec + 1), buf, len);
 		if (__builtin_expect(ring_publish(&f->tx), 0))
-			wake(f->efd_daemon);
+			conn_wake(f->efd_daemon);
 		return 0;
 	}
 	return send_slow(f, dst, channel, buf, len);
@@ -634,14 +365,14 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 	int ret;
 
 	if (f->step_done)
-		return seterr(-EBUSY, "step %u ended with ferry_done: call ferry_step_wait before sending again",
-			      f->step);
+		return conn_seterr(-EBUSY, "step %u ended with ferry_done: call ferry_step_wait before sending again",
+				   f->step);
 	if (dst >= f->size)
-		return seterr(-EINVAL, "rank %u is outside the job (size %u)", dst, f->size);
+		return conn_seterr(-EINVAL, "rank %u is outside the job (size %u)", dst, f->size);
 	if (channel > FERRY_MAX_CHANNEL)
-		return seterr(-EINVAL, "channel %u is above %u", channel, FERRY_MAX_CHANNEL);
+		return conn_seterr(-EINVAL, "channel %u is above %u", channel, FERRY_MAX_CHANNEL);
 	if (len > FERRY_MAX_ITEM)
-		return seterr(-EMSGSIZE, "item of %zu bytes is above FERRY_MAX_ITEM (%u)", len, FERRY_MAX_ITEM);
+		return conn_seterr(-EMSGSIZE, "item of %zu bytes is above FERRY_MAX_ITEM (%u)", len, FERRY_MAX_ITEM);
 	if (len <= PROTO_FRAG_BYTES)
 		return put_rec(f, PROTO_REC_ITEM, 0, dst, (uint16_t)channel, buf, (uint32_t)len,
 			       f->flags & FERRY_BLOCKING);
@@ -672,7 +403,7 @@ FERRY_API int ferry_done(ferry_t *f)
 	int ret;
 
 	if (f->step_done)
-		return seterr(-EALREADY, "ferry_done was already called in step %u", f->step);
+		return conn_seterr(-EALREADY, "ferry_done was already called in step %u", f->step);
 	/* The DONE record must get in (the daemon counts this rank's items up
 	 * to it), so wait for room whatever FERRY_BLOCKING says. */
 	ret = put_rec(f, PROTO_REC_DONE, 0, 0, 0, NULL, 0, 1);
@@ -689,7 +420,7 @@ FERRY_API void ferry_release(ferry_t *f)
 		free(f->held[i]);
 	f->nheld = 0;
 	if (f->region && ring_release(&f->rx))
-		wake(f->efd_daemon);
+		conn_wake(f->efd_daemon);
 }
 
 static struct reasm **find_reasm(struct ferry *f, uint32_t src)
@@ -727,7 +458,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
-			return seterr(-ENOMEM, "out of memory reassembling an item");
+			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
 		r->src = rec->src;
 		r->channel = rec->channel;
 		r->next = f->reasm;
@@ -735,7 +466,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		pp = &f->reasm;
 	}
 	if (r->channel != rec->channel || r->len + rec->len > FERRY_MAX_ITEM)
-		return seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);
+		return conn_seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);
 	if (r->len + rec->len > r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 4 * PROTO_FRAG_BYTES;
 		uint8_t *b;
@@ -744,7 +475,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 			cap *= 2;
 		b = realloc(r->buf, cap);
 		if (!b)
-			return seterr(-ENOMEM, "out of memory reassembling an item");
+			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
 		r->buf = b;
 		r->cap = cap;
 	}
@@ -753,7 +484,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	if (rec->flags & PROTO_REC_MORE)
 		return 0;
 	if (hold(f, r->buf) < 0)
-		return seterr(-ENOMEM, "out of memory");
+		return conn_seterr(-ENOMEM, "out of memory");
 	items[*n] = (struct ferry_item){ .data = r->buf, .len = (uint32_t)r->len, .src = r->src,
 					 .channel = r->channel };
 	(*n)++;
@@ -771,7 +502,7 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 		struct ferry_item *it = &f->stash[f->stash_head++];
 
 		if (hold(f, (void *)it->data) < 0)
-			return n ? n : seterr(-ENOMEM, "out of memory");
+			return n ? n : conn_seterr(-ENOMEM, "out of memory");
 		items[n++] = *it;
 	}
 	if (f->stash_head == f->stash_len)
@@ -792,18 +523,18 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		if (ret == 0)
 			break;
 		if (ret < 0)
-			return f->dead = seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
+			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
 		ring_consume(&f->rx, &rec);
 		if (rec.kind == PROTO_REC_STEP) {
 			if (rec.dst != f->completed + 1)
-				return f->dead = seterr(-EPROTO, "ferryd completed step %u after step %u",
-							rec.dst, f->completed);
+				return f->dead = conn_seterr(-EPROTO, "ferryd completed step %u after step %u",
+							     rec.dst, f->completed);
 			f->completed = rec.dst;
 			continue;
 		}
 		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
-			return f->dead = seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
-						rec.kind);
+			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
+						     rec.kind);
 		if (!(rec.flags & PROTO_REC_MORE) && !*find_reasm(f, rec.src)) {
 			items[n++] = (struct ferry_item){ .data = payload, .len = rec.len, .src = rec.src,
 							  .channel = rec.channel };
@@ -822,7 +553,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
 	if (max <= 0)
-		return seterr(-EINVAL, "max must be positive");
+		return conn_seterr(-EINVAL, "max must be positive");
 	ferry_release(f);
 	if (f->stash_len > f->stash_head)
 		return from_stash(f, items, max);
@@ -835,7 +566,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		(void)r;
 		ring_consumer_awake(&f->rx);
 		f->armed = 0;
-		check_socket(f);        /* items still in the ring come first */
+		conn_check(f);        /* items still in the ring come first */
 	}
 	for (;;) {
 		int n = collect(f, items, max), ret, wait;
@@ -848,7 +579,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * without completing an item: give their room back before
 		 * waiting, or the daemon could never deliver the rest. */
 		if (ring_release(&f->rx))
-			wake(f->efd_daemon);
+			conn_wake(f->efd_daemon);
 		if (timeout_ms != 0 && proto_now_ns() < spin_until) {
 			/* Poll, but let the daemon (or anyone) have the CPU: on
 			 * a machine with more busy processes than cores, a
@@ -866,7 +597,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 			return 0;
 		}
 		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
-		ret = wait_event(f, wait);
+		ret = conn_wait(f, wait);
 		ring_consumer_awake(&f->rx);
 		if (ret == -ETIMEDOUT)
 			return 0;
@@ -885,13 +616,13 @@ static int stash_push(struct ferry *f, const struct ferry_item *it)
 		struct ferry_item *s = realloc(f->stash, cap * sizeof(*s));
 
 		if (!s)
-			return seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+			return conn_seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
 		f->stash = s;
 		f->stash_cap = cap;
 	}
 	copy = malloc(it->len ? it->len : 1);
 	if (!copy)
-		return seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+		return conn_seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
 	memcpy(copy, it->data, it->len);
 	f->stash[f->stash_len] = *it;
 	f->stash[f->stash_len++].data = copy;
@@ -925,7 +656,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
 
 	if (!f->step_done)
-		return seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
+		return conn_seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
 	ferry_release(f);
 	for (;;) {
 		int ret, wait;
@@ -947,11 +678,12 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
 		if (timeout_ms >= 0 && wait == 0) {
 			ring_consumer_awake(&f->rx);
-			return seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
+			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
 		}
-		ret = wait_event(f, wait);
+		ret = conn_wait(f, wait);
 		ring_consumer_awake(&f->rx);
 		if (ret < 0 && ret != -ETIMEDOUT)
 			return ret;
 	}
 }
+

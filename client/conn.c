@@ -1,0 +1,234 @@
+/* client/conn.c - libferry's side of the control socket: connecting,
+ * control messages, waiting for the daemon; the environment that names the job
+ * and the rank; the error text.  See internal.h.
+ */
+#include "internal.h"
+#include "../proto/clock.h"
+#include "../proto/ctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static _Thread_local char last_error[512];
+
+int conn_seterr(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void conn_clearerr(void)
+{
+	last_error[0] = '\0';
+}
+
+FERRY_API const char *ferry_last_error(void)
+{
+	return last_error;
+}
+
+FERRY_API const char *ferry_strerror(int err)
+{
+	switch (-err) {
+	case 0: return "success";
+	case ENOENT: return "no ferryd socket found (is ferryd running? is FERRY_RUNTIME_DIR right?)";
+	case ECONNREFUSED: return "ferryd is not accepting connections (is it running?)";
+	case ETIMEDOUT: return "timed out (waiting for the other ranks of the job, or for the daemon)";
+	case EAGAIN: return "ring full: ferryd is applying backpressure; receive, then try again";
+	case EMSGSIZE: return "item larger than FERRY_MAX_ITEM";
+	case EINVAL: return "invalid argument (rank, size, channel or job name)";
+	case EADDRINUSE: return "this rank of the job is already attached";
+	case ECONNRESET: return "the connection to ferryd was lost";
+	case EPROTO: return "protocol error between libferry and ferryd";
+	case EUSERS: return "ferryd has too many clients";
+	case ENOMEM: return "out of memory";
+	}
+	return strerror(-err);
+}
+
+/* --- environment --- */
+
+int conn_env_int(const char *name, int *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || x < 0 || x > (long)FERRY_MAX_RANKS)
+		return -1;
+	*out = (int)x;
+	return 1;
+}
+
+int conn_ranks_from_env(int *rank, int *size)
+{
+	static const char *const vars[][2] = {
+		{ "FERRY_RANK", "FERRY_SIZE" },
+		{ "SLURM_PROCID", "SLURM_NTASKS" },
+		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
+	};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		int r = conn_env_int(vars[i][0], rank), s = conn_env_int(vars[i][1], size);
+
+		if (r < 0 || s < 0)
+			return conn_seterr(-EINVAL, "%s or %s is not a number", vars[i][0], vars[i][1]);
+		if (r && s)
+			return 0;
+	}
+	return conn_seterr(-EINVAL, "rank and size unknown: pass them in ferry_opts or set FERRY_RANK and FERRY_SIZE");
+}
+
+int conn_job_from_env(char *buf, size_t len)
+{
+	const char *v = getenv("FERRY_JOB");
+
+	if (v && *v)
+		snprintf(buf, len, "%s", v);
+	else if ((v = getenv("SLURM_JOB_ID")) && *v)
+		snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+	else if ((v = getenv("PMIX_NAMESPACE")) && *v)
+		snprintf(buf, len, "%s", v);
+	else
+		return conn_seterr(-EINVAL, "job name unknown: pass it in ferry_opts or set FERRY_JOB");
+	return 0;
+}
+
+/* --- control socket --- */
+
+int conn_connect(struct ferry *f, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int err;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", dir) >= sizeof(sa.sun_path))
+		return conn_seterr(-ENAMETOOLONG, "runtime directory %s: path too long", dir);
+	f->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->sock < 0)
+		return conn_seterr(-errno, "socket: %s", strerror(errno));
+	if (connect(f->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return 0;
+	err = errno;
+	if (err == ENOENT)
+		return conn_seterr(-ENOENT, "no ferryd socket at %s: is ferryd running? (FERRY_RUNTIME_DIR selects another directory)",
+				   sa.sun_path);
+	if (err == ECONNREFUSED)
+		return conn_seterr(-ECONNREFUSED, "nothing listens on %s: ferryd is not running", sa.sun_path);
+	return conn_seterr(-err, "connecting to %s: %s", sa.sun_path, strerror(err));
+}
+
+int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { .iov_base = f->in + f->in_len, .iov_len = sizeof(f->in) - f->in_len };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+		struct pollfd pfd = { .fd = f->sock, .events = POLLIN };
+		ssize_t used = ctl_decode(f->in, f->in_len, m);
+		int wait;
+
+		if (used < 0)
+			return conn_seterr(-EPROTO, "malformed control message from ferryd");
+		if (used > 0)
+			return (int)used;
+		if (f->in_len == sizeof(f->in))
+			return conn_seterr(-EPROTO, "control message from ferryd too long");
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		if (poll(&pfd, 1, wait) == 0)
+			return -ETIMEDOUT;
+		used = recvmsg(f->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (used == 0)
+			return conn_seterr(-ECONNRESET, "ferryd closed the connection");
+		if (used < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return conn_seterr(-errno, "receiving from ferryd: %s", strerror(errno));
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (*nfds < 3)
+					fds[(*nfds)++] = fd;
+				else
+					close(fd);
+			}
+		}
+		f->in_len += (size_t)used;
+	}
+}
+
+void conn_drop_msg(struct ferry *f, int len)
+{
+	memmove(f->in, f->in + len, f->in_len - (size_t)len);
+	f->in_len -= (size_t)len;
+}
+
+int conn_check(struct ferry *f)
+{
+	struct ctl_msg m;
+	int fds[3], nfds = 0, len;
+
+	if (f->dead)
+		return f->dead;
+	len = conn_read_msg(f, &m, fds, &nfds, 0);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (len == -ETIMEDOUT)
+		return 0;
+	if (len > 0 && m.type == CTL_ERROR)
+		f->dead = conn_seterr(-ECONNRESET, "ferryd: %s", m.u.error.text);
+	else if (len > 0)
+		f->dead = conn_seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);
+	else
+		f->dead = len;
+	return f->dead;
+}
+
+int conn_wait(struct ferry *f, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = f->efd_client, .events = POLLIN },
+		{ .fd = f->sock, .events = POLLIN },
+	};
+	int n = poll(pfd, 2, timeout_ms);
+	uint64_t v;
+
+	if (n < 0 && errno != EINTR)
+		return conn_seterr(-errno, "poll: %s", strerror(errno));
+	if (n <= 0)
+		return n == 0 ? -ETIMEDOUT : 0;
+	if ((pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && conn_check(f) < 0)
+		return f->dead;
+	if (pfd[0].revents & POLLIN) {
+		ssize_t r = read(f->efd_client, &v, sizeof(v));
+
+		(void)r;
+	}
+	return 0;
+}

@@ -1,0 +1,104 @@
+/* client/internal.h - what the files of libferry share; not installed.
+ *
+ * The handle holds the Unix socket to ferryd (kept open: its EOF tells either
+ * side that the other is gone), the shared-memory region with the TX and RX
+ * rings, and two eventfds: the daemon writes efd_client when it published RX
+ * records (or freed TX room) while we slept; we write efd_daemon when we
+ * published TX records (or freed RX room) while it slept.
+ *
+ * Everything declared here has hidden visibility (the library is compiled with
+ * -fvisibility=hidden); only FERRY_API functions leave libferry.
+ */
+#ifndef FERRY_CLIENT_INTERNAL_H
+#define FERRY_CLIENT_INTERNAL_H
+
+#include "ferry.h"
+#include "../proto/ring.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define FERRY_API __attribute__((visibility("default")))
+
+struct ctl_msg;
+struct reasm;
+
+struct ferry {
+	int sock;
+	int efd_client, efd_daemon;
+	int epfd;               /* ferry_fd(): efd_client and sock together */
+	void *region;
+	size_t region_bytes;
+	struct ring tx, rx;
+	uint32_t rank, size, node;
+	int timeout_ms;
+	unsigned flags;
+	unsigned spin_us;
+	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
+	int dead;               /* the daemon went away or broke the protocol: error to return */
+	uint8_t in[512];        /* partial control message from the daemon */
+	size_t in_len;
+	struct reasm *reasm;    /* items being reassembled, by source */
+	void **held;            /* reassembled buffers handed out by the last ferry_recv */
+	size_t nheld, capheld;
+	/* steps */
+	uint32_t step;          /* the current step, from 1 */
+	int step_done;          /* ferry_done called in it */
+	uint32_t completed;     /* last step the daemon said is complete */
+	struct ferry_item *stash;       /* items copied out of the ring while waiting */
+	size_t stash_head, stash_len, stash_cap;
+};
+
+/* --- conn.c: errors, the environment, the control socket --- */
+
+/* Sets this thread's ferry_last_error() text; returns err, so that a caller
+ * can fail with `return conn_seterr(-E..., ...)`. */
+int conn_seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Empties ferry_last_error(), for a call that starts afresh. */
+void conn_clearerr(void);
+
+/* Reads the decimal environment variable name (0 to FERRY_MAX_RANKS) into
+ * *out.  Returns 1, 0 if it is unset or empty, -1 if it is not such a number. */
+int conn_env_int(const char *name, int *out);
+
+/* Rank and size from the launcher's environment, first match wins. */
+int conn_ranks_from_env(int *rank, int *size);
+
+/* The job name from the environment into buf (len bytes).  Returns 0 or
+ * -EINVAL. */
+int conn_job_from_env(char *buf, size_t len);
+
+/* Connects f->sock to ferryd.sock in dir.  Returns 0 or -errno, with a
+ * message that says what to check. */
+int conn_connect(struct ferry *f, const char *dir);
+
+/* Reads until one whole control message is buffered, or timeout_ms passes
+ * (-1: forever).  Collects fds that came with it into fds (room for 3).
+ * Returns the message length (consume with conn_drop_msg), or -errno. */
+int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms);
+
+/* Consumes the len bytes of the message conn_read_msg returned. */
+void conn_drop_msg(struct ferry *f, int len);
+
+/* The daemon may only talk on the socket before READY; after that, readable
+ * means it closed the connection (or sent an ERROR before doing so).  Returns
+ * 0, or the error that ended the session (then also in f->dead). */
+int conn_check(struct ferry *f);
+
+/* Sleeps until the daemon signals efd_client, the socket says something, or
+ * timeout_ms passes (-1: forever).  Returns 0, -ETIMEDOUT, or the error that
+ * ended the session. */
+int conn_wait(struct ferry *f, int timeout_ms);
+
+/* Inline: ferry_send's fast path wakes the daemon without a call. */
+static inline void conn_wake(int efd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(efd, &one, sizeof(one));
+
+	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
+}
+
+#endif
