@@ -101,4 +101,11 @@ static inline void conn_wake(int efd)
 	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
 }
 
+/* --- send.c --- */
+
+/* For ferry_close: a FLUSH record (waiting for room whatever FERRY_BLOCKING
+ * says), then a wait until the daemon has taken every TX record, at most
+ * timeout_ms (-1: forever).  Returns 0 or -errno. */
+int tx_drain(struct ferry *f, int timeout_ms);
+
 #endif
