@@ -108,4 +108,10 @@ static inline void conn_wake(int efd)
  * timeout_ms (-1: forever).  Returns 0 or -errno. */
 int tx_drain(struct ferry *f, int timeout_ms);
 
+/* --- recv.c --- */
+
+/* Frees what the receiving side keeps: items being reassembled, held[] and
+ * the stash.  For closing, after ferry_release. */
+void rx_free(struct ferry *f);
+
 #endif

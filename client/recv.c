@@ -1,0 +1,309 @@
+/* client/recv.c - libferry's receiving side: items out of the RX ring,
+ * large items reassembled from their pieces, and the end of a step, during
+ * which arriving items wait in the stash.  See internal.h.
+ */
+#include "internal.h"
+#include "../proto/clock.h"
+#include "../proto/ring.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A large item being put back together from its fragments. */
+struct reasm {
+	struct reasm *next;
+	uint32_t src;
+	uint16_t channel;
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+FERRY_API void ferry_release(ferry_t *f)
+{
+	for (size_t i = 0; i < f->nheld; i++)
+		free(f->held[i]);
+	f->nheld = 0;
+	if (f->region && ring_release(&f->rx))
+		conn_wake(f->efd_daemon);
+}
+
+void rx_free(struct ferry *f)
+{
+	while (f->reasm) {
+		struct reasm *r = f->reasm;
+
+		f->reasm = r->next;
+		free(r->buf);
+		free(r);
+	}
+	free(f->held);
+	for (size_t i = f->stash_head; i < f->stash_len; i++)
+		free((void *)f->stash[i].data);
+	free(f->stash);
+}
+
+static struct reasm **find_reasm(struct ferry *f, uint32_t src)
+{
+	struct reasm **pp = &f->reasm;
+
+	while (*pp && (*pp)->src != src)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
+ * without a message: one caller still succeeds with the items it has. */
+static int hold(struct ferry *f, void *buf)
+{
+	if (f->nheld == f->capheld) {
+		size_t cap = f->capheld ? f->capheld * 2 : 8;
+		void **h = realloc(f->held, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		f->held = h;
+		f->capheld = cap;
+	}
+	f->held[f->nheld++] = buf;
+	return 0;
+}
+
+/* Adds a fragment; on the last one, moves the whole item to items[*n]. */
+static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *payload,
+		      struct ferry_item *items, int *n)
+{
+	struct reasm **pp = find_reasm(f, rec->src), *r = *pp;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
+		r->src = rec->src;
+		r->channel = rec->channel;
+		r->next = f->reasm;
+		f->reasm = r;
+		pp = &f->reasm;
+	}
+	if (r->channel != rec->channel || r->len + rec->len > FERRY_MAX_ITEM)
+		return conn_seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);
+	if (r->len + rec->len > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 4 * PROTO_FRAG_BYTES;
+		uint8_t *b;
+
+		while (cap < r->len + rec->len)
+			cap *= 2;
+		b = realloc(r->buf, cap);
+		if (!b)
+			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
+		r->buf = b;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, payload, rec->len);
+	r->len += rec->len;
+	if (rec->flags & PROTO_REC_MORE)
+		return 0;
+	if (hold(f, r->buf) < 0)
+		return conn_seterr(-ENOMEM, "out of memory");
+	items[*n] = (struct ferry_item){ .data = r->buf, .len = (uint32_t)r->len, .src = r->src,
+					 .channel = r->channel };
+	(*n)++;
+	*pp = r->next;
+	free(r);
+	return 0;
+}
+
+/* Moves items out of the stash (oldest first) into items[]. */
+static int from_stash(struct ferry *f, struct ferry_item *items, int max)
+{
+	int n = 0;
+
+	while (n < max && f->stash_head < f->stash_len) {
+		struct ferry_item *it = &f->stash[f->stash_head++];
+
+		if (hold(f, (void *)it->data) < 0)
+			return n ? n : conn_seterr(-ENOMEM, "out of memory");
+		items[n++] = *it;
+	}
+	if (f->stash_head == f->stash_len)
+		f->stash_head = f->stash_len = 0;
+	return n;
+}
+
+/* Takes up to max items out of the RX ring. */
+static int collect(struct ferry *f, struct ferry_item *items, int max)
+{
+	int n = 0;
+
+	while (n < max) {
+		struct proto_rec rec;
+		const void *payload;
+		int ret = ring_peek(&f->rx, &rec, &payload);
+
+		if (ret == 0)
+			break;
+		if (ret < 0)
+			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
+		ring_consume(&f->rx, &rec);
+		if (rec.kind == PROTO_REC_STEP) {
+			if (rec.dst != f->completed + 1)
+				return f->dead = conn_seterr(-EPROTO, "ferryd completed step %u after step %u",
+							     rec.dst, f->completed);
+			f->completed = rec.dst;
+			continue;
+		}
+		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
+			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
+						     rec.kind);
+		if (!(rec.flags & PROTO_REC_MORE) && !*find_reasm(f, rec.src)) {
+			items[n++] = (struct ferry_item){ .data = payload, .len = rec.len, .src = rec.src,
+							  .channel = rec.channel };
+			continue;
+		}
+		ret = reassemble(f, &rec, payload, items, &n);
+		if (ret < 0)
+			return ret;
+	}
+	return n;
+}
+
+FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+
+	if (max <= 0)
+		return conn_seterr(-EINVAL, "max must be positive");
+	ferry_release(f);
+	if (f->stash_len > f->stash_head)
+		return from_stash(f, items, max);
+	if (f->armed) {
+		/* The application may have slept on ferry_fd(): reset it, and see
+		 * whether it was the daemon going away that woke it. */
+		uint64_t v;
+		ssize_t r = read(f->efd_client, &v, sizeof(v));
+
+		(void)r;
+		ring_consumer_awake(&f->rx);
+		f->armed = 0;
+		conn_check(f);        /* items still in the ring come first */
+	}
+	for (;;) {
+		int n = collect(f, items, max), ret, wait;
+
+		if (n != 0)
+			return n;
+		if (f->dead)
+			return f->dead;
+		/* Pieces of a large item may have been copied out of the ring
+		 * without completing an item: give their room back before
+		 * waiting, or the daemon could never deliver the rest. */
+		if (ring_release(&f->rx))
+			conn_wake(f->efd_daemon);
+		if (timeout_ms != 0 && proto_now_ns() < spin_until) {
+			/* Poll, but let the daemon (or anyone) have the CPU: on
+			 * a machine with more busy processes than cores, a
+			 * spinning client would delay the very daemon that is
+			 * to deliver its items.  Nearly free on an idle core. */
+			sched_yield();
+			continue;
+		}
+		if (ring_consumer_sleep(&f->rx)) {
+			ring_consumer_awake(&f->rx);
+			continue;
+		}
+		if (timeout_ms == 0) {
+			f->armed = 1;   /* ferry_fd() now becomes readable on arrival */
+			return 0;
+		}
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		ret = conn_wait(f, wait);
+		ring_consumer_awake(&f->rx);
+		if (ret == -ETIMEDOUT)
+			return 0;
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/* Appends a copy of it to the stash. */
+static int stash_push(struct ferry *f, const struct ferry_item *it)
+{
+	void *copy;
+
+	if (f->stash_len == f->stash_cap) {
+		size_t cap = f->stash_cap ? 2 * f->stash_cap : 64;
+		struct ferry_item *s = realloc(f->stash, cap * sizeof(*s));
+
+		if (!s)
+			return conn_seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+		f->stash = s;
+		f->stash_cap = cap;
+	}
+	copy = malloc(it->len ? it->len : 1);
+	if (!copy)
+		return conn_seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
+	memcpy(copy, it->data, it->len);
+	f->stash[f->stash_len] = *it;
+	f->stash[f->stash_len++].data = copy;
+	return 0;
+}
+
+/* Copies what the RX ring holds into the stash, so that the daemon can keep
+ * delivering (and the step complete) while the application waits. */
+static int stash_ring(struct ferry *f)
+{
+	struct ferry_item it[64];
+	int n;
+
+	do {
+		n = collect(f, it, 64);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			int ret = stash_push(f, &it[i]);
+
+			if (ret < 0)
+				return ret;
+		}
+		ferry_release(f);
+	} while (n == 64);
+	return 0;
+}
+
+FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+
+	if (!f->step_done)
+		return conn_seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
+	ferry_release(f);
+	for (;;) {
+		int ret, wait;
+
+		ret = stash_ring(f);
+		if (ret < 0)
+			return ret;
+		if (f->completed >= f->step) {
+			f->step++;
+			f->step_done = 0;
+			return 0;
+		}
+		if (f->dead)
+			return f->dead;
+		if (ring_consumer_sleep(&f->rx)) {
+			ring_consumer_awake(&f->rx);
+			continue;
+		}
+		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		if (timeout_ms >= 0 && wait == 0) {
+			ring_consumer_awake(&f->rx);
+			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
+		}
+		ret = conn_wait(f, wait);
+		ring_consumer_awake(&f->rx);
+		if (ret < 0 && ret != -ETIMEDOUT)
+			return ret;
+	}
+}
