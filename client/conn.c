@@ -153,7 +153,7 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 			return (int)used;
 		if (f->in_len == sizeof(f->in))
 			return conn_seterr(-EPROTO, "control message from ferryd too long");
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		if (poll(&pfd, 1, wait) == 0)
 			return -ETIMEDOUT;
 		used = recvmsg(f->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);

@@ -150,7 +150,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 
 	deadline = o.timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)o.timeout_ms;
 	for (;;) {
-		int wait = o.timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		int wait = conn_wait_ms(deadline, o.timeout_ms < 0);
 
 		len = conn_read_msg(f, &m, fds, &nfds, wait);
 		if (len == -ETIMEDOUT) {

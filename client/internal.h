@@ -13,6 +13,7 @@
 #define FERRY_CLIENT_INTERNAL_H
 
 #include "ferry.h"
+#include "../proto/clock.h"
 #include "../proto/ring.h"
 
 #include <stddef.h>
@@ -113,5 +114,18 @@ int tx_drain(struct ferry *f, int timeout_ms);
 /* Frees what the receiving side keeps: items being reassembled, held[] and
  * the stash.  For closing, after ferry_release. */
 void rx_free(struct ferry *f);
+
+/* What poll() is to wait for a deadline (proto_now_ms() time): -1 (for ever)
+ * if forever, else the milliseconds left, 0 once it passed.  The clock is
+ * read once: read twice, a millisecond ticking past the deadline between the
+ * reads made the difference wrap around and the wait endless. */
+static inline int conn_wait_ms(uint64_t deadline, int forever)
+{
+	uint64_t now = proto_now_ms();
+
+	if (forever)
+		return -1;
+	return deadline > now ? (int)(deadline - now) : 0;
+}
 
 #endif

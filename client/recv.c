@@ -120,10 +120,12 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 	int n = 0;
 
 	while (n < max && f->stash_head < f->stash_len) {
-		struct ferry_item *it = &f->stash[f->stash_head++];
+		struct ferry_item *it = &f->stash[f->stash_head];
 
+		/* On failure the item stays in the stash for the next call. */
 		if (hold(f, (void *)it->data) < 0)
 			return n ? n : conn_seterr(-ENOMEM, "out of memory");
+		f->stash_head++;
 		items[n++] = *it;
 	}
 	if (f->stash_head == f->stash_len)
@@ -217,7 +219,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 			f->armed = 1;   /* ferry_fd() now becomes readable on arrival */
 			return 0;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = conn_wait(f, wait);
 		ring_consumer_awake(&f->rx);
 		if (ret == -ETIMEDOUT)
@@ -296,7 +298,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 			ring_consumer_awake(&f->rx);
 			continue;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		if (timeout_ms >= 0 && wait == 0) {
 			ring_consumer_awake(&f->rx);
 			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);

@@ -152,7 +152,7 @@ static int wait_tx_empty(struct ferry *f, int timeout_ms)
 				return conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
 			return 0;
 		}
-		wait = timeout_ms < 0 ? -1 : (int)(deadline > proto_now_ms() ? deadline - proto_now_ms() : 0);
+		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = conn_wait(f, wait);
 		ring_producer_awake(&f->tx);
 		if (ret == -ETIMEDOUT)
