@@ -185,6 +185,7 @@ int loop_run(void)
 {
 	struct epoll_event evs[64];
 
+	evloop.stop = 0;
 	evloop.last_work_ns = loop_now_ns();
 	while (!evloop.stop) {
 		int timeout = 0, sleeping = 0, n;

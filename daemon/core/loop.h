@@ -64,7 +64,8 @@ static inline uint64_t loop_now_ns(void)
 /* Marks the loop busy so it keeps spinning (e.g. after a wake-up event). */
 void loop_kick(void);
 
-/* Runs until loop_stop().  Returns 0 or -errno if epoll fails. */
+/* Runs until loop_stop() is called from inside it.  Returns 0 or -errno if
+ * epoll fails. */
 int loop_run(void);
 void loop_stop(void);
 

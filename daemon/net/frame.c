@@ -38,7 +38,7 @@ void frame_init(uint32_t body_bytes)
 	pools.pool[1].cap = piece > pools.pool[0].cap ? piece : pools.pool[0].cap;
 }
 
-static void release(struct frame *f)
+static void release_memory(struct frame *f)
 {
 	if (f->reg)
 		f->reg->release(f);
@@ -53,7 +53,7 @@ void frame_fini(void)
 			struct frame *f = pools.pool[i].free;
 
 			pools.pool[i].free = f->next;
-			release(f);
+			release_memory(f);
 		}
 		pools.pool[i].nfree = 0;
 	}
@@ -98,7 +98,7 @@ void frame_free(struct frame *f)
 		pool->nfree++;
 		return;
 	}
-	release(f);
+	release_memory(f);
 }
 
 void frameq_push(struct frameq *q, struct frame *f)

@@ -24,7 +24,7 @@ struct vreg {
 
 static struct vreg *registrations;
 
-static void release(struct frame *f)
+static void deregister(struct frame *f)
 {
 	struct vreg *r = (struct vreg *)f->reg;
 
@@ -55,7 +55,7 @@ int verbs_mr_register(struct frame *f)
 		free(r);
 		return ret;
 	}
-	r->base.release = release;
+	r->base.release = deregister;
 	r->f = f;
 	r->prev = NULL;
 	r->next = registrations;
@@ -70,5 +70,5 @@ int verbs_mr_register(struct frame *f)
 void verbs_mr_release_all(void)
 {
 	while (registrations)
-		release(registrations->f);
+		deregister(registrations->f);
 }

@@ -1,0 +1,323 @@
+/* tests/unit/fake_link.h - a transport for unit tests of the peer layer and
+ * what sits on it: links are structs in memory; what the peer layer writes
+ * is kept, frame by frame, for the test to read, and the test hands frames
+ * to the peer layer as if they had arrived (the link events of link.h).
+ *
+ * A link the peer layer closes, or that fails (a frame the peer layer
+ * refuses with -EPROTO ends it as a real transport would), is only marked
+ * closed: the test may still look at it; fake_free_all frees them all.
+ */
+#ifndef FERRY_TEST_FAKE_LINK_H
+#define FERRY_TEST_FAKE_LINK_H
+
+#include "../../daemon/core/loop.h"
+#include "../../daemon/net/auth.h"
+#include "../../daemon/net/link.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_OUT_MAX 1024
+
+struct fake_frame {
+	struct wire_frame_hdr h;
+	uint8_t *body;                  /* h.len bytes */
+};
+
+struct fake_link {
+	struct link l;
+	uint32_t node;                  /* connect()'s node */
+	int closed;                     /* ops->close ran, or the link failed */
+	int paused;                     /* the last pause() said so */
+	int pauses, resumes;
+	int stalled;                    /* the test holds writes back (a full socket) */
+	uint8_t ctrl[16][512];          /* control frames not yet written */
+	size_t ctrl_len[16];
+	int nctrl;
+	struct fake_frame out[FAKE_OUT_MAX];    /* written, oldest first */
+	int nout, read;                 /* frames written; frames the test took */
+	struct fake_link *next_all;
+};
+
+static struct {
+	const struct link_events *ev;
+	struct fake_link *all;
+	struct fake_link *connected[64];        /* by node: the latest connect() */
+	int connects;
+	int listening;
+} fake;
+
+static inline void fake_put(struct fake_link *fl, const uint8_t *frame, size_t len)
+{
+	struct fake_frame *o = &fl->out[fl->nout++ % FAKE_OUT_MAX];
+
+	wire_decode_hdr(frame, &o->h);
+	o->body = malloc(len - sizeof(o->h) + 1);
+	memcpy(o->body, frame + sizeof(o->h), len - sizeof(o->h));
+}
+
+static inline void fake_kick(struct link *l)
+{
+	struct fake_link *fl = (struct fake_link *)l;
+	struct frame *f;
+	uint32_t off;
+
+	if (fl->closed || fl->stalled || l->state == LINK_CONNECTING)
+		return;
+	for (int i = 0; i < fl->nctrl; i++)
+		fake_put(fl, fl->ctrl[i], fl->ctrl_len[i]);
+	fl->nctrl = 0;
+	while ((f = fake.ev->tx_first(l, &off)) != NULL) {
+		if (off == 0)
+			wire_set_ack(f->data, fake.ev->tx_ack(l));
+		fake_put(fl, f->data, f->len);
+		fake.ev->tx_done(l, f->len - off);
+	}
+}
+
+static inline int fake_send_ctrl(struct link *l, const void *frame, size_t len)
+{
+	struct fake_link *fl = (struct fake_link *)l;
+
+	if (fl->nctrl == 16 || len > sizeof(fl->ctrl[0]))
+		return -ENOBUFS;
+	memcpy(fl->ctrl[fl->nctrl], frame, len);
+	fl->ctrl_len[fl->nctrl++] = len;
+	return 0;
+}
+
+static inline void fake_pause(struct link *l, int on)
+{
+	struct fake_link *fl = (struct fake_link *)l;
+
+	fl->paused = on;
+	if (on)
+		fl->pauses++;
+	else
+		fl->resumes++;
+}
+
+static inline void fake_close(struct link *l)
+{
+	((struct fake_link *)l)->closed = 1;
+}
+
+static inline void fake_fault(struct link *l)
+{
+	(void)l;
+}
+
+static inline void fake_describe(const struct link *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "fake to node %u", ((const struct fake_link *)l)->node);
+}
+
+static const struct link_ops fake_ops = {
+	.name = "fake",
+	.kick = fake_kick,
+	.send_ctrl = fake_send_ctrl,
+	.pause = fake_pause,
+	.close = fake_close,
+	.fault = fake_fault,
+	.describe = fake_describe,
+};
+
+static inline struct fake_link *fake_new(int outgoing)
+{
+	struct fake_link *fl = calloc(1, sizeof(*fl));
+
+	fl->l.ops = &fake_ops;
+	fl->l.outgoing = outgoing;
+	fl->l.state = outgoing ? LINK_CONNECTING : LINK_HANDSHAKE;
+	fl->next_all = fake.all;
+	fake.all = fl;
+	return fl;
+}
+
+static inline int fake_listen(const struct conf *c, uint32_t self, const struct link_events *ev)
+{
+	(void)c;
+	(void)self;
+	fake.ev = ev;
+	fake.listening = 1;
+	return 0;
+}
+
+static inline int fake_connect(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err, size_t errlen)
+{
+	struct fake_link *fl = fake_new(1);
+
+	(void)host;
+	(void)port;
+	(void)err;
+	(void)errlen;
+	fl->node = node;
+	if (node < 64)
+		fake.connected[node] = fl;
+	fake.connects++;
+	*l_p = &fl->l;
+	return 0;
+}
+
+static inline void fake_fini(void)
+{
+	fake.listening = 0;
+}
+
+static const struct transport fake_transport = {
+	.name = "fake",
+	.listen = fake_listen,
+	.connect = fake_connect,
+	.fini = fake_fini,
+};
+
+/* The connection of an outgoing link is established. */
+static inline void fake_established(struct fake_link *fl)
+{
+	fl->l.state = LINK_HANDSHAKE;
+	fake.ev->connected(&fl->l);
+}
+
+/* A connection comes in. */
+static inline struct fake_link *fake_accept(void)
+{
+	struct fake_link *fl = fake_new(0);
+
+	fake.ev->accepted(&fl->l);
+	return fl;
+}
+
+/* Hands a frame to the peer layer as if it had arrived on fl.  Returns what
+ * the peer layer said; a refusal ends the link, as in a real transport. */
+static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, uint64_t ack, const void *body, uint32_t len)
+{
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .seq = seq, .ack = ack };
+	int ret = fake.ev->rx(&fl->l, &h, body);
+
+	if (ret < 0) {
+		fl->closed = 1;
+		fake.ev->down(&fl->l, "protocol error");
+	} else {
+		fl->l.frames_in += ret == 1;
+	}
+	return ret;
+}
+
+/* The link fails (the network, the other end). */
+static inline void fake_fail(struct fake_link *fl, const char *why)
+{
+	fl->closed = 1;
+	fake.ev->down(&fl->l, why);
+}
+
+/* The next frame fl wrote that the test has not taken, or NULL. */
+static inline struct fake_frame *fake_next(struct fake_link *fl)
+{
+	if (fl->read == fl->nout)
+		return NULL;
+	return &fl->out[fl->read++ % FAKE_OUT_MAX];
+}
+
+static inline void fake_free_all(void)
+{
+	while (fake.all) {
+		struct fake_link *fl = fake.all;
+
+		fake.all = fl->next_all;
+		for (int i = 0; i < fl->nout && i < FAKE_OUT_MAX; i++)
+			free(fl->out[i].body);
+		free(fl);
+	}
+	memset(fake.connected, 0, sizeof(fake.connected));
+}
+
+static inline void fake_stop_loop(struct loop_timer *t)
+{
+	(void)t;
+	loop_stop();
+}
+
+/* Runs the event loop for ms milliseconds (timers: retries, flushes). */
+static inline void fake_run_loop(uint64_t ms)
+{
+	static struct loop_timer stop;
+
+	loop_timer_arm(&stop, ms * 1000000u, fake_stop_loop, NULL);
+	loop_run();
+}
+
+
+/* --- the handshake, played by the other end (net/peer.h) --- */
+
+/* A HELLO as node `from` would send it to node `to`. */
+static inline void fake_hello(uint8_t out[sizeof(struct wire_hello)], uint32_t from, uint32_t to, uint64_t inc,
+		       uint64_t peer_inc, uint64_t ack, const char *cluster)
+{
+	struct wire_hello h = {
+		.magic = WIRE_MAGIC, .version = WIRE_VERSION, .from = from, .to = to, .incarnation = inc,
+		.peer_incarnation = peer_inc, .ack = ack, .cluster_len = (uint8_t)strlen(cluster),
+	};
+
+	memcpy(h.cluster, cluster, h.cluster_len);
+	auth_random(h.nonce, sizeof(h.nonce));
+	wire_encode_hello(out, &h);
+}
+
+/* Takes the next frame fl wrote, which must be of kind; NULL if not. */
+static inline struct fake_frame *fake_expect(struct fake_link *fl, uint8_t kind)
+{
+	struct fake_frame *o = fake_next(fl);
+
+	if (!o || o->h.kind != kind) {
+		fprintf(stderr, "expected a frame of kind %u, got %d\n", kind, o ? o->h.kind : -1);
+		return NULL;
+	}
+	return o;
+}
+
+/* Node from connects to node self over the accepted link fl, with the
+ * incarnation inc (and, from an earlier link, self's peer_inc and the ack of
+ * what it took).  Returns self's incarnation, 0 if the handshake failed. */
+static inline uint64_t fake_handshake_accepted(struct fake_link *fl, uint32_t from, uint32_t self, uint64_t inc,
+					uint64_t peer_inc, uint64_t ack, const char *cluster)
+{
+	uint8_t hi[sizeof(struct wire_hello)], mac[WIRE_MAC_BYTES];
+	struct fake_frame *o, *a;
+	struct wire_hello ours;
+
+	fake_hello(hi, from, self, inc, peer_inc, ack, cluster);
+	if (fake_arrive(fl, WIRE_HELLO, 0, 0, hi, sizeof(hi)) != 1 || !(o = fake_expect(fl, WIRE_HELLO)) ||
+	    !(a = fake_expect(fl, WIRE_AUTH)) || wire_decode_hello(o->body, o->h.len, &ours) < 0 ||
+	    ours.from != self || ours.to != from || !auth_check(a->body, 'A', hi, o->body))
+		return 0;
+	auth_mac(mac, 'I', hi, o->body);
+	if (fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)) != 1)
+		return 0;
+	return ours.incarnation;
+}
+
+/* Node self connected to node to over fl, which answers with incarnation
+ * inc.  Returns 1 if the link came up. */
+static inline int fake_handshake_connected(struct fake_link *fl, uint32_t to, uint32_t self, uint64_t inc,
+				    const char *cluster)
+{
+	uint8_t ha[sizeof(struct wire_hello)], mac[WIRE_MAC_BYTES];
+	struct fake_frame *o, *a;
+	struct wire_hello ours;
+
+	fake_established(fl);
+	if (!(o = fake_expect(fl, WIRE_HELLO)) || wire_decode_hello(o->body, o->h.len, &ours) < 0 ||
+	    ours.from != self || ours.to != to || memcmp(ours.cluster, cluster, strlen(cluster)))
+		return 0;
+	fake_hello(ha, to, self, inc, ours.incarnation, 0, cluster);
+	if (fake_arrive(fl, WIRE_HELLO, 0, 0, ha, sizeof(ha)) != 1)
+		return 0;
+	auth_mac(mac, 'A', o->body, ha);
+	if (fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)) != 1 || !(a = fake_expect(fl, WIRE_AUTH)))
+		return 0;
+	return auth_check(a->body, 'I', o->body, ha);
+}
+
+#endif
