@@ -9,7 +9,7 @@
  *
  * Sequence numbers are per link and direction; every DATA frame has seq > 0;
  * ack acknowledges every frame up to and including that number.  See
- * daemon/peer.h for how they are used, and how the handshake authenticates.
+ * daemon/net/peer.h and seq.h for how they are used, and how the handshake authenticates.
  *
  * Daemon-to-daemon control (job joins, rank tables, step accounting) travels
  * as items of job 0, so that it is routed, aggregated and acknowledged like
@@ -103,7 +103,7 @@ struct wire_hello {
 static_assert(sizeof(struct wire_hello) == 144, "hello layout");
 
 /* HMAC (libsodium crypto_auth) with the cluster key over a role byte and both
- * HELLO bodies as sent; see daemon/auth.c. */
+ * HELLO bodies as sent; see daemon/net/auth.c. */
 struct wire_auth {
 	uint8_t mac[WIRE_MAC_BYTES];
 };

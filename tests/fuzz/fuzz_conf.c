@@ -4,6 +4,7 @@
 #include "../../daemon/core/conf.c"
 #include "../../daemon/plan/route.c"
 #include "../../daemon/core/log.c"
+#include "../../proto/job.c"
 
 #include <stdlib.h>
 

@@ -250,7 +250,7 @@ run_cluster_job() { start_cluster_job "$@"; wait_job "$2"; }
 
 # job_home UID NAME N: the home node ferryd picks for job (UID, NAME) in a
 # cluster of N nodes (FNV-1a over the uid's 4 bytes and the name, as in
-# daemon/cluster.c), so that a test can choose a job whose home is up.
+# daemon/cluster/cluster.c), so that a test can choose a job whose home is up.
 job_home() {
 	local uid=$1 name=$2 n=$3 h=2166136261 i c
 	for i in 0 1 2 3; do

@@ -43,8 +43,8 @@ plant "a sibling include (local -> net)" daemon/local/endpoint.c '#include "../n
 	"which is a sibling layer"
 plant "a transport reaching into the peer layer" daemon/net/link_tcp.c '#include "peer.h"' \
 	"daemon/net/link_tcp.c: includes daemon/net/peer.h"
-plant "libferry including daemon code" client/ferry.c '#include "../daemon/plan/route.h"' \
-	"client/ferry.c: includes daemon/plan/route.h"
+plant "libferry including daemon code" client/send.c '#include "../daemon/plan/route.h"' \
+	"client/send.c: includes daemon/plan/route.h"
 plant "plan/ using daemon state" daemon/plan/route.c '#include "../core/loop.h"' \
 	"daemon/plan/route.c: includes daemon/core/loop.h"
 plant "libconfig outside conf.c" daemon/core/log.c '#include <libconfig.h>' \

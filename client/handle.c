@@ -1,4 +1,4 @@
-/* client/ferry.c - libferry: opening a handle (joining the job, mapping the
+/* client/handle.c - libferry: opening a handle (joining the job, mapping the
  * shared-memory region), closing it, and what it knows of the job.  See
  * ferry.h for the contract, internal.h for the handle.
  */
