@@ -124,7 +124,8 @@ int conn_connect(struct ferry *f, const char *dir)
 		return 0;
 	err = errno;
 	if (err == ENOENT)
-		return conn_seterr(-ENOENT, "no ferryd socket at %s: is ferryd running? (FERRY_RUNTIME_DIR selects another directory)",
+		return conn_seterr(-ENOENT,
+				   "no ferryd socket at %s: is ferryd running? (FERRY_RUNTIME_DIR selects another directory)",
 				   sa.sun_path);
 	if (err == ECONNREFUSED)
 		return conn_seterr(-ECONNREFUSED, "nothing listens on %s: ferryd is not running", sa.sun_path);

@@ -8,9 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Payload bytes of queued items from the network before ctlq_push refuses:
+ * the cluster layer empties the queue at every turn of the loop, so only a
+ * flood comes near this, and it then waits in the TCP or RDMA flow control
+ * rather than in this daemon's memory.  Above the largest control item (a
+ * TABLE part, 64 KiB), so that one always fits an empty queue. */
+#define CTLQ_BYTES (1u << 20)
+
 static struct {
 	uint32_t self;
 	struct ctlq_item *head, **tail;
+	uint64_t bytes;                 /* payload bytes queued */
 } ctlq = { .tail = &ctlq.head };
 
 void ctlq_init(uint32_t self)
@@ -18,14 +26,15 @@ void ctlq_init(uint32_t self)
 	ctlq.self = self;
 	ctlq.head = NULL;
 	ctlq.tail = &ctlq.head;
+	ctlq.bytes = 0;
 }
 
-int ctlq_push(uint32_t type, uint32_t from, const void *payload, uint32_t len)
+static int push(uint32_t type, uint32_t from, const void *payload, uint32_t len)
 {
 	struct ctlq_item *m = malloc(sizeof(*m) + len);
 
 	if (!m)
-		return -ENOMEM;
+		return -EAGAIN;
 	m->next = NULL;
 	m->type = type;
 	m->from = from;
@@ -34,8 +43,16 @@ int ctlq_push(uint32_t type, uint32_t from, const void *payload, uint32_t len)
 		memcpy(m->payload, payload, len);
 	*ctlq.tail = m;
 	ctlq.tail = &m->next;
+	ctlq.bytes += len;
 	loop_kick();
 	return 0;
+}
+
+int ctlq_push(uint32_t type, uint32_t from, const void *payload, uint32_t len)
+{
+	if (ctlq.head && ctlq.bytes + len > CTLQ_BYTES)
+		return -EAGAIN;
+	return push(type, from, payload, len);
 }
 
 void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
@@ -43,7 +60,7 @@ void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 	struct wire_item it = { .len = len, .node = node, .job = 0, .dst = type, .src = ctlq.self };
 
 	if (node == ctlq.self) {
-		if (ctlq_push(type, node, payload, len) < 0)
+		if (push(type, node, payload, len) < 0)
 			log_err("out of memory for a control message");
 		return;
 	}
@@ -68,6 +85,7 @@ void ctlq_pop(void)
 	ctlq.head = m->next;
 	if (!ctlq.head)
 		ctlq.tail = &ctlq.head;
+	ctlq.bytes -= m->len;
 	free(m);
 }
 

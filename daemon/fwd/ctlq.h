@@ -10,6 +10,9 @@
  * the taking apart of a frame, which may be in the middle of a transport's
  * receive path.
  *
+ * The queue of items from the network is bounded (ctlq_push): a peer that
+ * floods control items is held back like one that floods data.
+ *
  * Ownership: the queue owns copies of the items; ctlq_pop frees one.
  */
 #ifndef FERRY_FWD_CTLQ_H
@@ -33,7 +36,9 @@ void ctlq_fini(void);
 void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len);
 
 /* A control item for this node arrived from node from: queues a copy.
- * Returns 0 or -ENOMEM. */
+ * Returns 0, or -EAGAIN when the queue holds its limit (or memory is short):
+ * the caller keeps the item, and the link it came on pauses, until the
+ * cluster layer has emptied the queue (the next turn of the loop). */
 int ctlq_push(uint32_t type, uint32_t from, const void *payload, uint32_t len);
 
 /* The oldest queued item, or NULL; ctlq_pop frees it. */

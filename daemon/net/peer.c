@@ -301,8 +301,10 @@ static void link_accepted(struct link *l)
 		l->ops->close(l);
 }
 
-/* Both sides authenticated: resume where the last connection left off. */
-static void link_up(struct link *l)
+/* Both sides authenticated: resume where the last connection left off.
+ * Returns 1, or -EPROTO: the transport then ends the link (the peer layer
+ * never closes the link whose frame it is handling). */
+static int link_up(struct link *l)
 {
 	struct peer *p = l->peer;
 	struct peer_hs *hs = l->hs;
@@ -320,8 +322,10 @@ static void link_up(struct link *l)
 	/* Their ack counts only if it refers to this instance of us. */
 	ack = hs->their.peer_incarnation == peers.incarnation ? hs->their.ack : 0;
 	if (seq_resume(&p->seq, ack) < 0) {
-		drop(l, "peer acknowledges frames that were never sent");
-		return;
+		log_warn("peer %u acknowledges frame %llu, but only %llu were sent; closing the link", p->node,
+			 (unsigned long long)ack, (unsigned long long)p->seq.send_seq);
+		snprintf(p->last_error, sizeof(p->last_error), "peer acknowledges frames that were never sent");
+		return -EPROTO;
 	}
 	p->st.retransmits += p->seq.q.count;
 	free_hs(l);
@@ -335,6 +339,7 @@ static void link_up(struct link *l)
 	if (p->rx_held)
 		l->ops->pause(l, 1);
 	l->ops->kick(l);
+	return 1;
 }
 
 static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body)
@@ -423,8 +428,7 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 			auth_mac(mac, 'I', hi, ha);
 			send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
 		}
-		link_up(l);
-		return 1;
+		return link_up(l);
 	}
 	log_warn("%s%u: unexpected frame (kind %u) during the handshake; closing", p ? "peer " : "node ",
 		 p ? p->node : hs->their.from, h->kind);

@@ -65,7 +65,8 @@ static int setup_device(struct ibv_context *ctx)
 	verbs.ctx = ctx;
 	verbs.pd = ibv_alloc_pd(ctx);
 	verbs.cc = verbs.pd ? ibv_create_comp_channel(ctx) : NULL;
-	verbs.cq = verbs.cc ? ibv_create_cq(ctx, VERBS_MAX_LINKS > 64 ? 64 * VERBS_SQ_DEPTH * 2 : 4096, NULL, verbs.cc, 0) : NULL;
+	verbs.cq = verbs.cc ? ibv_create_cq(ctx, VERBS_MAX_LINKS > 64 ? 64 * VERBS_SQ_DEPTH * 2 : 4096, NULL,
+					    verbs.cc, 0) : NULL;
 	if (!verbs.cq) {
 		log_err("RDMA device %s: allocating PD/completion channel/CQ: %m", ibv_get_device_name(ctx->device));
 		return -ENOMEM;

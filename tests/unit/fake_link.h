@@ -5,7 +5,10 @@
  *
  * A link the peer layer closes, or that fails (a frame the peer layer
  * refuses with -EPROTO ends it as a real transport would), is only marked
- * closed: the test may still look at it; fake_free_all frees them all.
+ * closed: the test may still look at it; fake_free_all frees them all.  The
+ * contract of link.h is checked on the way: closing a link while it is
+ * handing the peer layer a frame (a real transport would go on using it)
+ * counts in fake.closed_in_rx, which tests expect to stay 0.
  */
 #ifndef FERRY_TEST_FAKE_LINK_H
 #define FERRY_TEST_FAKE_LINK_H
@@ -33,6 +36,7 @@ struct fake_link {
 	int paused;                     /* the last pause() said so */
 	int pauses, resumes;
 	int stalled;                    /* the test holds writes back (a full socket) */
+	int in_rx;                      /* inside ev->rx */
 	uint8_t ctrl[16][512];          /* control frames not yet written */
 	size_t ctrl_len[16];
 	int nctrl;
@@ -47,6 +51,7 @@ static struct {
 	struct fake_link *connected[64];        /* by node: the latest connect() */
 	int connects;
 	int listening;
+	int closed_in_rx;               /* contract violations: closed inside ev->rx */
 } fake;
 
 static inline void fake_put(struct fake_link *fl, const uint8_t *frame, size_t len)
@@ -101,7 +106,11 @@ static inline void fake_pause(struct link *l, int on)
 
 static inline void fake_close(struct link *l)
 {
-	((struct fake_link *)l)->closed = 1;
+	struct fake_link *fl = (struct fake_link *)l;
+
+	if (fl->in_rx)
+		fake.closed_in_rx++;
+	fl->closed = 1;
 }
 
 static inline void fake_fault(struct link *l)
@@ -145,7 +154,8 @@ static inline int fake_listen(const struct conf *c, uint32_t self, const struct 
 	return 0;
 }
 
-static inline int fake_connect(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err, size_t errlen)
+static inline int fake_connect(uint32_t node, const char *host, uint16_t port, struct link **l_p, char *err,
+			       size_t errlen)
 {
 	struct fake_link *fl = fake_new(1);
 
@@ -191,10 +201,15 @@ static inline struct fake_link *fake_accept(void)
 
 /* Hands a frame to the peer layer as if it had arrived on fl.  Returns what
  * the peer layer said; a refusal ends the link, as in a real transport. */
-static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, uint64_t ack, const void *body, uint32_t len)
+static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, uint64_t ack, const void *body,
+			      uint32_t len)
 {
 	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .seq = seq, .ack = ack };
-	int ret = fake.ev->rx(&fl->l, &h, body);
+	int ret;
+
+	fl->in_rx = 1;
+	ret = fake.ev->rx(&fl->l, &h, body);
+	fl->in_rx = 0;
 
 	if (ret < 0) {
 		fl->closed = 1;

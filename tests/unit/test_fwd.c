@@ -297,6 +297,48 @@ TEST(a_full_receiver_holds_the_link_and_nothing_is_lost)
 	seq_from3++;
 }
 
+/* A peer that floods control items for this node is held back like one
+ * that floods data: the queue for the cluster layer is bounded. */
+TEST(a_flood_of_control_items_holds_the_link)
+{
+	static struct body b;
+	static uint8_t payload[60000];
+	const struct ctlq_item *c;
+	uint32_t next = 0, n = 0;
+	int rounds = 0;
+
+	for (int f = 0; f < 2; f++) {
+		b.len = 0;
+		for (uint32_t i = 0; i < 17; i++) {
+			uint32_t k = (uint32_t)f * 17 + i;
+
+			memcpy(payload, &k, sizeof(k));
+			add(&b, 1, 0, WIRE_CTL_REPORT, 3, payload, sizeof(payload));
+		}
+		CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+	}
+	/* The second frame did not fit the queue: the link takes no more. */
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, seq_from3 + 1, 0, "x", 0), 0);
+	/* The cluster layer empties the queue, turn after turn of the loop. */
+	while (next < 34 && rounds++ < 100) {
+		while ((c = ctlq_first())) {
+			uint32_t k;
+
+			memcpy(&k, c->payload, sizeof(k));
+			CHECK_EQ(k, next);
+			CHECK(c->type == WIRE_CTL_REPORT && c->from == 3 && c->len == sizeof(payload));
+			next++;
+			n++;
+			ctlq_pop();
+		}
+		fwd_poll();
+	}
+	CHECK_EQ(n, 34);
+	CHECK(link3->resumes >= 1);
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, seq_from3 + 1, 0, "x", 0), 1);
+	seq_from3++;
+}
+
 /* What the client publishes in its TX ring. */
 static void client_send(uint8_t kind, uint32_t dst, const void *p, uint32_t len)
 {
@@ -405,6 +447,7 @@ int main(void)
 	RUN(a_frame_is_taken_apart);
 	RUN(a_malformed_frame_is_not_used_at_all);
 	RUN(a_full_receiver_holds_the_link_and_nothing_is_lost);
+	RUN(a_flood_of_control_items_holds_the_link);
 	RUN(tx_records_go_on_in_order_to_local_and_remote_ranks);
 	RUN(a_client_breaking_the_protocol_is_failed_not_freed);
 

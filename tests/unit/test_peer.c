@@ -342,6 +342,27 @@ TEST(a_new_connection_replaces_the_old_one)
 	CHECK_EQ(p->state, PEER_UP);
 }
 
+TEST(an_ack_beyond_what_was_sent_is_refused_without_closing_the_link_mid_frame)
+{
+	struct peer *p = peer_by_node(0);
+	struct fake_link *old = (struct fake_link *)p->link, *fl = fake_accept();
+
+	/* Node 0 says it has frame 1000 of this instance of us. */
+	CHECK_EQ(fake_handshake_accepted(fl, 0, 1, 0x5000, our_incarnation, 1000, "unit"), 0);
+	CHECK(fl->closed);
+	CHECK(old->closed);                     /* the new connection had replaced it */
+	CHECK_EQ(p->state, PEER_DOWN);
+	CHECK_EQ(fake.closed_in_rx, 0);
+	CHECK(strstr(p->last_error, "never sent") || strstr(p->last_error, "protocol error"));
+	up_from_0(0x5000, our_incarnation, 0);
+	CHECK_EQ(p->state, PEER_UP);
+}
+
+TEST(no_link_was_closed_while_handing_over_a_frame)
+{
+	CHECK_EQ(fake.closed_in_rx, 0);
+}
+
 TEST(status_and_stats_lines)
 {
 	char *text = NULL;
@@ -391,6 +412,8 @@ int main(void)
 	RUN(resends_after_the_accepting_side_reconnects);
 	RUN(a_restarted_peer_gets_a_fresh_start);
 	RUN(a_new_connection_replaces_the_old_one);
+	RUN(an_ack_beyond_what_was_sent_is_refused_without_closing_the_link_mid_frame);
+	RUN(no_link_was_closed_while_handing_over_a_frame);
 	RUN(status_and_stats_lines);
 	peer_fini();
 	frame_fini();
