@@ -53,8 +53,7 @@ pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
 # main/ is an archive the unit tests link too.
 PROTO_SRC  := proto/ring.c proto/ctl.c proto/wire.c proto/job.c
 PLAN_SRC   := $(wildcard daemon/plan/*.c)
-DAEMON_LAYERS := core net local fwd cluster
-DAEMON_LIB_SRC := $(foreach l,$(DAEMON_LAYERS),$(wildcard daemon/$(l)/*.c))
+DAEMON_LIB_SRC := $(filter-out daemon/plan/% daemon/main/%,$(wildcard daemon/*/*.c))
 DAEMON_SRC := $(wildcard daemon/main/*.c) $(DAEMON_LIB_SRC)
 LIB_SRC    := $(filter-out client/ferryctl.c,$(wildcard client/*.c)) proto/ring.c proto/ctl.c proto/job.c
 CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c

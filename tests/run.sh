@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/run.sh BUILD_DIR... - ferry's test suite.
 #
-# First the static checks (tests/static/: the layering of the code), once.
+# First the static checks (tests/static/: the layering of the code, on its
+# includes and on what the first build's objects link), once.
 # Then, for each build directory (the plain build, then the ASan+UBSan one):
 # every unit test binary, then every integration test.  Then a short run of every
 # fuzz harness (built with clang's sanitizers).  Each "ok - ..." line counts
@@ -62,7 +63,7 @@ start=$(date +%s)
 if [ -z "${TESTS:-}" ]; then
 	echo "# === static checks"
 	for t in tests/static/*.sh; do
-		run static bash "$t"
+		run static env BUILD="$1" bash "$t"
 	done
 fi
 for b in "$@"; do

@@ -225,7 +225,11 @@ int loop_run(void)
 		for (int i = 0; i < n; i++) {
 			struct loop_watch *w = evs[i].data.ptr;
 
-			w->fn(w, evs[i].events);
+			/* An earlier event of this batch may have deleted it
+			 * (loop_del sets fd to -1); its memory must still be
+			 * valid, see loop.h. */
+			if (w->fd >= 0)
+				w->fn(w, evs[i].events);
 		}
 		if (n > 0)
 			evloop.last_work_ns = loop_now_ns();

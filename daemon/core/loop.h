@@ -46,7 +46,12 @@ struct loop_hooks {
 int loop_init(uint32_t spin_us, const struct loop_hooks *hooks);
 void loop_fini(void);
 
-/* Watches fd for events (EPOLLIN etc.).  Returns 0 or -errno. */
+/* Watches fd for events (EPOLLIN etc.).  Returns 0 or -errno.
+ *
+ * Ownership: the caller owns w.  After loop_del, events already fetched in
+ * the current batch are not delivered, but w's memory must stay valid until
+ * the loop has finished the batch: free what holds a watch from a poll hook
+ * or a timer, not from another watch's callback. */
 int loop_add(struct loop_watch *w, int fd, uint32_t events, loop_fd_fn *fn, void *ctx);
 int loop_mod(struct loop_watch *w, uint32_t events);
 void loop_del(struct loop_watch *w);

@@ -25,11 +25,6 @@ static struct {
 	struct loop_timer flush_timer;
 } agg;
 
-struct peer *agg_next_peer(uint32_t node)
-{
-	return agg.next[node]->p;
-}
-
 int agg_routable(uint32_t node)
 {
 	return node < agg.conf->nnodes && agg.next[node] != NULL;

@@ -36,9 +36,6 @@ enum agg_flush { AGG_FLUSH_FULL, AGG_FLUSH_TIMER, AGG_FLUSH_EXPLICIT };
 int agg_init(const struct conf *c, uint32_t self);
 void agg_fini(void);
 
-/* The peer an item for node goes to next (node != self, inside the cluster). */
-struct peer *agg_next_peer(uint32_t node);
-
 /* 1 if items for node can be routed from here (node != self, in the cluster,
  * reachable). */
 int agg_routable(uint32_t node);

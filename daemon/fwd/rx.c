@@ -26,7 +26,7 @@ static struct {
 	uint32_t nnodes;
 	uint8_t *valid;                 /* nnodes entries: items for that node may come */
 	struct rx_peer *peers;          /* by peer index */
-} rx;
+} taker;
 
 /* An item for a rank here.  Returns 0 (delivered, queued, or dropped for a
  * rank that is not here) or -EAGAIN: its queue is full, try again later. */
@@ -66,10 +66,10 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 
 		if (ret <= 0)
 			return len;     /* validated before: the end */
-		if (it.job == 0 && it.node == rx.self) {
+		if (it.job == 0 && it.node == taker.self) {
 			if (ctlq_push(it.dst, it.src, payload, it.len) < 0)
 				return off;
-		} else if (it.node == rx.self) {
+		} else if (it.node == taker.self) {
 			if (deliver(&it, payload) < 0)
 				return off;
 			r->items_delivered++;
@@ -85,7 +85,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 
 int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 {
-	struct rx_peer *r = &rx.peers[p->idx];
+	struct rx_peer *r = &taker.peers[p->idx];
 	size_t off = 0;
 	uint32_t n = 0, done;
 	struct wire_item it;
@@ -95,7 +95,7 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 	/* Check the whole frame before using any of it: a malformed frame
 	 * closes the link, and must not have half happened. */
 	while ((ret = wire_next_item(body, len, &off, &it, &payload)) == 1) {
-		if (it.node >= rx.nnodes || !rx.valid[it.node])
+		if (it.node >= taker.nnodes || !taker.valid[it.node])
 			return -EPROTO;
 		n++;
 	}
@@ -121,7 +121,7 @@ int rx_poll(void)
 	int work = 0;
 
 	for (uint32_t i = 0; i < peer_count(); i++) {
-		struct rx_peer *r = &rx.peers[i];
+		struct rx_peer *r = &taker.peers[i];
 		uint32_t len, done;
 		const uint8_t *body;
 
@@ -145,7 +145,7 @@ int rx_poll(void)
 
 void rx_write_peer_stats(FILE *out, const struct peer *p)
 {
-	const struct rx_peer *r = &rx.peers[p->idx];
+	const struct rx_peer *r = &taker.peers[p->idx];
 
 	fprintf(out, " items_recv %llu items_per_frame_recv %.2f items_forwarded %llu items_delivered %llu stalls %llu",
 		(unsigned long long)r->items_recv,
@@ -156,24 +156,24 @@ void rx_write_peer_stats(FILE *out, const struct peer *p)
 
 int rx_init(const struct conf *c, uint32_t self)
 {
-	rx.self = self;
-	rx.nnodes = c->nnodes;
-	rx.valid = calloc(c->nnodes, 1);
-	rx.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*rx.peers));
-	if (!rx.valid || !rx.peers)
+	taker.self = self;
+	taker.nnodes = c->nnodes;
+	taker.valid = calloc(c->nnodes, 1);
+	taker.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*taker.peers));
+	if (!taker.valid || !taker.peers)
 		return -ENOMEM;
 	for (uint32_t n = 0; n < c->nnodes; n++)
-		rx.valid[n] = n == self || agg_routable(n);
+		taker.valid[n] = n == self || agg_routable(n);
 	return 0;
 }
 
 void rx_fini(void)
 {
-	for (uint32_t i = 0; rx.peers && i < peer_count(); i++)
-		if (rx.peers[i].stalled)
-			frame_free(rx.peers[i].stalled);
-	free(rx.peers);
-	free(rx.valid);
-	rx.peers = NULL;
-	rx.valid = NULL;
+	for (uint32_t i = 0; taker.peers && i < peer_count(); i++)
+		if (taker.peers[i].stalled)
+			frame_free(taker.peers[i].stalled);
+	free(taker.peers);
+	free(taker.valid);
+	taker.peers = NULL;
+	taker.valid = NULL;
 }

@@ -15,7 +15,7 @@ struct tx_stats tx_stats;
 static struct {
 	const struct conf *conf;
 	uint32_t self;
-} tx;
+} drainer;
 
 /* An item of rank s->rank: to a local endpoint, or toward its node.  Returns
  * 0 (taken, delivered or dropped) or -EAGAIN (try again later). */
@@ -31,7 +31,7 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			s->blocked_on = d;
 			return -EAGAIN;
 		}
-	} else if (node != JOB_NO_NODE && node != tx.self) {
+	} else if (node != JOB_NO_NODE && node != drainer.self) {
 		struct wire_item it = {
 			.len = rec->len,
 			.flags = rec->flags & PROTO_REC_MORE ? WIRE_ITEM_MORE : 0,
@@ -67,7 +67,7 @@ static int drain(struct ep *s)
 	int work = 0;
 
 	if (s->blocked_on) {
-		if (ep_pending_high(s->blocked_on, tx.conf))
+		if (ep_pending_high(s->blocked_on, drainer.conf))
 			return 0;
 		s->blocked_on = NULL;
 	}
@@ -148,7 +148,7 @@ int tx_poll(void)
 
 int tx_init(const struct conf *c, uint32_t self)
 {
-	tx.conf = c;
-	tx.self = self;
+	drainer.conf = c;
+	drainer.self = self;
 	return 0;
 }

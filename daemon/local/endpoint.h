@@ -93,8 +93,9 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 void ep_close(struct ep *ep);
 
 /* Marks ep unusable because its client broke the protocol (why: a string
- * constant): nothing more is taken from or delivered to it, and its session
- * ends from the loop. */
+ * constant): it leaves its job's rank table at once (items for the rank are
+ * dropped and counted from now on), nothing more is taken from it, and its
+ * session ends from the loop. */
 void ep_fail(struct ep *ep, const char *why);
 
 /* Every endpoint, for iteration with ->next. */

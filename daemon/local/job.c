@@ -100,8 +100,6 @@ int job_leave(struct job *j, uint32_t rank)
 {
 	struct job **pp;
 
-	if (!j->ranks[rank].ep)
-		return 0;
 	j->ranks[rank].ep = NULL;
 	j->ranks[rank].node = JOB_NO_NODE;
 	if (--j->joined > 0)

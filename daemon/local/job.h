@@ -66,21 +66,14 @@ struct job {
 int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t self, struct ep *ep,
 	     struct job **job_p);
 
-/* Detaches rank; frees the job when no rank is left on this node.  Returns 1
- * if the job was freed. */
+/* Detaches rank (once for each job_join; its endpoint may have left the
+ * table already, see ep_fail); frees the job when no rank is left on this
+ * node.  Returns 1 if the job was freed. */
 int job_leave(struct job *j, uint32_t rank);
 
 struct job *job_find(uid_t uid, const char *name);
 struct job *job_by_id(uint32_t id);
 void job_set_id(struct job *j, uint32_t id);
-
-/* An item of j for rank: accounted as arrived although it was not delivered
- * (the rank left, or is not here), so that steps can still end. */
-static inline void job_drop_item(struct job *j)
-{
-	j->items_dropped++;
-	j->ringed++;
-}
 
 /* First job, for iteration with ->next. */
 struct job *job_first(void);

@@ -43,14 +43,14 @@ static const struct link_ops tcp_ops;
 static struct {
 	int lfd;                        /* the peer port */
 	struct loop_watch lw;
-	const struct link_events *ev;   /* the peer layer's */
-} listener = { .lfd = -1 };
+	const struct link_events *ev;   /* the peer layer's, for every link */
+} tcp = { .lfd = -1 };
 
 static void set_events(struct link_tcp *t)
 {
 	uint32_t ev = t->paused ? 0 : EPOLLIN, off;
 
-	if (t->l.state == LINK_CONNECTING || t->clen > t->coff || listener.ev->tx_first(&t->l, &off))
+	if (t->l.state == LINK_CONNECTING || t->clen > t->coff || tcp.ev->tx_first(&t->l, &off))
 		ev |= EPOLLOUT;
 	if (ev != t->events && loop_mod(&t->w, ev) == 0)
 		t->events = ev;
@@ -61,7 +61,7 @@ static void tcp_fail(struct link_tcp *t, const char *why)
 {
 	loop_del(&t->w);
 	close(t->fd);
-	listener.ev->down(&t->l, why);
+	tcp.ev->down(&t->l, why);
 	free(t->rbuf);
 	free(t);
 }
@@ -92,9 +92,9 @@ static int tcp_write(struct link_tcp *t)
 			iov[n].iov_len = t->clen - t->coff;
 			want += iov[n++].iov_len;
 		}
-		for (f = listener.ev->tx_first(&t->l, &off); f && n < IOV_MAX_TCP; f = f->next, off = 0) {
+		for (f = tcp.ev->tx_first(&t->l, &off); f && n < IOV_MAX_TCP; f = f->next, off = 0) {
 			if (off == 0)
-				wire_set_ack(f->data, listener.ev->tx_ack(&t->l));
+				wire_set_ack(f->data, tcp.ev->tx_ack(&t->l));
 			iov[n].iov_base = f->data + off;
 			iov[n].iov_len = f->len - off;
 			want += iov[n++].iov_len;
@@ -118,7 +118,7 @@ static int tcp_write(struct link_tcp *t)
 				t->clen = t->coff = 0;
 		}
 		if (w > 0)
-			listener.ev->tx_done(&t->l, (size_t)w);
+			tcp.ev->tx_done(&t->l, (size_t)w);
 		if (full)
 			return 0;       /* the socket takes no more now */
 	}
@@ -148,7 +148,7 @@ static int parse(struct link_tcp *t)
 			}
 			break;
 		}
-		ret = listener.ev->rx(&t->l, &h, t->rbuf + t->roff + sizeof(h));
+		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff + sizeof(h));
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
@@ -186,7 +186,7 @@ static void on_io(struct loop_watch *w, uint32_t events)
 			return;
 		}
 		t->l.state = LINK_HANDSHAKE;
-		listener.ev->connected(&t->l);  /* queues our HELLO */
+		tcp.ev->connected(&t->l);  /* queues our HELLO */
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (;;) {
@@ -428,7 +428,7 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 			close(fd);
 			continue;
 		}
-		listener.ev->accepted(&t->l);
+		tcp.ev->accepted(&t->l);
 	}
 }
 
@@ -471,23 +471,23 @@ static int tcp_listen(const struct conf *c, uint32_t self, const struct link_eve
 		close(fd);
 		return ret;
 	}
-	listener.ev = ev;
-	ret = loop_add(&listener.lw, fd, EPOLLIN, on_tcp_accept, NULL);
+	tcp.ev = ev;
+	ret = loop_add(&tcp.lw, fd, EPOLLIN, on_tcp_accept, NULL);
 	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
-	listener.lfd = fd;
+	tcp.lfd = fd;
 	return 0;
 }
 
 static void tcp_fini(void)
 {
-	if (listener.lfd >= 0) {
-		loop_del(&listener.lw);
-		close(listener.lfd);
+	if (tcp.lfd >= 0) {
+		loop_del(&tcp.lw);
+		close(tcp.lfd);
 	}
-	listener.lfd = -1;
+	tcp.lfd = -1;
 }
 
 const struct transport transport_tcp = {

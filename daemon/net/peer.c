@@ -37,7 +37,7 @@ static struct {
 	const struct peer_events *ev;   /* the layer above */
 	uint32_t self;
 	uint64_t incarnation;           /* this daemon start's */
-	struct peer *peers;
+	struct peer *all;
 	uint32_t npeers;
 	struct peer **by_node;          /* nnodes entries, NULL for non-peers */
 } peers;
@@ -65,7 +65,7 @@ uint32_t peer_count(void)
 
 struct peer *peer_at(uint32_t i)
 {
-	return &peers.peers[i];
+	return &peers.all[i];
 }
 
 /* --- sending --- */
@@ -132,7 +132,7 @@ int peer_poll(void)
 	int work = 0;
 
 	for (uint32_t i = 0; i < peers.npeers; i++) {
-		struct peer *p = &peers.peers[i];
+		struct peer *p = &peers.all[i];
 
 		/* A frame going out anyway carries the acknowledgement. */
 		if (p->state != PEER_UP || !seq_ack_due(&p->seq))
@@ -191,17 +191,7 @@ static void detach(struct peer *p, const char *why)
 		schedule_retry(p);
 }
 
-/* Drops a link from our side (handshake failure, replaced connection). */
-static void drop(struct link *l, const char *why)
-{
-	struct peer *p = l->peer;
-
-	free_hs(l);
-	if (p && p->link == l)
-		detach(p, why);
-	l->ops->close(l);
-}
-
+/* The transport's down event: the link is gone (and freed right after). */
 static void link_down(struct link *l, const char *why)
 {
 	struct peer *p = l->peer;
@@ -211,6 +201,15 @@ static void link_down(struct link *l, const char *why)
 		detach(p, why);
 	else if (!p)
 		log_debug("unidentified connection: %s", why);
+}
+
+/* Drops a link from our side (handshake failure, replaced connection): the
+ * peer layer lets go of it as if it had gone down, and the transport frees
+ * it.  Never the link whose frame is being handed over (link.h). */
+static void drop(struct link *l, const char *why)
+{
+	link_down(l, why);
+	l->ops->close(l);
 }
 
 static void on_hs_timeout(struct loop_timer *t)
@@ -538,8 +537,8 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 		auth_random(&peers.incarnation, sizeof(peers.incarnation));
 	while (peers.incarnation == 0);
 	peers.by_node = calloc(c->nnodes, sizeof(*peers.by_node));
-	peers.peers = calloc(n ? n : 1, sizeof(*peers.peers));
-	if (!ids || !peers.by_node || !peers.peers) {
+	peers.all = calloc(n ? n : 1, sizeof(*peers.all));
+	if (!ids || !peers.by_node || !peers.all) {
 		free(ids);
 		peer_fini();
 		return -ENOMEM;
@@ -547,7 +546,7 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 	route_peers(&c->route, self, ids, n);
 	peers.npeers = n;
 	for (uint32_t i = 0; i < n; i++) {
-		struct peer *p = &peers.peers[i];
+		struct peer *p = &peers.all[i];
 
 		p->node = ids[i];
 		p->idx = i;
@@ -573,15 +572,15 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 		return ret;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		if (peers.peers[i].outgoing)
-			connect_peer(&peers.peers[i]);
+		if (peers.all[i].outgoing)
+			connect_peer(&peers.all[i]);
 	return 0;
 }
 
 void peer_fini(void)
 {
 	for (uint32_t i = 0; i < peers.npeers; i++) {
-		struct peer *p = &peers.peers[i];
+		struct peer *p = &peers.all[i];
 
 		loop_timer_cancel(&p->retry);
 		if (p->link) {
@@ -594,9 +593,9 @@ void peer_fini(void)
 	if (peers.tr)
 		peers.tr->fini();
 	peers.tr = NULL;
-	free(peers.peers);
+	free(peers.all);
 	free(peers.by_node);
-	peers.peers = NULL;
+	peers.all = NULL;
 	peers.by_node = NULL;
 	peers.npeers = 0;
 }
@@ -614,7 +613,7 @@ static const char *state_name(int s)
 void peer_write_status(FILE *out)
 {
 	for (uint32_t i = 0; i < peers.npeers; i++) {
-		struct peer *p = &peers.peers[i];
+		struct peer *p = &peers.all[i];
 		char desc[160] = "";
 
 		if (p->link)

@@ -52,6 +52,9 @@
  * removed device ends every link and the listener; the daemon keeps running,
  * logs it, and tries to set the device up again every few seconds.
  *
+ * The four files call each other through this header (one transport, one
+ * interface); the rest of the daemon sees only transport_verbs (link.h).
+ *
  * Ownership: a link (struct vlink) sits in a slot from verbs_link_new until
  * verbs_link_free; a link that failed is marked dead (its events and
  * completions are ignored) and freed in the same call, after the peer layer
@@ -86,19 +89,20 @@
  * neither the keepalive nor anything else would end the link. */
 #define VERBS_RETRY_COUNT 6
 
-/* The device and what every file needs of it; set up by verbs_dev.c. */
-struct verbs_dev {
+/* What every file of the transport needs: the configuration, the peer
+ * layer's events, and the device; set up by verbs_dev.c. */
+struct verbs_state {
 	const struct conf *conf;
 	uint32_t self;
 	const struct link_events *ev;   /* the peer layer's */
-	uint32_t max_frame;             /* largest frame either side receives */
+	uint32_t max_frame;             /* largest frame this node sends and receives */
 	int up;                         /* the device is set up */
 	struct ibv_context *ctx;        /* librdmacm's; closed once its ids are gone */
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 };
-extern struct verbs_dev verbs;
+extern struct verbs_state verbs;
 
 struct vlink {
 	struct link l;

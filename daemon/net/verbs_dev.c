@@ -3,9 +3,9 @@
  * transport table; see verbs.h.
  *
  * Ownership: everything on the device (the CQ, the channel, the PD with every
- * registration) is set up by start() and let go of by release_device(), in
- * the order the driver needs: links (their QPs and MRs) first, then frame
- * registrations, then the PD.
+ * registration) is set up by start() and let go of by release_device(); its
+ * callers end the links (their QPs and MRs) first, as the driver needs, then
+ * release_device lets go of the frame registrations, then the PD.
  */
 #include "verbs.h"
 #include "../core/log.h"
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-struct verbs_dev verbs;
+struct verbs_state verbs;
 
 static struct {
 	struct loop_watch cc_w, async_w;

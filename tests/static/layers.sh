@@ -24,7 +24,7 @@ includes=$(for f in $files; do
 		while read -r h; do printf '%s\t%s\n' "$f" "$h"; done
 done)
 
-awk -F'\t' -v rules="$RULES" -v nfiles="$(echo "$files" | wc -w)" '
+awk -F'\t' -v rules="$RULES" -v filelist="$files" -v nfiles="$(echo "$files" | wc -w)" '
 function norm(path,   n, i, parts, out, k) {
 	n = split(path, parts, "/")
 	k = 0
@@ -103,10 +103,6 @@ BEGIN {
 	file = $1
 	inc = $2
 	ninc++
-	if (file ~ /^daemon\// && layer_of(file) == "" && !(file in unplaced_seen)) {
-		unplaced_seen[file] = 1
-		bad("unplaced", file ": not in any layer of daemon/LAYERS")
-	}
 	if (inc ~ /^</) {
 		h = substr(inc, 2, length(inc) - 2)
 		for (i = 1; i <= nlib; i++) {
@@ -152,6 +148,10 @@ BEGIN {
 	}
 }
 END {
+	n = split(filelist, all, /[ \n]+/)
+	for (i = 1; i <= n; i++)
+		if (all[i] ~ /^daemon\// && layer_of(all[i]) == "")
+			bad("unplaced", all[i] ": not in any layer of daemon/LAYERS")
 	for (m in mods)
 		state[m] = 0
 	for (m in mods)

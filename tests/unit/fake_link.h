@@ -35,7 +35,7 @@ struct fake_link {
 	int closed;                     /* ops->close ran, or the link failed */
 	int paused;                     /* the last pause() said so */
 	int pauses, resumes;
-	int stalled;                    /* the test holds writes back (a full socket) */
+	int faults;                     /* ops->fault calls */
 	int in_rx;                      /* inside ev->rx */
 	uint8_t ctrl[16][512];          /* control frames not yet written */
 	size_t ctrl_len[16];
@@ -50,7 +50,6 @@ static struct {
 	struct fake_link *all;
 	struct fake_link *connected[64];        /* by node: the latest connect() */
 	int connects;
-	int listening;
 	int closed_in_rx;               /* contract violations: closed inside ev->rx */
 } fake;
 
@@ -69,7 +68,7 @@ static inline void fake_kick(struct link *l)
 	struct frame *f;
 	uint32_t off;
 
-	if (fl->closed || fl->stalled || l->state == LINK_CONNECTING)
+	if (fl->closed || l->state == LINK_CONNECTING)
 		return;
 	for (int i = 0; i < fl->nctrl; i++)
 		fake_put(fl, fl->ctrl[i], fl->ctrl_len[i]);
@@ -115,7 +114,7 @@ static inline void fake_close(struct link *l)
 
 static inline void fake_fault(struct link *l)
 {
-	(void)l;
+	((struct fake_link *)l)->faults++;
 }
 
 static inline void fake_describe(const struct link *l, char *buf, size_t len)
@@ -150,7 +149,6 @@ static inline int fake_listen(const struct conf *c, uint32_t self, const struct 
 	(void)c;
 	(void)self;
 	fake.ev = ev;
-	fake.listening = 1;
 	return 0;
 }
 
@@ -173,7 +171,7 @@ static inline int fake_connect(uint32_t node, const char *host, uint16_t port, s
 
 static inline void fake_fini(void)
 {
-	fake.listening = 0;
+	fake.ev = NULL;
 }
 
 static const struct transport fake_transport = {

@@ -358,6 +358,92 @@ TEST(an_ack_beyond_what_was_sent_is_refused_without_closing_the_link_mid_frame)
 	CHECK_EQ(p->state, PEER_UP);
 }
 
+TEST(handshake_frames_out_of_order_are_refused)
+{
+	uint8_t hi[sizeof(struct wire_hello)], mac[WIRE_MAC_BYTES] = { 0 };
+	struct fake_link *fl = fake_accept();
+
+	CHECK_EQ(fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)), -EPROTO);  /* AUTH before HELLO */
+	fl = fake_accept();
+	fake_hello(hi, 0, 1, 0x5000, our_incarnation, 0, "unit");
+	CHECK_EQ(fake_arrive(fl, WIRE_HELLO, 0, 0, hi, sizeof(hi)), 1);
+	CHECK_EQ(fake_arrive(fl, WIRE_HELLO, 0, 0, hi, sizeof(hi)), -EPROTO);  /* a second HELLO */
+	CHECK(fl->closed);
+	up_from_0(0x5000, our_incarnation, 0);
+	CHECK_EQ(peer_by_node(0)->state, PEER_UP);
+}
+
+TEST(an_outgoing_peer_answering_as_another_node_is_refused)
+{
+	struct peer *p = peer_by_node(3);
+	uint8_t ha[sizeof(struct wire_hello)];
+	struct fake_link *fl;
+
+	fake_fail((struct fake_link *)p->link, "reset");
+	fake_run_loop(120);
+	fl = fake.connected[3];
+	fake_established(fl);
+	CHECK(fake_expect(fl, WIRE_HELLO) != NULL);
+	fake_hello(ha, 0, 1, 0x3333, 0, 0, "unit");     /* "node 0" answers at node 3's address */
+	CHECK_EQ(fake_arrive(fl, WIRE_HELLO, 0, 0, ha, sizeof(ha)), -EPROTO);
+	CHECK_EQ(p->state, PEER_DOWN);
+	fake_run_loop(220);                             /* the backoff doubled: 100 ms */
+	CHECK(up_to_3(0x3333) != NULL);
+	CHECK_EQ(p->state, PEER_UP);
+}
+
+TEST(a_link_that_comes_up_while_a_frame_is_held_starts_paused)
+{
+	struct peer *p = peer_by_node(0);
+	struct fake_link *fl = (struct fake_link *)p->link;
+	uint64_t seq = p->seq.recv_seq;
+
+	above.answer = 1;
+	CHECK_EQ(fake_arrive(fl, WIRE_DATA, seq + 1, 0, "held", 4), 1);
+	above.answer = 0;
+	fake_fail(fl, "reset");
+	fl = up_from_0(0x5000, our_incarnation, seq + 1);
+	CHECK_EQ(p->state, PEER_UP);
+	CHECK_EQ(fl->pauses, 1);
+	CHECK_EQ(fl->paused, 1);
+	peer_resume_rx(p);
+	CHECK_EQ(fl->paused, 0);
+}
+
+TEST(fault_injection_breaks_the_link)
+{
+	struct fake_link *fl = (struct fake_link *)peer_by_node(3)->link;
+
+	CHECK_EQ(peer_fault(3), 0);
+	CHECK_EQ(fl->faults, 1);
+	CHECK_EQ(peer_fault(2), -ENOENT);       /* not a peer */
+}
+
+/* Last: it leaves node 3's link down for two seconds. */
+TEST(backoff_doubles_up_to_two_seconds)
+{
+	struct peer *p = peer_by_node(3);
+	uint32_t expect = 100;
+
+	fake_fail((struct fake_link *)p->link, "reset");
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(p->backoff_ms, expect);        /* the next wait after this one */
+		fake_run_loop(expect / 2 + 60);         /* the retry happens */
+		if (!p->link)
+			break;
+		fake_fail((struct fake_link *)p->link, "refused");
+		expect *= 2;
+	}
+	CHECK_EQ(p->backoff_ms, 800);
+	/* ... and no further than 2 s. */
+	p->backoff_ms = 1600;
+	fake_run_loop(450);
+	CHECK(p->link != NULL);
+	if (p->link)
+		fake_fail((struct fake_link *)p->link, "refused");
+	CHECK_EQ(p->backoff_ms, 2000);
+}
+
 TEST(no_link_was_closed_while_handing_over_a_frame)
 {
 	CHECK_EQ(fake.closed_in_rx, 0);
@@ -413,8 +499,13 @@ int main(void)
 	RUN(a_restarted_peer_gets_a_fresh_start);
 	RUN(a_new_connection_replaces_the_old_one);
 	RUN(an_ack_beyond_what_was_sent_is_refused_without_closing_the_link_mid_frame);
-	RUN(no_link_was_closed_while_handing_over_a_frame);
+	RUN(handshake_frames_out_of_order_are_refused);
+	RUN(an_outgoing_peer_answering_as_another_node_is_refused);
+	RUN(a_link_that_comes_up_while_a_frame_is_held_starts_paused);
+	RUN(fault_injection_breaks_the_link);
 	RUN(status_and_stats_lines);
+	RUN(backoff_doubles_up_to_two_seconds);
+	RUN(no_link_was_closed_while_handing_over_a_frame);
 	peer_fini();
 	frame_fini();
 	fake_free_all();

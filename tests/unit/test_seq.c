@@ -123,10 +123,14 @@ TEST(a_lost_link_sends_everything_unacknowledged_again)
 
 	for (int i = 0; i < 5; i++)
 		seq_push(&s, data_frame(32, 1));
-	seq_written(&s, 5 * s.q.head->len);     /* all out */
+	seq_written(&s, 4 * s.q.head->len + 7); /* all out but the end of frame 5 */
+	CHECK_EQ(s.off, 7);
 	CHECK_EQ(seq_take_ack(&s, 2), 0);
+	seq_taken(&s, 11);
+	CHECK_EQ(seq_ack_out(&s), 11);
 	seq_rewind(&s);                         /* the link went down */
 	CHECK_EQ(header_seq(s.cur), 3);
+	CHECK_EQ(s.off, 0);                     /* frames go again from their first byte */
 	CHECK_EQ(s.unsent, s.q.bytes);
 	/* The new link's peer says it has frame 4 already. */
 	CHECK_EQ(seq_resume(&s, 4), 0);

@@ -106,6 +106,27 @@ TEST(counts_are_cumulative_across_steps)
 	CHECK_EQ(step, 3);
 }
 
+/* A node whose last report is of the previous step: its done count is of
+ * that step, so it must not complete this one even where the sums agree. */
+TEST(a_done_count_of_the_previous_step_does_not_count)
+{
+	struct steps_node n[2] = { { .node = 0, .step = 1 }, { .node = 1, .step = 1 } };
+	uint32_t step = 1;
+	struct wire_ctl_report r;
+
+	r = (struct wire_ctl_report){ .step = 1, .done = 1, .sent = 2, .ringed = 1 };
+	CHECK_EQ(steps_take(n, 2, 2, &step, &n[0], &r), 0);
+	r = (struct wire_ctl_report){ .step = 1, .done = 1, .sent = 1, .ringed = 2 };
+	CHECK_EQ(steps_take(n, 2, 2, &step, &n[1], &r), 1);
+	/* Step 2: node 0 is done, nothing more was sent; node 1 says nothing. */
+	r = (struct wire_ctl_report){ .step = 2, .done = 1, .sent = 2, .ringed = 1 };
+	CHECK_EQ(steps_take(n, 2, 2, &step, &n[0], &r), 0);
+	CHECK_EQ(step, 2);
+	r = (struct wire_ctl_report){ .step = 2, .done = 1, .sent = 1, .ringed = 2 };
+	CHECK_EQ(steps_take(n, 2, 2, &step, &n[1], &r), 1);
+	CHECK_EQ(step, 3);
+}
+
 TEST(late_reports_of_an_earlier_step_change_nothing)
 {
 	struct steps_node n[1] = { { .node = 0, .step = 2, .done = 0, .sent = 7, .ringed = 7 } };
@@ -134,6 +155,7 @@ int main(void)
 	RUN(changed_counts_wait_for_the_gap_but_done_changes_go_at_once);
 	RUN(complete_when_every_rank_is_done_and_everything_arrived);
 	RUN(counts_are_cumulative_across_steps);
+	RUN(a_done_count_of_the_previous_step_does_not_count);
 	RUN(late_reports_of_an_earlier_step_change_nothing);
 	RUN(one_rank_on_one_node_with_no_items);
 	return check_done();
