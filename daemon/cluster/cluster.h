@@ -13,6 +13,10 @@
  *
  * Steps end by counting (the issue allowed staged completion or counting;
  * this needs no per-dimension ordering and works on every topology alike).
+ *
+ * Ownership: the node side keeps nothing of its own: the jobs and their
+ * counters are local/job.h's (they end when their last local rank leaves);
+ * the home's records are home.c's.
  */
 #ifndef FERRY_CLUSTER_CLUSTER_H
 #define FERRY_CLUSTER_CLUSTER_H

@@ -8,6 +8,12 @@
  * record stays in the TX ring and draining that ring stops until the
  * destination has drained to half; the sender's ring then fills and
  * ferry_send returns -EAGAIN (or waits).  Other rings go on.
+ *
+ * Ownership: this module holds nothing.  What it notes on an endpoint while
+ * the endpoint waits (ep->blocked_on, ep->blocked_node) points at another
+ * endpoint or names a node; the endpoint module clears blocked_on when the
+ * endpoint it points at ends, and reads both to leave a waiting sender's
+ * ring unwatched while it sleeps.
  */
 #ifndef FERRY_FWD_TX_H
 #define FERRY_FWD_TX_H

@@ -55,8 +55,9 @@ struct ep {
 	struct recq pending;            /* items waiting for room in rx */
 	int rx_dirty;                   /* records written to rx, not yet published */
 
-	/* Draining tx: the forwarding layer's (fwd/tx.c), which stops taking
-	 * from tx while a destination takes no more. */
+	/* Draining tx: written by the forwarding layer (fwd/tx.c), which stops
+	 * taking from tx while a destination takes no more; read here to leave
+	 * such a ring unwatched while the daemon sleeps, and for status. */
 	uint32_t done_step;             /* the step this rank last ended */
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
