@@ -241,7 +241,7 @@ err_efds:
 err_memfd:
 	close(memfd);
 err_leave:
-	job_leave(ep->job, rank);       /* nobody else heard of it */
+	job_leave(ep->job, rank, ep);   /* nobody else heard of it */
 err_free:
 	free(ep);
 	return ret;
@@ -265,7 +265,7 @@ void ep_close(struct ep *ep)
 	*pp = ep->next;
 	endpoints.count--;
 	endpoints.region_bytes -= ep->region_bytes;
-	job_leave(ep->job, ep->rank);
+	job_leave(ep->job, ep->rank, ep);
 	loop_del(&ep->efd_w);
 	close(ep->efd_client);
 	close(ep->efd_daemon);

@@ -64,7 +64,6 @@ struct ep {
 
 	/* Ending (always from the loop, see above). */
 	const char *failed;             /* the client broke the protocol: why; nothing more is taken */
-	int closing;                    /* the client went away: tx is drained once more, then it ends */
 
 	uint64_t items_sent, items_received;
 };

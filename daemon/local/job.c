@@ -96,12 +96,16 @@ int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t
 	return 0;
 }
 
-int job_leave(struct job *j, uint32_t rank)
+int job_leave(struct job *j, uint32_t rank, const struct ep *ep)
 {
 	struct job **pp;
 
-	j->ranks[rank].ep = NULL;
-	j->ranks[rank].node = JOB_NO_NODE;
+	/* The slot may be another endpoint's by now: this one left the table
+	 * when it failed (ep_fail), and a new client took the rank. */
+	if (j->ranks[rank].ep == ep || !j->ranks[rank].ep) {
+		j->ranks[rank].ep = NULL;
+		j->ranks[rank].node = JOB_NO_NODE;
+	}
 	if (--j->joined > 0)
 		return 0;
 	for (pp = &jobs.all; *pp != j; pp = &(*pp)->next)

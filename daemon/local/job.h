@@ -66,10 +66,11 @@ struct job {
 int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t self, struct ep *ep,
 	     struct job **job_p);
 
-/* Detaches rank (once for each job_join; its endpoint may have left the
- * table already, see ep_fail); frees the job when no rank is left on this
- * node.  Returns 1 if the job was freed. */
-int job_leave(struct job *j, uint32_t rank);
+/* Detaches endpoint ep from rank (once for each job_join; ep may have left
+ * the table already, see ep_fail, and another endpoint may hold the rank
+ * since: then the slot stays as it is); frees the job when no rank is left
+ * on this node.  Returns 1 if the job was freed. */
+int job_leave(struct job *j, uint32_t rank, const struct ep *ep);
 
 struct job *job_find(uid_t uid, const char *name);
 struct job *job_by_id(uint32_t id);

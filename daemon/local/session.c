@@ -280,14 +280,14 @@ static void close_session(struct sess *s, const char *why, int killed)
 	if (why)
 		log_msg(killed ? LOG_WARNING : LOG_INFO, "session %u (pid %d uid %u%s%s): %s", s->id,
 			s->cred.pid, s->cred.uid, s->ep ? " job " : "", s->ep ? s->ep->job->name : "", why);
-	if (s->ep) {
-		/* A client that exits right after sending: what it left in its
-		 * TX ring is taken at the next turn of the loop, as far as the
-		 * destinations have room.  One that broke the protocol: nothing. */
-		if (killed)
-			ep_fail(s->ep, why ? why : "killed");
-		s->ep->closing = 1;
-	}
+	/* A client that exits right after sending: what it left in its TX ring
+	 * is taken at the next turn of the loop, before sess_poll ends the
+	 * endpoint (main's poll hook drains TX rings first), as far as the
+	 * destinations have room.  One that broke the protocol: nothing.  (A
+	 * session closed from cluster_poll, in the same turn after the drain,
+	 * had not been told READY: it cannot have sent anything.) */
+	if (s->ep && killed)
+		ep_fail(s->ep, why ? why : "killed");
 	loop_del(&s->sock_w);
 	close(s->fd);
 	s->fd = -1;
