@@ -169,6 +169,14 @@ $(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(DAEMON_LIB) $(PLA
 
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
+# The peer layer's state machine runs on the in-memory transport of the unit
+# tests, with the modules it needs compiled in.
+FUZZ_PEER_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
+                 $(wildcard daemon/net/*.c)
+$(BUILD)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/unit/fake_link.h $(FUZZ_PEER_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_PEER_SRC) $(call pkglibs,$(DAEMON_PKGS))
+
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))

@@ -2,7 +2,8 @@
  *
  * Ownership: a link's handshake state (struct peer_hs) is allocated when the
  * link starts and freed when the link comes up or goes (free_hs); the link
- * itself belongs to the transport.  A link is attached to a peer (p->link)
+ * itself belongs to the transport.  Links still in their handshake are on a
+ * list, so that peer_fini closes those no peer has claimed yet too.  A link is attached to a peer (p->link)
  * from the moment we know who it is until it goes down or is replaced.
  */
 #include "peer.h"
@@ -24,6 +25,7 @@
 /* Handshake state of a link that is not up yet. */
 struct peer_hs {
 	struct link *l;
+	struct peer_hs *prev, *next;    /* every link in a handshake (peers.handshakes) */
 	uint8_t mine[sizeof(struct wire_hello)];        /* our HELLO as sent */
 	uint8_t theirs[sizeof(struct wire_hello)];      /* theirs as received */
 	struct wire_hello their;
@@ -40,6 +42,7 @@ static struct {
 	struct peer *all;
 	uint32_t npeers;
 	struct peer **by_node;          /* nnodes entries, NULL for non-peers */
+	struct peer_hs *handshakes;     /* links not up yet */
 } peers;
 
 const char *peer_transport_name(void)
@@ -166,6 +169,12 @@ static void free_hs(struct link *l)
 	if (!hs)
 		return;
 	loop_timer_cancel(&hs->timeout);
+	if (hs->prev)
+		hs->prev->next = hs->next;
+	else
+		peers.handshakes = hs->next;
+	if (hs->next)
+		hs->next->prev = hs->prev;
 	free(hs);
 	l->hs = NULL;
 }
@@ -236,6 +245,10 @@ static struct peer_hs *new_hs(struct link *l)
 		return NULL;
 	hs->l = l;
 	l->hs = hs;
+	hs->next = peers.handshakes;
+	if (hs->next)
+		hs->next->prev = hs;
+	peers.handshakes = hs;
 	loop_timer_arm(&hs->timeout, HANDSHAKE_TIMEOUT_NS, on_hs_timeout, hs);
 	return hs;
 }
@@ -589,6 +602,12 @@ void peer_fini(void)
 			p->link = NULL;
 		}
 		seq_fini(&p->seq);
+	}
+	while (peers.handshakes) {      /* connections no peer has claimed */
+		struct link *l = peers.handshakes->l;
+
+		free_hs(l);
+		l->ops->close(l);
 	}
 	if (peers.tr)
 		peers.tr->fini();
