@@ -166,16 +166,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 
 	if (!ready) {
-		static const char text[] =
-			"cluster: { name = \"fuzz\"; nodes = ( { host = \"127.0.0.1\"; port = 7000; },"
-			" { host = \"127.0.0.1\"; port = 7001; }, { host = \"127.0.0.1\"; port = 7002; },"
-			" { host = \"127.0.0.1\"; port = 7003; } ); };\n"
-			"topology: { physical = \"switched\"; virtual = [ 2, 2 ]; };\n";
-		char err[256];
-
 		log_init("fuzz_peer", -1);              /* quiet */
-		if (conf_load_string(&conf, text, "fuzz.conf", err, sizeof(err)) < 0 || auth_init("") < 0)
+		if (fake_daemon(&conf, "fuzz", "") < 0)
 			abort();
+		loop_fini();
+		frame_fini();
 		ready = 1;
 	}
 	in = data;

@@ -24,7 +24,7 @@ includes=$(for f in $files; do
 		while read -r h; do printf '%s\t%s\n' "$f" "$h"; done
 done)
 
-awk -F'\t' -v rules="$RULES" -v filelist="$files" -v nfiles="$(echo "$files" | wc -w)" '
+awk -F'\t' -v rules="$RULES" -v filelist="$files" -v nfiles="$(echo "$files" | wc -w)" -f "$HERE/tests/static/layers.awk" -f <(printf '%s\n' '
 function norm(path,   n, i, parts, out, k) {
 	n = split(path, parts, "/")
 	k = 0
@@ -41,14 +41,6 @@ function norm(path,   n, i, parts, out, k) {
 }
 function dir(path) { return path ~ /\// ? substr(path, 1, match(path, /\/[^\/]*$/)) : "" }
 function module(path) { sub(/\.[ch]$/, "", path); return path }
-# The layer folder of a path, or "".
-function layer_of(path,   l, best) {
-	best = ""
-	for (l in rank)
-		if (index(path, l) == 1 && length(l) > length(best))
-			best = l
-	return best
-}
 function bad(check, msg) { fails[check] = fails[check] "#   " msg "\n"; nbad[check]++ }
 function visit(m,   i, n, t, list) {
 	state[m] = 1
@@ -74,29 +66,7 @@ function visit(m,   i, n, t, list) {
 	state[m] = 2
 }
 BEGIN {
-	while ((getline line < rules) > 0) {
-		sub(/#.*/, "", line)
-		n = split(line, w, /[ \t]+/)
-		if (n == 0 || w[1] == "")
-			continue
-		if (w[1] == "layer") {
-			nl++
-			for (i = 2; i <= n; i++)
-				rank[w[i]] = nl
-		} else if (w[1] == "only") {
-			no++
-			only_prefix[no] = w[2]
-			only_allow[no] = ""
-			for (i = 3; i <= n; i++)
-				only_allow[no] = only_allow[no] " " w[i]
-		} else if (w[1] == "lib") {
-			nlib++
-			lib_header[nlib] = w[2]
-			lib_allow[nlib] = ""
-			for (i = 3; i <= n; i++)
-				lib_allow[nlib] = lib_allow[nlib] " " w[i]
-		}
-	}
+	read_rules(rules)
 	checks = "layers only libs cycles unplaced"
 }
 {
@@ -173,4 +143,4 @@ END {
 		}
 	}
 	exit rc
-}' <<<"$includes"
+}') <<<"$includes"

@@ -27,33 +27,8 @@ table=$(for o in $objs; do
 	nm -u "$o" 2>/dev/null | awk -v s="$src" '{ print "U", s, $NF }'
 done)
 
-awk -v rules="$ROOT/daemon/LAYERS" -v nobjs="$(echo "$objs" | wc -w)" '
-function layer_of(path,   l, best) {
-	best = ""
-	for (l in rank)
-		if (index(path, l) == 1 && length(l) > length(best))
-			best = l
-	return best
-}
-BEGIN {
-	while ((getline line < rules) > 0) {
-		sub(/#.*/, "", line)
-		n = split(line, w, /[ \t]+/)
-		if (n == 0 || w[1] == "")
-			continue
-		if (w[1] == "layer") {
-			nl++
-			for (i = 2; i <= n; i++)
-				rank[w[i]] = nl
-		} else if (w[1] == "only") {
-			no++
-			only_prefix[no] = w[2]
-			only_allow[no] = ""
-			for (i = 3; i <= n; i++)
-				only_allow[no] = only_allow[no] " " w[i]
-		}
-	}
-}
+awk -v rules="$ROOT/daemon/LAYERS" -v nobjs="$(echo "$objs" | wc -w)" -f "$(dirname "$0")/layers.awk" -f <(printf '%s\n' '
+BEGIN { read_rules(rules) }
 $1 == "D" {
 	# libferry (pic/) and the daemon are separate programs: key by program.
 	prog = $2 ~ /^pic\// ? "lib" : ($2 ~ /^client\/ferryctl/ ? "ctl" : "daemon")
@@ -106,4 +81,4 @@ END {
 		exit 1
 	}
 	printf "ok - symbols: what the objects link points down daemon/LAYERS (%d objects, %d uses of our symbols)\n", nobjs, checked
-}' <<<"$table"
+}') <<<"$table"

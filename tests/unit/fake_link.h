@@ -13,6 +13,7 @@
 #ifndef FERRY_TEST_FAKE_LINK_H
 #define FERRY_TEST_FAKE_LINK_H
 
+#include "../../daemon/core/conf.h"
 #include "../../daemon/core/loop.h"
 #include "../../daemon/net/auth.h"
 #include "../../daemon/net/link.h"
@@ -331,6 +332,34 @@ static inline int fake_handshake_connected(struct fake_link *fl, uint32_t to, ui
 	if (fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)) != 1 || !(a = fake_expect(fl, WIRE_AUTH)))
 		return 0;
 	return auth_check(a->body, 'I', o->body, ha);
+}
+
+/* --- a daemon to test --- */
+
+/* What the peer and forwarding tests run: node 1 of a 2x2 virtual grid named
+ * cluster (peers 0, which connects to it, and 3, which it connects to), the
+ * configuration lines in extra added; the core and frames started.  Returns
+ * 0, or -1 with the reason printed. */
+static inline int fake_daemon(struct conf *c, const char *cluster, const char *extra)
+{
+	static const struct loop_hooks hooks = { 0 };
+	char text[2048], err[256];
+
+	snprintf(text, sizeof(text),
+		 "cluster: { name = \"%s\"; nodes = ( { host = \"127.0.0.1\"; port = 7000; },"
+		 " { host = \"127.0.0.1\"; port = 7001; }, { host = \"127.0.0.1\"; port = 7002; },"
+		 " { host = \"127.0.0.1\"; port = 7003; } ); };\n"
+		 "topology: { physical = \"switched\"; virtual = [ 2, 2 ]; };\n%s", cluster, extra);
+	if (conf_load_string(c, text, "unit.conf", err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	if (loop_init(0, &hooks) < 0 || auth_init("") < 0) {
+		fprintf(stderr, "cannot start the loop or auth\n");
+		return -1;
+	}
+	frame_init(c->buffer_bytes);
+	return 0;
 }
 
 #endif

@@ -466,26 +466,15 @@ TEST(a_client_breaking_the_protocol_is_failed_not_freed)
 
 int main(void)
 {
-	static const char text[] =
-		"cluster: { name = \"unit\"; nodes = ( { host = \"127.0.0.1\"; port = 7000; },"
-		" { host = \"127.0.0.1\"; port = 7001; }, { host = \"127.0.0.1\"; port = 7002; },"
-		" { host = \"127.0.0.1\"; port = 7003; } ); };\n"
-		"topology: { physical = \"switched\"; virtual = [ 2, 2 ]; };\n"
-		"aggregation: { buffer_bytes = 1024; flush_us = 2000; };\n"
-		"limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576; link_bytes = 1048576; };\n";
-	static const struct loop_hooks hooks = { 0 };
 	struct ctl_attached_wire a;
 	int fds[3];
-	char err[256];
 
 	log_init("test_fwd", LOG_ERR);
-	if (conf_load_string(&conf, text, "unit.conf", err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	if (fake_daemon(&conf, "unit",
+			"aggregation: { buffer_bytes = 1024; flush_us = 2000; };\n"
+			"limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576;"
+			" link_bytes = 1048576; };\n") < 0)
 		return 1;
-	}
-	if (loop_init(0, &hooks) < 0 || auth_init("") < 0)
-		return 1;
-	frame_init(conf.buffer_bytes);
 	if (peer_init(&conf, 1, &fake_transport, &fwd_peer_events) < 0 || ep_init(&conf, 1) < 0 ||
 	    fwd_init(&conf, 1) < 0)
 		return 1;

@@ -466,22 +466,9 @@ TEST(status_and_stats_lines)
 
 int main(void)
 {
-	static const char text[] =
-		"cluster: { name = \"unit\"; nodes = ( { host = \"127.0.0.1\"; port = 7000; },"
-		" { host = \"127.0.0.1\"; port = 7001; }, { host = \"127.0.0.1\"; port = 7002; },"
-		" { host = \"127.0.0.1\"; port = 7003; } ); };\n"
-		"topology: { physical = \"switched\"; virtual = [ 2, 2 ]; };\n";
-	static const struct loop_hooks hooks = { 0 };
-	char err[256];
-
 	log_init("test_peer", LOG_ERR);
-	if (conf_load_string(&conf, text, "unit.conf", err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	if (fake_daemon(&conf, "unit", "") < 0)
 		return 1;
-	}
-	if (loop_init(0, &hooks) < 0 || auth_init("") < 0)
-		return 1;
-	frame_init(conf.buffer_bytes);
 	if (peer_init(&conf, 1, &fake_transport, &events) < 0)
 		return 1;
 	RUN(connects_to_the_higher_peer_only);
