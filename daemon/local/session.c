@@ -308,12 +308,11 @@ static void reap(int tell)
 {
 	struct sess **pp = &sessions.all;
 
-	for (struct sess *s = sessions.all; s; s = s->next)
-		if (s->state == S_ENDPOINT && s->ep->failed)
-			close_session(s, s->ep->failed, 1);
 	while (*pp) {
 		struct sess *s = *pp;
 
+		if (s->state == S_ENDPOINT && s->ep->failed)
+			close_session(s, s->ep->failed, 1);
 		if (s->state == S_ENDING) {
 			if (tell)
 				sessions.ev->rank_left(s->ep->job, s->ep->rank);

@@ -362,4 +362,15 @@ static inline int fake_daemon(struct conf *c, const char *cluster, const char *e
 	return 0;
 }
 
+/* Stops what fake_daemon started (the caller stops its own layers first,
+ * peer_fini last), and frees every fake link. */
+static inline void fake_daemon_stop(struct conf *c)
+{
+	frame_fini();
+	fake_free_all();
+	auth_fini();
+	loop_fini();
+	conf_free(c);
+}
+
 #endif

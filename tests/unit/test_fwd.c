@@ -518,10 +518,6 @@ int main(void)
 	fwd_fini();
 	ep_fini();
 	peer_fini();
-	frame_fini();
-	fake_free_all();
-	auth_fini();
-	loop_fini();
-	conf_free(&conf);
+	fake_daemon_stop(&conf);
 	return check_done();
 }

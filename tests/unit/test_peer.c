@@ -494,10 +494,6 @@ int main(void)
 	RUN(backoff_doubles_up_to_two_seconds);
 	RUN(no_link_was_closed_while_handing_over_a_frame);
 	peer_fini();
-	frame_fini();
-	fake_free_all();
-	auth_fini();
-	loop_fini();
-	conf_free(&conf);
+	fake_daemon_stop(&conf);
 	return check_done();
 }
