@@ -19,6 +19,7 @@ static struct {
 	struct loop_watch tfd_watch;
 	uint64_t tfd_armed_for;         /* deadline the timerfd is set to, 0 = none */
 	struct loop_timer *timers;      /* sorted, earliest first */
+	struct loop_grave *graves;      /* buried, freed by loop_reap */
 	struct loop_hooks hooks;
 	uint64_t spin_ns;
 	uint64_t last_work_ns;
@@ -44,6 +45,23 @@ static void arm_timerfd(void)
 	if (timerfd_settime(evloop.tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		log_err("timerfd_settime: %m");
 	evloop.tfd_armed_for = when;
+}
+
+void loop_bury(struct loop_grave *g, loop_grave_fn *fn)
+{
+	g->fn = fn;
+	g->next = evloop.graves;
+	evloop.graves = g;
+}
+
+void loop_reap(void)
+{
+	while (evloop.graves) {
+		struct loop_grave *g = evloop.graves;
+
+		evloop.graves = g->next;
+		g->fn(g);
+	}
 }
 
 void loop_timer_cancel(struct loop_timer *t)
@@ -89,6 +107,7 @@ static void run_timers(void)
 
 		loop_timer_cancel(t);
 		t->fn(t);
+		loop_reap();
 	}
 }
 
@@ -167,6 +186,7 @@ err_epoll:
 
 void loop_fini(void)
 {
+	loop_reap();
 	if (evloop.tfd >= 0)
 		close(evloop.tfd);
 	if (evloop.epfd >= 0)
@@ -193,6 +213,7 @@ int loop_run(void)
 		loop_stats.spins++;
 		if (evloop.hooks.poll && evloop.hooks.poll())
 			evloop.last_work_ns = loop_now_ns();
+		loop_reap();
 		run_timers();
 		if (evloop.stop)
 			break;
@@ -231,6 +252,8 @@ int loop_run(void)
 			if (w->fd >= 0)
 				w->fn(w, evs[i].events);
 		}
+		/* Only now: a watch later in the batch may be in a grave. */
+		loop_reap();
 		if (n > 0)
 			evloop.last_work_ns = loop_now_ns();
 	}

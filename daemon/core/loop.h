@@ -50,11 +50,30 @@ void loop_fini(void);
  *
  * Ownership: the caller owns w.  After loop_del, events already fetched in
  * the current batch are not delivered, but w's memory must stay valid until
- * the loop has finished the batch: free what holds a watch from a poll hook
- * or a timer, not from another watch's callback. */
+ * the loop has finished the batch: free what holds a watch with loop_bury
+ * (below), or from a poll hook or a timer. */
 int loop_add(struct loop_watch *w, int fd, uint32_t events, loop_fd_fn *fn, void *ctx);
 int loop_mod(struct loop_watch *w, uint32_t events);
 void loop_del(struct loop_watch *w);
+
+/* Deferred freeing.  Whatever a callback may still be using further up its
+ * stack (a link whose frame is being handed over, a watch later in this
+ * batch of events) is not freed where it dies: it is marked dead and buried,
+ * and the loop calls fn once the callback that buried it has returned, after
+ * the current batch of fd events, the timers, or the poll hook.  The dead
+ * object must have let go of everything else (fds, watches, timers) when it
+ * is buried; fn frees its memory. */
+struct loop_grave;
+typedef void loop_grave_fn(struct loop_grave *g);
+
+struct loop_grave {
+	struct loop_grave *next;
+	loop_grave_fn *fn;
+};
+
+void loop_bury(struct loop_grave *g, loop_grave_fn *fn);
+/* Frees what was buried (the loop does this itself; for shutdown and tests). */
+void loop_reap(void);
 
 /* (Re)arms t to fire once after delay_ns. */
 void loop_timer_arm(struct loop_timer *t, uint64_t delay_ns, loop_timer_fn *fn, void *ctx);

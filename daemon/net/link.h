@@ -22,11 +22,15 @@
  * reading (the kernel's or the HCA's flow control then throttles the sender)
  * until ops->pause(l, 0).
  *
- * Ending.  When the connection fails the transport calls ev->down() once and
- * frees the link; ops->close() frees it without that call.  Events may be
- * called from inside an op only where the op says so: the peer layer calls
- * ops->kick() while a transport is handing it a frame, so kick must not end
- * the link there.
+ * Ending.  When the connection fails the transport calls ev->down() once;
+ * ops->close() ends it without that call.  Either way the link dies at once
+ * (l->dead: its fd or queue pair is gone, no event comes for it any more) but
+ * its memory is freed only by the loop, after the current callback has
+ * returned (loop_bury): a link may die while a frame of its own is being
+ * handed over (the peer layer closes a link whose peer misbehaves, or
+ * replaces it), or while the transport is somewhere inside an op, so every
+ * transport checks l->dead after each event it calls and then stops touching
+ * anything but memory.  Nothing frees a link from inside another's callback.
  */
 #ifndef FERRY_NET_LINK_H
 #define FERRY_NET_LINK_H
@@ -56,7 +60,7 @@ struct link_ops {
 	int (*send_ctrl)(struct link *l, const void *frame, size_t len);
 	/* Stops (on) or resumes (!on) handing received frames to the peer. */
 	void (*pause)(struct link *l, int on);
-	/* Frees the link without calling ev->down(). */
+	/* Ends the link without calling ev->down() (see Ending). */
 	void (*close)(struct link *l);
 	/* Debug: breaks the connection the way a network failure would. */
 	void (*fault)(struct link *l);
@@ -68,6 +72,7 @@ struct link {
 	const struct link_ops *ops;
 	int state;              /* enum link_state; the transport sets CONNECTING and HANDSHAKE, the peer layer UP */
 	int outgoing;           /* we connected (the lower node id does) */
+	int dead;               /* ended; the loop frees it (see Ending) */
 	uint64_t frames_in;     /* statistics of this connection */
 	/* The peer layer's: */
 	struct peer *peer;      /* NULL until the handshake says who it is */
@@ -85,7 +90,7 @@ struct link_events {
 	 * -EPROTO: the transport must drop the connection (the reason is
 	 * logged).  May call ops->kick on this or another link. */
 	int (*rx)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body);
-	/* The connection is gone; l is freed right after this returns. */
+	/* The connection is gone (l->dead is set; the loop frees l later). */
 	void (*down)(struct link *l, const char *why);
 	/* The first sequenced frame not completely written, *off_p of its
 	 * bytes already written; NULL if none (or the link is not up). */

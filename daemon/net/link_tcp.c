@@ -1,8 +1,11 @@
 /* daemon/net/link_tcp.c - TCP links; see link.h for the contract.
  *
  * Ownership: a link (struct link_tcp) is allocated when a connection starts
- * or is accepted and freed by tcp_fail() (which tells the peer layer) or by
- * ops->close(); nothing else holds it once it is gone.
+ * or is accepted.  It ends in tcp_end(), from tcp_fail() (which tells the
+ * peer layer) or ops->close(): the socket is closed and the link marked dead
+ * there, and its memory is buried (loop_bury), because the function that
+ * ended it may be deep inside on_io or parse with the link on its stack.
+ * After every call into the peer layer those check l.dead and return.
  */
 #include "link.h"
 #include "../core/conf.h"
@@ -24,6 +27,17 @@
 #define RBUF_START   (256u * 1024)
 #define CBUF_BYTES   1024       /* control frames: two HELLOs and an AUTH fit */
 #define IOV_MAX_TCP  64
+/* Before a connection has authenticated it holds only this much receive
+ * buffer (a HELLO and an AUTH fit), and takes no larger frame: anyone who can
+ * reach the port can open connections. */
+#define RBUF_HANDSHAKE 1024
+/* Accepted connections not authenticated yet; more are closed at once.
+ * They authenticate or time out within 5 s (peer.c); a legitimate peer
+ * refused meanwhile retries. */
+#define MAX_UNAUTH   16
+/* Accepting pauses this long when the process is out of file descriptors
+ * (the listening socket would otherwise stay readable and the loop spin). */
+#define ACCEPT_BACKOFF_NS (100ull * 1000000u)
 
 struct link_tcp {
 	struct link l;
@@ -36,6 +50,8 @@ struct link_tcp {
 	size_t rcap, rlen, roff;
 	uint8_t cbuf[CBUF_BYTES];       /* control frames waiting to go out */
 	size_t clen, coff;
+	struct link_tcp *prev, *next;   /* every live link (tcp.links) */
+	struct loop_grave grave;
 };
 
 static const struct link_ops tcp_ops;
@@ -43,7 +59,9 @@ static const struct link_ops tcp_ops;
 static struct {
 	int lfd;                        /* the peer port */
 	struct loop_watch lw;
+	struct loop_timer accept_retry; /* out of fds: accepting resumes */
 	const struct link_events *ev;   /* the peer layer's, for every link */
+	struct link_tcp *links;         /* live ones */
 } tcp = { .lfd = -1 };
 
 static void set_events(struct link_tcp *t)
@@ -56,24 +74,45 @@ static void set_events(struct link_tcp *t)
 		t->events = ev;
 }
 
-/* Ends the connection: tells the peer layer (once) and frees everything. */
-static void tcp_fail(struct link_tcp *t, const char *why)
+static void tcp_free(struct loop_grave *g)
 {
-	loop_del(&t->w);
-	close(t->fd);
-	tcp.ev->down(&t->l, why);
+	struct link_tcp *t = (struct link_tcp *)((char *)g - offsetof(struct link_tcp, grave));
+
 	free(t->rbuf);
 	free(t);
+}
+
+/* The link dies: no more events, the socket closes; the loop frees it. */
+static void tcp_end(struct link_tcp *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		tcp.links = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->l.dead = 1;
+	loop_del(&t->w);
+	close(t->fd);
+	t->fd = -1;
+	loop_bury(&t->grave, tcp_free);
+}
+
+/* Ends the connection and tells the peer layer (once). */
+static void tcp_fail(struct link_tcp *t, const char *why)
+{
+	if (t->l.dead)
+		return;
+	tcp_end(t);
+	tcp.ev->down(&t->l, why);
 }
 
 static void tcp_close(struct link *l)
 {
 	struct link_tcp *t = (struct link_tcp *)l;
 
-	loop_del(&t->w);
-	close(t->fd);
-	free(t->rbuf);
-	free(t);
+	if (!l->dead)
+		tcp_end(t);
 }
 
 /* Writes control frames, then sequenced frames, as far as the socket takes them. */
@@ -124,7 +163,9 @@ static int tcp_write(struct link_tcp *t)
 	}
 }
 
-/* Hands every complete frame in rbuf to the peer layer. */
+/* Hands every complete frame in rbuf to the peer layer.  Returns 0, or
+ * -ECANCELED if the link died meanwhile (touch nothing but its memory), or
+ * another -errno: the caller ends the link. */
 static int parse(struct link_tcp *t)
 {
 	while (!t->paused && t->rlen - t->roff >= sizeof(struct wire_frame_hdr)) {
@@ -137,6 +178,11 @@ static int parse(struct link_tcp *t)
 			return -EPROTO;
 		}
 		need = sizeof(h) + h.len;
+		if (t->l.state != LINK_UP && need > RBUF_HANDSHAKE) {
+			log_rl_warn("link %s: a frame of %zu bytes before the handshake completed; closing",
+				    t->addr, need);
+			return -EPROTO;
+		}
 		if (t->rlen - t->roff < need) {
 			if (need > t->rcap) {
 				uint8_t *b = realloc(t->rbuf, need);
@@ -149,6 +195,8 @@ static int parse(struct link_tcp *t)
 			break;
 		}
 		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff + sizeof(h));
+		if (t->l.dead)
+			return -ECANCELED;
 		if (ret < 0)
 			return ret;
 		if (ret == 0) {
@@ -187,6 +235,8 @@ static void on_io(struct loop_watch *w, uint32_t events)
 		}
 		t->l.state = LINK_HANDSHAKE;
 		tcp.ev->connected(&t->l);  /* queues our HELLO */
+		if (t->l.dead)
+			return;
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (;;) {
@@ -194,15 +244,16 @@ static void on_io(struct loop_watch *w, uint32_t events)
 
 			if (t->paused)
 				break;
-			if (t->rcap - t->rlen < 4096 && t->rcap < 2 * RBUF_START) {
-				uint8_t *b = realloc(t->rbuf, t->rcap * 2);
+			if (t->rcap - t->rlen < 4096 && t->rcap < 2 * RBUF_START && t->l.state == LINK_UP) {
+				size_t cap = t->rcap < RBUF_START ? RBUF_START : t->rcap * 2;
+				uint8_t *b = realloc(t->rbuf, cap);
 
 				if (!b) {
 					tcp_fail(t, "out of memory for the receive buffer");
 					return;
 				}
 				t->rbuf = b;
-				t->rcap *= 2;
+				t->rcap = cap;
 			}
 			n = read(t->fd, t->rbuf + t->rlen, t->rcap - t->rlen);
 			if (n == 0) {
@@ -220,6 +271,8 @@ static void on_io(struct loop_watch *w, uint32_t events)
 			}
 			t->rlen += (size_t)n;
 			ret = parse(t);
+			if (ret == -ECANCELED)
+				return;
 			if (ret < 0) {
 				tcp_fail(t, ret == -ENOMEM ? "out of memory" : "protocol error");
 				return;
@@ -248,7 +301,7 @@ static void tcp_kick(struct link *l)
 {
 	struct link_tcp *t = (struct link_tcp *)l;
 
-	if (l->state == LINK_CONNECTING)
+	if (l->state == LINK_CONNECTING || l->dead)
 		return;
 	if (tcp_write(t) < 0)
 		t->events = 0;          /* force set_events to re-arm EPOLLOUT */
@@ -276,12 +329,16 @@ static int tcp_send_ctrl(struct link *l, const void *frame, size_t len)
 static void tcp_pause(struct link *l, int on)
 {
 	struct link_tcp *t = (struct link_tcp *)l;
+	int ret;
 
-	if (t->paused == on)
+	if (t->paused == on || l->dead)
 		return;
 	t->paused = on;
-	if (!on && parse(t) < 0) {
-		tcp_fail(t, "protocol error");
+	ret = on ? 0 : parse(t);
+	if (ret == -ECANCELED)
+		return;
+	if (ret < 0) {
+		tcp_fail(t, ret == -ENOMEM ? "out of memory" : "protocol error");
 		return;
 	}
 	set_events(t);
@@ -291,6 +348,8 @@ static void tcp_fault(struct link *l)
 {
 	struct link_tcp *t = (struct link_tcp *)l;
 
+	if (l->dead)
+		return;
 	/* Both ends see the connection fail; our own read returns 0 next. */
 	shutdown(t->fd, SHUT_RDWR);
 	loop_kick();
@@ -333,12 +392,12 @@ static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
 
 	if (!t)
 		return NULL;
-	t->rbuf = malloc(RBUF_START);
+	t->rbuf = malloc(RBUF_HANDSHAKE);      /* grows once the link is up */
 	if (!t->rbuf) {
 		free(t);
 		return NULL;
 	}
-	t->rcap = RBUF_START;
+	t->rcap = RBUF_HANDSHAKE;
 	t->fd = fd;
 	t->l.ops = &tcp_ops;
 	t->l.outgoing = outgoing;
@@ -350,6 +409,10 @@ static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
 		free(t);
 		return NULL;
 	}
+	t->next = tcp.links;
+	if (t->next)
+		t->next->prev = t;
+	tcp.links = t;
 	return t;
 }
 
@@ -406,6 +469,24 @@ static int tcp_connect(uint32_t node, const char *host, uint16_t port, struct li
 	return 0;
 }
 
+static uint32_t unauthenticated(void)
+{
+	uint32_t n = 0;
+
+	for (struct link_tcp *t = tcp.links; t; t = t->next)
+		n += !t->l.outgoing && t->l.state != LINK_UP;
+	return n;
+}
+
+static void on_tcp_accept(struct loop_watch *w, uint32_t events);
+
+static void on_accept_retry(struct loop_timer *t)
+{
+	(void)t;
+	if (tcp.lfd >= 0 && loop_mod(&tcp.lw, EPOLLIN) < 0)
+		log_err("re-arming the peer port: %m");
+}
+
 static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 {
 	(void)events;
@@ -417,12 +498,25 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 		char addr[80];
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* The connection stays in the backlog; look again
+				 * later instead of spinning on a readable socket. */
+				log_rl_warn("accept on the peer port: %m; pausing accepting for 100 ms");
+				loop_mod(&tcp.lw, 0);
+				loop_timer_arm(&tcp.accept_retry, ACCEPT_BACKOFF_NS, on_accept_retry, NULL);
+			} else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
 				log_rl_warn("accept on the peer port: %m");
+			}
 			return;
 		}
-		sock_opts(fd);
 		addr_str((struct sockaddr *)&ss, addr, sizeof(addr));
+		if (unauthenticated() >= MAX_UNAUTH) {
+			log_rl_warn("peer port: %u connections are authenticating already; %s refused", MAX_UNAUTH,
+				    addr);
+			close(fd);
+			continue;
+		}
+		sock_opts(fd);
 		t = new_link(fd, addr, 0);
 		if (!t) {
 			close(fd);
@@ -432,45 +526,43 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 	}
 }
 
+/* Listens on the node's own address (c->nodes[self].host), not on every
+ * interface: the peer port is for the cluster network only.  A host name is
+ * resolved and the first of its addresses that is on this machine is used. */
 static int tcp_listen(const struct conf *c, uint32_t self, const struct link_events *ev)
 {
-	uint16_t port = c->nodes[self].port;
-	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_ANY_INIT };
-	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = INADDR_ANY };
-	int one = 1, zero = 0, fd, ret;
+	const char *host = c->nodes[self].host;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *res, *ai;
+	char portstr[8], addr[80] = "";
+	int one = 1, fd = -1, ret, err = 0;
 
-	/* Every local address, IPv6 and IPv4 together where the kernel has
-	 * IPv6: a host name may resolve to any of them. */
-	fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
+	snprintf(portstr, sizeof(portstr), "%u", c->nodes[self].port);
+	ret = getaddrinfo(host, portstr, &hints, &res);
+	if (ret != 0) {
+		log_err("node %u's address %s: %s", self, host, gai_strerror(ret));
+		return -EADDRNOTAVAIL;
+	}
+	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (bind(fd, (struct sockaddr *)&sa6, sizeof(sa6)) < 0) {
+		addr_str(ai->ai_addr, addr, sizeof(addr));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 256) < 0) {
+			err = errno;
 			close(fd);
 			fd = -1;
 		}
 	}
+	freeaddrinfo(res);
 	if (fd < 0) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			ret = -errno;
-			log_err("socket for the peer port: %m");
-			return ret;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, (struct sockaddr *)&sa4, sizeof(sa4)) < 0) {
-			ret = -errno;
-			log_err("bind to TCP port %u: %m", port);
-			close(fd);
-			return ret;
-		}
+		log_err("listening on node %u's address %s port %u: %s%s", self, host, c->nodes[self].port,
+			strerror(err), err == EADDRNOTAVAIL ? " (that address is not on this machine: check --node)" : "");
+		return -err;
 	}
-	if (listen(fd, 256) < 0) {
-		ret = -errno;
-		log_err("listen on TCP port %u: %m", port);
-		close(fd);
-		return ret;
-	}
+	log_info("peer port: listening on %s", addr);
 	tcp.ev = ev;
 	ret = loop_add(&tcp.lw, fd, EPOLLIN, on_tcp_accept, NULL);
 	if (ret < 0) {
@@ -483,6 +575,7 @@ static int tcp_listen(const struct conf *c, uint32_t self, const struct link_eve
 
 static void tcp_fini(void)
 {
+	loop_timer_cancel(&tcp.accept_retry);
 	if (tcp.lfd >= 0) {
 		loop_del(&tcp.lw);
 		close(tcp.lfd);

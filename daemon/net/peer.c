@@ -2,9 +2,18 @@
  *
  * Ownership: a link's handshake state (struct peer_hs) is allocated when the
  * link starts and freed when the link comes up or goes (free_hs); the link
- * itself belongs to the transport.  Links still in their handshake are on a
- * list, so that peer_fini closes those no peer has claimed yet too.  A link is attached to a peer (p->link)
- * from the moment we know who it is until it goes down or is replaced.
+ * itself belongs to the transport, which frees it from the loop after it
+ * died (link.h), so dropping any link, even the one whose frame is being
+ * handled, is safe.  Links still in their handshake are on a list, so that
+ * peer_fini closes those no peer has claimed yet too.
+ *
+ * A link is the peer's (p->link) from the moment we connect to it, or, for
+ * a connection it made to us, from the moment that connection has
+ * authenticated, until it goes down or is replaced.  An accepted connection
+ * only claims to come from a node until its AUTH checks (l->peer points at
+ * the claimed peer meanwhile), and must not disturb the link that node has:
+ * anyone can send a HELLO with any node id (they are in the configuration,
+ * not secret).  Only an authenticated connection replaces a live link.
  */
 #include "peer.h"
 #include "auth.h"
@@ -213,8 +222,8 @@ static void link_down(struct link *l, const char *why)
 }
 
 /* Drops a link from our side (handshake failure, replaced connection): the
- * peer layer lets go of it as if it had gone down, and the transport frees
- * it.  Never the link whose frame is being handed over (link.h). */
+ * peer layer lets go of it as if it had gone down, and the transport ends
+ * it (and frees it from the loop, link.h). */
 static void drop(struct link *l, const char *why)
 {
 	link_down(l, why);
@@ -314,14 +323,19 @@ static void link_accepted(struct link *l)
 }
 
 /* Both sides authenticated: resume where the last connection left off.
- * Returns 1, or -EPROTO: the transport then ends the link (the peer layer
- * never closes the link whose frame it is handling). */
+ * Returns 1, or -EPROTO: the transport then ends the link. */
 static int link_up(struct link *l)
 {
 	struct peer *p = l->peer;
 	struct peer_hs *hs = l->hs;
 	uint64_t ack;
 
+	if (p->link != l) {
+		/* An accepted connection authenticated: now it is the peer's. */
+		if (p->link)
+			drop(p->link, "replaced by a new authenticated connection from the same node");
+		p->link = l;
+	}
 	if (p->incarnation && hs->their.incarnation != p->incarnation) {
 		uint64_t items;
 		uint32_t frames = seq_reset(&p->seq, &items);
@@ -400,11 +414,7 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 				 "(do both use the same configuration?)", w->from, peers.self);
 			return -EPROTO;
 		}
-		if (p->link && p->link != l)
-			drop(p->link, "replaced by a new connection from the same node");
-		l->peer = p;
-		p->link = l;
-		p->state = PEER_HANDSHAKE;
+		l->peer = p;    /* claimed; p->link and p->state change once it authenticates */
 		send_hello(l, p);
 		auth_mac(mac, 'A', hs->theirs, hs->mine);
 		send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
@@ -431,9 +441,10 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 				log_warn("peer %u has a cluster key and this daemon has none; it cannot be "
 					 "authenticated; refused", p->node);
 			else
-				log_warn("peer %u failed authentication: it holds a different cluster key; refused",
-					 p->node);
-			snprintf(p->last_error, sizeof(p->last_error), "authentication failed");
+				log_warn("%s %u failed authentication: it holds a different cluster key; refused",
+					 l->outgoing ? "peer" : "a connection claiming to be node", p->node);
+			if (p->link == l || !p->link)
+				snprintf(p->last_error, sizeof(p->last_error), "authentication failed");
 			return -EPROTO;
 		}
 		if (l->outgoing) {

@@ -56,10 +56,12 @@
  * interface); the rest of the daemon sees only transport_verbs (link.h).
  *
  * Ownership: a link (struct vlink) sits in a slot from verbs_link_new until
- * verbs_link_free; a link that failed is marked dead (its events and
- * completions are ignored) and freed in the same call, after the peer layer
- * heard of it.  Completions carry the slot's generation, so those of a freed
- * link match nothing.  Frame registrations belong to their frames (frame.h)
+ * it ends (verbs_link_end, or verbs_link_fail, which also tells the peer
+ * layer): then its queue pair, id and buffers go at once, it leaves its slot
+ * and is marked dead, and its memory is freed by the loop once the current
+ * callback has returned (link.h), since code up the stack (take(), on_cm)
+ * may still look at it.  Completions carry the slot's generation, so those
+ * of a link that ended match nothing.  Frame registrations belong to their frames (frame.h)
  * and are all released, with the PD, when the device goes.
  */
 #ifndef FERRY_NET_VERBS_H
@@ -79,6 +81,12 @@
 #define VERBS_CTRL_BYTES  256           /* one control frame */
 #define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)
 #define VERBS_MAX_LINKS   1024
+#define VERBS_WR_PER_LINK (VERBS_SQ_DEPTH + VERBS_RECV_BUFS)   /* completions one link can have pending */
+/* Accepted connections that have not authenticated yet: each holds a queue
+ * pair and VERBS_RECV_BUFS pinned buffers, so anyone who can reach the port
+ * could otherwise pin memory without bound.  They authenticate or time out
+ * within 5 s (peer.c); a legitimate peer refused meanwhile retries. */
+#define VERBS_MAX_UNAUTH  16
 #define VERBS_MAGIC       0x46525642u   /* "FRVB" */
 #define VERBS_RESOLVE_MS  2000
 #define VERBS_REINIT_NS   (3ull * 1000000000u)
@@ -96,6 +104,7 @@ struct verbs_state {
 	uint32_t self;
 	const struct link_events *ev;   /* the peer layer's */
 	uint32_t max_frame;             /* largest frame this node sends and receives */
+	uint32_t max_links;             /* links the CQ has room for (every WR of each) */
 	int up;                         /* the device is set up */
 	struct ibv_context *ctx;        /* librdmacm's; closed once its ids are gone */
 	struct ibv_pd *pd;
@@ -109,7 +118,8 @@ struct vlink {
 	struct rdma_cm_id *id;
 	uint32_t slot, gen;
 	uint32_t node;          /* the peer's node id, once known */
-	int dead;               /* torn down; events and completions ignored */
+	int dead;               /* ended; events and completions ignored, the loop frees it */
+	struct loop_grave grave;
 	char addr[64];
 
 	/* receiving */
@@ -168,15 +178,17 @@ void verbs_mr_release_all(void);
 struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing);
 /* The queue pair and buffers of a link whose id knows its device. */
 int verbs_link_setup(struct vlink *v);
-/* Ends a link because of a failure: tells the peer layer once, then frees it. */
+/* Ends a link without telling the peer layer (see Ownership). */
+void verbs_link_end(struct vlink *v);
+/* Ends a link because of a failure and tells the peer layer (once). */
 void verbs_link_fail(struct vlink *v, const char *why);
-/* Frees a link without telling the peer layer (v->dead must be set). */
-void verbs_link_free(struct vlink *v);
 /* Posts what the link may send now. */
 void verbs_link_flush(struct vlink *v);
-/* Every link: fails (tells the peer layer) or frees (at shutdown). */
+/* Every link: fails (tells the peer layer) or ends (at shutdown). */
 void verbs_links_fail_all(const char *why);
-void verbs_links_free_all(void);
+void verbs_links_end_all(void);
+/* Accepted links not authenticated yet (each holds a QP and pinned buffers). */
+uint32_t verbs_links_unauthenticated(void);
 /* The completion channel's loop callback. */
 void verbs_on_cq(struct loop_watch *w, uint32_t events);
 void verbs_keepalive_start(void);

@@ -112,8 +112,7 @@ int verbs_connect(uint32_t node, const char *host, uint16_t port, struct link **
 		int ret = -errno;
 
 		snprintf(err, errlen, "rdma_resolve_addr %s: %s", v->addr, strerror(errno));
-		v->dead = 1;
-		verbs_link_free(v);
+		verbs_link_end(v);
 		return ret;
 	}
 	*l_p = &v->l;
@@ -129,7 +128,14 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 	struct vlink *v;
 
 	if (from < 0) {
-		log_warn("verbs: connection refused: %s", why);
+		log_rl_warn("verbs: connection refused: %s", why);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
+	if (verbs_links_unauthenticated() >= VERBS_MAX_UNAUTH) {
+		log_rl_warn("verbs: %u connections are authenticating already; one from node %d refused",
+			    VERBS_MAX_UNAUTH, from);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
@@ -145,8 +151,7 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 	snprintf(v->addr, sizeof(v->addr), "node %d", from);
 	if (verbs_link_setup(v) < 0) {
 		rdma_reject(id, NULL, 0);
-		v->dead = 1;
-		verbs_link_free(v);
+		verbs_link_end(v);
 		return;
 	}
 	fill_priv(&mine, (uint32_t)from);
@@ -154,8 +159,7 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 	cp.private_data_len = sizeof(mine);
 	if (rdma_accept(id, &cp) < 0) {
 		log_warn("verbs: rdma_accept for node %d: %m", from);
-		v->dead = 1;
-		verbs_link_free(v);
+		verbs_link_end(v);
 		return;
 	}
 	/* The peer layer hears of it now, not at ESTABLISHED: the queue pair

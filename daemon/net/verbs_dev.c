@@ -43,12 +43,18 @@ static void on_async(struct loop_watch *w, uint32_t events)
 	case IBV_EVENT_DEVICE_FATAL:
 		log_err("RDMA device %s reports a fatal error", ibv_get_device_name(verbs.ctx->device));
 		break;
+	case IBV_EVENT_CQ_ERR:
+		log_err("RDMA device %s: the completion queue failed (overrun?)", ibv_get_device_name(verbs.ctx->device));
+		break;
 	default:
 		log_debug("RDMA async event: %s", ibv_event_type_str(ae.event_type));
 	}
 	ibv_ack_async_event(&ae);
 	if (ae.event_type == IBV_EVENT_DEVICE_FATAL) {
 		verbs_dev_teardown("fatal device error");
+	} else if (ae.event_type == IBV_EVENT_CQ_ERR) {
+		/* Every link's completions go through it: start over. */
+		verbs_dev_teardown("the completion queue failed");
 	} else if (ae.event_type == IBV_EVENT_PORT_ERR) {
 		/* An idle queue pair would not notice for a long time: end the
 		 * links now; reconnection attempts go on (and fail) until the
@@ -65,8 +71,20 @@ static int setup_device(struct ibv_context *ctx)
 	verbs.ctx = ctx;
 	verbs.pd = ibv_alloc_pd(ctx);
 	verbs.cc = verbs.pd ? ibv_create_comp_channel(ctx) : NULL;
-	verbs.cq = verbs.cc ? ibv_create_cq(ctx, VERBS_MAX_LINKS > 64 ? 64 * VERBS_SQ_DEPTH * 2 : 4096, NULL,
-					    verbs.cc, 0) : NULL;
+	if (verbs.cc) {
+		/* Room in the CQ for every completion every link can have
+		 * pending (a CQ that overflows is dead, IBV_EVENT_CQ_ERR), as
+		 * many links as the device's largest CQ allows; verbs_link_new
+		 * refuses links beyond that. */
+		struct ibv_device_attr da;
+		int max_cqe = ibv_query_device(ctx, &da) == 0 ? da.max_cqe : 4096;
+
+		verbs.max_links = (uint32_t)max_cqe / VERBS_WR_PER_LINK;
+		if (verbs.max_links > VERBS_MAX_LINKS)
+			verbs.max_links = VERBS_MAX_LINKS;
+		verbs.cq = verbs.max_links ? ibv_create_cq(ctx, (int)(verbs.max_links * VERBS_WR_PER_LINK), NULL,
+							   verbs.cc, 0) : NULL;
+	}
 	if (!verbs.cq) {
 		log_err("RDMA device %s: allocating PD/completion channel/CQ: %m", ibv_get_device_name(ctx->device));
 		return -ENOMEM;
@@ -196,7 +214,7 @@ static void verbs_fini(void)
 {
 	loop_timer_cancel(&dev.reinit);
 	verbs_keepalive_stop();
-	verbs_links_free_all();
+	verbs_links_end_all();
 	verbs_cm_unbind();
 	release_device();       /* deregisters the frames still registered */
 	verbs_cm_fini();

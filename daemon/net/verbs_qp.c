@@ -22,6 +22,7 @@
 
 static struct {
 	struct vlink *slots[VERBS_MAX_LINKS];
+	uint32_t count;                 /* occupied slots */
 	uint32_t gen[VERBS_MAX_LINKS];
 	uint32_t touched[VERBS_MAX_LINKS], ntouched;    /* slots of links with completions */
 	struct loop_timer keepalive;
@@ -32,12 +33,24 @@ static const struct link_ops verbs_ops;
 
 /* --- link life --- */
 
-void verbs_link_free(struct vlink *v)
+static void link_free(struct loop_grave *g)
 {
+	free((struct vlink *)((char *)g - offsetof(struct vlink, grave)));
+}
+
+void verbs_link_end(struct vlink *v)
+{
+	if (v->dead)
+		return;
+	v->dead = 1;
+	v->l.dead = 1;
 	if (v->id) {
-		if (v->id->qp)
+		if (v->id->qp) {
+			rdma_disconnect(v->id);
 			rdma_destroy_qp(v->id);
+		}
 		rdma_destroy_id(v->id);
+		v->id = NULL;
 	}
 	if (v->rmr)
 		ibv_dereg_mr(v->rmr);
@@ -45,21 +58,22 @@ void verbs_link_free(struct vlink *v)
 		ibv_dereg_mr(v->cmr);
 	free(v->rbuf);
 	free(v->cbuf);
+	v->rmr = v->cmr = NULL;
+	v->rbuf = v->cbuf = NULL;
+	v->nheld = v->ncq = 0;
+	links.count--;
 	links.slots[v->slot] = NULL;
 	links.gen[v->slot]++;       /* completions still in the CQ now match nothing */
-	free(v);
+	loop_bury(&v->grave, link_free);
 }
-
-static void verbs_close(struct link *l);
 
 void verbs_link_fail(struct vlink *v, const char *why)
 {
 	if (v->dead)
 		return;
-	v->dead = 1;
 	log_debug("verbs link %s: %s", v->addr, why);
+	verbs_link_end(v);
 	verbs.ev->down(&v->l, why);
-	verbs_close(&v->l);
 }
 
 struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
@@ -69,12 +83,17 @@ struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
 
 	if (!v)
 		return NULL;
-	for (s = 0; s < VERBS_MAX_LINKS && links.slots[s]; s++)
+	/* Every link may have all its work requests' completions in the CQ at
+	 * once: no more links than the CQ was sized for (verbs_dev.c). */
+	for (s = 0; links.count < verbs.max_links && s < VERBS_MAX_LINKS && links.slots[s]; s++)
 		;
-	if (s == VERBS_MAX_LINKS) {
+	if (links.count >= verbs.max_links || s == VERBS_MAX_LINKS) {
+		log_rl_warn("verbs: %u links already, as many as the completion queue holds; connection refused",
+			    links.count);
 		free(v);
 		return NULL;
 	}
+	links.count++;
 	v->slot = s;
 	v->gen = links.gen[s] & 0xffffff;
 	links.slots[s] = v;
@@ -97,8 +116,10 @@ static int post_recv(struct vlink *v, uint32_t idx)
 		.lkey = v->rmr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WR(v->gen, v->slot, 1, idx), .sg_list = &sge, .num_sge = 1 }, *bad;
+	/* ibv_post_* return an errno value themselves (not -1 and errno). */
+	int ret = ibv_post_recv(v->id->qp, &wr, &bad);
 
-	return ibv_post_recv(v->id->qp, &wr, &bad) ? -errno : 0;
+	return ret ? -ret : 0;
 }
 
 int verbs_link_setup(struct vlink *v)
@@ -155,9 +176,10 @@ static int post_send(struct vlink *v, void *addr, uint32_t len, uint32_t lkey, u
 		.send_flags = IBV_SEND_SIGNALED,
 		.imm_data = htonl(v->credits_back),
 	}, *bad;
+	int ret = ibv_post_send(v->id->qp, &wr, &bad);
 
-	if (ibv_post_send(v->id->qp, &wr, &bad))
-		return -errno;
+	if (ret)
+		return -ret;
 	v->credits_back = 0;
 	v->credits--;
 	v->outstanding++;
@@ -311,8 +333,18 @@ static void on_completion(const struct ibv_wc *wc)
 		verbs_link_fail(v, why);
 		return;
 	}
-	if (wc->wc_flags & IBV_WC_WITH_IMM)
-		v->credits += ntohl(wc->imm_data);
+	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+		uint32_t back = ntohl(wc->imm_data);
+
+		/* The peer cannot hand back more than we may have in flight. */
+		if (back > VERBS_RECV_BUFS - v->credits) {
+			log_rl_warn("verbs link %s: the peer returns %u credits, %u are out; closing", v->addr,
+				    back, VERBS_RECV_BUFS - v->credits);
+			verbs_link_fail(v, "the peer returned more credits than it was given");
+			return;
+		}
+		v->credits += back;
+	}
 	if (!WR_RECV(wc->wr_id)) {
 		v->outstanding--;
 		if (WR_IDX(wc->wr_id) & WR_CTRL)
@@ -388,12 +420,7 @@ static void verbs_pause(struct link *l, int on)
 
 static void verbs_close(struct link *l)
 {
-	struct vlink *v = (struct vlink *)l;
-
-	v->dead = 1;
-	if (v->id && v->id->qp)
-		rdma_disconnect(v->id);
-	verbs_link_free(v);
+	verbs_link_end((struct vlink *)l);
 }
 
 static void verbs_fault(struct link *l)
@@ -475,13 +502,20 @@ void verbs_links_fail_all(const char *why)
 			verbs_link_fail(links.slots[s], why);
 }
 
-void verbs_links_free_all(void)
+void verbs_links_end_all(void)
 {
 	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
-		if (links.slots[s]) {
-			links.slots[s]->dead = 1;
-			verbs_link_free(links.slots[s]);
-		}
+		if (links.slots[s])
+			verbs_link_end(links.slots[s]);
+}
+
+uint32_t verbs_links_unauthenticated(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
+		n += links.slots[s] && !links.slots[s]->l.outgoing && links.slots[s]->l.state != LINK_UP;
+	return n;
 }
 
 /* verbs_rnr_waits: times a frame waited because the peer had no receive

@@ -156,8 +156,8 @@ static void one(void)
 		answer = (int[]){ 0, 1, -EPROTO }[next() % 3];
 		break;
 	}
-	if (fake.closed_in_rx)
-		abort();        /* the peer layer closed a link inside its receive */
+	if (fake.used_dead)
+		abort();        /* the peer layer used a link it had let go of */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -177,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	left = size;
 	nlinks = 0;
 	answer = 0;
-	fake.closed_in_rx = 0;
+	fake.used_dead = 0;
 	fake.connects = 0;
 	if (loop_init(0, &hooks) < 0)
 		abort();

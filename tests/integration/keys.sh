@@ -19,7 +19,7 @@ start_daemon k1 --config "$TMP/kb.conf" --node 1 || exit 1
 # (The connecting daemon retries with backoff, up to 2 s apart: wait for the
 # log lines rather than a fixed time.)
 expect "different keys: the accepting daemon logs that the key is wrong" \
-	wait_for "grep -q 'peer 0 failed authentication: it holds a different cluster key; refused' '$TMP/k1.log'"
+	wait_for "grep -q 'connection claiming to be node 0 failed authentication: it holds a different cluster key; refused' '$TMP/k1.log'"
 expect "... so does the connecting one" grep -q "peer 1 failed authentication" "$TMP/k0.log"
 expect "... and the link is not up" not link_up k0 1
 stop_daemon k1 >/dev/null

@@ -17,7 +17,7 @@ check() {   # check MODE LOG-REGEX
 	expect "$1: the daemon still runs" kill -0 "$pid"
 }
 check garbage    "malformed frame header|malformed HELLO|unexpected frame"
-check wrong-key  "peer 0 failed authentication: it holds a different cluster key"
+check wrong-key  "connection claiming to be node 0 failed authentication: it holds a different cluster key"
 check bad-header "malformed frame header"
 check bad-item   "peer 0: malformed frame 1"
 check bad-seq    "peer 0: frame 5 out of sequence \(expected 1\)"

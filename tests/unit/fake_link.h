@@ -5,10 +5,11 @@
  *
  * A link the peer layer closes, or that fails (a frame the peer layer
  * refuses with -EPROTO ends it as a real transport would), is only marked
- * closed: the test may still look at it; fake_free_all frees them all.  The
- * contract of link.h is checked on the way: closing a link while it is
- * handing the peer layer a frame (a real transport would go on using it)
- * counts in fake.closed_in_rx, which tests expect to stay 0.
+ * closed and dead, as link.h says a transport does (a real one frees it from
+ * the loop later): the test may still look at it; fake_free_all frees them
+ * all.  The contract of link.h is checked on the way: an op other than close
+ * called on a dead link (the peer layer still using a link it let go of)
+ * counts in fake.used_dead, which tests expect to stay 0.
  */
 #ifndef FERRY_TEST_FAKE_LINK_H
 #define FERRY_TEST_FAKE_LINK_H
@@ -51,7 +52,7 @@ static struct {
 	struct fake_link *all;
 	struct fake_link *connected[64];        /* by node: the latest connect() */
 	int connects;
-	int closed_in_rx;               /* contract violations: closed inside ev->rx */
+	int used_dead;                  /* contract violations: ops on a dead link */
 } fake;
 
 static inline void fake_put(struct fake_link *fl, const uint8_t *frame, size_t len)
@@ -69,7 +70,11 @@ static inline void fake_kick(struct link *l)
 	struct frame *f;
 	uint32_t off;
 
-	if (fl->closed || l->state == LINK_CONNECTING)
+	if (fl->closed) {
+		fake.used_dead++;
+		return;
+	}
+	if (l->state == LINK_CONNECTING)
 		return;
 	for (int i = 0; i < fl->nctrl; i++)
 		fake_put(fl, fl->ctrl[i], fl->ctrl_len[i]);
@@ -86,6 +91,8 @@ static inline int fake_send_ctrl(struct link *l, const void *frame, size_t len)
 {
 	struct fake_link *fl = (struct fake_link *)l;
 
+	if (fl->closed)
+		fake.used_dead++;
 	if (fl->nctrl == 16 || len > sizeof(fl->ctrl[0]))
 		return -ENOBUFS;
 	memcpy(fl->ctrl[fl->nctrl], frame, len);
@@ -97,6 +104,8 @@ static inline void fake_pause(struct link *l, int on)
 {
 	struct fake_link *fl = (struct fake_link *)l;
 
+	if (fl->closed)
+		fake.used_dead++;
 	fl->paused = on;
 	if (on)
 		fl->pauses++;
@@ -108,9 +117,8 @@ static inline void fake_close(struct link *l)
 {
 	struct fake_link *fl = (struct fake_link *)l;
 
-	if (fl->in_rx)
-		fake.closed_in_rx++;
 	fl->closed = 1;
+	l->dead = 1;
 }
 
 static inline void fake_fault(struct link *l)
@@ -210,8 +218,9 @@ static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, 
 	ret = fake.ev->rx(&fl->l, &h, body);
 	fl->in_rx = 0;
 
-	if (ret < 0) {
+	if (ret < 0 && !fl->closed) {
 		fl->closed = 1;
+		fl->l.dead = 1;
 		fake.ev->down(&fl->l, "protocol error");
 	} else {
 		fl->l.frames_in += ret == 1;
@@ -223,6 +232,7 @@ static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, 
 static inline void fake_fail(struct fake_link *fl, const char *why)
 {
 	fl->closed = 1;
+	fl->l.dead = 1;
 	fake.ev->down(&fl->l, why);
 }
 
