@@ -92,8 +92,23 @@ int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t
 	j->ranks[rank].ep = ep;
 	j->ranks[rank].node = self;
 	j->joined++;
+	j->refs++;
 	*job_p = j;
 	return 0;
+}
+
+void job_hold(struct job *j)
+{
+	j->refs++;
+}
+
+int job_put(struct job *j)
+{
+	if (--j->refs > 0)
+		return 0;
+	free(j->ranks);
+	free(j);
+	return 1;
 }
 
 int job_leave(struct job *j, uint32_t rank, const struct ep *ep)
@@ -106,16 +121,15 @@ int job_leave(struct job *j, uint32_t rank, const struct ep *ep)
 		j->ranks[rank].ep = NULL;
 		j->ranks[rank].node = JOB_NO_NODE;
 	}
-	if (--j->joined > 0)
-		return 0;
-	for (pp = &jobs.all; *pp != j; pp = &(*pp)->next)
-		;
-	*pp = j->next;
-	unhash(j);
-	jobs.count--;
-	free(j->ranks);
-	free(j);
-	return 1;
+	if (--j->joined == 0) {
+		for (pp = &jobs.all; *pp != j; pp = &(*pp)->next)
+			;
+		*pp = j->next;
+		unhash(j);
+		jobs.count--;
+		j->gone = 1;
+	}
+	return job_put(j);
 }
 
 struct job *job_first(void)

@@ -13,9 +13,17 @@
  * layer fills in where remote ranks live and the cluster-wide id (from the
  * job's home node), and reads the step counters that the data path keeps.
  *
- * Ownership: job_join creates a job, job_leave frees it when its last local
- * rank leaves; a job holds no reference to anything it does not own (its
- * endpoints point back at it, and leave before they go).
+ * Ownership: jobs are reference-counted.  job_join creates a job or takes a
+ * reference for the endpoint that joins; job_leave drops it.  Anything else
+ * that keeps a job pointer beyond the current call (an operation in flight)
+ * takes its own with job_hold and drops it with job_put.  The last reference
+ * frees the job; a job with no local rank left but still referenced is
+ * unlisted at once (job_find and job_by_id no longer return it: a new job
+ * of the same name is a new job), so only its holders see it, marked gone.
+ * Since endpoints end only from the loop (endpoint.h), a job never vanishes
+ * under a caller that got it from an endpoint in the same call.  A job holds
+ * no reference to anything it does not own (its endpoints point back at it,
+ * and leave before they go).
  */
 #ifndef FERRY_LOCAL_JOB_H
 #define FERRY_LOCAL_JOB_H
@@ -41,6 +49,8 @@ struct job {
 	uint32_t size;          /* ranks */
 	uint32_t id;            /* cluster-wide id from the home node; 0 until known */
 	uint32_t joined;        /* ranks attached on this node */
+	uint32_t refs;          /* one per attached endpoint, one per job_hold */
+	int gone;               /* no rank here any more; unlisted, freed with the last reference */
 	int ready;              /* the whole rank table is known */
 	struct job_rank *ranks; /* size entries */
 
@@ -68,9 +78,14 @@ int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t
 
 /* Detaches endpoint ep from rank (once for each job_join; ep may have left
  * the table already, see ep_fail, and another endpoint may hold the rank
- * since: then the slot stays as it is); frees the job when no rank is left
- * on this node.  Returns 1 if the job was freed. */
+ * since: then the slot stays as it is) and drops its reference.  When no
+ * rank is left on this node the job is unlisted.  Returns 1 if the job was
+ * freed. */
 int job_leave(struct job *j, uint32_t rank, const struct ep *ep);
+
+/* Keeps j (see Ownership) / lets go of it; returns 1 if that freed it. */
+void job_hold(struct job *j);
+int job_put(struct job *j);
 
 struct job *job_find(uid_t uid, const char *name);
 struct job *job_by_id(uint32_t id);

@@ -38,6 +38,7 @@ struct sess {
 	int close_when_sent;
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
 	int ready_sent;                 /* READY went out */
+	int killed;                     /* closed for breaking the protocol (counted) */
 };
 
 struct sess_stats sess_stats;
@@ -55,6 +56,7 @@ static struct {
 	uint32_t count;                 /* open (not ENDING or DEAD) */
 	sess_query_fn *query;
 	const struct sess_events *ev;   /* the layer above */
+	struct log_ratelimit rl_failed;
 } sessions = { .listen_fd = -1 };
 
 /* --- output --- */
@@ -297,6 +299,7 @@ static void close_session(struct sess *s, const char *why, int killed)
 	sessions.count--;
 	sess_stats.sessions_closed++;
 	sess_stats.sessions_killed += killed != 0;
+	s->killed = killed != 0;
 	loop_kick();
 }
 
@@ -311,8 +314,16 @@ static void reap(int tell)
 	while (*pp) {
 		struct sess *s = *pp;
 
-		if (s->state == S_ENDPOINT && s->ep->failed)
+		if (s->state == S_ENDPOINT && s->ep->failed) {
 			close_session(s, s->ep->failed, 1);
+		} else if (s->state == S_ENDING && s->ep->failed && !s->killed) {
+			/* It broke the protocol on its way out (in what was
+			 * left in its rings): say so, and count it. */
+			log_rl(&sessions.rl_failed, LOG_WARNING, "session %u (pid %d uid %u job %s): %s", s->id,
+			       s->cred.pid, s->cred.uid, s->ep->job->name, s->ep->failed);
+			sess_stats.sessions_killed++;
+			s->killed = 1;
+		}
 		if (s->state == S_ENDING) {
 			if (tell)
 				sessions.ev->rank_left(s->ep->job, s->ep->rank);

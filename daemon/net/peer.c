@@ -435,14 +435,17 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 				send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
 				l->ops->kick(l);
 			}
+			/* An accepted connection is only a claim (see the top). */
+			const char *who = l->outgoing ? "peer" : "connection claiming to be node";
+
 			if (theirs_insecure && !auth_insecure())
-				log_warn("peer %u has no cluster key (insecure mode); refused", p->node);
+				log_rl_warn("%s %u has no cluster key (insecure mode); refused", who, p->node);
 			else if (!theirs_insecure && auth_insecure())
-				log_warn("peer %u has a cluster key and this daemon has none; it cannot be "
-					 "authenticated; refused", p->node);
+				log_rl_warn("%s %u has a cluster key and this daemon has none; it cannot be "
+					    "authenticated; refused", who, p->node);
 			else
-				log_warn("%s %u failed authentication: it holds a different cluster key; refused",
-					 l->outgoing ? "peer" : "a connection claiming to be node", p->node);
+				log_rl_warn("%s %u failed authentication: it holds a different cluster key; refused",
+					    who, p->node);
 			if (p->link == l || !p->link)
 				snprintf(p->last_error, sizeof(p->last_error), "authentication failed");
 			return -EPROTO;

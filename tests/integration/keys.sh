@@ -26,7 +26,7 @@ stop_daemon k1 >/dev/null
 
 start_daemon k1 --config "$TMP/k.conf" --node 1 || exit 1
 expect "a daemon without a key against one with a key: refused" \
-	wait_for "grep -q 'peer 0 has a cluster key and this daemon has none' '$TMP/k1.log'"
+	wait_for "grep -q 'connection claiming to be node 0 has a cluster key and this daemon has none' '$TMP/k1.log'"
 expect "... and the keyed daemon says the other has none" \
 	wait_for "grep -q 'peer 1 has no cluster key (insecure mode); refused' '$TMP/k0.log'"
 expect "... and the link is not up" not link_up k0 1

@@ -1,12 +1,13 @@
-/* tests/progs/ft_alltoall.c - every rank sends items to every other rank in
- * random order and checks what it receives: each item exactly once, payload
- * intact, per-sender order preserved.  Runs several steps if asked.
+/* tests/progs/ft_alltoall.c - every rank sends items to every rank, itself
+ * included, in random order and checks what it receives: each item exactly
+ * once, payload intact, per-sender order preserved.  Runs several steps if
+ * asked.
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
  *               [--steps S] [--sync] [--seed X] [--quiet]
  *
  * Without --rank/--size the rank and size come from the environment.
- * K items go to every other rank per step; lengths are L, or uniform in
+ * K items go to every rank (itself too) per step; lengths are L, or uniform in
  * [L, M] when --len-max is given (M above 64 KiB exercises large items).
  * With --sync each step ends with ferry_done and ferry_step_wait, after which
  * every item of the step must be there without waiting (checked with
@@ -35,7 +36,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		    uint64_t *sent_p, uint64_t *recv_p)
 {
 	uint32_t me = (uint32_t)ferry_rank(f), P = (uint32_t)ferry_size(f);
-	uint64_t total_out = (uint64_t)o->items * (P - 1), total_in = total_out;
+	uint64_t total_out = (uint64_t)o->items * P, total_in = total_out;
 	uint32_t *order = malloc(total_out * sizeof(*order));
 	uint64_t sent = 0, eagain = 0;
 	struct ferry_item items[64];
@@ -45,7 +46,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		return -ENOMEM;
 	/* Destinations in random order (Fisher-Yates over K copies of each). */
 	for (uint64_t i = 0, k = 0; i < P; i++)
-		for (long j = 0; i != me && j < o->items; j++)
+		for (long j = 0; j < o->items; j++)
 			order[k++] = (uint32_t)i;
 	for (uint64_t i = total_out; i > 1; i--) {
 		uint64_t j = rnd(rs) % i;

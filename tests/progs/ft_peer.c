@@ -8,6 +8,7 @@
  * uses the insecure all-zero key.  MODE:
  *   garbage      random bytes instead of a HELLO
  *   wrong-key    HELLO, then an AUTH made with another key
+ *   hello-only   HELLO, then nothing: the daemon's handshake timeout ends it
  *   bad-header   full handshake, then a frame header with an unknown kind
  *   bad-item     full handshake, then a DATA frame whose item overruns it
  *   bad-seq      full handshake, then DATA frame 5 where 1 is due
@@ -144,6 +145,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ft_peer: no AUTH from the daemon\n");
 		return 2;
 	}
+	if (strcmp(mode, "hello-only") == 0)
+		return wait_closed(10) ? 0 : 1;
 	{
 		uint8_t msg[1 + 2 * sizeof(mine_b)];
 

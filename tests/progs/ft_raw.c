@@ -11,9 +11,15 @@
  *   head-garbage  join, then publish a TX head far beyond the ring
  *   tail-garbage  join, let the RX ring fill up (someone must send to us),
  *                 then publish an RX tail beyond the head
+ *   self-tail     alone in a job of one rank: fill the RX ring with items to
+ *                 ourselves, publish an impossible RX tail, publish one more
+ *                 item to ourselves and close the socket at once (hardening
+ *                 finding 1: the daemon ended the sending session while it
+ *                 was still routing that session's item)
  *
  * Exits 0 if the daemon closed the connection within 10 s (what the test
- * expects), 1 if it did not, 2 on setup errors.
+ * expects; self-tail: once it has closed its own end), 1 if it did not, 2
+ * on setup errors.
  */
 #include "../../proto/ctl.h"
 #include "../../proto/ring.h"
@@ -145,6 +151,51 @@ int main(int argc, char **argv)
 		ring_publish(&tx);
 	} else if (strcmp(mode, "head-garbage") == 0) {
 		atomic_store(&tx.sh->head, tx.size * 3 + 8);
+	} else if (strcmp(mode, "self-tail") == 0) {
+		uint8_t payload[64] = { 1 };
+		uint64_t one = 1, fp = ring_footprint(sizeof(payload));
+		struct proto_rec *rec;
+		int full = 0;
+
+		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		/* Items to rank 0, ourselves, until the daemon has filled our RX
+		 * ring (and queued more for it in its memory). */
+		for (int i = 0; i < 10000 && !full;) {  /* 10 s of waiting at most */
+			if (ring_reserve(&tx, sizeof(payload), &rec) == 0) {
+				*rec = (struct proto_rec){ .len = sizeof(payload), .kind = PROTO_REC_ITEM, .dst = 0 };
+				memcpy(rec + 1, payload, sizeof(payload));
+				continue;
+			}
+			ring_publish(&tx);
+			if (write(fds[2], &one, sizeof(one)) < 0)
+				die("eventfd write");
+			usleep(1000);
+			i++;
+			full = atomic_load(&rx.sh->head) + 2 * fp > rx.size;
+		}
+		if (!full) {
+			fprintf(stderr, "ft_raw: the daemon did not fill the RX ring\n");
+			return 2;
+		}
+		atomic_store(&rx.sh->tail, atomic_load(&rx.sh->head) + 4096);
+		/* One more, if the TX ring has room (the daemon may have stopped
+		 * taking from it: its destination, we, takes nothing). */
+		for (int i = 0; i < 100; i++) {
+			if (ring_reserve(&tx, sizeof(payload), &rec) == 0) {
+				*rec = (struct proto_rec){ .len = sizeof(payload), .kind = PROTO_REC_ITEM };
+				memcpy(rec + 1, payload, sizeof(payload));
+				ring_publish(&tx);
+				break;
+			}
+			usleep(1000);
+		}
+		if (write(fds[2], &one, sizeof(one)) < 0)
+			die("eventfd write");
+		close(sock);
+		return 0;
 	} else if (strcmp(mode, "tail-garbage") == 0) {
 		/* Wait until the daemon has filled our RX ring. */
 		for (int i = 0; i < 1000; i++) {

@@ -81,11 +81,33 @@ TEST(a_rank_taken_again_after_its_endpoint_failed)
 	CHECK_EQ(job_leave(j, 0, C), 1);
 }
 
+/* A job someone else still holds outlives its last rank here, unlisted: a
+ * job of the same name joined meanwhile is a new one. */
+TEST(a_held_job_outlives_its_ranks_unlisted)
+{
+	struct job *j, *k;
+
+	CHECK_EQ(job_join(1000, "held", 1, 0, 0, A, &j), 0);
+	job_set_id(j, 4200);
+	job_hold(j);
+	CHECK_EQ(job_leave(j, 0, A), 0);        /* still held: not freed */
+	CHECK(j->gone);
+	CHECK(job_find(1000, "held") == NULL);
+	CHECK(job_by_id(4200) == NULL);
+	CHECK_EQ(job_count(), 0);
+	CHECK_EQ(job_join(1000, "held", 1, 0, 0, B, &k), 0);
+	CHECK(k != j);
+	CHECK_EQ(job_put(j), 1);                /* the last reference frees it */
+	CHECK(job_find(1000, "held") == k);
+	CHECK_EQ(job_leave(k, 0, B), 1);
+}
+
 int main(void)
 {
 	RUN(joins_and_refusals);
 	RUN(users_are_kept_apart);
 	RUN(ids_find_jobs_and_go_with_them);
 	RUN(a_rank_taken_again_after_its_endpoint_failed);
+	RUN(a_held_job_outlives_its_ranks_unlisted);
 	return check_done();
 }
