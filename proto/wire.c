@@ -144,7 +144,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->err = (int32_t)rd32(p + 12);
 		r->name_len = rd32(p + 16);
 		if (r->name_len != len - sizeof(*r) || !proto_name_ok((const char *)p + sizeof(*r), r->name_len) ||
-		    r->size == 0 || r->rank >= r->size ||
+		    r->size == 0 || r->size > PROTO_MAX_RANKS || r->rank >= r->size ||
 		    (type == WIRE_CTL_REJECT ? r->err <= 0 : r->err != 0))
 			return -EPROTO;
 		memcpy(c->name, p + sizeof(*r), r->name_len);
@@ -162,7 +162,9 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		t->first = rd32(p + 12);
 		t->count = rd32(p + 16);
 		t->name_len = rd32(p + 20);
-		if (t->job == 0 || t->size == 0 || t->count == 0 || t->count > WIRE_TABLE_MAX ||
+		t->gen = rd32(p + 24);
+		if (t->job == 0 || t->size == 0 || t->size > PROTO_MAX_RANKS || t->gen > 255 || t->count == 0 ||
+		    t->count > WIRE_TABLE_MAX ||
 		    t->first >= t->size || t->count > t->size - t->first || t->name_len > PROTO_NAME_MAX)
 			return -EPROTO;
 		/* The length first: the name must lie inside the payload. */
@@ -181,10 +183,10 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->job = rd32(p);
 		r->step = rd32(p + 4);
 		r->done = rd32(p + 8);
-		r->reserved = rd32(p + 12);
+		r->gen = rd32(p + 12);
 		r->sent = rd64(p + 16);
 		r->ringed = rd64(p + 24);
-		if (r->job == 0 || r->reserved)
+		if (r->job == 0 || r->gen > 255)
 			return -EPROTO;
 		return 0;
 	}
@@ -195,7 +197,8 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 			return -EPROTO;
 		c->u.step.job = rd32(p);
 		c->u.step.step = rd32(p + 4);
-		if (!c->u.step.job || (type != WIRE_CTL_STEP && c->u.step.step != 0))
+		c->u.step.gen = rd32(p + 8);
+		if (!c->u.step.job || c->u.step.gen > 255 || (type != WIRE_CTL_STEP && c->u.step.step != 0))
 			return -EPROTO;
 		return 0;
 	}
@@ -232,6 +235,7 @@ ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table
 	wr32(p + 12, t->first);
 	wr32(p + 16, t->count);
 	wr32(p + 20, t->name_len);
+	wr32(p + 24, t->gen);
 	memset(p + sizeof(*t), 0, off - sizeof(*t));
 	memcpy(p + sizeof(*t), name, t->name_len);
 	for (uint32_t i = 0; i < t->count; i++)
@@ -248,7 +252,7 @@ ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_repo
 	wr32(p, r->job);
 	wr32(p + 4, r->step);
 	wr32(p + 8, r->done);
-	wr32(p + 12, 0);
+	wr32(p + 12, r->gen);
 	wr64(p + 16, r->sent);
 	wr64(p + 24, r->ringed);
 	return sizeof(*r);
@@ -262,5 +266,6 @@ ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *
 		return -ENOSPC;
 	wr32(p, s->job);
 	wr32(p + 4, s->step);
+	wr32(p + 8, s->gen);
 	return sizeof(*s);
 }

@@ -27,7 +27,8 @@
 #include "job.h"
 #include "ring.h"
 
-#define WIRE_VERSION    1
+/* 2: job generations (wire_item.gen and the control items' gen). */
+#define WIRE_VERSION    2
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -60,7 +61,7 @@ enum wire_item_flags {
 struct wire_item {
 	uint32_t len;           /* payload bytes, <= PROTO_FRAG_BYTES */
 	uint8_t  flags;         /* enum wire_item_flags */
-	uint8_t  reserved;      /* zero */
+	uint8_t  gen;           /* the job's generation (see below) */
 	uint16_t channel;
 	uint32_t node;          /* destination node id */
 	uint32_t job;           /* cluster-wide job id */
@@ -115,6 +116,15 @@ int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h);
 
 /* --- daemon control items (job 0; the item's dst field is the type) ----- */
 
+/* Job ids and generations.  A job's home node gives it an id (its own node id
+ * and an index) and a generation, which counts how often the home has handed
+ * out that index (mod 256).  Indexes are handed out in turn (next-fit), so an
+ * (id, generation) pair comes back only after 256 x 4095 jobs at that home.
+ * Every item and every control message about a job carries both, and a node
+ * takes an item only for the job that has both: an old item of an ended job,
+ * sent again after a reconnection, cannot land in a new job (of another
+ * user, perhaps) that got the same id. */
+
 enum wire_ctl_type {
 	WIRE_CTL_JOIN   = 1,    /* node -> home: a local rank joined */
 	WIRE_CTL_LEAVE  = 2,    /* node -> home: a local rank left */
@@ -148,15 +158,16 @@ struct wire_ctl_table {
 	uint32_t first;
 	uint32_t count;         /* 1..WIRE_TABLE_MAX */
 	uint32_t name_len;
+	uint32_t gen;           /* the job's generation, < 256 */
 };
-static_assert(sizeof(struct wire_ctl_table) == 24, "ctl table layout");
+static_assert(sizeof(struct wire_ctl_table) == 28, "ctl table layout");
 
 /* REPORT: cumulative counters of one node for one job. */
 struct wire_ctl_report {
 	uint32_t job;
 	uint32_t step;          /* the step the done count refers to */
 	uint32_t done;          /* local ranks that ended that step */
-	uint32_t reserved;      /* zero */
+	uint32_t gen;           /* the job's generation, < 256 */
 	uint64_t sent;          /* items local ranks sent, all steps */
 	uint64_t ringed;        /* items written into local RX rings, all steps */
 };
@@ -167,8 +178,9 @@ static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;
+	uint32_t gen;           /* the job's generation, < 256 */
 };
-static_assert(sizeof(struct wire_ctl_step) == 8, "ctl step layout");
+static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
 
 /* A decoded control item.  name and nodes point into the payload. */
 struct wire_ctl {
@@ -233,15 +245,12 @@ static inline size_t wire_encode_item(void *buf, const struct wire_item *it, con
 {
 	uint8_t *p = buf;
 	size_t fp = wire_item_footprint(it->len);
-	struct wire_item h = *it;
-
-	h.reserved = 0;
-	__builtin_memcpy(p, &h, sizeof(h));
-	if (fp > sizeof(h)) {
+	__builtin_memcpy(p, it, sizeof(*it));
+	if (fp > sizeof(*it)) {
 		/* Zero the last word first: the payload then overwrites all
 		 * of it but the padding. */
 		__builtin_memset(p + fp - 8, 0, 8);
-		proto_copy(p + sizeof(h), payload, it->len);
+		proto_copy(p + sizeof(*it), payload, it->len);
 	}
 	return fp;
 }
@@ -259,7 +268,7 @@ static inline int wire_next_item(const void *body, size_t len, size_t *off,
 	if (*off > len || len - *off < sizeof(*it))
 		return -EPROTO;
 	__builtin_memcpy(it, p + *off, sizeof(*it));
-	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) || it->reserved ||
+	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) ||
 	    wire_item_footprint(it->len) > len - *off)
 		return -EPROTO;
 	*payload_p = p + *off + sizeof(*it);

@@ -5,6 +5,7 @@
 #include "steps.h"
 #include "../core/log.h"
 #include "../core/loop.h"
+#include "../fwd/agg.h"
 #include "../fwd/ctlq.h"
 #include "../local/endpoint.h"
 
@@ -47,24 +48,58 @@ const struct sess_events cluster_sess_events = {
 
 /* --- control items for this node --- */
 
-static void node_table(const struct wire_ctl *c)
+/* A node a rank table names must be this one or reachable from it: the
+ * data path indexes its routing table with it. */
+static int node_ok(uint32_t node)
+{
+	return node == JOB_NO_NODE || node == cluster.self || agg_routable(node);
+}
+
+static void node_table(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_table *t = &c->u.table;
 	struct job *j = job_find(t->uid, c->name);
 
 	if (!j || j->size != t->size)
 		return;         /* its ranks here left meanwhile */
-	job_set_id(j, t->job);
+	if (from != cluster_home(t->uid, c->name)) {
+		log_rl_warn("rank table of job %s (uid %u) from node %u, which is not its home; ignored", c->name,
+			    t->uid, from);
+		return;
+	}
+	for (uint32_t i = 0; i < t->count; i++) {
+		uint32_t node = wire_ctl_table_node(c, i);
+
+		if (!node_ok(node)) {
+			log_rl_warn("rank table of job %s from node %u puts rank %u on node %u; ignored", c->name, from,
+				    t->first + i, node);
+			return;
+		}
+	}
+	job_set_id(j, t->job, (uint8_t)t->gen);
 	for (uint32_t i = 0; i < t->count; i++)
 		j->ranks[t->first + i].node = wire_ctl_table_node(c, i);
 	if (t->first + t->count < t->size)
 		return;         /* more parts follow, in order */
-	msg_job(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, 0);
+	msg_job(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, 0);
 }
 
-static void node_go(const struct wire_ctl *c)
+/* The job a GO or STEP is about, if it came from the job's home. */
+static struct job *job_from_home(const struct wire_ctl *c, uint32_t from)
 {
-	struct job *j = job_by_id(c->u.step.job);
+	struct job *j = job_by_id(c->u.step.job, (uint8_t)c->u.step.gen);
+
+	if (j && from != cluster_home(j->uid, j->name)) {
+		log_rl_warn("control message %u about job %s from node %u, which is not its home; ignored", c->type,
+			    j->name, from);
+		return NULL;
+	}
+	return j;
+}
+
+static void node_go(const struct wire_ctl *c, uint32_t from)
+{
+	struct job *j = job_from_home(c, from);
 
 	if (!j)
 		return;
@@ -72,9 +107,9 @@ static void node_go(const struct wire_ctl *c)
 	sess_job_ready(j);
 }
 
-static void node_step(const struct wire_ctl *c)
+static void node_step(const struct wire_ctl *c, uint32_t from)
 {
-	struct job *j = job_by_id(c->u.step.job);
+	struct job *j = job_from_home(c, from);
 
 	if (!j || c->u.step.step != j->step)
 		return;
@@ -93,22 +128,23 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 		home_leave(c, from);
 		break;
 	case WIRE_CTL_REJECT:
-		sess_reject_rank(c->u.rank.uid, c->name, c->u.rank.rank, c->u.rank.err);
+		if (from == cluster_home(c->u.rank.uid, c->name))
+			sess_reject_rank(c->u.rank.uid, c->name, c->u.rank.rank, c->u.rank.err);
 		break;
 	case WIRE_CTL_TABLE:
-		node_table(c);
+		node_table(c, from);
 		break;
 	case WIRE_CTL_REPORT:
 		home_report(c, from);
 		break;
 	case WIRE_CTL_STEP:
-		node_step(c);
+		node_step(c, from);
 		break;
 	case WIRE_CTL_HAVE:
 		home_have(c, from);
 		break;
 	case WIRE_CTL_GO:
-		node_go(c);
+		node_go(c, from);
 		break;
 	}
 }

@@ -10,6 +10,10 @@
 #include <string.h>
 
 #define JOB_IDS_PER_HOME (1u << WIRE_JOB_INDEX_BITS)
+/* Ranks of one user's jobs this node is home of: their tables (4 bytes a
+ * rank) are this node's memory, and any user anywhere in the cluster can ask
+ * for a job of PROTO_MAX_RANKS ranks. */
+#define HOME_RANKS_PER_UID (4u * PROTO_MAX_RANKS)
 
 /* A job as its home node sees it. */
 struct hjob {
@@ -18,6 +22,7 @@ struct hjob {
 	char name[PROTO_NAME_MAX + 1];
 	uint32_t size;
 	uint32_t id;
+	uint8_t gen;
 	uint32_t joined;
 	uint32_t step;
 	uint32_t *node;                 /* rank -> node, JOB_NO_NODE if not joined */
@@ -30,6 +35,8 @@ static struct {
 	uint32_t self;
 	struct hjob *hjobs;
 	uint8_t ids_used[JOB_IDS_PER_HOME];
+	uint8_t gen[JOB_IDS_PER_HOME];  /* generation each index had last (wire.h) */
+	uint32_t next_index;            /* indexes are handed out in turn */
 } home;
 
 static struct hjob *hjob_find(uid_t uid, const char *name)
@@ -40,12 +47,22 @@ static struct hjob *hjob_find(uid_t uid, const char *name)
 	return NULL;
 }
 
-static struct hjob *hjob_by_id(uint32_t id)
+static struct hjob *hjob_by_id(uint32_t id, uint32_t gen)
 {
 	for (struct hjob *h = home.hjobs; h; h = h->next)
 		if (h->id == id)
-			return h;
+			return h->gen == gen ? h : NULL;
 	return NULL;
+}
+
+/* Ranks of uid's jobs here (for HOME_RANKS_PER_UID). */
+static uint64_t uid_ranks(uid_t uid)
+{
+	uint64_t n = 0;
+
+	for (struct hjob *h = home.hjobs; h; h = h->next)
+		n += h->uid == uid ? h->size : 0;
+	return n;
 }
 
 static void hjob_free(struct hjob *h)
@@ -62,18 +79,28 @@ static void hjob_free(struct hjob *h)
 	free(h);
 }
 
-static struct steps_node *hnode(struct hjob *h, uint32_t node)
+static struct steps_node *hnode_find(struct hjob *h, uint32_t node)
 {
 	for (uint32_t i = 0; i < h->nhn; i++)
 		if (h->hn[i].node == node)
 			return &h->hn[i];
+	return NULL;
+}
+
+/* The node's entry, added if it is new (only a JOIN adds nodes). */
+static struct steps_node *hnode(struct hjob *h, uint32_t node)
+{
+	struct steps_node *n = hnode_find(h, node);
+
+	if (n)
+		return n;
 	if (h->nhn == h->caphn) {
 		uint32_t cap = h->caphn ? 2 * h->caphn : 8;
-		struct steps_node *n = realloc(h->hn, cap * sizeof(*n));
+		struct steps_node *grown = realloc(h->hn, cap * sizeof(*grown));
 
-		if (!n)
+		if (!grown)
 			return NULL;
-		h->hn = n;
+		h->hn = grown;
 		h->caphn = cap;
 	}
 	h->hn[h->nhn] = (struct steps_node){ .node = node, .step = h->step };
@@ -99,7 +126,7 @@ static void send_table(struct hjob *h)
 		h->hn[i].have = 0;
 		for (uint32_t first = 0; first < h->size; first += WIRE_TABLE_MAX) {
 			struct wire_ctl_table t = {
-				.uid = h->uid, .job = h->id, .size = h->size, .first = first,
+				.uid = h->uid, .job = h->id, .gen = h->gen, .size = h->size, .first = first,
 				.count = h->size - first < WIRE_TABLE_MAX ? h->size - first : WIRE_TABLE_MAX,
 				.name_len = (uint32_t)strlen(h->name),
 			};
@@ -118,6 +145,12 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 	struct hjob *h = hjob_find(r->uid, c->name);
 
 	if (!h) {
+		if (uid_ranks(r->uid) + r->size > HOME_RANKS_PER_UID) {
+			log_rl_warn("job %s (uid %u): the user's jobs homed here would exceed %u ranks; refused",
+				    c->name, r->uid, HOME_RANKS_PER_UID);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
+			return;
+		}
 		h = calloc(1, sizeof(*h));
 		if (h)
 			h->node = malloc(r->size * sizeof(*h->node));
@@ -152,11 +185,16 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 	if (h->joined < h->size)
 		return;
 	if (!h->id) {
-		uint32_t i;
+		uint32_t i = 0;
 
-		for (i = 1; i < JOB_IDS_PER_HOME && home.ids_used[i]; i++)
-			;
-		if (i == JOB_IDS_PER_HOME) {
+		/* The next free index after the last one given (never 0). */
+		for (uint32_t k = 0; k < JOB_IDS_PER_HOME - 1 && !i; k++) {
+			uint32_t cand = 1 + (home.next_index + k) % (JOB_IDS_PER_HOME - 1);
+
+			if (!home.ids_used[cand])
+				i = cand;
+		}
+		if (!i) {
 			log_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
 				h->name);
 			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
@@ -165,26 +203,28 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 			return;
 		}
 		home.ids_used[i] = 1;
+		home.next_index = i;
+		h->gen = ++home.gen[i];
 		h->id = home.self << WIRE_JOB_INDEX_BITS | i;
 	}
-	log_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u", h->name, h->uid, h->size, h->nhn,
-		 h->id);
+	log_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u generation %u", h->name, h->uid, h->size,
+		 h->nhn, h->id, h->gen);
 	send_table(h);
 }
 
 void home_have(const struct wire_ctl *c, uint32_t from)
 {
-	struct hjob *h = hjob_by_id(c->u.step.job);
+	struct hjob *h = hjob_by_id(c->u.step.job, c->u.step.gen);
 	struct steps_node *n;
 
-	if (!h || !(n = hnode(h, from)))
+	if (!h || !(n = hnode_find(h, from)))
 		return;
 	n->have = 1;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		if (!h->hn[i].have)
 			return;
 	for (uint32_t i = 0; i < h->nhn; i++)
-		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, 0);
+		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
 }
 
 void home_leave(const struct wire_ctl *c, uint32_t from)
@@ -202,17 +242,17 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 void home_report(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_report *r = &c->u.report;
-	struct hjob *h = hjob_by_id(r->job);
+	struct hjob *h = hjob_by_id(r->job, r->gen);
 	struct steps_node *n;
 
 	if (!h || r->step != h->step)
 		return;         /* a late report of a finished step, or a job gone */
-	n = hnode(h, from);
+	n = hnode_find(h, from);
 	if (!n || !steps_take(h->hn, h->nhn, h->size, &h->step, n, r))
 		return;
 	log_debug("job %s: step %u complete", h->name, h->step - 1);
 	for (uint32_t i = 0; i < h->nhn; i++)
-		msg_job(h->hn[i].node, WIRE_CTL_STEP, h->id, h->step - 1);
+		msg_job(h->hn[i].node, WIRE_CTL_STEP, h->id, h->gen, h->step - 1);
 }
 
 void home_init(const struct conf *c, uint32_t self)

@@ -16,9 +16,9 @@ void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_
 		ctlq_send(node, type, buf, (uint32_t)n);
 }
 
-void msg_job(uint32_t node, uint32_t type, uint32_t job, uint32_t step)
+void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step)
 {
-	struct wire_ctl_step m = { .job = job, .step = step };
+	struct wire_ctl_step m = { .job = job, .step = step, .gen = gen };
 	uint8_t buf[sizeof(m)];
 	ssize_t len = wire_ctl_encode_step(buf, sizeof(buf), &m);
 

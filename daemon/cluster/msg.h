@@ -11,7 +11,7 @@
 /* JOIN, LEAVE or REJECT (err: positive errno) about rank of job (uid, name). */
 void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err);
 
-/* HAVE, GO (step 0) or STEP about job id. */
-void msg_job(uint32_t node, uint32_t type, uint32_t job, uint32_t step);
+/* HAVE, GO (step 0) or STEP about job id of generation gen. */
+void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step);
 
 #endif

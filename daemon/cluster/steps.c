@@ -16,7 +16,7 @@ enum steps_due steps_due(const struct job *j, uint64_t now_ns)
 
 void steps_report(struct job *j, uint64_t now_ns, struct wire_ctl_report *r)
 {
-	*r = (struct wire_ctl_report){ .job = j->id, .step = j->step, .done = j->done,
+	*r = (struct wire_ctl_report){ .job = j->id, .gen = j->gen, .step = j->step, .done = j->done,
 				       .sent = j->sent, .ringed = j->ringed };
 	j->reported.step = j->step;
 	j->reported.done = j->done;

@@ -88,14 +88,16 @@ static void on_flush_timer(struct loop_timer *t)
 		loop_timer_arm(t, next - now, on_flush_timer, NULL);
 }
 
-int agg_item(const struct wire_item *it, const void *payload, int from_dim, int force)
+int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass)
 {
 	struct agg_peer *a = agg.next[it->node];
 	size_t fp = wire_item_footprint(it->len);
 	uint64_t limit = from_dim >= 0 && from_dim == a->p->dim ? agg.limit : agg.limit / 2;
 	struct frame *f;
 
-	if (!force && queued(a) >= limit)
+	if (klass == AGG_CONTROL)
+		limit = agg.limit + AGG_CONTROL_RESERVE;
+	if (klass != AGG_LOCAL && queued(a) >= limit)
 		return -EAGAIN;
 	if (fp > agg.alone) {
 		flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */

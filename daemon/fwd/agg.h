@@ -40,11 +40,24 @@ void agg_fini(void);
  * reachable). */
 int agg_routable(uint32_t node);
 
+/* How an item counts against the limit of its next hop. */
+enum agg_class {
+	AGG_DATA,       /* application items: limits.link_bytes (see above) */
+	AGG_CONTROL,    /* control items (job 0) passing through: a reserve of
+			 * AGG_CONTROL_RESERVE above the data limit, so that they
+			 * pass a link that data filled, but no more: what a peer
+			 * sends through us stays bounded */
+	AGG_LOCAL,      /* control items this node starts: never refused (they
+			 * are few, a handful per job and step, and losing one
+			 * would hang a job) */
+};
+#define AGG_CONTROL_RESERVE (1u << 20)
+
 /* Queues an item for it->node (!= self).  from_dim is the dimension of the
- * link it arrived on, -1 if it starts here; force ignores the queue limit
- * (small daemon control items).  Returns 0, or -EAGAIN if the next hop takes
- * no more now (the caller keeps the item and retries). */
-int agg_item(const struct wire_item *it, const void *payload, int from_dim, int force);
+ * link it arrived on, -1 if it starts here; klass is an enum agg_class.
+ * Returns 0, or -EAGAIN if the next hop takes no more now (the caller keeps
+ * the item and retries). */
+int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass);
 
 /* The common case of agg_item for an item that starts here: room for it in
  * the buffer of its next hop.  Returns where its wire_item_footprint(len)

@@ -64,7 +64,7 @@ void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 			log_err("out of memory for a control message");
 		return;
 	}
-	if (agg_item(&it, payload, -1, 1) < 0) {
+	if (agg_item(&it, payload, -1, AGG_LOCAL) < 0) {
 		log_err("out of memory for a control message to node %u", node);
 		return;
 	}

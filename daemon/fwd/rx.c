@@ -11,6 +11,7 @@
 
 /* This module's state for one routing peer. */
 struct rx_peer {
+	struct frame *spare;            /* room for the rest of the next frame, should it stall */
 	struct frame *stalled;          /* rest of a taken frame not yet passed on */
 	uint32_t stalled_off;           /* offset of the next item in stalled's body */
 	uint64_t items_recv;            /* items in frames taken from this peer */
@@ -32,7 +33,7 @@ static struct {
  * rank that is not here) or -EAGAIN: its queue is full, try again later. */
 static int deliver(const struct wire_item *it, const void *payload)
 {
-	struct job *j = job_by_id(it->job);
+	struct job *j = job_by_id(it->job, it->gen);
 	struct ep *d = j && it->dst < j->size ? j->ranks[it->dst].ep : NULL;
 	struct proto_rec rec = {
 		.len = it->len,
@@ -75,7 +76,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			r->items_delivered++;
 			rx_items_local++;
 		} else {
-			if (agg_item(&it, payload, from->dim, it.job == 0) < 0)
+			if (agg_item(&it, payload, from->dim, it.job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
 				return off;
 			r->items_forwarded++;
 		}
@@ -101,14 +102,27 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 	}
 	if (ret < 0)
 		return -EPROTO;
+	/* Room to keep the rest, should some items not go on now, before any
+	 * goes on: a frame that cannot be taken must be refused whole (the
+	 * link drops and the frame comes again), since one half passed on
+	 * and the other refused would pass the first half on twice. */
+	if (!r->spare || frame_room(r->spare) < len) {
+		if (r->spare)
+			frame_free(r->spare);
+		r->spare = frame_alloc(len);
+		if (!r->spare) {
+			log_rl_warn("peer %u: out of memory for a frame of %u bytes; the link starts over", p->node,
+				    len);
+			return -EPROTO;
+		}
+	}
 	r->items_recv += n;
 	done = pass_on(p, r, body, len, 0);
 	if (done == len)
 		return 0;
 	/* Keep the rest; reading from this peer pauses until it has gone on. */
-	r->stalled = frame_alloc(len - done);
-	if (!r->stalled)
-		return -EPROTO; /* cannot happen with a sane malloc; dropping the link resends the frame */
+	r->stalled = r->spare;
+	r->spare = NULL;
 	memcpy(r->stalled->data + sizeof(struct wire_frame_hdr), body + done, len - done);
 	r->stalled->len = (uint32_t)(sizeof(struct wire_frame_hdr) + len - done);
 	r->stalled_off = 0;
@@ -169,9 +183,12 @@ int rx_init(const struct conf *c, uint32_t self)
 
 void rx_fini(void)
 {
-	for (uint32_t i = 0; taker.peers && i < peer_count(); i++)
+	for (uint32_t i = 0; taker.peers && i < peer_count(); i++) {
 		if (taker.peers[i].stalled)
 			frame_free(taker.peers[i].stalled);
+		if (taker.peers[i].spare)
+			frame_free(taker.peers[i].spare);
+	}
 	free(taker.peers);
 	free(taker.valid);
 	taker.peers = NULL;

@@ -38,6 +38,7 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			.channel = rec->channel,
 			.node = node,
 			.job = j->id,
+			.gen = j->gen,
 			.dst = rec->dst,
 			.src = rec->src,
 		};
@@ -45,7 +46,7 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 
 		if (slot) {
 			wire_encode_item(slot, &it, payload);
-		} else if (agg_item(&it, payload, -1, 0) < 0) {
+		} else if (agg_item(&it, payload, -1, AGG_DATA) < 0) {
 			s->blocked_node = node;
 			return -EAGAIN;
 		}

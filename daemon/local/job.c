@@ -23,14 +23,20 @@ struct job *job_find(uid_t uid, const char *name)
 	return NULL;
 }
 
-struct job *job_by_id(uint32_t id)
+struct job *job_by_id(uint32_t id, uint8_t gen)
 {
-	if (jobs.last_by_id && jobs.last_by_id->id == id)
-		return jobs.last_by_id;
-	for (struct job *j = jobs.by_id[id % ID_BUCKETS]; j; j = j->id_next)
+	struct job *j = jobs.last_by_id;
+
+	if (j && j->id == id)
+		return j->gen == gen ? j : NULL;
+	for (j = jobs.by_id[id % ID_BUCKETS]; j; j = j->id_next)
 		if (j->id == id)
-			return jobs.last_by_id = j;
-	return NULL;
+			break;
+	/* Ids are unique among the jobs here; an item of an earlier job that
+	 * had this id has another generation. */
+	if (!j || j->gen != gen)
+		return NULL;
+	return jobs.last_by_id = j;
 }
 
 static void unhash(struct job *j)
@@ -48,8 +54,9 @@ static void unhash(struct job *j)
 	j->id_next = NULL;
 }
 
-void job_set_id(struct job *j, uint32_t id)
+void job_set_id(struct job *j, uint32_t id, uint8_t gen)
 {
+	j->gen = gen;
 	if (j->id == id)
 		return;
 	unhash(j);

@@ -48,6 +48,7 @@ struct job {
 	char name[PROTO_NAME_MAX + 1];
 	uint32_t size;          /* ranks */
 	uint32_t id;            /* cluster-wide id from the home node; 0 until known */
+	uint8_t gen;            /* ... and its generation (proto/wire.h) */
 	uint32_t joined;        /* ranks attached on this node */
 	uint32_t refs;          /* one per attached endpoint, one per job_hold */
 	int gone;               /* no rank here any more; unlisted, freed with the last reference */
@@ -88,8 +89,9 @@ void job_hold(struct job *j);
 int job_put(struct job *j);
 
 struct job *job_find(uid_t uid, const char *name);
-struct job *job_by_id(uint32_t id);
-void job_set_id(struct job *j, uint32_t id);
+/* The job with cluster-wide id and generation gen, or NULL. */
+struct job *job_by_id(uint32_t id, uint8_t gen);
+void job_set_id(struct job *j, uint32_t id, uint8_t gen);
 
 /* First job, for iteration with ->next. */
 struct job *job_first(void);

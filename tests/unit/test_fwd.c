@@ -59,7 +59,7 @@ static int item(uint32_t node, uint32_t job, uint32_t dst, uint32_t len)
 	static uint8_t payload[PROTO_FRAG_BYTES];
 	struct wire_item it = { .len = len, .node = node, .job = job, .dst = dst, .src = 0, .channel = 7 };
 
-	return agg_item(&it, payload, -1, 0);
+	return agg_item(&it, payload, -1, AGG_DATA);
 }
 
 /* A DATA body of items, built item by item. */
@@ -179,25 +179,34 @@ TEST(backpressure_new_items_stop_at_half_continuing_ones_at_the_limit)
 	static uint8_t payload[60000];
 	int n = 0;
 
-	while (agg_item(&it, payload, -1, 0) == 0 && n < 100)
+	while (agg_item(&it, payload, -1, AGG_DATA) == 0 && n < 100)
 		n++;
 	CHECK(n < 100);
 	CHECK(peer_backlog(p3) >= conf.link_bytes / 2);
 	CHECK(peer_backlog(p3) < conf.link_bytes / 2 + 70000);
 	CHECK(agg_link_full(3));
 	/* Items continuing along the link's dimension (0) may use the rest. */
-	while (agg_item(&it, payload, 0, 0) == 0 && n < 200)
+	while (agg_item(&it, payload, 0, AGG_DATA) == 0 && n < 200)
 		n++;
 	CHECK(peer_backlog(p3) >= conf.link_bytes);
 	/* Another dimension's items turning here stop at half, like new ones. */
-	CHECK_EQ(agg_item(&it, payload, 1, 0), -EAGAIN);
-	/* Control items are never refused. */
-	CHECK_EQ(agg_item(&it, payload, -1, 1), 0);
+	CHECK_EQ(agg_item(&it, payload, 1, AGG_DATA), -EAGAIN);
+	/* Control items passing through have a reserve above that, and no
+	 * more (finding 4: what a peer sends through us stays bounded)... */
+	it.job = 0;
+	while (agg_item(&it, payload, 1, AGG_CONTROL) == 0 && n < 300)
+		n++;
+	CHECK(n < 300);
+	CHECK(peer_backlog(p3) >= conf.link_bytes + AGG_CONTROL_RESERVE);
+	CHECK(peer_backlog(p3) < conf.link_bytes + AGG_CONTROL_RESERVE + 70000);
+	/* ... and this node's own control items are never refused. */
+	CHECK_EQ(agg_item(&it, payload, -1, AGG_LOCAL), 0);
+	it.job = JOB_ID;
 	/* Node 3 acknowledges everything: items flow again. */
 	ack_all_from_3();
 	CHECK_EQ(peer_backlog(p3), 0);
 	CHECK(!agg_link_full(3));
-	CHECK_EQ(agg_item(&it, payload, -1, 0), 0);
+	CHECK_EQ(agg_item(&it, payload, -1, AGG_DATA), 0);
 	ack_all_from_3();
 }
 
@@ -429,7 +438,7 @@ TEST(a_sender_toward_a_full_link_waits_and_resumes)
 	int n = 0;
 
 	while (peer_backlog(p3) < conf.link_bytes / 2 && n++ < 100)
-		CHECK_EQ(agg_item(&it, big, 0, 0), 0);
+		CHECK_EQ(agg_item(&it, big, 0, AGG_DATA), 0);
 	client_send(PROTO_REC_ITEM, 1, "wait", 4);
 	tx_poll();
 	CHECK_EQ(ep->job->sent, sent);          /* still in the TX ring */
@@ -493,7 +502,7 @@ int main(void)
 		return 1;
 	ring_attach(&crx, (uint8_t *)client_map + a.rx_off, a.rx_size, 0);
 	ring_attach(&ctx, (uint8_t *)client_map + a.tx_off, a.tx_size, 0);
-	job_set_id(ep->job, JOB_ID);
+	job_set_id(ep->job, JOB_ID, 0);
 	ep->job->ranks[1].node = 3;
 	ep->job->ranks[2].node = 2;
 	ep->job->ready = 1;

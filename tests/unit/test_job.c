@@ -51,16 +51,18 @@ TEST(ids_find_jobs_and_go_with_them)
 
 	CHECK_EQ(job_join(1000, "one", 1, 0, 0, A, &a), 0);
 	CHECK_EQ(job_join(1000, "two", 1, 0, 0, B, &b), 0);
-	job_set_id(a, 4097);
-	job_set_id(b, 4097 + 256);              /* the same hash bucket */
-	CHECK(job_by_id(4097) == a);
-	CHECK(job_by_id(4097 + 256) == b);
-	CHECK(job_by_id(4098) == NULL);
+	job_set_id(a, 4097, 5);
+	job_set_id(b, 4097 + 256, 5);              /* the same hash bucket */
+	CHECK(job_by_id(4097, 5) == a);
+	CHECK(job_by_id(4097 + 256, 5) == b);
+	CHECK(job_by_id(4098, 5) == NULL);
+	CHECK(job_by_id(4097, 4) == NULL);      /* an earlier job that had this id */
+	CHECK(job_by_id(4097, 5) == a);
 	job_leave(a, 0, A);
-	CHECK(job_by_id(4097) == NULL);         /* not a freed job */
-	CHECK(job_by_id(4097 + 256) == b);
+	CHECK(job_by_id(4097, 5) == NULL);         /* not a freed job */
+	CHECK(job_by_id(4097 + 256, 5) == b);
 	job_leave(b, 0, B);
-	CHECK(job_by_id(4097 + 256) == NULL);
+	CHECK(job_by_id(4097 + 256, 5) == NULL);
 }
 
 /* An endpoint that failed leaves the table at once (ep_fail) but stays a
@@ -88,12 +90,12 @@ TEST(a_held_job_outlives_its_ranks_unlisted)
 	struct job *j, *k;
 
 	CHECK_EQ(job_join(1000, "held", 1, 0, 0, A, &j), 0);
-	job_set_id(j, 4200);
+	job_set_id(j, 4200, 5);
 	job_hold(j);
 	CHECK_EQ(job_leave(j, 0, A), 0);        /* still held: not freed */
 	CHECK(j->gone);
 	CHECK(job_find(1000, "held") == NULL);
-	CHECK(job_by_id(4200) == NULL);
+	CHECK(job_by_id(4200, 5) == NULL);
 	CHECK_EQ(job_count(), 0);
 	CHECK_EQ(job_join(1000, "held", 1, 0, 0, B, &k), 0);
 	CHECK(k != j);

@@ -128,7 +128,7 @@ TEST(frame_header_round_trip_and_checks)
 	CHECK(memcmp(&h, &d, sizeof(h)) == 0);
 
 	struct wire_frame_hdr bad[] = {
-		{ .version = 2, .kind = WIRE_DATA, .seq = 1 },
+		{ .version = WIRE_VERSION + 1, .kind = WIRE_DATA, .seq = 1 },
 		{ .version = WIRE_VERSION, .kind = 0 },
 		{ .version = WIRE_VERSION, .kind = 9 },
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 1, .seq = 1 },
@@ -152,7 +152,7 @@ TEST(frame_items_round_trip_and_truncation)
 	int n = 0;
 
 	for (uint32_t i = 0; i < 10; i++) {
-		struct wire_item w = { .len = i * 29, .channel = (uint16_t)i, .node = i, .job = 7,
+		struct wire_item w = { .len = i * 29, .channel = (uint16_t)i, .node = i, .job = 7, .gen = (uint8_t)(250 + i),
 				       .dst = i + 1, .src = i + 2, .flags = i == 3 ? WIRE_ITEM_MORE : 0 };
 
 		memset(payload, (int)i, sizeof(payload));
@@ -162,6 +162,7 @@ TEST(frame_items_round_trip_and_truncation)
 	while (wire_next_item(body, len, &off, &it, &p) == 1) {
 		CHECK_EQ(it.len, (uint32_t)n * 29);
 		CHECK_EQ(it.dst, (uint32_t)n + 1);
+		CHECK_EQ(it.gen, (uint8_t)(250 + n));
 		CHECK_EQ(it.flags, n == 3 ? WIRE_ITEM_MORE : 0);
 		CHECK(it.len == 0 || ((const uint8_t *)p)[it.len - 1] == n);
 		n++;
@@ -180,7 +181,7 @@ TEST(frame_items_round_trip_and_truncation)
 		else
 			CHECK_EQ(r, -EPROTO);
 	}
-	((struct wire_item *)body)->reserved = 1;
+	((struct wire_item *)body)->flags = 0x80;       /* no such flag */
 	off = 0;
 	CHECK_EQ(wire_next_item(body, len, &off, &it, &p), -EPROTO);
 }
@@ -232,9 +233,10 @@ TEST(control_items_round_trip)
 	struct wire_ctl c;
 	struct wire_ctl_rank r = { .uid = 1000, .size = 8, .rank = 3, .name_len = 4 };
 	struct wire_ctl_table t = { .uid = 1000, .job = 4097, .size = 20000, .first = 16000, .count = 4000,
-				    .name_len = 5 };
-	struct wire_ctl_report rep = { .job = 4097, .step = 2, .done = 3, .sent = 1ull << 40, .ringed = 12345 };
-	struct wire_ctl_step st = { .job = 4097, .step = 3 };
+				    .name_len = 5, .gen = 201 };
+	struct wire_ctl_report rep = { .job = 4097, .step = 2, .done = 3, .sent = 1ull << 40, .ringed = 12345,
+				       .gen = 202 };
+	struct wire_ctl_step st = { .job = 4097, .step = 3, .gen = 203 };
 	static uint32_t nodes[WIRE_TABLE_MAX];
 	ssize_t n;
 
@@ -246,6 +248,10 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);     /* JOIN has err 0 */
+	r.err = 0;
+	r.size = PROTO_MAX_RANKS + 1;           /* a job larger than any can be */
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);
 
 	for (uint32_t i = 0; i < t.count; i++)
 		nodes[i] = i * 7;
@@ -253,6 +259,7 @@ TEST(control_items_round_trip)
 	CHECK(n > 0 && n <= (ssize_t)PROTO_FRAG_BYTES);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(c.u.table.count, 4000);
+	CHECK_EQ(c.u.table.gen, 201);
 	CHECK_EQ(wire_ctl_table_node(&c, 3999), 3999 * 7);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n - 4, &c), -EPROTO);
 	t.first = 17000;                        /* first + count > size */
@@ -267,10 +274,16 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_report(buf, sizeof(buf), &rep);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REPORT, buf, (size_t)n, &c), 0);
 	CHECK(c.u.report.sent == 1ull << 40 && c.u.report.ringed == 12345 && c.u.report.done == 3);
+	CHECK_EQ(c.u.report.gen, 202);
 
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_STEP, buf, (size_t)n, &c), 0);
 	CHECK_EQ(c.u.step.step, 3);
+	CHECK_EQ(c.u.step.gen, 203);
+	st.gen = 256;                           /* generations are 8 bits */
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_STEP, buf, (size_t)n, &c), -EPROTO);
+	st.gen = 203;
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);       /* GO has step 0 */
 	st.step = 0;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
