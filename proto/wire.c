@@ -193,12 +193,16 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 	case WIRE_CTL_STEP:
 	case WIRE_CTL_HAVE:
 	case WIRE_CTL_GO:
+	case WIRE_CTL_XOFF:
+	case WIRE_CTL_XON:
 		if (len != sizeof(c->u.step))
 			return -EPROTO;
 		c->u.step.job = rd32(p);
 		c->u.step.step = rd32(p + 4);
 		c->u.step.gen = rd32(p + 8);
-		if (!c->u.step.job || c->u.step.gen > 255 || (type != WIRE_CTL_STEP && c->u.step.step != 0))
+		if (!c->u.step.job || c->u.step.gen > 255 ||
+		    ((type == WIRE_CTL_HAVE || type == WIRE_CTL_GO) && c->u.step.step != 0) ||
+		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
 		return 0;
 	}

@@ -134,7 +134,9 @@ enum wire_ctl_type {
 	WIRE_CTL_STEP   = 6,    /* home -> nodes: a step completed */
 	WIRE_CTL_HAVE   = 7,    /* node -> home: it has the whole rank table */
 	WIRE_CTL_GO     = 8,    /* home -> nodes: every node has it; ranks may start */
-	WIRE_CTL_TYPE_MAX = WIRE_CTL_GO,
+	WIRE_CTL_XOFF   = 9,    /* node -> nodes of a job: stop sending to a rank here */
+	WIRE_CTL_XON    = 10,   /* node -> nodes of a job: that rank takes items again */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_XON,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
@@ -174,7 +176,7 @@ struct wire_ctl_report {
 static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
 
 /* STEP: step number step of job completed.  HAVE and GO: the same layout,
- * step 0. */
+ * step 0.  XOFF and XON: the same layout, step is the destination rank. */
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;

@@ -7,6 +7,7 @@
 #include "../core/loop.h"
 #include "../fwd/agg.h"
 #include "../fwd/ctlq.h"
+#include "../fwd/flow.h"
 #include "../local/endpoint.h"
 
 #include <errno.h>
@@ -36,9 +37,12 @@ static void rank_joined(struct job *j, uint32_t rank)
 	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_JOIN, j->uid, j->name, j->size, rank, 0);
 }
 
-static void rank_left(struct job *j, uint32_t rank)
+static void rank_left(struct ep *ep)
 {
-	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_LEAVE, j->uid, j->name, j->size, rank, 0);
+	struct job *j = ep->job;
+
+	flow_ep_gone(ep);
+	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_LEAVE, j->uid, j->name, j->size, ep->rank, 0);
 }
 
 const struct sess_events cluster_sess_events = {
@@ -146,6 +150,14 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 	case WIRE_CTL_GO:
 		node_go(c, from);
 		break;
+	case WIRE_CTL_XOFF:
+	case WIRE_CTL_XON: {
+		struct job *j = job_by_id(c->u.step.job, (uint8_t)c->u.step.gen);
+
+		if (j)
+			flow_remote(j, c->u.step.step, from, c->type == WIRE_CTL_XOFF);
+		break;
+	}
 	}
 }
 

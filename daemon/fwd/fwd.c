@@ -2,6 +2,7 @@
 #include "fwd.h"
 #include "agg.h"
 #include "ctlq.h"
+#include "flow.h"
 #include "rx.h"
 #include "tx.h"
 
@@ -14,6 +15,7 @@ int fwd_init(const struct conf *c, uint32_t self)
 	int ret;
 
 	ctlq_init(self);
+	flow_init(c, self);
 	ret = agg_init(c, self);
 	if (ret == 0)
 		ret = rx_init(c, self);

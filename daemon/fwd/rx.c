@@ -2,6 +2,7 @@
 #include "rx.h"
 #include "agg.h"
 #include "ctlq.h"
+#include "flow.h"
 #include "../core/log.h"
 #include "../local/endpoint.h"
 
@@ -52,7 +53,10 @@ static int deliver(const struct wire_item *it, const void *payload)
 		log_rl_warn("item for job %u rank %u, which is not attached here; dropped", it->job, it->dst);
 		return 0;
 	}
-	return ep_deliver(d, &rec, payload);
+	if (__builtin_expect(ep_deliver(d, &rec, payload) == 0, 1))
+		return 0;
+	/* Its queue is full: hold back that rank's senders, not the link. */
+	return flow_park(d, &rec, payload);
 }
 
 /* Passes on the items of body from offset off.  Returns the offset of the

@@ -1,6 +1,7 @@
 /* daemon/fwd/tx.c - see tx.h. */
 #include "tx.h"
 #include "agg.h"
+#include "flow.h"
 #include "../core/log.h"
 #include "../local/endpoint.h"
 
@@ -31,6 +32,10 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			s->blocked_on = d;
 			return -EAGAIN;
 		}
+	} else if (__builtin_expect(j->nxoff != 0, 0) && node != JOB_NO_NODE && node != drainer.self &&
+		   job_xoff(j, rec->dst)) {
+		s->blocked_rank = rec->dst;     /* its node said XOFF (flow.h) */
+		return -EAGAIN;
 	} else if (node != JOB_NO_NODE && node != drainer.self) {
 		struct wire_item it = {
 			.len = rec->len,
@@ -76,6 +81,11 @@ static int drain(struct ep *s)
 		if (agg_link_full(s->blocked_node))
 			return 0;
 		s->blocked_node = JOB_NO_NODE;
+	}
+	if (s->blocked_rank != EP_NO_RANK) {
+		if (job_xoff(j, s->blocked_rank))
+			return 0;
+		s->blocked_rank = EP_NO_RANK;
 	}
 	for (int i = 0; i < DRAIN_BUDGET && !s->failed; i++) {
 		struct proto_rec rec;
@@ -140,8 +150,10 @@ int tx_poll(void)
 	for (struct ep *s = ep_first(); s; s = s->next) {
 		if (s->failed)
 			continue;
-		if (s->pending.count)
+		if (s->pending.count) {
 			work |= ep_flush_pending(s);
+			flow_check(s);
+		}
 		work |= drain(s);
 	}
 	return work;

@@ -78,6 +78,17 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 	return 0;
 }
 
+int ep_park(struct ep *d, const struct proto_rec *rec, const void *payload)
+{
+	if (d->failed)
+		return ep_deliver_slow(d, rec, payload, 0);     /* dropped, counted */
+	if (d->pending.bytes + ring_footprint(rec->len) > ep_park_limit(endpoints.conf) ||
+	    recq_push(&d->pending, rec, payload, endpoints.conf->memory_bytes) < 0)
+		return -EAGAIN;
+	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
+	return 0;
+}
+
 int ep_flush_pending(struct ep *d)
 {
 	const struct proto_rec *rec;
@@ -166,6 +177,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->uid = uid;
 	ep->rank = rank;
 	ep->blocked_node = JOB_NO_NODE;
+	ep->blocked_rank = EP_NO_RANK;
 	ep->efd_client = ep->efd_daemon = -1;
 	ep->efd_w.fd = -1;
 	ret = job_join(uid, name, size, rank, endpoints.self, ep, &ep->job);
@@ -299,7 +311,7 @@ static int membarrier(int cmd)
  * on anyway, so its client need not wake us. */
 static int tx_blocked(const struct ep *ep)
 {
-	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE;
+	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE || ep->blocked_rank != EP_NO_RANK;
 }
 
 int ep_sleep_prepare(void)
@@ -361,10 +373,10 @@ int ep_busy(void)
 
 void ep_write_status(FILE *out, const struct ep *ep)
 {
-	fprintf(out, "  rank %u: pid %d, session %u, sent %llu, received %llu, queued %llu%s\n",
+	fprintf(out, "  rank %u: pid %d, session %u, sent %llu, received %llu, queued %llu%s%s\n",
 		ep->rank, ep->pid, ep->id, (unsigned long long)ep->items_sent,
 		(unsigned long long)ep->items_received, (unsigned long long)ep->pending.count,
-		ep->blocked_on ? ", sender stalled" : "");
+		tx_blocked(ep) ? ", sender stalled" : "", ep->xoff ? ", senders on other nodes told to wait" : "");
 	fprintf(out, "    rings: tx %llu of %llu bytes used, rx %llu of %llu bytes used\n",
 		(unsigned long long)(atomic_load(&ep->tx.sh->head) - ep->tx.tail),
 		(unsigned long long)ep->tx.size,

@@ -61,12 +61,20 @@ struct ep {
 	uint32_t done_step;             /* the step this rank last ended */
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
+	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
+
+	/* Receiving from other nodes (fwd/flow.h): its queue went past
+	 * pending_bytes with items from the network, and the job's other
+	 * nodes were told to stop sending to it (XOFF) until it drains. */
+	int xoff;
 
 	/* Ending (always from the loop, see above). */
 	const char *failed;             /* the client broke the protocol: why; nothing more is taken */
 
 	uint64_t items_sent, items_received;
 };
+
+#define EP_NO_RANK UINT32_MAX
 
 struct ep_stats {
 	uint64_t items_delivered;       /* items written into RX rings */
@@ -133,6 +141,20 @@ static inline int ep_deliver(struct ep *d, const struct proto_rec *rec, const vo
 		return 0;
 	}
 	return ep_deliver_slow(d, rec, payload, 0);
+}
+
+/* Queues an item that came from the network for d beyond d's queue limit:
+ * the link it came on must go on carrying other jobs' items while this
+ * rank's senders are told to stop (fwd/flow.h).  Up to ep_park_limit()
+ * bytes, and limits.memory_bytes.  Returns 0, or -EAGAIN: no room even so. */
+int ep_park(struct ep *d, const struct proto_rec *rec, const void *payload);
+
+/* How far ep_park lets a queue grow: its limit, plus what the senders' nodes
+ * can still have on the way when they hear XOFF (a link's worth), plus as
+ * much again. */
+static inline uint64_t ep_park_limit(const struct conf *c)
+{
+	return 2 * c->pending_bytes + c->link_bytes;
 }
 
 /* n items of j will never reach their rank (it left, or is not here): they

@@ -109,10 +109,73 @@ void job_hold(struct job *j)
 	j->refs++;
 }
 
+int job_set_xoff(struct job *j, uint32_t rank, int on)
+{
+	int was;
+
+	if (rank >= j->size)
+		return 0;
+	if (!j->xoff) {
+		if (!on)
+			return 0;
+		j->xoff = calloc(j->size / 8 + 1, 1);
+		if (!j->xoff)
+			return -ENOMEM;
+	}
+	was = j->xoff[rank / 8] >> (rank % 8) & 1;
+	if (on && !was) {
+		j->xoff[rank / 8] |= (uint8_t)(1u << (rank % 8));
+		j->nxoff++;
+	} else if (!on && was) {
+		j->xoff[rank / 8] &= (uint8_t)~(1u << (rank % 8));
+		j->nxoff--;
+	}
+	return 0;
+}
+
+const uint32_t *job_nodes(struct job *j, uint32_t self, uint32_t *n_p)
+{
+	*n_p = 0;
+	if (!j->nodes) {
+		uint32_t top = 0, n = 0;
+		uint8_t *seen;
+
+		/* Nodes are below WIRE_MAX_NODES (proto/wire.h): one pass for
+		 * the largest, a bitmap to take each once. */
+		for (uint32_t r = 0; r < j->size; r++)
+			if (j->ranks[r].node != JOB_NO_NODE && j->ranks[r].node >= top)
+				top = j->ranks[r].node + 1;
+		seen = calloc(top / 8 + 1, 1);
+		j->nodes = seen ? malloc(sizeof(*j->nodes) * (j->size ? j->size : 1)) : NULL;
+		for (uint32_t r = 0; j->nodes && r < j->size; r++) {
+			uint32_t node = j->ranks[r].node;
+
+			if (node == JOB_NO_NODE || node == self || (seen[node / 8] >> (node % 8) & 1))
+				continue;
+			seen[node / 8] |= (uint8_t)(1u << (node % 8));
+			j->nodes[n++] = node;
+		}
+		free(seen);
+		if (!j->nodes)
+			return NULL;
+		{
+			uint32_t *shrunk = realloc(j->nodes, sizeof(*shrunk) * (n ? n : 1));
+
+			if (shrunk)
+				j->nodes = shrunk;
+		}
+		j->nnodes = n;
+	}
+	*n_p = j->nnodes;
+	return j->nodes;
+}
+
 int job_put(struct job *j)
 {
 	if (--j->refs > 0)
 		return 0;
+	free(j->xoff);
+	free(j->nodes);
 	free(j->ranks);
 	free(j);
 	return 1;

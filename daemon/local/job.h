@@ -66,6 +66,15 @@ struct job {
 		uint64_t sent, ringed, ns;
 	} reported;
 
+	/* Flow control across nodes (fwd/flow.h): ranks of this job on other
+	 * nodes that asked this node to stop sending to them (XOFF).  A bitmap
+	 * of size bits, allocated at the first XOFF; nxoff bits are set. */
+	uint8_t *xoff;
+	uint32_t nxoff;
+	/* The nodes other than this one that host ranks of the job, once asked
+	 * for (job_nodes). */
+	uint32_t *nodes, nnodes;
+
 	/* statistics */
 	uint64_t items_dropped; /* sent to a rank that had left */
 };
@@ -83,6 +92,20 @@ int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t
  * rank is left on this node the job is unlisted.  Returns 1 if the job was
  * freed. */
 int job_leave(struct job *j, uint32_t rank, const struct ep *ep);
+
+/* 1 if rank of j (on another node) said stop (XOFF). */
+static inline int job_xoff(const struct job *j, uint32_t rank)
+{
+	return j->nxoff && (j->xoff[rank / 8] >> (rank % 8) & 1);
+}
+
+/* Records an XOFF (on) or XON (!on) for rank of j.  0, or -ENOMEM. */
+int job_set_xoff(struct job *j, uint32_t rank, int on);
+
+/* The nodes other than self that host ranks of j (from its rank table, so
+ * only once it is ready); *n_p of them.  NULL with *n_p 0 if none (or out of
+ * memory). */
+const uint32_t *job_nodes(struct job *j, uint32_t self, uint32_t *n_p);
 
 /* Keeps j (see Ownership) / lets go of it; returns 1 if that freed it. */
 void job_hold(struct job *j);

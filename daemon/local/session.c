@@ -326,7 +326,7 @@ static void reap(int tell)
 		}
 		if (s->state == S_ENDING) {
 			if (tell)
-				sessions.ev->rank_left(s->ep->job, s->ep->rank);
+				sessions.ev->rank_left(s->ep);
 			ep_close(s->ep);
 			s->ep = NULL;
 			s->state = S_DEAD;

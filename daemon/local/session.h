@@ -21,6 +21,8 @@
 #include "job.h"
 #include "../core/conf.h"
 
+struct ep;
+
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -43,9 +45,9 @@ struct sess_events {
 	/* A local rank joined j: its client has the region, and waits for
 	 * READY (sess_job_ready). */
 	void (*rank_joined)(struct job *j, uint32_t rank);
-	/* A local rank of j leaves; j is freed right after if it was its
-	 * last rank here. */
-	void (*rank_left)(struct job *j, uint32_t rank);
+	/* A local rank leaves: ep (ep->job, ep->rank) ends right after, and
+	 * its job too if it was its last rank here. */
+	void (*rank_left)(struct ep *ep);
 };
 
 /* Sets up the listening socket in c->runtime_dir, or takes listen_fd (socket

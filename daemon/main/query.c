@@ -3,6 +3,7 @@
 #include "../cluster/cluster.h"
 #include "../core/loop.h"
 #include "../fwd/agg.h"
+#include "../fwd/flow.h"
 #include "../fwd/fwd.h"
 #include "../fwd/rx.h"
 #include "../fwd/tx.h"
@@ -73,6 +74,11 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)tx_stats.flushes);
 		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
 			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
+		fprintf(out, "items_parked %llu\nflow_xoff_sent %llu\nflow_xon_sent %llu\nflow_xoff_received %llu\n"
+			"flow_xon_received %llu\n",
+			(unsigned long long)flow_stats.parked, (unsigned long long)flow_stats.xoff_sent,
+			(unsigned long long)flow_stats.xon_sent, (unsigned long long)flow_stats.xoff_received,
+			(unsigned long long)flow_stats.xon_received);
 		fprintf(out, "loop_wakeups %llu\nloop_spins %llu\n", (unsigned long long)loop_stats.wakeups,
 			(unsigned long long)loop_stats.spins);
 		fprintf(out, "transport %s\n", peer_transport_name());

@@ -1,7 +1,7 @@
 #!/bin/bash
-# A slow receiver two hops away: backpressure travels back through the
-# intermediate daemon to the sender (-EAGAIN, or waiting), nothing is lost,
-# and every daemon's memory stays bounded.
+# A slow receiver two hops away: backpressure travels back to the sender
+# (XOFF from the receiver's daemon, -EAGAIN or waiting at the sender), nothing
+# is lost, and every daemon's memory stays bounded.
 . "$(dirname "$0")/lib.sh"
 
 # A 1x3 mesh on loopback: node 0 reaches node 2 only through node 1.
@@ -29,8 +29,13 @@ expect "the receiver two hops away got all $N items, in order, intact" test $rrc
 expect "the sender finished" test $src = 0
 eagain=$(sed -n 's/.*eagain \([0-9]*\).*/\1/p' "$TMP/send.log")
 expect "the sender felt backpressure (-EAGAIN $eagain times)" test "${eagain:-0}" -gt 0
-expect "the intermediate daemon paused reading from the sender's daemon" \
-	test "$("$BUILD/ferryctl" --runtime-dir "$TMP/bp_n1" stats | awk '$1 == "peer" && $2 == 0 { for (i = 3; i < NF; i += 2) if ($i == "stalls") print $(i + 1) }')" -gt 0
+# The receiver's daemon holds back the sender's daemon (XOFF, two hops back,
+# fwd/flow.h) rather than the links; when XOFF comes too late for what is on
+# the way the links pause as well (the last resort), which a loaded machine
+# may or may not reach: that count is shown, not asserted.
+expect "the receiver's daemon told the sender's daemon, two hops back, to wait (XOFF)" \
+	test "$(stat bp_n2 flow_xoff_sent)" -ge 1 -a "$(stat bp_n0 flow_xoff_received)" -ge 1
+echo "# links paused for the last resort: $(peer_sum bp 3 stalls) times"
 echo "# largest queued-item memory $maxq B, largest frame memory $maxf B on one daemon"
 expect "queued items stayed within limits.memory_bytes ($maxq <= 2097152)" test $maxq -le 2097152
 # 2 links of link_bytes each, a stalled frame, and up to 4 MiB of frames

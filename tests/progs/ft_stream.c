@@ -2,11 +2,13 @@
  * job, to exercise backpressure.
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
- *             [--blocking] [--forever]
+ *             [--blocking] [--forever] [--hold-until FILE]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
- * sleeping D us after every batch.  Prints "rank 0 ok: sent N, eagain E" or
+ * sleeping D us after every batch; with --hold-until it receives nothing
+ * until FILE exists (at most 120 s: a receiver that does not consume).
+ * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
  */
 #include "common.h"
@@ -21,11 +23,13 @@ int main(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
-		{ "forever", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0;
 	int forever = 0, opt, ret;
+	const char *hold = NULL;
 	uint8_t *buf;
 	ferry_t *f;
 
@@ -38,6 +42,7 @@ int main(int argc, char **argv)
 		case 'd': delay = arg_long("--recv-delay-us", optarg); break;
 		case 'b': fo.flags |= FERRY_BLOCKING; break;
 		case 'f': forever = 1; break;
+		case 'H': hold = optarg; break;
 		default: return 2;
 		}
 	}
@@ -75,6 +80,8 @@ int main(int argc, char **argv)
 		free(buf);
 		return 0;
 	}
+	for (int i = 0; hold && access(hold, F_OK) != 0 && i < 12000; i++)
+		usleep(10000);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
 		int n = ferry_recv(f, it, 64, 10000);

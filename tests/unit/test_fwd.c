@@ -16,6 +16,7 @@
 #include "../../daemon/core/log.h"
 #include "../../daemon/fwd/agg.h"
 #include "../../daemon/fwd/ctlq.h"
+#include "../../daemon/fwd/flow.h"
 #include "../../daemon/fwd/fwd.h"
 #include "../../daemon/fwd/tx.h"
 #include "../../daemon/local/endpoint.h"
@@ -283,22 +284,76 @@ TEST(a_malformed_frame_is_not_used_at_all)
 	seq_from3 = recv;
 }
 
-TEST(a_full_receiver_holds_the_link_and_nothing_is_lost)
+/* The control items of type `type` in what fl wrote since the test last
+ * looked, about rank `rank`. */
+static int ctl_items(struct fake_link *fl, uint32_t type, uint32_t rank)
+{
+	struct fake_frame *o;
+	int n = 0;
+
+	while ((o = fake_next(fl))) {
+		struct wire_item it;
+		const void *payload;
+		struct wire_ctl c;
+		size_t off = 0;
+
+		while (o->h.kind == WIRE_DATA && wire_next_item(o->body, o->h.len, &off, &it, &payload) == 1)
+			n += it.job == 0 && it.dst == type && wire_ctl_decode(type, payload, it.len, &c) == 0 &&
+			     c.u.step.job == JOB_ID && c.u.step.step == rank;
+	}
+	return n;
+}
+
+/* What the cluster layer does with XOFF and XON items that arrived (it is
+ * not linked here): hands them to flow_remote. */
+static void take_flow_items(void)
+{
+	const struct ctlq_item *c;
+
+	while ((c = ctlq_first())) {
+		struct wire_ctl m;
+
+		if ((c->type == WIRE_CTL_XOFF || c->type == WIRE_CTL_XON) &&
+		    wire_ctl_decode(c->type, c->payload, c->len, &m) == 0) {
+			struct job *j = job_by_id(m.u.step.job, (uint8_t)m.u.step.gen);
+
+			if (j)
+				flow_remote(j, m.u.step.step, c->from, c->type == WIRE_CTL_XOFF);
+		}
+		ctlq_pop();
+	}
+}
+
+/* Finding 7 (fwd/flow.h): items for a receiver whose queue is full are
+ * parked, not left on the link, and the job's other nodes (3, and 2 through
+ * node 0) are told XOFF; once the receiver drained, XON.  Only beyond what
+ * parking may hold does the link pause, and then nothing is lost either. */
+TEST(a_full_receiver_parks_items_and_holds_back_its_senders_not_the_link)
 {
 	static struct body b;
 	static uint8_t big[60000];
 	struct proto_rec rec;
 	static uint8_t payload[PROTO_FRAG_BYTES];
-	int got = 0, rounds = 0;
+	int got = 0, rounds = 0, sent = 0;
 
-	b.len = 0;
-	for (uint32_t i = 0; i < 12; i++) {
-		memset(big, (int)i, sizeof(big));
-		add(&b, 1, JOB_ID, 0, 1, big, sizeof(big));
+	for (int frame = 0; frame < 2; frame++) {
+		b.len = 0;
+		for (uint32_t i = 0; i < 12; i++, sent++) {
+			memset(big, sent, sizeof(big));
+			add(&b, 1, JOB_ID, 0, 1, big, sizeof(big));
+		}
+		CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+		if (frame == 0) {
+			/* All of it taken: parked beyond the queue's limit. */
+			CHECK(ep->pending.bytes > conf.pending_bytes);
+			CHECK_EQ(link3->pauses, 0);
+			CHECK_EQ(ctl_items(link3, WIRE_CTL_XOFF, 0), 1);
+			CHECK_EQ(ctl_items(link0, WIRE_CTL_XOFF, 0), 1);   /* to node 2 */
+		}
 	}
-	CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);     /* taken, partly held */
-	CHECK_EQ(fake_arrive(link3, WIRE_DATA, seq_from3 + 1, 0, "x", 0), 0);        /* no more now */
-	while (got < 12 && rounds++ < 1000) {
+	/* The second frame went beyond memory_bytes: the last resort. */
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, seq_from3 + 1, 0, "x", 0), 0);
+	while (got < 24 && rounds++ < 1000) {
 		fwd_poll();
 		ep_publish();
 		while (client_recv(&rec, payload) == 0) {
@@ -308,10 +363,51 @@ TEST(a_full_receiver_holds_the_link_and_nothing_is_lost)
 			got++;
 		}
 	}
-	CHECK_EQ(got, 12);
+	CHECK_EQ(got, 24);
 	CHECK(link3->resumes >= 1);             /* the peer layer resumed reading */
 	CHECK_EQ(fake_arrive(link3, WIRE_DATA, seq_from3 + 1, 0, "x", 0), 1);
 	seq_from3++;
+	agg_flush_all(AGG_FLUSH_EXPLICIT);
+	CHECK_EQ(ctl_items(link3, WIRE_CTL_XON, 0), 1);
+	CHECK_EQ(ctl_items(link0, WIRE_CTL_XON, 0), 1);
+	CHECK_EQ(ep->xoff, 0);
+}
+
+/* The other side: an XOFF from the node of rank 1 stops the TX draining of
+ * a local sender at its first item for rank 1, in order, until XON. */
+TEST(an_xoff_holds_back_local_senders_to_that_rank_until_xon)
+{
+	struct job *j = ep->job;
+	struct proto_rec *r;
+	uint8_t buf[64];
+	struct wire_ctl_step m = { .job = JOB_ID, .gen = 0, .step = 1 };
+	ssize_t n = wire_ctl_encode_step(buf, sizeof(buf), &m);
+	uint64_t in = tx_stats.items_in;
+	static struct body b;
+
+	b.len = 0;
+	add(&b, 1, 0, WIRE_CTL_XOFF, 3, buf, (uint32_t)n);      /* from node 3, which hosts rank 1 */
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+	take_flow_items();
+	CHECK(job_xoff(j, 1));
+	for (uint32_t dst = 1; dst <= 2; dst++) {       /* rank 1 (held), then rank 2 */
+		CHECK_EQ(ring_reserve(&ctx, 8, &r), 0);
+		*r = (struct proto_rec){ .len = 8, .kind = PROTO_REC_ITEM, .dst = dst };
+	}
+	ring_publish(&ctx);
+	fwd_poll();
+	CHECK_EQ(tx_stats.items_in, in);                /* nothing taken: the first waits */
+	CHECK_EQ(ep->blocked_rank, 1);
+	b.len = 0;
+	add(&b, 1, 0, WIRE_CTL_XON, 3, buf, (uint32_t)n);
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+	take_flow_items();
+	CHECK(!job_xoff(j, 1));
+	fwd_poll();
+	CHECK_EQ(tx_stats.items_in, in + 2);            /* both, in order */
+	CHECK_EQ(ep->blocked_rank, EP_NO_RANK);
+	agg_flush_all(AGG_FLUSH_EXPLICIT);
+	ack_all_from_3();
 }
 
 /* Once items wait for a receiver, a later one does not overtake them, even
@@ -516,7 +612,8 @@ int main(void)
 	RUN(backpressure_new_items_stop_at_half_continuing_ones_at_the_limit);
 	RUN(a_frame_is_taken_apart);
 	RUN(a_malformed_frame_is_not_used_at_all);
-	RUN(a_full_receiver_holds_the_link_and_nothing_is_lost);
+	RUN(a_full_receiver_parks_items_and_holds_back_its_senders_not_the_link);
+	RUN(an_xoff_holds_back_local_senders_to_that_rank_until_xon);
 	RUN(a_flood_of_control_items_holds_the_link);
 	RUN(queued_items_are_not_overtaken);
 	RUN(a_sender_toward_a_full_link_waits_and_resumes);
