@@ -118,7 +118,13 @@ void ferry_release(ferry_t *f);
  * returned by the following ferry_recv calls, in order.  Between ferry_done and
  * the return of ferry_step_wait, ferry_send returns -EBUSY.  Steps repeat:
  * the next ferry_send starts the next step.  ferry_done returns -EALREADY if
- * called twice in a step; ferry_step_wait -EINVAL without ferry_done. */
+ * called twice in a step; ferry_step_wait -EINVAL without ferry_done.
+ * A step that can never complete fails instead of waiting for ever:
+ * ferry_step_wait returns -EPIPE when a rank left the job (within about 2 s
+ * of its exit), -EHOSTDOWN when a node the job needs was lost (its daemon
+ * restarted, or it has been unreachable for 2 s after its link noticed),
+ * with ferry_last_error() naming the rank or node; so do the steps after it.
+ * Items from the ranks still there keep arriving through ferry_recv. */
 int ferry_done(ferry_t *f);
 int ferry_step_wait(ferry_t *f, int timeout_ms);
 

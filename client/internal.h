@@ -47,6 +47,8 @@ struct ferry {
 	uint32_t step;          /* the current step, from 1 */
 	int step_done;          /* ferry_done called in it */
 	uint32_t completed;     /* last step the daemon said is complete */
+	int failed;             /* the job can complete no more steps: -errno (a FAIL record) */
+	char fail_text[192];    /* ... and what the daemon said happened */
 	struct ferry_item *stash;       /* items copied out of the ring while waiting */
 	size_t stash_head, stash_len, stash_cap;
 };

@@ -53,6 +53,18 @@ static struct reasm **find_reasm(struct ferry *f, uint32_t src)
 	return pp;
 }
 
+/* Forgets a partial item of src (it will never be completed). */
+static void drop_reasm(struct ferry *f, uint32_t src)
+{
+	struct reasm **pp = find_reasm(f, src), *r = *pp;
+
+	if (!r)
+		return;
+	*pp = r->next;
+	free(r->buf);
+	free(r);
+}
+
 /* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
  * without a message: one caller still succeeds with the items it has. */
 static int hold(struct ferry *f, void *buf)
@@ -153,6 +165,22 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 				return f->dead = conn_seterr(-EPROTO, "ferryd completed step %u after step %u",
 							     rec.dst, f->completed);
 			f->completed = rec.dst;
+			continue;
+		}
+		if (rec.kind == PROTO_REC_FAIL) {
+			/* Items keep coming (from the ranks that are still
+			 * there); steps that have not completed by now never
+			 * will.  A partial large item of a rank that left is
+			 * dropped: no more of it can come. */
+			if (!f->failed) {
+				size_t len = rec.len < sizeof(f->fail_text) - 1 ? rec.len : sizeof(f->fail_text) - 1;
+
+				f->failed = -(rec.channel ? rec.channel : EPIPE);
+				memcpy(f->fail_text, payload, len);
+				f->fail_text[len] = '\0';
+			}
+			if (rec.src < f->size)
+				drop_reasm(f, rec.src);
 			continue;
 		}
 		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
@@ -294,6 +322,8 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		}
 		if (f->dead)
 			return f->dead;
+		if (f->failed)
+			return conn_seterr(f->failed, "step %u cannot complete: %s", f->step, f->fail_text);
 		if (ring_consumer_sleep(&f->rx)) {
 			ring_consumer_awake(&f->rx);
 			continue;

@@ -55,7 +55,11 @@ enum proto_rec_kind {
 	PROTO_REC_FLUSH = 3,    /* TX only: send this endpoint's buffered items now */
 	PROTO_REC_DONE  = 4,    /* TX only: this rank sends no more items in the step */
 	PROTO_REC_STEP  = 5,    /* RX only: the step numbered in dst has completed */
-	PROTO_REC_KIND_MAX = PROTO_REC_STEP,
+	PROTO_REC_FAIL  = 6,    /* RX only: the job cannot complete step dst or any
+				 * later one: channel is the errno (EPIPE: a rank
+				 * left, EHOSTDOWN: a node was lost), src the rank
+				 * that left or UINT32_MAX, the payload a message */
+	PROTO_REC_KIND_MAX = PROTO_REC_FAIL,
 };
 
 enum proto_rec_flags {

@@ -205,8 +205,48 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
 		return 0;
+	case WIRE_CTL_FAIL: {
+		struct wire_ctl_fail *f = &c->u.fail;
+
+		if (len < sizeof(*f))
+			return -EPROTO;
+		f->job = rd32(p);
+		f->gen = rd32(p + 4);
+		f->step = rd32(p + 8);
+		f->rank = rd32(p + 12);
+		f->node = rd32(p + 16);
+		f->err = (int32_t)rd32(p + 20);
+		f->text_len = rd32(p + 24);
+		if (!f->job || f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len == 0 ||
+		    f->text_len > WIRE_FAIL_TEXT_MAX || f->text_len != len - sizeof(*f))
+			return -EPROTO;
+		for (uint32_t i = 0; i < f->text_len; i++)
+			if (p[sizeof(*f) + i] < 0x20 || p[sizeof(*f) + i] > 0x7e)
+				return -EPROTO;
+		memcpy(c->text, p + sizeof(*f), f->text_len);
+		c->text[f->text_len] = '\0';
+		return 0;
+	}
 	}
 	return -EPROTO;
+}
+
+ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *f, const char *text)
+{
+	uint8_t *p = buf;
+	size_t n = sizeof(*f) + f->text_len;
+
+	if (n > cap || f->text_len > WIRE_FAIL_TEXT_MAX)
+		return -ENOSPC;
+	wr32(p, f->job);
+	wr32(p + 4, f->gen);
+	wr32(p + 8, f->step);
+	wr32(p + 12, f->rank);
+	wr32(p + 16, f->node);
+	wr32(p + 20, (uint32_t)f->err);
+	wr32(p + 24, f->text_len);
+	memcpy(p + sizeof(*f), text, f->text_len);
+	return (ssize_t)n;
 }
 
 ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *r, const char *name)

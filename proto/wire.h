@@ -136,7 +136,8 @@ enum wire_ctl_type {
 	WIRE_CTL_GO     = 8,    /* home -> nodes: every node has it; ranks may start */
 	WIRE_CTL_XOFF   = 9,    /* node -> nodes of a job: stop sending to a rank here */
 	WIRE_CTL_XON    = 10,   /* node -> nodes of a job: that rank takes items again */
-	WIRE_CTL_TYPE_MAX = WIRE_CTL_XON,
+	WIRE_CTL_FAIL   = 11,   /* any node of a job -> the others: it cannot complete its steps */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_FAIL,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
@@ -184,6 +185,22 @@ struct wire_ctl_step {
 };
 static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
 
+/* FAIL: job (id, gen) cannot complete step or any later one, because rank
+ * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the
+ * positive errno the ranks' ferry_step_wait returns (EPIPE, EHOSTDOWN), and
+ * text_len bytes of printable text saying what happened follow. */
+#define WIRE_FAIL_TEXT_MAX 160u
+struct wire_ctl_fail {
+	uint32_t job;
+	uint32_t gen;
+	uint32_t step;
+	uint32_t rank;
+	uint32_t node;
+	int32_t  err;
+	uint32_t text_len;      /* 1..WIRE_FAIL_TEXT_MAX */
+};
+static_assert(sizeof(struct wire_ctl_fail) == 28, "ctl fail layout");
+
 /* A decoded control item.  name and nodes point into the payload. */
 struct wire_ctl {
 	uint32_t type;
@@ -192,8 +209,10 @@ struct wire_ctl {
 		struct wire_ctl_table table;
 		struct wire_ctl_report report;
 		struct wire_ctl_step step;
+		struct wire_ctl_fail fail;
 	} u;
 	char name[PROTO_NAME_MAX + 1];
+	char text[WIRE_FAIL_TEXT_MAX + 1];      /* FAIL's, NUL-terminated */
 	const uint8_t *nodes;   /* TABLE: count little-endian u32, maybe unaligned */
 };
 
@@ -208,6 +227,7 @@ ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table
 			      const uint32_t *nodes);
 ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_report *r);
 ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *s);
+ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *f, const char *text);
 
 /* Reads the i-th node of a decoded TABLE. */
 static inline uint32_t wire_ctl_table_node(const struct wire_ctl *c, uint32_t i)

@@ -8,9 +8,12 @@
 #include "../fwd/agg.h"
 #include "../fwd/ctlq.h"
 #include "../fwd/flow.h"
+#include "../fwd/fwd.h"
 #include "../local/endpoint.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static struct {
@@ -28,6 +31,118 @@ uint32_t cluster_home(uid_t uid, const char *name)
 	for (const char *p = name; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
 	return h % cluster.conf->nnodes;
+}
+
+/* --- jobs that fail --- */
+
+/* Its ranks here hear it (once). */
+static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, const char *text)
+{
+	if (j->failed)
+		return 0;
+	j->failed = err;
+	snprintf(j->fail_text, sizeof(j->fail_text), "%s", text);
+	log_notice("job %s (uid %u): %s; its steps fail with %s", j->name, j->uid, text, strerror(err));
+	ep_job_fail(j, step, rank, err, text);
+	return 1;
+}
+
+void cluster_fail_job(struct job *j, uint32_t rank, uint32_t node, int err, const char *fmt, ...)
+{
+	struct wire_ctl_fail f = { .job = j->id, .gen = j->gen, .step = j->step, .rank = rank, .node = node,
+				   .err = err };
+	uint32_t home = cluster_home(j->uid, j->name), n;
+	char text[WIRE_FAIL_TEXT_MAX];
+	const uint32_t *nodes;
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (len < 1)
+		return;
+	f.text_len = (uint32_t)len < sizeof(text) ? (uint32_t)len : (uint32_t)sizeof(text) - 1;
+	if (!fail_local(j, j->step, rank, err, text) || !j->ready)
+		return;
+	nodes = job_nodes(j, cluster.self, &n);
+	for (uint32_t i = 0; i < n; i++)
+		if (nodes[i] != node)
+			msg_fail(nodes[i], &f, text);
+	if (home != cluster.self && home != node) {
+		int told = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			told |= nodes[i] == home;
+		if (!told)
+			msg_fail(home, &f, text);
+	}
+	if (home == cluster.self) {
+		struct wire_ctl c = { .type = WIRE_CTL_FAIL, .u.fail = f };
+
+		home_fail(&c, cluster.self);
+	}
+}
+
+/* 1 if the route from a to b passes through node via (b included). */
+static int route_via(uint32_t a, uint32_t b, uint32_t via)
+{
+	for (uint32_t hops = 0; a != b && hops < cluster.conf->nnodes; hops++) {
+		if (route_next_hop(&cluster.conf->route, a, b, &a) < 0)
+			return 1;       /* no route: as good as lost */
+		if (a == via)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 if the job's items or control messages may travel through node. */
+static int job_uses(struct job *j, uint32_t node)
+{
+	uint32_t home = cluster_home(j->uid, j->name), n;
+	const uint32_t *nodes = job_nodes(j, cluster.self, &n);
+
+	if (route_via(cluster.self, home, node) || route_via(home, cluster.self, node))
+		return 1;
+	for (uint32_t i = 0; i < n; i++)
+		if (route_via(cluster.self, nodes[i], node) || route_via(nodes[i], cluster.self, node))
+			return 1;
+	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
+}
+
+/* The peer layer lost a routing peer: fail the jobs here that need it. */
+static void node_lost(uint32_t node, const char *why)
+{
+	for (struct job *j = job_first(); j; j = j->next)
+		if (j->ready && !j->failed && job_uses(j, node))
+			cluster_fail_job(j, UINT32_MAX, node, EHOSTDOWN, "%s", why);
+}
+
+static const struct fwd_events cluster_fwd_events = {
+	.node_lost = node_lost,
+};
+
+/* A FAIL from another node of the job (or its home). */
+static void node_fail(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_fail *f = &c->u.fail;
+	struct job *j = job_by_id(f->job, (uint8_t)f->gen);
+	const uint32_t *nodes;
+	uint32_t n, i;
+
+	if (f->job >> WIRE_JOB_INDEX_BITS == cluster.self)
+		home_fail(c, from);     /* checks the sender itself */
+	if (!j)
+		return;
+	/* Only the job's home or another node of it says so. */
+	nodes = job_nodes(j, cluster.self, &n);
+	for (i = 0; i < n && nodes[i] != from; i++)
+		;
+	if (i == n && from != cluster_home(j->uid, j->name)) {
+		log_rl_warn("FAIL about job %s from node %u, which is not one of its nodes; ignored", j->name, from);
+		return;
+	}
+	fail_local(j, f->step, f->rank, f->err, c->text);
 }
 
 /* --- the session layer's events --- */
@@ -150,6 +265,9 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 	case WIRE_CTL_GO:
 		node_go(c, from);
 		break;
+	case WIRE_CTL_FAIL:
+		node_fail(c, from);
+		break;
 	case WIRE_CTL_XOFF:
 	case WIRE_CTL_XON: {
 		struct job *j = job_by_id(c->u.step.job, (uint8_t)c->u.step.gen);
@@ -220,6 +338,7 @@ int cluster_init(const struct conf *c, uint32_t self)
 	cluster.conf = c;
 	cluster.self = self;
 	home_init(c, self);
+	fwd_set_events(&cluster_fwd_events);
 	return 0;
 }
 

@@ -14,6 +14,13 @@
  * Steps end by counting (the issue allowed staged completion or counting;
  * this needs no per-dimension ordering and works on every topology alike).
  *
+ * Steps fail rather than hang: when a rank leaves a job that has started
+ * (its home notices, home.h), or a node is lost (the peer layer's lost event:
+ * down for 2 s, or restarted and so without its state), the jobs that can
+ * no longer complete a step (ranks on the lost node, or routes to or from
+ * their nodes, or to the home, through it) fail: a FAIL record goes to
+ * their ranks here and FAIL to their other nodes and home.
+ *
  * Ownership: the node side keeps nothing of its own: the jobs and their
  * counters are local/job.h's (they end when their last local rank leaves);
  * the home's records are home.c's.
@@ -36,6 +43,13 @@ extern const struct sess_events cluster_sess_events;
 
 /* The home node of the job (uid, name). */
 uint32_t cluster_home(uid_t uid, const char *name);
+
+/* The job can complete no more steps: err (EPIPE, EHOSTDOWN) goes to its
+ * ranks here as a FAIL record (their ferry_step_wait returns it, with the
+ * message), and to its other nodes and its home (FAIL).  rank: the rank that
+ * left, node: the node lost, UINT32_MAX if none.  Once per job. */
+void cluster_fail_job(struct job *j, uint32_t rank, uint32_t node, int err, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 /* Loop hook: handles the control items that arrived, sends step reports. */
 int cluster_poll(void);

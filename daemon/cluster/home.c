@@ -25,6 +25,8 @@ struct hjob {
 	uint8_t gen;
 	uint32_t joined;
 	uint32_t step;
+	int started;                    /* GO went out */
+	int failed;                     /* FAIL went out */
 	uint32_t *node;                 /* rank -> node, JOB_NO_NODE if not joined */
 	struct steps_node *hn;          /* nodes that host ranks */
 	uint32_t nhn, caphn;
@@ -223,6 +225,7 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	for (uint32_t i = 0; i < h->nhn; i++)
 		if (!h->hn[i].have)
 			return;
+	h->started = 1;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
 }
@@ -235,8 +238,49 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 	if (!h || r->rank >= h->size || h->node[r->rank] != from)
 		return;
 	h->node[r->rank] = JOB_NO_NODE;
-	if (--h->joined == 0)
+	if (--h->joined == 0) {
 		hjob_free(h);
+		return;
+	}
+	if (h->started && !h->failed) {
+		/* No step can complete without it.  (Ranks that end a job
+		 * normally leave after their last step completed: the STEP
+		 * for it went out before this, along the same routes.) */
+		struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = r->rank,
+					   .node = JOB_NO_NODE, .err = EPIPE };
+		char text[WIRE_FAIL_TEXT_MAX];
+
+		h->failed = 1;
+		f.text_len = (uint32_t)snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u",
+						r->rank, from, h->name, h->step);
+		if (f.text_len >= sizeof(text))
+			f.text_len = sizeof(text) - 1;
+		log_info("job %s (uid %u): %s; its other ranks' steps fail", h->name, h->uid, text);
+		for (uint32_t i = 0; i < h->nhn; i++)
+			msg_fail(h->hn[i].node, &f, text);
+	}
+}
+
+void home_fail(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_fail *f = &c->u.fail;
+	struct hjob *h = hjob_by_id(f->job, f->gen);
+
+	if (!h || !hnode_find(h, from))
+		return;         /* only a node of the job says so */
+	h->failed = 1;
+	if (f->node == JOB_NO_NODE || f->node == home.self)
+		return;
+	/* The ranks of a lost node will never say LEAVE: they are gone. */
+	for (uint32_t r = 0; r < h->size; r++) {
+		if (h->node[r] != f->node)
+			continue;
+		h->node[r] = JOB_NO_NODE;
+		if (--h->joined == 0) {
+			hjob_free(h);
+			return;
+		}
+	}
 }
 
 void home_report(const struct wire_ctl *c, uint32_t from)

@@ -8,7 +8,11 @@
  * hosts ranks.  When all of them have it (HAVE), it tells them to go (GO),
  * and their daemons let ferry_open return: no item can reach a node that does
  * not yet know its job.  It also decides when a step ends (steps.h) and tells
- * the hosting nodes (STEP).
+ * the hosting nodes (STEP).  A rank that leaves a job that has started
+ * means the job can complete no more steps: the home tells the hosting
+ * nodes (FAIL, EPIPE), and their ranks' ferry_step_wait returns the error.
+ * A FAIL about a lost node (from the nodes that noticed, cluster.h) takes
+ * that node's ranks out of the table, as if they had left.
  *
  * Ownership: a job's record lives here from its first JOIN until its last
  * rank left.
@@ -31,6 +35,7 @@ void home_join(const struct wire_ctl *c, uint32_t from);
 void home_leave(const struct wire_ctl *c, uint32_t from);
 void home_have(const struct wire_ctl *c, uint32_t from);
 void home_report(const struct wire_ctl *c, uint32_t from);
+void home_fail(const struct wire_ctl *c, uint32_t from);
 
 /* The jobs this node is home of, for ferryctl status (only uid's, unless 0). */
 void home_write_status(FILE *out, uid_t uid);

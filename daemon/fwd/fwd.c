@@ -6,8 +6,22 @@
 #include "rx.h"
 #include "tx.h"
 
+static const struct fwd_events *above;
+
+void fwd_set_events(const struct fwd_events *ev)
+{
+	above = ev;
+}
+
+static void peer_lost(struct peer *p, const char *why)
+{
+	if (above && above->node_lost)
+		above->node_lost(p->node, why);
+}
+
 const struct peer_events fwd_peer_events = {
 	.rx = rx_frame,
+	.lost = peer_lost,
 };
 
 int fwd_init(const struct conf *c, uint32_t self)
@@ -28,6 +42,7 @@ int fwd_init(const struct conf *c, uint32_t self)
 
 void fwd_fini(void)
 {
+	above = NULL;
 	rx_fini();
 	agg_fini();
 	ctlq_fini();

@@ -16,6 +16,15 @@
 /* What the peer layer calls when a frame arrives (peer_init). */
 extern const struct peer_events fwd_peer_events;
 
+/* What the layer above (cluster) hears from this one. */
+struct fwd_events {
+	/* A routing peer is lost (net/peer.h, peer_events.lost). */
+	void (*node_lost)(uint32_t node, const char *why);
+};
+
+/* Registers the layer above's events (ev stays valid until fwd_fini). */
+void fwd_set_events(const struct fwd_events *ev);
+
 /* After peer_init and ep_init.  Returns 0 or -ENOMEM. */
 int fwd_init(const struct conf *c, uint32_t self);
 void fwd_fini(void);

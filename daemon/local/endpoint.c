@@ -130,6 +130,19 @@ void ep_step_complete(struct job *j, uint32_t step)
 	}
 }
 
+void ep_job_fail(struct job *j, uint32_t step, uint32_t rank, int err, const char *text)
+{
+	struct proto_rec rec = { .kind = PROTO_REC_FAIL, .dst = step, .src = rank, .channel = (uint16_t)err,
+				 .len = (uint32_t)strlen(text) };
+
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct ep *d = j->ranks[r].ep;
+
+		if (d)
+			ep_deliver_slow(d, &rec, text, 1);
+	}
+}
+
 int ep_publish(void)
 {
 	int work = 0;
@@ -357,6 +370,28 @@ void ep_sleep_done(void)
 		ring_consumer_awake(&ep->tx);
 		ring_producer_awake(&ep->rx);
 	}
+}
+
+int ep_tx_pending(const struct ep *ep)
+{
+	return !ep->failed && atomic_load_explicit(&ep->tx.sh->head, memory_order_acquire) != ep->tx.tail;
+}
+
+uint64_t ep_tx_abandon(struct ep *ep)
+{
+	uint64_t n = 0;
+
+	for (;;) {
+		struct proto_rec rec;
+		const void *payload;
+
+		if (ep->failed || ring_peek(&ep->tx, &rec, &payload) <= 0)
+			break;
+		n += rec.kind == PROTO_REC_ITEM;
+		ring_consume(&ep->tx, &rec);
+	}
+	ep_stats.items_lost += n;
+	return n;
 }
 
 int ep_busy(void)

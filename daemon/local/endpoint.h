@@ -80,6 +80,7 @@ struct ep_stats {
 	uint64_t items_delivered;       /* items written into RX rings */
 	uint64_t items_queued;          /* items that had to wait in daemon memory */
 	uint64_t items_dropped;         /* destination rank gone */
+	uint64_t items_lost;            /* left in the TX ring of a client that exited, undeliverable */
 };
 extern struct ep_stats ep_stats;
 
@@ -183,6 +184,10 @@ void ep_tx_release(struct ep *ep);
  * the step. */
 void ep_step_complete(struct job *j, uint32_t step);
 
+/* A FAIL record (proto/ring.h) to every endpoint of j here, behind every
+ * item delivered so far: the job cannot complete step or any later one. */
+void ep_job_fail(struct job *j, uint32_t step, uint32_t rank, int err, const char *text);
+
 /* Publishes what was written into RX rings, waking clients that sleep.
  * Returns 1 if any was published. */
 int ep_publish(void);
@@ -190,6 +195,13 @@ int ep_publish(void);
 /* Loop hooks (loop.h): arm and disarm wake-ups of TX and RX rings. */
 int ep_sleep_prepare(void);
 void ep_sleep_done(void);
+
+/* 1 while ep's TX ring holds records not taken yet (and ep has not failed). */
+int ep_tx_pending(const struct ep *ep);
+
+/* ep ends with records still in its TX ring: they are taken out and counted
+ * as lost (ep_stats.items_lost).  Returns how many items that was. */
+uint64_t ep_tx_abandon(struct ep *ep);
 
 /* 1 while queued items or unconsumed TX records remain. */
 int ep_busy(void);

@@ -75,6 +75,11 @@ struct job {
 	 * for (job_nodes). */
 	uint32_t *nodes, nnodes;
 
+	/* The job can no longer complete its steps (cluster/cluster.h): the
+	 * errno its ranks' ferry_step_wait returns, 0 while it can; and why. */
+	int failed;
+	char fail_text[160];
+
 	/* statistics */
 	uint64_t items_dropped; /* sent to a rank that had left */
 };

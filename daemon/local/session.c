@@ -39,7 +39,15 @@ struct sess {
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
 	int ready_sent;                 /* READY went out */
 	int killed;                     /* closed for breaking the protocol (counted) */
+	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
 };
+
+/* A client that exits without ferry_close (or is killed) may leave items in
+ * its TX ring that its destinations have no room for yet: its endpoint stays
+ * this long for them to go on, then what is left is counted as lost.  Short,
+ * because the job's other ranks hear only then that it left (their steps
+ * fail, cluster.h). */
+#define SESS_END_GRACE_NS (1000ull * 1000000u)
 
 struct sess_stats sess_stats;
 
@@ -57,6 +65,7 @@ static struct {
 	sess_query_fn *query;
 	const struct sess_events *ev;   /* the layer above */
 	struct log_ratelimit rl_failed;
+	struct loop_timer end_timer;    /* the next ENDING session's end_by_ns */
 } sessions = { .listen_fd = -1 };
 
 /* --- output --- */
@@ -296,6 +305,7 @@ static void close_session(struct sess *s, const char *why, int killed)
 	free(s->out);
 	s->out = NULL;
 	s->state = s->ep ? S_ENDING : S_DEAD;
+	s->end_by_ns = loop_now_ns() + SESS_END_GRACE_NS;
 	sessions.count--;
 	sess_stats.sessions_closed++;
 	sess_stats.sessions_killed += killed != 0;
@@ -303,13 +313,21 @@ static void close_session(struct sess *s, const char *why, int killed)
 	loop_kick();
 }
 
+static void on_end_timer(struct loop_timer *t)
+{
+	(void)t;
+	loop_kick();    /* sess_poll ends what is due */
+}
+
 /* Ends what was closed: endpoints whose client broke the protocol, then
- * those of closed sessions (their TX rings were drained in this turn of the
- * loop), then frees dead sessions.  tell: whether the layer above hears of
- * the ranks that leave. */
+ * those of closed sessions whose TX rings are drained (or that waited
+ * SESS_END_GRACE_NS), then frees dead sessions.  tell: whether the layer
+ * above hears of the ranks that leave (0: the daemon is going away, nothing
+ * waits). */
 static void reap(int tell)
 {
 	struct sess **pp = &sessions.all;
+	uint64_t now = loop_now_ns(), next = 0;
 
 	while (*pp) {
 		struct sess *s = *pp;
@@ -324,7 +342,17 @@ static void reap(int tell)
 			sess_stats.sessions_killed++;
 			s->killed = 1;
 		}
-		if (s->state == S_ENDING) {
+		if (s->state == S_ENDING && tell && ep_tx_pending(s->ep) && now < s->end_by_ns) {
+			if (!next || s->end_by_ns < next)
+				next = s->end_by_ns;
+		} else if (s->state == S_ENDING) {
+			uint64_t lost = ep_tx_abandon(s->ep);
+
+			if (lost)
+				log_rl(&sessions.rl_failed, LOG_NOTICE, "session %u (pid %d uid %u job %s): exited with %llu "
+				       "items in its TX ring that could not go on within %llu ms; they are lost", s->id,
+				       s->cred.pid, s->cred.uid, s->ep->job->name, (unsigned long long)lost,
+				       (unsigned long long)(SESS_END_GRACE_NS / 1000000u));
 			if (tell)
 				sessions.ev->rank_left(s->ep);
 			ep_close(s->ep);
@@ -338,6 +366,8 @@ static void reap(int tell)
 			pp = &s->next;
 		}
 	}
+	if (next)
+		loop_timer_arm(&sessions.end_timer, next - now, on_end_timer, NULL);
 }
 
 int sess_poll(void)
@@ -592,6 +622,7 @@ int sess_init(const struct conf *c, uint32_t self, int listen_fd, sess_query_fn 
 
 void sess_fini(void)
 {
+	loop_timer_cancel(&sessions.end_timer);
 	for (struct sess *s = sessions.all; s; s = s->next)
 		close_session(s, NULL, 0);
 	reap(0);

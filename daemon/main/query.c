@@ -66,11 +66,12 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)sess_stats.sessions_closed,
 			(unsigned long long)sess_stats.sessions_killed);
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
-			"items_dropped %llu\nstalls %llu\nflushes %llu\n",
+			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\n",
 			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,
 			(unsigned long long)ep_stats.items_delivered,
 			(unsigned long long)ep_stats.items_queued,
-			(unsigned long long)ep_stats.items_dropped, (unsigned long long)tx_stats.stalls,
+			(unsigned long long)ep_stats.items_dropped, (unsigned long long)ep_stats.items_lost,
+			(unsigned long long)tx_stats.stalls,
 			(unsigned long long)tx_stats.flushes);
 		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
 			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);

@@ -188,6 +188,21 @@ static void free_hs(struct link *l)
 	l->hs = NULL;
 }
 
+static void on_lost(struct loop_timer *t)
+{
+	struct peer *p = t->ctx;
+	char why[192];
+
+	if (p->state == PEER_UP || p->lost)
+		return;
+	p->lost = 1;
+	snprintf(why, sizeof(why), "node %u has been unreachable for %llu s (%s)", p->node,
+		 (unsigned long long)(PEER_LOST_NS / 1000000000u), p->last_error[0] ? p->last_error : "link down");
+	log_warn("peer %u: %s", p->node, why);
+	if (peers.ev->lost)
+		peers.ev->lost(p, why);
+}
+
 /* The peer loses its link: everything not acknowledged goes out again on the
  * next one, from the first unacknowledged frame. */
 static void detach(struct peer *p, const char *why)
@@ -207,6 +222,8 @@ static void detach(struct peer *p, const char *why)
 	}
 	if (p->outgoing)
 		schedule_retry(p);
+	if (was_up && !p->lost)
+		loop_timer_arm(&p->lost_timer, PEER_LOST_NS, on_lost, p);
 }
 
 /* The transport's down event: the link is gone (and freed right after). */
@@ -336,14 +353,21 @@ static int link_up(struct link *l)
 			drop(p->link, "replaced by a new authenticated connection from the same node");
 		p->link = l;
 	}
+	loop_timer_cancel(&p->lost_timer);
 	if (p->incarnation && hs->their.incarnation != p->incarnation) {
 		uint64_t items;
 		uint32_t frames = seq_reset(&p->seq, &items);
+		char why[160];
 
 		log_notice("peer %u restarted; %u frames (%llu items) queued for its previous instance dropped",
 			   p->node, frames, (unsigned long long)items);
 		p->st.dropped_frames += frames;
+		snprintf(why, sizeof(why), "node %u restarted (its daemon lost what it held; %llu items queued "
+			 "for it were dropped here)", p->node, (unsigned long long)items);
+		if (peers.ev->lost)
+			peers.ev->lost(p, why);
 	}
+	p->lost = 0;
 	p->incarnation = hs->their.incarnation;
 	/* Their ack counts only if it refers to this instance of us. */
 	ack = hs->their.peer_incarnation == peers.incarnation ? hs->their.ack : 0;
@@ -610,6 +634,7 @@ void peer_fini(void)
 		struct peer *p = &peers.all[i];
 
 		loop_timer_cancel(&p->retry);
+		loop_timer_cancel(&p->lost_timer);
 		if (p->link) {
 			free_hs(p->link);
 			p->link->ops->close(p->link);

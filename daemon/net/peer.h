@@ -71,6 +71,8 @@ struct peer {
 
 	struct loop_timer retry;        /* reconnection */
 	uint32_t backoff_ms;
+	struct loop_timer lost_timer;   /* down since PEER_LOST_NS: lost */
+	int lost;                       /* the layer above heard it is lost; until it is up again */
 
 	struct peer_stats st;
 };
@@ -82,7 +84,18 @@ struct peer_events {
 	 * no more until peer_resume_rx), -EPROTO if it is malformed (nothing of
 	 * it was used; the link is dropped and the frame comes again). */
 	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
+	/* p is lost (may be NULL): its link has been down for PEER_LOST_NS
+	 * (once, until it is up again), or it came back as a new instance of
+	 * its daemon, which lost everything the old one had (then the frames
+	 * queued for the old one were dropped).  Items on their way through
+	 * it may be gone for good. */
+	void (*lost)(struct peer *p, const char *why);
 };
+
+/* How long a peer's link may be down before the layer above hears that the
+ * peer is lost: a link that breaks and comes back within this loses
+ * nothing, its frames are resent. */
+#define PEER_LOST_NS (2ull * 1000000000u)
 
 /* Creates the peers of node self and starts connecting/listening with tr,
  * or, if tr is NULL, the transport c->transport asks for ("auto": verbs if

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	wire_decode_hello(data + 1, size - 1, &h);
-	if (wire_ctl_decode(data[0] % 10, data + 1, size - 1, &c) == 0 && c.type == WIRE_CTL_TABLE)
+	if (wire_ctl_decode(data[0] % (WIRE_CTL_TYPE_MAX + 2), data + 1, size - 1, &c) == 0 && c.type == WIRE_CTL_TABLE)
 		for (uint32_t i = 0; i < c.u.table.count; i++)
 			(void)wire_ctl_table_node(&c, i);
 	return 0;

@@ -2,12 +2,16 @@
  * job, to exercise backpressure.
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
- *             [--blocking] [--forever] [--hold-until FILE]
+ *             [--blocking] [--forever] [--hold-until FILE] [--abandon]
+ *             [--until-quiet]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume).
+ * --abandon: rank 0 exits (no ferry_close) at its first -EAGAIN, its TX
+ * ring full, printing "rank 0 abandoned after N items".  --until-quiet: rank
+ * 1 receives until nothing came for 3 s and prints "rank 1 got N".
  * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
  */
@@ -24,11 +28,12 @@ int main(int argc, char **argv)
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
+		{ "abandon", no_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0;
-	int forever = 0, opt, ret;
+	int forever = 0, abandon = 0, quiet = 0, opt, ret;
 	const char *hold = NULL;
 	uint8_t *buf;
 	ferry_t *f;
@@ -43,6 +48,8 @@ int main(int argc, char **argv)
 		case 'b': fo.flags |= FERRY_BLOCKING; break;
 		case 'f': forever = 1; break;
 		case 'H': hold = optarg; break;
+		case 'A': abandon = 1; break;
+		case 'Q': quiet = 1; break;
 		default: return 2;
 		}
 	}
@@ -60,6 +67,11 @@ int main(int argc, char **argv)
 		for (long i = 0; forever || i < items;) {
 			fill_item(buf, 0, 1, (uint32_t)i, (uint32_t)len);
 			ret = ferry_send(f, 1, 0, buf, (size_t)len);
+			if (ret == -EAGAIN && abandon) {
+				printf("rank 0 abandoned after %ld items\n", i);
+				fflush(stdout);
+				_exit(0);
+			}
 			if (ret == -EAGAIN) {
 				eagain++;
 				usleep(50);
@@ -84,8 +96,12 @@ int main(int argc, char **argv)
 		usleep(10000);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
-		int n = ferry_recv(f, it, 64, 10000);
+		int n = ferry_recv(f, it, 64, quiet ? 3000 : 10000);
 
+		if (n == 0 && quiet) {
+			printf("rank 1 got %ld\n", got);
+			return 0;
+		}
 		if (n <= 0) {
 			fprintf(stderr, "rank 1: ferry_recv: %s after %ld items\n",
 				n == 0 ? "timed out" : ferry_strerror(n), got);

@@ -289,6 +289,31 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(99, buf, (size_t)n, &c), -EPROTO);
+
+	/* XOFF and XON: the step field is a rank. */
+	st.step = PROTO_MAX_RANKS - 1;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_XOFF, buf, (size_t)n, &c), 0);
+	st.step = PROTO_MAX_RANKS;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_XON, buf, (size_t)n, &c), -EPROTO);
+
+	/* FAIL: the text comes back NUL-terminated; it must be printable. */
+	{
+		struct wire_ctl_fail f = { .job = 4097, .gen = 9, .step = 4, .rank = 2, .node = UINT32_MAX,
+					   .err = EPIPE, .text_len = 11 };
+
+		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), 0);
+		CHECK(c.u.fail.rank == 2 && c.u.fail.err == EPIPE && c.u.fail.node == UINT32_MAX);
+		CHECK_EQ(strcmp(c.text, "rank 2 left"), 0);
+		buf[sizeof(f) + 3] = '\n';
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n - 1, &c), -EPROTO);    /* text_len off */
+		f.err = 0;
+		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
+	}
 }
 
 int main(void)

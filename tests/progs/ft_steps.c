@@ -1,0 +1,86 @@
+/* tests/progs/ft_steps.c - a job that runs steps until told to stop, to see
+ * how steps end when a rank or a node goes away.
+ *
+ *   ft_steps --job J --rank R --size P [--steps S] [--items K] [--die-at S2]
+ *
+ * Every step: K items of 32 bytes to every rank, ferry_done, then
+ * ferry_step_wait (for ever), receiving what arrives.  With --die-at, this
+ * rank exits at once (no ferry_done, no ferry_close) when step S2 begins.
+ * Prints "rank R ok: S steps" and exits 0 when all steps completed, or
+ * "rank R step N: ERRNAME: message" and exits 3 when ferry_step_wait failed
+ * (what the test looks for), 1 on any other error.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
+		{ "size", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
+		{ "items", required_argument, NULL, 'k' }, { "die-at", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ferry_opts fo = { 0 };
+	long steps = 1000000, items = 10, die_at = -1;
+	uint8_t buf[32] = { 0 };
+	int opt, ret;
+	ferry_t *f;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j': fo.job = optarg; break;
+		case 'r': fo.rank = (int)arg_long("--rank", optarg); break;
+		case 'p': fo.size = (int)arg_long("--size", optarg); break;
+		case 's': steps = arg_long("--steps", optarg); break;
+		case 'k': items = arg_long("--items", optarg); break;
+		case 'd': die_at = arg_long("--die-at", optarg); break;
+		default: return 2;
+		}
+	}
+	ret = ferry_open(&f, &fo);
+	if (ret < 0) {
+		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
+		return 1;
+	}
+	for (long s = 1; s <= steps; s++) {
+		struct ferry_item it[64];
+
+		if (s == die_at) {
+			printf("rank %d dies at step %ld\n", fo.rank, s);
+			fflush(stdout);
+			_exit(0);
+		}
+		for (int dst = 0; dst < fo.size; dst++)
+			for (long k = 0; k < items; k++) {
+				ret = ferry_send(f, (uint32_t)dst, 0, buf, sizeof(buf));
+				if (ret == -EAGAIN) {
+					ferry_recv(f, it, 64, 0);
+					k--;
+					continue;
+				}
+				if (ret < 0) {
+					fprintf(stderr, "rank %d step %ld: ferry_send: %s: %s\n", fo.rank, s,
+						ferry_strerror(ret), ferry_last_error());
+					return 1;
+				}
+			}
+		ret = ferry_done(f);
+		if (ret == 0)
+			ret = ferry_step_wait(f, -1);
+		if (ret < 0) {
+			printf("rank %d step %ld: %s: %s\n", fo.rank, s, ferry_strerror(ret), ferry_last_error());
+			fflush(stdout);
+			ferry_close(f);
+			return 3;
+		}
+		while (ferry_recv(f, it, 64, 0) > 0)
+			;
+	}
+	ferry_close(f);
+	printf("rank %d ok: %ld steps\n", fo.rank, steps);
+	return 0;
+}
