@@ -31,5 +31,6 @@ int log_level_parse(const char *name);
 #define log_debug(...)   do { if (log_level >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__); } while (0)
 
 #define log_rl_warn(...) do { static struct log_ratelimit rl_; log_rl(&rl_, LOG_WARNING, __VA_ARGS__); } while (0)
+#define log_rl_notice(...) do { static struct log_ratelimit rl_; log_rl(&rl_, LOG_NOTICE, __VA_ARGS__); } while (0)
 
 #endif

@@ -174,7 +174,7 @@ static int parse(struct link_tcp *t)
 		int ret;
 
 		if (wire_decode_hdr(t->rbuf + t->roff, &h) < 0) {
-			log_warn("link %s: malformed frame header; closing the connection", t->addr);
+			log_rl_warn("link %s: malformed frame header; closing the connection", t->addr);
 			return -EPROTO;
 		}
 		need = sizeof(h) + h.len;

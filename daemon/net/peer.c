@@ -132,8 +132,8 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 static int take_ack(struct peer *p, uint64_t ack)
 {
 	if (seq_take_ack(&p->seq, ack) < 0) {
-		log_warn("peer %u acknowledges frame %llu, but only %llu went out; closing the link",
-			 p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
+		log_rl_warn("peer %u acknowledges frame %llu, but only %llu went out; closing the link",
+			    p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
 		return -EPROTO;
 	}
 	return 0;
@@ -258,8 +258,8 @@ static void on_hs_timeout(struct loop_timer *t)
 		drop(l, "connecting timed out");
 		return;
 	}
-	log_notice("%s%u: handshake did not complete within %llu s; closing", l->peer ? "peer " : "connection ",
-		   l->peer ? l->peer->node : 0, (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
+	log_rl_notice("%s%u: handshake did not complete within %llu s; closing", l->peer ? "peer " : "connection ",
+		      l->peer ? l->peer->node : 0, (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
 	drop(l, "handshake timed out");
 }
 
@@ -372,8 +372,8 @@ static int link_up(struct link *l)
 	/* Their ack counts only if it refers to this instance of us. */
 	ack = hs->their.peer_incarnation == peers.incarnation ? hs->their.ack : 0;
 	if (seq_resume(&p->seq, ack) < 0) {
-		log_warn("peer %u acknowledges frame %llu, but only %llu were sent; closing the link", p->node,
-			 (unsigned long long)ack, (unsigned long long)p->seq.send_seq);
+		log_rl_warn("peer %u acknowledges frame %llu, but only %llu were sent; closing the link", p->node,
+			    (unsigned long long)ack, (unsigned long long)p->seq.send_seq);
 		snprintf(p->last_error, sizeof(p->last_error), "peer acknowledges frames that were never sent");
 		return -EPROTO;
 	}
@@ -404,38 +404,38 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 		struct wire_hello *w = &hs->their;
 
 		if (wire_decode_hello(body, h->len, w) < 0) {
-			log_warn("%s%u: malformed HELLO; closing", p ? "peer " : "connection from node ", p ? p->node : 0);
+			log_rl_warn("%s%u: malformed HELLO; closing", p ? "peer " : "connection from node ", p ? p->node : 0);
 			return -EPROTO;
 		}
 		if (w->cluster_len != strlen(peers.conf->cluster_name) ||
 		    memcmp(w->cluster, peers.conf->cluster_name, w->cluster_len) != 0) {
-			log_warn("node %u belongs to cluster \"%.*s\", not \"%s\"; refused", w->from, w->cluster_len,
-				 w->cluster, peers.conf->cluster_name);
+			log_rl_warn("node %u belongs to cluster \"%.*s\", not \"%s\"; refused", w->from, w->cluster_len,
+				    w->cluster, peers.conf->cluster_name);
 			return -EPROTO;
 		}
 		if (w->to != peers.self) {
-			log_warn("node %u meant to reach node %u, this is node %u; refused (check --node)", w->from,
-				 w->to, peers.self);
+			log_rl_warn("node %u meant to reach node %u, this is node %u; refused (check --node)", w->from,
+				    w->to, peers.self);
 			return -EPROTO;
 		}
 		memcpy(hs->theirs, body, sizeof(hs->theirs));
 		hs->have_theirs = 1;
 		if (l->outgoing) {
 			if (w->from != p->node) {
-				log_warn("peer %u answered as node %u; refused", p->node, w->from);
+				log_rl_warn("peer %u answered as node %u; refused", p->node, w->from);
 				return -EPROTO;
 			}
 			return 1;       /* its AUTH follows */
 		}
 		p = peer_by_node(w->from);
 		if (!p) {
-			log_warn("node %u is not a routing peer of node %u; refused (do both use the same topology?)",
-				 w->from, peers.self);
+			log_rl_warn("node %u is not a routing peer of node %u; refused (do both use the same topology?)",
+				    w->from, peers.self);
 			return -EPROTO;
 		}
 		if (p->outgoing) {
-			log_warn("node %u connected, but node %u is the one that connects to it; refused "
-				 "(do both use the same configuration?)", w->from, peers.self);
+			log_rl_warn("node %u connected, but node %u is the one that connects to it; refused "
+				    "(do both use the same configuration?)", w->from, peers.self);
 			return -EPROTO;
 		}
 		l->peer = p;    /* claimed; p->link and p->state change once it authenticates */
@@ -480,8 +480,8 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 		}
 		return link_up(l);
 	}
-	log_warn("%s%u: unexpected frame (kind %u) during the handshake; closing", p ? "peer " : "node ",
-		 p ? p->node : hs->their.from, h->kind);
+	log_rl_warn("%s%u: unexpected frame (kind %u) during the handshake; closing", p ? "peer " : "node ",
+		    p ? p->node : hs->their.from, h->kind);
 	return -EPROTO;
 }
 
@@ -497,7 +497,7 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t
 	if (h->kind == WIRE_ACK)
 		return 1;
 	if (h->kind != WIRE_DATA) {
-		log_warn("peer %u: unexpected frame kind %u; closing the link", p->node, h->kind);
+		log_rl_warn("peer %u: unexpected frame kind %u; closing the link", p->node, h->kind);
 		return -EPROTO;
 	}
 	ret = seq_check(&p->seq, h->seq);
@@ -506,15 +506,15 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t
 		return 1;
 	}
 	if (ret < 0) {
-		log_warn("peer %u: frame %llu out of sequence (expected %llu); closing the link", p->node,
-			 (unsigned long long)h->seq, (unsigned long long)p->seq.recv_seq + 1);
+		log_rl_warn("peer %u: frame %llu out of sequence (expected %llu); closing the link", p->node,
+			    (unsigned long long)h->seq, (unsigned long long)p->seq.recv_seq + 1);
 		return -EPROTO;
 	}
 	if (p->rx_held)
 		return 0;
 	ret = peers.ev->rx(p, body, h->len);
 	if (ret < 0) {
-		log_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
+		log_rl_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
 		return -EPROTO;
 	}
 	p->rx_held = ret == 1;

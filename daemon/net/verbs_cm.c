@@ -158,7 +158,7 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 	cp.private_data = &mine;
 	cp.private_data_len = sizeof(mine);
 	if (rdma_accept(id, &cp) < 0) {
-		log_warn("verbs: rdma_accept for node %d: %m", from);
+		log_rl_warn("verbs: rdma_accept for node %d: %m", from);
 		verbs_link_end(v);
 		return;
 	}
@@ -201,7 +201,7 @@ static void on_cm(struct loop_watch *w, uint32_t events)
 
 			rdma_ack_cm_event(ev);
 			if (from < 0) {
-				log_warn("verbs link %s: %s", v->addr, bad);
+				log_rl_warn("verbs link %s: %s", v->addr, bad);
 				verbs_link_fail(v, "the peer's identification does not fit");
 				continue;
 			}

@@ -134,7 +134,7 @@ int verbs_link_setup(struct vlink *v)
 	size_t rbytes = (size_t)VERBS_RECV_BUFS * verbs.max_frame;
 
 	if (v->id->verbs != verbs.ctx) {
-		log_warn("verbs link %s: the peer is reachable only through another RDMA device", v->addr);
+		log_rl_warn("verbs link %s: the peer is reachable only through another RDMA device", v->addr);
 		return -EXDEV;
 	}
 	v->rbuf = malloc(rbytes);
@@ -144,20 +144,20 @@ int verbs_link_setup(struct vlink *v)
 	v->rmr = ibv_reg_mr(verbs.pd, v->rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE);
 	v->cmr = ibv_reg_mr(verbs.pd, v->cbuf, VERBS_CTRL_SLOTS * VERBS_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
 	if (!v->rmr || !v->cmr) {
-		log_err("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
+		log_rl_warn("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
 		return -ENOMEM;
 	}
 	if (rdma_create_qp(v->id, verbs.pd, &qa) < 0) {
 		int ret = -errno;
 
-		log_err("verbs link %s: rdma_create_qp: %m", v->addr);
+		log_rl_warn("verbs link %s: rdma_create_qp: %m", v->addr);
 		return ret;
 	}
 	for (uint32_t i = 0; i < VERBS_RECV_BUFS; i++) {
 		int ret = post_recv(v, i);
 
 		if (ret < 0) {
-			log_err("verbs link %s: ibv_post_recv: %s", v->addr, strerror(-ret));
+			log_rl_warn("verbs link %s: ibv_post_recv: %s", v->addr, strerror(-ret));
 			return ret;
 		}
 	}
@@ -270,7 +270,7 @@ static int take(struct vlink *v, uint32_t idx, uint32_t len)
 	int ret;
 
 	if (len < sizeof(h) || wire_decode_hdr(buf, &h) < 0 || sizeof(h) + h.len != len) {
-		log_warn("verbs link %s: malformed frame; closing", v->addr);
+		log_rl_warn("verbs link %s: malformed frame; closing", v->addr);
 		verbs_link_fail(v, "malformed frame");
 		return -1;
 	}
