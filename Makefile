@@ -177,6 +177,13 @@ $(BUILD)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/unit/fake_link.h $(FUZZ_PE
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_PEER_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
+# The data path (forwarding, cluster control items, TX draining) runs the
+# whole daemon library on that transport.
+FUZZ_FWD_SRC := $(PROTO_SRC) $(PLAN_SRC) $(DAEMON_LIB_SRC)
+$(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/unit/fake_link.h $(FUZZ_FWD_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_FWD_SRC) $(call pkglibs,$(DAEMON_PKGS))
+
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
