@@ -29,7 +29,9 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 
 ifeq ($(SAN),1)
 BUILD      ?= build/san
-SANFLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# FERRY_SANITIZERS: the seccomp filter lets the sanitizers' runtime make its
+# calls too (daemon/core/sandbox.def).
+SANFLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_SANITIZERS
 else
 BUILD      ?= build
 SANFLAGS   :=
@@ -43,7 +45,7 @@ LDFLAGS    ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
 # Evaluated when a recipe runs, so that `make check` can install the packages first.
-DAEMON_PKGS = libconfig libsystemd libsodium libibverbs librdmacm
+DAEMON_PKGS = libconfig libsystemd libsodium libibverbs librdmacm libseccomp
 pkgflags    = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkglibs     = $(shell pkg-config --libs $(1) 2>/dev/null || echo __missing_$(1))
 
@@ -247,6 +249,10 @@ demo: deps
 
 # --- install ---
 
+# The unit's SystemCallFilter=: what ferryd's own filter allows (CALL) and
+# what it needs before installing it (START), from the same list.
+UNIT_SYSCALLS = $(shell sed -n 's/^\(CALL\|START\)(\([a-z0-9_]*\)).*/\2/p' daemon/core/sandbox.def | tr '\n' ' ' | sed 's/ $$//')
+
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/ferry
@@ -258,7 +264,8 @@ install: all
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
 	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
-	sed 's|@SBINDIR@|$(SBINDIR)|' packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
+	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \
+		packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
 	install -m 644 packaging/ferryd.socket $(DESTDIR)$(UNITDIR)/ferryd.socket
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \

@@ -54,6 +54,11 @@ enum ctl_query {
 	CTL_Q_MAX    = CTL_Q_DEBUG,
 };
 
+/* CTL_Q_DEBUG's arg: a node id (break the link to it), or this: make a
+ * system call that ferryd's seccomp filter forbids (it kills the daemon
+ * when the filter is on). */
+#define CTL_DEBUG_FORBIDDEN_CALL 0xffffffffu
+
 struct ctl_hdr {
 	uint8_t  version;       /* CTL_VERSION */
 	uint8_t  type;          /* enum ctl_type */

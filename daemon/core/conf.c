@@ -3,6 +3,7 @@
  * "file:line: what is wrong" message. */
 #include "conf.h"
 #include "log.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -413,7 +414,9 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 						"link_bytes", NULL };
 	static const char *const sec_keys[] = { "key_file", NULL };
 	static const char *const log_keys[] = { "level", NULL };
-	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", NULL };
+	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", NULL };
+	/* in the order of enum sandbox_mode */
+	static const char *const seccomp_modes[] = { "kill", "log", "off", NULL };
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
@@ -463,7 +466,8 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	if ((ret = get_group(p, root, "daemon", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, dmn_keys)) < 0) ||
 	    (ret = get_str(p, g, "runtime_dir", c->runtime_dir, sizeof(c->runtime_dir) - 32, &s)) < 0 ||
-	    (ret = GET_INT(p, g, "spin_us", 0, 100000, c->spin_us)) < 0)
+	    (ret = GET_INT(p, g, "spin_us", 0, 100000, c->spin_us)) < 0 ||
+	    (ret = get_enum(p, g, "seccomp", seccomp_modes, &c->seccomp)) < 0)
 		return ret;
 	if (s && c->runtime_dir[0] != '/')
 		return invalid(p, s, "'daemon.runtime_dir' must be an absolute path");
@@ -494,6 +498,7 @@ void conf_defaults(struct conf *c)
 	c->log_level = LOG_INFO;
 	strcpy(c->runtime_dir, "/run/ferry");
 	c->spin_us = 50;
+	c->seccomp = SANDBOX_KILL;
 	route_init(&c->route, ROUTE_GRID, 1, &c->nnodes, 1);
 }
 

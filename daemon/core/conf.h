@@ -54,6 +54,7 @@ struct conf {
 	/* daemon */
 	char runtime_dir[PATH_MAX];
 	uint32_t spin_us;
+	int seccomp;                    /* enum sandbox_mode (core/sandbox.h) */
 };
 
 /* Fills c with the built-in defaults: a one-node cluster on localhost. */

@@ -9,6 +9,7 @@
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../core/notify.h"
+#include "../core/sandbox.h"
 #include "../fwd/fwd.h"
 #include "../local/endpoint.h"
 #include "../local/session.h"
@@ -52,6 +53,9 @@ static void usage(FILE *out)
 		"  --runtime-dir DIR     directory for the client socket (default: daemon.runtime_dir,\n"
 		"                        /run/ferry)\n"
 		"  --log-level LEVEL     err, warning, notice, info or debug (default: logging.level)\n"
+		"  --seccomp MODE        the system call filter: kill, log or off (default: daemon.seccomp,\n"
+		"                        kill)\n"
+		"  --syscalls            print the system calls the filter allows, exit\n"
 		"  --check-config [FILE] validate the configuration, print the resolved topology, exit\n"
 		"  --version, --help\n");
 }
@@ -217,6 +221,8 @@ int main(int argc, char **argv)
 		{ "runtime-dir", required_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "check-config", no_argument, NULL, 'C' },
+		{ "seccomp", required_argument, NULL, 'S' },
+		{ "syscalls", no_argument, NULL, 'L' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -226,7 +232,7 @@ int main(int argc, char **argv)
 		.sleep_prepare = ep_sleep_prepare,
 		.sleep_done = ep_sleep_done,
 	};
-	const char *config = NULL, *runtime_dir = NULL, *level = NULL;
+	const char *config = NULL, *runtime_dir = NULL, *level = NULL, *seccomp = NULL;
 	int check = 0, opt, ret = 1, explicit_config;
 	long node = -1;
 	char err[512];
@@ -237,6 +243,8 @@ int main(int argc, char **argv)
 		case 'r': runtime_dir = optarg; break;
 		case 'l': level = optarg; break;
 		case 'C': check = 1; break;
+		case 'S': seccomp = optarg; break;
+		case 'L': sandbox_list(stdout); return 0;
 		case 'n': {
 			char *end;
 
@@ -281,6 +289,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferryd: --log-level %s: must be err, warning, notice, info or debug\n", level);
 		return 2;
 	}
+	if (seccomp) {
+		int m = -1;
+
+		for (int i = SANDBOX_KILL; i <= SANDBOX_OFF; i++)
+			if (strcmp(seccomp, sandbox_mode_name(i)) == 0)
+				m = i;
+		if (m < 0) {
+			fprintf(stderr, "ferryd: --seccomp %s: must be kill, log or off\n", seccomp);
+			return 2;
+		}
+		ferryd.conf.seccomp = m;
+	}
 	if (runtime_dir) {
 		if (strlen(runtime_dir) >= sizeof(ferryd.conf.runtime_dir) - 32) {
 			fprintf(stderr, "ferryd: --runtime-dir: path too long\n");
@@ -312,6 +332,11 @@ int main(int argc, char **argv)
 		goto fini_fwd;
 	if (sess_init(&ferryd.conf, ferryd.self, notify_listen_fd(), query_answer, &cluster_sess_events) < 0)
 		goto fini_cluster;
+	/* Everything is set up: from here on ferryd makes only the calls of
+	 * core/sandbox.def.  Before READY=1, so that a daemon systemd counts
+	 * as started is a sandboxed one. */
+	if (sandbox_init(ferryd.conf.seccomp) < 0)
+		goto fini_sessions;
 
 	log_notice("node %u of %u (cluster \"%s\") ready on %s/%s; %u peers, transport %s", ferryd.self,
 		   ferryd.conf.nnodes, ferryd.conf.cluster_name, ferryd.conf.runtime_dir, SESS_SOCKET_NAME, peer_count(),
@@ -323,6 +348,7 @@ int main(int argc, char **argv)
 		on_watchdog(&ferryd.watchdog_timer);
 
 	ret = loop_run() < 0 ? 1 : 0;
+fini_sessions:
 	sess_fini();
 fini_cluster:
 	cluster_fini();

@@ -2,6 +2,7 @@
 #include "query.h"
 #include "../cluster/cluster.h"
 #include "../core/loop.h"
+#include "../core/sandbox.h"
 #include "../fwd/agg.h"
 #include "../fwd/flow.h"
 #include "../fwd/fwd.h"
@@ -15,6 +16,7 @@
 #include "../../proto/ctl.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,9 +89,17 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		fwd_write_peer_stats(out);
 		return 0;
 	case CTL_Q_DEBUG:
-		/* Fault injection for tests: break the link to node arg. */
+		/* Fault injection for tests: break the link to node arg, or
+		 * show that the system call filter is on (by dying of it). */
 		if (cred->uid != 0 && cred->uid != geteuid())
 			return -EPERM;
+		if (arg == CTL_DEBUG_FORBIDDEN_CALL) {
+			int e = sandbox_probe();
+
+			fprintf(out, "execve was not refused (%s): the system call filter is %s\n",
+				strerror(-e), sandbox_mode_name(c->seccomp));
+			return 0;
+		}
 		if (peer_fault(arg) < 0) {
 			fprintf(out, "node %u is not a connected peer\n", arg);
 			return -ENOENT;

@@ -17,8 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Loads the key from path (64 hex digits; whitespace ignored), or sets up
- * insecure mode when path is "".  Errors are logged. */
+/* Loads the cluster key (64 hex digits; whitespace ignored).  The key systemd
+ * passes as a credential comes first: $CREDENTIALS_DIRECTORY/cluster.key
+ * (the unit's LoadCredential=), unless it holds "none" (the unit's fallback
+ * when there is no key file).  Otherwise the key is read from path, and
+ * "" there means insecure mode.  Errors are logged. */
 int auth_init(const char *path);
 void auth_fini(void);
 

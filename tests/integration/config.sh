@@ -34,6 +34,8 @@ w wrong-type <<<$'aggregation: {\n  flush_us = "soon";\n};'
 bad wrong-type 2 "'aggregation.flush_us' must be an integer, not a string"
 w out-of-range <<<$'limits: {\n  max_clients = 0;\n};'
 bad out-of-range 2 "'limits.max_clients' is 0, must be between 1 and 65536"
+w seccomp-mode <<<$'daemon: {\n  seccomp = "no";\n};'
+bad seccomp-mode 2 "'daemon.seccomp' is \"no\", must be \"kill\", \"log\" or \"off\""
 w not-power-of-two <<<$'limits: { ring_bytes = 300000; };'
 bad not-power-of-two 1 "'limits.ring_bytes' is 300000, must be a power of two"
 w dims-mismatch <<<$'cluster: { host_pattern = "n%d"; count = 15; };\ntopology: {\n  physical = "torus";\n  dims = [ 4, 4 ];\n};'

@@ -12,7 +12,40 @@ for f in opt/ferry/sbin/ferryd opt/ferry/bin/ferryctl opt/ferry/lib/libferry.so.
 	etc/ferry/ferry.conf; do
 	expect "installed $f" test -e "$DEST/$f"
 done
-expect "the unit runs the installed ferryd" grep -q '^ExecStart=/opt/ferry/sbin/ferryd$' "$DEST/opt/ferry/lib/systemd/system/ferryd.service"
+UNITS=$DEST/opt/ferry/lib/systemd/system
+expect "the unit runs the installed ferryd" grep -q '^ExecStart=/opt/ferry/sbin/ferryd$' "$UNITS/ferryd.service"
+expect "... and loads the cluster key from the installed configuration as a credential" \
+	grep -q '^LoadCredential=cluster.key:/etc/ferry/cluster.key$' "$UNITS/ferryd.service"
+
+# The unit's SystemCallFilter= and ferryd's own filter come from one list
+# (daemon/core/sandbox.def): every call the built ferryd allows itself is
+# in the installed unit's list (or systemd would kill it first).
+unit_calls=$(sed -n 's/^SystemCallFilter=//p' "$UNITS/ferryd.service" | tr ' ' '\n' | sort -u)
+own_calls=$("$BUILD/ferryd" --syscalls | awk 'NF == 1 { print $1 }' | sort -u)
+missing=$(comm -23 <(echo "$own_calls") <(echo "$unit_calls"))
+expect "the unit's SystemCallFilter= allows the $(echo "$own_calls" | wc -l) calls ferryd's own filter allows" \
+	test -n "$own_calls" -a -z "$missing"
+[ -z "$missing" ] || echo "# missing from the unit:" $missing
+
+if command -v systemd-analyze >/dev/null; then
+	# verify wants the program where the unit says it is.
+	mkdir -p "$TMP/units"
+	sed "s|^ExecStart=|ExecStart=$DEST|" "$UNITS/ferryd.service" >"$TMP/units/ferryd.service"
+	cp "$UNITS/ferryd.socket" "$TMP/units/"
+	systemd-analyze verify --man=no "$TMP/units/ferryd.service" "$TMP/units/ferryd.socket" >"$TMP/verify.log" 2>&1
+	expect "systemd-analyze verify takes both units without a word (every setting and call name known)" \
+		test $? = 0 -a ! -s "$TMP/verify.log"
+	sed 's/^/#   /' "$TMP/verify.log"
+	systemd-analyze security --offline=yes "$UNITS/ferryd.service" >"$TMP/security.log" 2>&1
+	score=$(sed -n 's/.*Overall exposure level for ferryd.service: \([0-9.]*\) .*/\1/p' "$TMP/security.log")
+	if awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 2.0) }'; then
+		t_ok "systemd-analyze security --offline=yes scores the installed unit $score (at most 2.0)"
+	else
+		t_fail "systemd-analyze security --offline=yes scores the installed unit ${score:-?} (at most 2.0)" "$TMP/security.log"
+	fi
+else
+	echo "ok - $TEST: systemd-analyze verify and security on the installed unit # SKIP systemd-analyze not installed"
+fi
 expect "soname is libferry.so.0" bash -c "objdump -p '$DEST/opt/ferry/lib/libferry.so.0' | grep -q 'SONAME *libferry.so.0'"
 exported=$(nm -D --defined-only "$DEST/opt/ferry/lib/libferry.so.0" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort -u)
 expect "the shared library exports only ferry_* functions" bash -c "! grep -qv '^ferry_' <<<'$exported'"

@@ -18,6 +18,28 @@ DAEMONS=()
 TMP=$(mktemp -d /tmp/ferry-test.XXXXXX)
 chmod 755 "$TMP"
 
+# Daemons run as the unit runs them (packaging/ferryd.service): as a user of
+# their own when the tests run as root (uid and gid FERRYD_UID, 64100 unless
+# set: no passwd entry is needed, as with DynamicUser=), with no
+# supplementary groups, no capabilities, not even in the bounding set, and
+# no_new_privs; and with their own seccomp filter on (the default).
+# "${FERRYD[@]}" ARGS... runs one; the binary is copied to $TMP/bin, since
+# the build tree may not be readable by that user.  Files a daemon must
+# read (keys) or write (its runtime directory) are given to it with
+# daemon_owns.  Not root: the daemons run as the user running the tests.
+mkdir -p "$TMP/bin"
+cp "$BUILD/ferryd" "$TMP/bin/ferryd"
+chmod -R a+rX "$TMP/bin"
+if [ "$(id -u)" = 0 ]; then
+	FERRYD_UID=${FERRYD_UID:-64100}
+	FERRYD=(setpriv --reuid="$FERRYD_UID" --regid="$FERRYD_UID" --clear-groups --bounding-set=-all
+		--inh-caps=-all --no-new-privs "$TMP/bin/ferryd")
+else
+	FERRYD_UID=$(id -u)
+	FERRYD=("$TMP/bin/ferryd")
+fi
+daemon_owns() { [ "$(id -u)" != 0 ] || chown "$FERRYD_UID:$FERRYD_UID" "$@"; }
+
 NETNS_LIST=()
 
 cleanup() {
@@ -58,8 +80,9 @@ start_daemon() {
 	local name=$1; shift
 	mkdir -p "$TMP/$name"
 	chmod 755 "$TMP/$name"
+	daemon_owns "$TMP/$name"
 	# NETNS=name runs it inside that network namespace.
-	${NETNS:+ip netns exec "$NETNS"} "$BUILD/ferryd" --runtime-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
+	${NETNS:+ip netns exec "$NETNS"} "${FERRYD[@]}" --runtime-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
 	DAEMONS+=("$name")
@@ -75,6 +98,13 @@ start_daemon() {
 
 dpid() { eval "echo \$DPID_$1"; }
 
+# sigsys NAME: says that the daemon was killed by its seccomp filter, and
+# which call it made, as the kernel logged it (audit type 1326, syscall=N).
+sigsys() {
+	echo "# ferryd $1 was killed by SIGSYS: a system call outside daemon/core/sandbox.def; the kernel says:"
+	dmesg 2>/dev/null | grep 'type=1326' | tail -n 3 | sed 's/^/#   /'
+}
+
 # stop_daemon NAME: SIGTERM, wait; fails if it does not exit 0 or logged a
 # sanitizer report.
 stop_daemon() {
@@ -82,6 +112,7 @@ stop_daemon() {
 	pid=$(dpid "$name")
 	kill -TERM "$pid" 2>/dev/null
 	wait "$pid"; rc=$?
+	if [ $rc -eq $((128 + 31)) ]; then sigsys "$name"; return 1; fi
 	if [ $rc -ne 0 ]; then echo "# ferryd $name exited with $rc"; return 1; fi
 	if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$TMP/$name.log"; then
 		echo "# ferryd $name: sanitizer report in its log"; return 1

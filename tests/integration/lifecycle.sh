@@ -7,6 +7,7 @@
 # --- sd_notify, against a stand-in for systemd's notification socket ---
 bg notify.log prog ft_notify "$TMP/notify.sock" 30
 wait_for '[ -S "$TMP/notify.sock" ]'
+daemon_owns "$TMP/notify.sock"          # systemd's is writable by every service
 NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=200000 start_daemon n0 || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 expect "READY=1 once the socket listens" wait_for 'grep -q "^READY=1" "$TMP/notify.log"'
@@ -19,7 +20,7 @@ expect "STATUS= follows the traffic" wait_for 'grep -q "^STATUS=node 0/1: 0 clie
 expect "every log line starts with a <N> level prefix" bash -c "! grep -vqE '^<[0-7]>ferryd: ' '$TMP/n0.log'"
 
 # --- one daemon per socket ---
-"$BUILD/ferryd" --runtime-dir "$TMP/n0" >"$TMP/second.log" 2>&1
+"${FERRYD[@]}" --runtime-dir "$TMP/n0" >"$TMP/second.log" 2>&1
 expect "a second ferryd on the same socket refuses to start" \
 	bash -c "[ $? -ne 0 ] && grep -q 'another ferryd is listening' '$TMP/second.log'"
 
@@ -45,7 +46,7 @@ expect "the socket file is removed at exit" test ! -e "$TMP/n0/ferryd.sock"
 # --- socket activation (systemd-socket-activate passes the listening fd) ---
 if command -v systemd-socket-activate >/dev/null; then
 	mkdir -p "$TMP/sa"
-	bg sa.log systemd-socket-activate -l "$TMP/sa/ferryd.sock" "$BUILD/ferryd" --runtime-dir "$TMP/sa"
+	bg sa.log systemd-socket-activate -l "$TMP/sa/ferryd.sock" "${FERRYD[@]}" --runtime-dir "$TMP/sa"
 	sa=$LASTPID
 	wait_for '[ -S "$TMP/sa/ferryd.sock" ]'
 	expect "socket activation: the first client starts ferryd, which serves it" \

@@ -20,7 +20,7 @@ expect "... and a job runs across them" run_cluster_job au a2a 2 1 --items 200 -
 expect "auto: daemons exit cleanly" stop_cluster au 2
 
 cluster_conf vb 2 'transport: { kind = "verbs"; };'
-"$BUILD/ferryd" --config "$TMP/vb.conf" --node 0 --runtime-dir "$TMP" >"$TMP/vb.log" 2>&1 &
+"${FERRYD[@]}" --config "$TMP/vb.conf" --node 0 --runtime-dir "$TMP" >"$TMP/vb.log" 2>&1 &
 PIDS+=("$!")
 wait "$!"
 rc=$?

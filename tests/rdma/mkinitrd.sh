@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/rdma/mkinitrd.sh CACHE BUILD OUT - builds the VM's initramfs: busybox,
-# the soft-RoCE kernel modules, rdma-core's rxe provider, bash, ferryd,
-# ferryctl, libferry and the test programs (each with the shared libraries it
-# needs), tests/rdma/init.sh as /init and tests/rdma/vm-tests.sh.
+# the soft-RoCE kernel modules, rdma-core's rxe provider, bash, setpriv (the
+# daemons run as an unprivileged user there too), ferryd, ferryctl, libferry
+# and the test programs (each with the shared libraries it needs),
+# tests/rdma/init.sh as /init and tests/rdma/vm-tests.sh.
 set -euo pipefail
 CACHE=$1 BUILD=$2 OUT=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,7 @@ copy() {
 	done
 }
 cp /usr/bin/busybox "$ROOT/usr/bin/busybox"
-for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /bin/bash; do copy "$b" "/usr/bin/$(basename "$b")"; done
+for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /bin/bash /usr/bin/setpriv; do copy "$b" "/usr/bin/$(basename "$b")"; done
 for b in "$BUILD/ferryd" "$BUILD/ferryctl" "$BUILD"/tests/ft_alltoall "$BUILD"/tests/ft_stream; do
 	copy "$b" "/usr/bin/$(basename "$b")"
 done

@@ -13,6 +13,11 @@ export PATH=/usr/bin:/usr/sbin:/bin:/sbin FERRY_TIMEOUT_MS=60000
 T=/tmp/ferry
 mkdir -p "$T"
 FAILED=0
+DUID=64100
+ulimit -l unlimited
+# (An array, not a function: a function in the background is a subshell, and
+# $! would not be the daemon.)
+AS_DAEMON=(setpriv --reuid=$DUID --regid=$DUID --clear-groups --bounding-set=-all --inh-caps=-all --no-new-privs)
 ok() { echo "ok - $1"; }
 no() {
 	local d=$1 f
@@ -57,16 +62,22 @@ conf() {
 }
 start() {       # start DAEMON NODE CONF
 	mkdir -p "$T/$1"
-	ferryd --config "$T/$3.conf" --node "$2" --runtime-dir "$T/$1" >>"$T/$1.log" 2>&1 &
+	chown $DUID:$DUID "$T/$1"
+	"${AS_DAEMON[@]}" ferryd --config "$T/$3.conf" --node "$2" --runtime-dir "$T/$1" >>"$T/$1.log" 2>&1 &
 	eval "PID_$1=$!"
 	wait_for "ferryctl --runtime-dir $T/$1 status >/dev/null 2>&1"
 }
 stop() {        # stop DAEMON: SIGTERM; succeeds if it exits 0
-	local pid
+	local pid rc
 	pid=$(eval "echo \$PID_$1")
 	kill -TERM "$pid"
 	wait "$pid"
+	rc=$?
+	[ $rc = $((128 + 31)) ] && sigsys
+	return $rc
 }
+# A daemon killed by its seccomp filter: which call (the kernel's log).
+sigsys() { echo "# a daemon was killed by SIGSYS:"; dmesg | grep 'type=1326' | tail -n 5 | sed 's/^/#   /'; }
 up() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -q ": up via verbs"; }
 stat() { ferryctl --runtime-dir "$T/$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 peerstat() { ferryctl --runtime-dir "$T/$1" stats | awk -v f="$2" '$1 == "peer" { for (i = 3; i < NF; i += 2) if ($i == f) s += $(i + 1) } END { print s + 0 }'; }
@@ -94,6 +105,11 @@ expect "ferryctl status shows the transport, device, QP number and credits" \
 	bash -c "ferryctl --runtime-dir $T/n0 status | grep -qE 'via verbs .* dev rxe0 qp 0x[0-9a-f]+, credits [0-9]+'"
 expect "both daemons logged that they use verbs" \
 	bash -c "grep -q 'verbs: RDMA device rxe0' $T/n0.log && grep -q 'verbs: RDMA device rxe1' $T/n1.log"
+st=/proc/$PID_n0/status
+expect "... as user $DUID, under their seccomp filter, without capabilities" \
+	bash -c "grep -qE '^Uid:[[:space:]]+$DUID[[:space:]]+$DUID[[:space:]]+$DUID[[:space:]]+$DUID\$' $st &&
+		grep -qE '^Seccomp:[[:space:]]+2\$' $st && grep -qE '^CapEff:[[:space:]]+0+\$' $st &&
+		grep -q 'any other kills the daemon' $T/n0.log" || sed 's/^/#   /' "$st"
 
 t0=$(cut -d' ' -f1 /proc/uptime)
 expect "all-to-all over verbs, 2 daemons x 2 processes, 3 steps: every item exactly once, in order" \
@@ -173,6 +189,7 @@ expect "daemon 1 exits cleanly" stop n1
 ferryctl keygen >"$T/a.key"
 ferryctl keygen >"$T/b.key"
 chmod 600 "$T/a.key" "$T/b.key"
+chown $DUID:$DUID "$T/a.key" "$T/b.key"
 conf ka "security: { key_file = \"$T/a.key\"; };"
 conf kb "security: { key_file = \"$T/b.key\"; };"
 start n0 0 ka
@@ -213,4 +230,17 @@ fwd=0
 for k in 0 1 2 3; do fwd=$((fwd + $(peerstat m$k items_forwarded))); done
 expect "... items were forwarded by the daemons in between ($fwd)" test "$fwd" -gt 0
 for k in 0 1 2 3; do expect "daemon m$k exits cleanly" stop m$k; done
+if dmesg | grep -q 'type=1326'; then
+	no "no daemon made a call outside its seccomp list"; sigsys
+else
+	ok "no daemon made a call outside its seccomp list"
+fi
+# ... which the kernel would have logged: a call the filter forbids.
+start n0 0 plain
+ferryctl --runtime-dir "$T/n0" debug forbidden-call >"$T/probe.out" 2>&1
+wait "$PID_n0"
+rc=$?
+expect "a forbidden call (execve) kills a daemon here too (exit status $rc)" test $rc = $((128 + 31))
+expect "... and the kernel logs it, as it would have any call missing from the list" \
+	bash -c "dmesg | grep 'type=1326' | grep -q ' pid=$PID_n0 .*syscall=59 '"
 exit $FAILED

@@ -47,6 +47,7 @@ TEST(defaults)
 	CHECK_EQ(c.key_file[0], '\0');
 	CHECK_EQ(c.log_level, LOG_INFO);
 	CHECK(strcmp(c.runtime_dir, "/run/ferry") == 0);
+	CHECK_EQ(c.seccomp, SANDBOX_KILL);      /* the filter is on unless turned off */
 	conf_free(&c);
 }
 
@@ -62,7 +63,7 @@ TEST(every_option)
 		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
 		"security: { key_file = \"/k\"; };\n"
 		"logging: { level = \"debug\"; };\n"
-		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; };\n"), 0);
+		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
 	CHECK(strcmp(c.cluster_name, "lqcd") == 0);
 	CHECK_EQ(c.nnodes, 2);
 	CHECK_EQ(c.nodes[0].port, 1);
@@ -81,6 +82,10 @@ TEST(every_option)
 	CHECK_EQ(c.log_level, LOG_DEBUG);
 	CHECK(strcmp(c.runtime_dir, "/tmp/x") == 0);
 	CHECK_EQ(c.spin_us, 0);
+	CHECK_EQ(c.seccomp, SANDBOX_OFF);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "daemon: { seccomp = \"log\"; };"), 0);
+	CHECK_EQ(c.seccomp, SANDBOX_LOG);
 	conf_free(&c);
 }
 
