@@ -9,6 +9,7 @@
 # Two keyed nodes; node 0 connects to node 1.
 "$BUILD/ferryctl" keygen >"$TMP/c.key"
 chmod 600 "$TMP/c.key"
+daemon_owns "$TMP/c.key"
 cluster_conf adv 2 "security: { key_file = \"$TMP/c.key\"; };" || exit 1
 start_daemon adv_n0 --config "$TMP/adv.conf" --node 0 || exit 1
 start_daemon adv_n1 --config "$TMP/adv.conf" --node 1 || exit 1

@@ -81,7 +81,7 @@ expect "... and the link is authenticated" \
 stop_daemon k1 >/dev/null
 CREDENTIALS_DIRECTORY=$TMP/cred-none start_daemon k1 --config "$TMP/kb.conf" --node 1 || exit 1
 expect "a credential that says \"none\" leaves the key to security.key_file (here another key: refused)" \
-	wait_for "grep -q 'peer 0 failed authentication: it holds a different cluster key; refused' '$TMP/k1.log'"
+	wait_for "grep -q 'connection claiming to be node 0 failed authentication: it holds a different cluster key; refused' '$TMP/k1.log'"
 stop_daemon k1 >/dev/null
 CREDENTIALS_DIRECTORY=$TMP/cred-none start_daemon k1 --config "$TMP/k.conf" --node 1 || exit 1
 expect "... and without a key_file that is insecure mode" grep -q "INSECURE mode" "$TMP/k1.log"

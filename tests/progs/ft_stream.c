@@ -2,15 +2,15 @@
  * job, to exercise backpressure.
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
- *             [--blocking] [--forever] [--hold-until FILE] [--abandon]
+ *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
  *             [--until-quiet]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume).
- * --abandon: rank 0 exits (no ferry_close) at its first -EAGAIN, its TX
- * ring full, printing "rank 0 abandoned after N items".  --until-quiet: rank
+ * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
+ * items, its TX ring full, printing "rank 0 abandoned after N items".  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
  * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
@@ -28,12 +28,13 @@ int main(int argc, char **argv)
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
-		{ "abandon", no_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
+		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0;
-	int forever = 0, abandon = 0, quiet = 0, opt, ret;
+	int forever = 0, quiet = 0, opt, ret;
+	long abandon = -1;
 	const char *hold = NULL;
 	uint8_t *buf;
 	ferry_t *f;
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
 		case 'b': fo.flags |= FERRY_BLOCKING; break;
 		case 'f': forever = 1; break;
 		case 'H': hold = optarg; break;
-		case 'A': abandon = 1; break;
+		case 'A': abandon = arg_long("--abandon", optarg); break;
 		case 'Q': quiet = 1; break;
 		default: return 2;
 		}
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
 		for (long i = 0; forever || i < items;) {
 			fill_item(buf, 0, 1, (uint32_t)i, (uint32_t)len);
 			ret = ferry_send(f, 1, 0, buf, (size_t)len);
-			if (ret == -EAGAIN && abandon) {
+			if (ret == -EAGAIN && abandon >= 0 && i >= abandon) {
 				printf("rank 0 abandoned after %ld items\n", i);
 				fflush(stdout);
 				_exit(0);
@@ -100,6 +101,8 @@ int main(int argc, char **argv)
 
 		if (n == 0 && quiet) {
 			printf("rank 1 got %ld\n", got);
+			ferry_close(f);
+			free(buf);
 			return 0;
 		}
 		if (n <= 0) {
