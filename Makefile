@@ -7,6 +7,7 @@
 #   make demo       install missing packages, build, run a local demonstration
 #   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
+#   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots)
 #   make clean
@@ -81,7 +82,7 @@ BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
 
 
-.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench
+.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench soak
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
 
@@ -225,6 +226,13 @@ bench:
 	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick)
 	@ln -sfn $(notdir $(BENCH_OUT)) build/bench/latest
 	@cat $(BENCH_OUT)/summary.md
+
+# A cluster under sustained abuse (tests/soak/soak.sh): SOAK_SECONDS, default
+# 10 minutes.
+SOAK_SECONDS ?= 600
+soak: deps
+	@$(MAKE) --no-print-directory -s all $(PROGS)
+	@SOAK_SECONDS=$(SOAK_SECONDS) BUILD=$(BUILD) bash tests/soak/soak.sh
 
 # RDMA verbs for real: soft-RoCE in a QEMU VM (tests/rdma/).
 check-rdma:

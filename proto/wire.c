@@ -205,7 +205,8 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
 		return 0;
-	case WIRE_CTL_FAIL: {
+	case WIRE_CTL_FAIL:
+	case WIRE_CTL_LOST: {
 		struct wire_ctl_fail *f = &c->u.fail;
 
 		if (len < sizeof(*f))
@@ -217,8 +218,11 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		f->node = rd32(p + 16);
 		f->err = (int32_t)rd32(p + 20);
 		f->text_len = rd32(p + 24);
-		if (!f->job || f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len == 0 ||
+		if (f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len == 0 ||
 		    f->text_len > WIRE_FAIL_TEXT_MAX || f->text_len != len - sizeof(*f))
+			return -EPROTO;
+		if (type == WIRE_CTL_FAIL ? !f->job :
+		    f->job || f->gen || f->step || f->rank || f->node >= WIRE_MAX_NODES)
 			return -EPROTO;
 		for (uint32_t i = 0; i < f->text_len; i++)
 			if (p[sizeof(*f) + i] < 0x20 || p[sizeof(*f) + i] > 0x7e)

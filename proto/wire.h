@@ -137,7 +137,8 @@ enum wire_ctl_type {
 	WIRE_CTL_XOFF   = 9,    /* node -> nodes of a job: stop sending to a rank here */
 	WIRE_CTL_XON    = 10,   /* node -> nodes of a job: that rank takes items again */
 	WIRE_CTL_FAIL   = 11,   /* any node of a job -> the others: it cannot complete its steps */
-	WIRE_CTL_TYPE_MAX = WIRE_CTL_FAIL,
+	WIRE_CTL_LOST   = 12,   /* a peer of a lost node -> every node: that node is lost */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_LOST,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
@@ -188,7 +189,9 @@ static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the
  * positive errno the ranks' ferry_step_wait returns (EPIPE, EHOSTDOWN), and
- * text_len bytes of printable text saying what happened follow. */
+ * text_len bytes of printable text saying what happened follow.
+ * LOST: the same layout, job, gen, step and rank 0, node the lost node, err
+ * EHOSTDOWN: every node fails its jobs that need that node. */
 #define WIRE_FAIL_TEXT_MAX 160u
 struct wire_ctl_fail {
 	uint32_t job;

@@ -44,6 +44,7 @@ static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, cons
 	snprintf(j->fail_text, sizeof(j->fail_text), "%s", text);
 	log_notice("job %s (uid %u): %s; its steps fail with %s", j->name, j->uid, text, strerror(err));
 	ep_job_fail(j, step, rank, err, text);
+	loop_kick();    /* its senders stop waiting (fwd/tx.c) */
 	return 1;
 }
 
@@ -110,12 +111,32 @@ static int job_uses(struct job *j, uint32_t node)
 	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
 }
 
-/* The peer layer lost a routing peer: fail the jobs here that need it. */
-static void node_lost(uint32_t node, const char *why)
+/* Node is lost: fail the jobs here that need it. */
+static void fail_jobs_using(uint32_t node, const char *why)
 {
 	for (struct job *j = job_first(); j; j = j->next)
 		if (j->ready && !j->failed && job_uses(j, node))
 			cluster_fail_job(j, UINT32_MAX, node, EHOSTDOWN, "%s", why);
+}
+
+/* The peer layer lost a routing peer.  Only its peers notice, but jobs of
+ * any node may need it (ranks there, routes through it): every node hears
+ * it (LOST), and each fails its own jobs that need it.  A node hears it once
+ * from each peer of the lost node; the jobs it failed the first time are
+ * not failed again. */
+static void node_lost(uint32_t node, const char *why)
+{
+	struct wire_ctl_fail f = { .node = node, .err = EHOSTDOWN };
+	uint8_t buf[sizeof(f) + WIRE_FAIL_TEXT_MAX];
+	size_t len = strlen(why);
+	ssize_t n;
+
+	f.text_len = (uint32_t)(len < WIRE_FAIL_TEXT_MAX ? len : WIRE_FAIL_TEXT_MAX);
+	n = wire_ctl_encode_fail(buf, sizeof(buf), &f, why);
+	for (uint32_t k = 0; n > 0 && k < cluster.conf->nnodes; k++)
+		if (k != cluster.self && k != node)
+			ctlq_send(k, WIRE_CTL_LOST, buf, (uint32_t)n);
+	fail_jobs_using(node, why);
 }
 
 static const struct fwd_events cluster_fwd_events = {
@@ -267,6 +288,10 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 		break;
 	case WIRE_CTL_FAIL:
 		node_fail(c, from);
+		break;
+	case WIRE_CTL_LOST:
+		if (c->u.fail.node < cluster.conf->nnodes && c->u.fail.node != cluster.self)
+			fail_jobs_using(c->u.fail.node, c->text);
 		break;
 	case WIRE_CTL_XOFF:
 	case WIRE_CTL_XON: {

@@ -18,6 +18,28 @@ static struct {
 	uint32_t self;
 } drainer;
 
+/* 1 if j lost a node (cluster/cluster.h: failed with EHOSTDOWN).  Then an
+ * item whose destination takes no more now is dropped and counted
+ * (failed_job_item) rather than holding its sender for ever: the job's steps
+ * fail anyway, and its destination may be gone for good (behind the lost
+ * node, whose XOFF will never be lifted and whose link queue does not
+ * drain).  A job that failed because a rank left is not so: its other ranks
+ * are there, and items to them wait as usual. */
+static inline int lost_node(const struct job *j)
+{
+	return __builtin_expect(j->failed == EHOSTDOWN, 0);
+}
+
+/* See lost_node. */
+static int failed_job_item(struct job *j, const struct ep *s, const struct proto_rec *rec)
+{
+	ep_drop(j, 1);
+	j->sent++;
+	log_rl_warn("job %s (failed: %s): item from rank %u to rank %u dropped", j->name, j->fail_text, s->rank,
+		    rec->dst);
+	return 0;
+}
+
 /* An item of rank s->rank: to a local endpoint, or toward its node.  Returns
  * 0 (taken, delivered or dropped) or -EAGAIN (try again later). */
 static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
@@ -29,11 +51,15 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 	rec->src = s->rank;
 	if (d) {
 		if (ep_deliver(d, rec, payload) < 0) {
+			if (lost_node(j))
+				return failed_job_item(j, s, rec);
 			s->blocked_on = d;
 			return -EAGAIN;
 		}
 	} else if (__builtin_expect(j->nxoff != 0, 0) && node != JOB_NO_NODE && node != drainer.self &&
 		   job_xoff(j, rec->dst)) {
+		if (lost_node(j))
+			return failed_job_item(j, s, rec);
 		s->blocked_rank = rec->dst;     /* its node said XOFF (flow.h) */
 		return -EAGAIN;
 	} else if (node != JOB_NO_NODE && node != drainer.self) {
@@ -52,6 +78,8 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 		if (slot) {
 			wire_encode_item(slot, &it, payload);
 		} else if (agg_item(&it, payload, -1, AGG_DATA) < 0) {
+			if (lost_node(j))
+				return failed_job_item(j, s, rec);
 			s->blocked_node = node;
 			return -EAGAIN;
 		}
@@ -72,6 +100,12 @@ static int drain(struct ep *s)
 	struct job *j = s->job;
 	int work = 0;
 
+	if (lost_node(j)) {
+		/* What it waited for may never come (failed_job_item). */
+		s->blocked_on = NULL;
+		s->blocked_node = JOB_NO_NODE;
+		s->blocked_rank = EP_NO_RANK;
+	}
 	if (s->blocked_on) {
 		if (ep_pending_high(s->blocked_on, drainer.conf))
 			return 0;

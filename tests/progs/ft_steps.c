@@ -6,7 +6,8 @@
  * Every step: K items of 32 bytes to every rank, ferry_done, then
  * ferry_step_wait (for ever), receiving what arrives.  With --die-at, this
  * rank exits at once (no ferry_done, no ferry_close) when step S2 begins.
- * Prints "rank R ok: S steps" and exits 0 when all steps completed, or
+ * Prints "rank R running" once the job is ready, "rank R ok: S steps" and
+ * exits 0 when all steps completed, or
  * "rank R step N: ERRNAME: message" and exits 3 when ferry_step_wait failed
  * (what the test looks for), 1 on any other error.
  */
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
 		return 1;
 	}
+	printf("rank %d running\n", fo.rank);
+	fflush(stdout);
 	for (long s = 1; s <= steps; s++) {
 		struct ferry_item it[64];
 

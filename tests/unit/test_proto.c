@@ -314,6 +314,18 @@ TEST(control_items_round_trip)
 		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
 	}
+	/* LOST: the FAIL layout about no job, naming a node. */
+	{
+		struct wire_ctl_fail f = { .node = 7, .err = EHOSTDOWN, .text_len = 4 };
+
+		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), 0);
+		CHECK_EQ(c.u.fail.node, 7);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);     /* FAIL needs a job */
+		f.job = 4097;
+		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);     /* LOST has none */
+	}
 }
 
 int main(void)
