@@ -51,6 +51,8 @@ FERRY_API const char *ferry_strerror(int err)
 	case ECONNRESET: return "the connection to ferryd was lost";
 	case EPROTO: return "protocol error between libferry and ferryd";
 	case EUSERS: return "ferryd has too many clients";
+	case EDQUOT: return "a per-user limit of ferryd was reached (ferry_last_error() says which)";
+	case ENOBUFS: return "ferryd's memory for jobs and queued items is used up";
 	case ENOMEM: return "out of memory";
 	}
 	return strerror(-err);

@@ -7,6 +7,7 @@
  */
 #include "session.h"
 #include "endpoint.h"
+#include "user.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
@@ -169,10 +170,6 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	struct ep *ep;
 	ssize_t n;
 
-	if (ep_count() >= sessions.conf->max_clients) {
-		reject(s, EUSERS, "too many clients (limits.max_clients = %u)", sessions.conf->max_clients);
-		return;
-	}
 	if (size > PROTO_MAX_RANKS) {
 		reject(s, EINVAL, "job %s: size %u is above the maximum of %u ranks", name, size, PROTO_MAX_RANKS);
 		return;
@@ -186,6 +183,16 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	}
 	if (ret == -EADDRINUSE) {
 		reject(s, EADDRINUSE, "job %s: rank %u is already attached", name, rank);
+		return;
+	}
+	if (ret == -EUSERS || ret == -EDQUOT || ret == -ENOBUFS) {
+		sess_stats.joins_refused++;
+		reject(s, -ret, "job %s: cannot join: %s", name, user_refusal());
+		return;
+	}
+	if (ret == -EMFILE || ret == -ENFILE) {
+		reject(s, -ret, "job %s: cannot join: ferryd has no file descriptors left (%s); try again later",
+		       name, strerror(-ret));
 		return;
 	}
 	if (ret == -ENOMEM) {

@@ -31,6 +31,7 @@ struct sess_stats {
 	uint64_t sessions_opened;
 	uint64_t sessions_closed;
 	uint64_t sessions_killed;       /* closed because the client misbehaved */
+	uint64_t joins_refused;         /* JOINs over a limit on endpoints, jobs or memory */
 };
 extern struct sess_stats sess_stats;
 
