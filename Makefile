@@ -149,8 +149,8 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 
-# ft_raw speaks the protocol by hand, with the proto/ code linked in.
-$(BUILD)/tests/ft_raw: tests/progs/ft_raw.c $(PROTO_SRC)
+# ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
+$(BUILD)/tests/ft_raw $(BUILD)/tests/ft_conns: $(BUILD)/tests/%: tests/progs/%.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
 

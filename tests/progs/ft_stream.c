@@ -2,11 +2,12 @@
  * job, to exercise backpressure.
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
- *             [--blocking] [--forever]
+ *             [--blocking] [--forever] [--wait-file PATH]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
- * sleeping D us after every batch.  Prints "rank 0 ok: sent N, eagain E" or
+ * sleeping D us after every batch; with --wait-file it joins, then receives
+ * nothing until PATH exists.  Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
  */
 #include "common.h"
@@ -21,8 +22,10 @@ int main(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
-		{ "forever", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "forever", no_argument, NULL, 'f' }, { "wait-file", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
 	};
+	const char *wait_file = NULL;
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0;
 	int forever = 0, opt, ret;
@@ -38,6 +41,7 @@ int main(int argc, char **argv)
 		case 'd': delay = arg_long("--recv-delay-us", optarg); break;
 		case 'b': fo.flags |= FERRY_BLOCKING; break;
 		case 'f': forever = 1; break;
+		case 'w': wait_file = optarg; break;
 		default: return 2;
 		}
 	}
@@ -75,6 +79,8 @@ int main(int argc, char **argv)
 		free(buf);
 		return 0;
 	}
+	while (wait_file && access(wait_file, F_OK) != 0)
+		usleep(20000);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
 		int n = ferry_recv(f, it, 64, 10000);
