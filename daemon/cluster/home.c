@@ -90,7 +90,7 @@ static void send_table(struct hjob *h)
 	uint8_t *buf = malloc(cap);
 
 	if (!buf) {
-		log_err("out of memory for the rank table of job %s", h->name);
+		log_rl_err("out of memory for the rank table of job %s", h->name);
 		return;
 	}
 	for (uint32_t i = 0; i < h->nhn; i++) {
@@ -157,7 +157,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		for (i = 1; i < JOB_IDS_PER_HOME && home.ids_used[i]; i++)
 			;
 		if (i == JOB_IDS_PER_HOME) {
-			log_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
+			log_rl_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
 				h->name);
 			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
 			h->node[r->rank] = JOB_NO_NODE;
@@ -167,8 +167,8 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		home.ids_used[i] = 1;
 		h->id = home.self << WIRE_JOB_INDEX_BITS | i;
 	}
-	log_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u", h->name, h->uid, h->size, h->nhn,
-		 h->id);
+	log_rl_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u", h->name, h->uid, h->size, h->nhn,
+		    h->id);
 	send_table(h);
 }
 
