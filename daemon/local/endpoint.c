@@ -48,6 +48,17 @@ void ep_fail(struct ep *ep, const char *why)
 
 /* --- delivery --- */
 
+/* rec goes neither into d's ring nor into its queue now: -EAGAIN, and its
+ * sender tries again later.  With nothing queued for d, nothing would tell
+ * us when d's client makes room: note the smallest such record, for which
+ * ep_sleep_prepare arms d's ring. */
+static int wait_for_room(struct ep *d, const struct proto_rec *rec)
+{
+	if (!d->pending.count && (!d->rx_wait_len || rec->len + 1 < d->rx_wait_len))
+		d->rx_wait_len = rec->len + 1;
+	return -EAGAIN;
+}
+
 __attribute__((noinline))
 int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force)
 {
@@ -78,11 +89,11 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 	 * user's senders wait, not everyone's. */
 	cost = recq_push_cost(&d->pending, rec->len);
 	if (cost && user_take_queue(d->user, cost, force) < 0)
-		return -EAGAIN;
+		return wait_for_room(d, rec);
 	if (recq_push(&d->pending, rec, payload) < 0) {
 		if (cost)
 			user_give_queue(d->user, cost);
-		return -EAGAIN;
+		return wait_for_room(d, rec);
 	}
 	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
 	return 0;
@@ -355,6 +366,16 @@ int ep_sleep_prepare(void)
 		}
 		if (recq_peek(&ep->pending, &rec, &payload) && ring_producer_sleep(&ep->rx, rec->len))
 			return 1;
+		/* An item refused with nothing queued (no memory was left for
+		 * a queue) waits for room in the ring itself: its client must
+		 * wake us when it makes some, for nothing else might (the
+		 * memory may be held by queues that do not move, or by rank
+		 * tables).  Room now: whoever waits tries again, and sets
+		 * this again if it must still wait. */
+		if (ep->rx_wait_len && !ep->pending.count && ring_producer_sleep(&ep->rx, ep->rx_wait_len - 1)) {
+			ep->rx_wait_len = 0;
+			return 1;
+		}
 	}
 	if (!armed)
 		return 0;

@@ -56,6 +56,9 @@ struct ep {
 	struct loop_watch efd_w;
 	struct ring tx, rx;
 	struct recq pending;            /* items waiting for room in rx */
+	uint32_t rx_wait_len;           /* 1 + length of the smallest record refused with nothing
+					 * queued (no memory for a queue): it waits for room in rx
+					 * itself, and rx is armed for it; 0: none */
 	int rx_dirty;                   /* records written to rx, not yet published */
 
 	/* Draining tx: written by the forwarding layer (fwd/tx.c), which stops
