@@ -177,6 +177,13 @@ $(BUILD)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/unit/fake_link.h $(FUZZ_PE
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_PEER_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
+# The control-socket sessions over real sockets, with the local layer under them.
+FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
+                    $(wildcard daemon/local/*.c)
+$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
+
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
