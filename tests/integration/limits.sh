@@ -36,7 +36,7 @@ user_mem() {
 # --- connections that never join -----------------------------------------
 
 cat >"$TMP/to.conf" <<CONF
-limits: { join_timeout_ms = 800; admin_idle_ms = 1500; };
+limits: { join_timeout_ms = 800; admin_idle_ms = 3000; };
 CONF
 start_daemon to --config "$TMP/to.conf" || exit 1
 prog ft_conns "$TMP/to" 3 silent 10000 >"$TMP/silent.out"
@@ -51,7 +51,7 @@ expect "connections that say HELLO and never JOIN are closed too" \
 	grep -qE "summary: opened 2 closed 2 errors 2 .*first_ms (7[5-9][0-9]|[89][0-9]{2}|[0-9]{4}) " "$TMP/hello.out"
 prog ft_conns "$TMP/to" 2 admin 10000 >"$TMP/admin.out"
 expect "an idle tool's connection is closed after limits.admin_idle_ms" \
-	grep -qE "summary: opened 2 closed 2 .*first_ms (1[4-9][0-9]{2}|[2-9][0-9]{3}) " "$TMP/admin.out"
+	grep -qE "summary: opened 2 closed 2 .*first_ms (29[0-9]{2}|[3-9][0-9]{3}|[0-9]{5}) " "$TMP/admin.out"
 expect "the daemon counted them as timed out (7)" test "$(stat to sessions_timed_out)" = 7
 expect "a tool that asks in time is answered" bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/to' status | grep -q '^ferryd node 0'"
 
@@ -60,7 +60,7 @@ expect "a tool that asks in time is answered" bash -c "'$BUILD/ferryctl' --runti
 bg noread.out prog ft_conns "$TMP/to" 1 noread 10000
 nr=$LASTPID
 wait_for 'grep -qs "^opened" "$TMP/noread.out"'
-sleep 0.5
+wait_for '[ "$(stat to memory_reply_bytes)" -gt 0 ]'
 held=$(stat to memory_reply_bytes)
 expect "a tool that never reads: the daemon holds at most one reply for it ($held bytes)" \
 	test "${held:-0}" -gt 0 -a "${held:-0}" -le $((1048576 + 8))
@@ -80,7 +80,7 @@ start_daemon caps --config "$TMP/caps.conf" || exit 1
 bg flood0.out prog ft_conns "$TMP/caps" 30 silent 5000
 f0=$LASTPID
 wait_for 'grep -qs "^opened" "$TMP/flood0.out"'
-sleep 0.3
+wait_for '[ "$(grep -c "^conn .*closed" "$TMP/flood0.out")" = 27 ]'
 expect "one user's connections over limits.user_unjoined are refused at once (EDQUOT, the limit named)" \
 	bash -c "[ \$(grep -cE 'error 122 after [0-9]{1,3} ms: uid 0 has 3 connections without an endpoint \\(limits.user_unjoined = 3\\)' '$TMP/flood0.out') = 27 ]"
 expect "the log shows the flood rate-limited (at most 10 lines)" \
@@ -89,7 +89,7 @@ if [ $users_ok = 1 ]; then
 	as $U1 caps ft_conns "$TMP/caps" 5 silent 5000 >"$TMP/flood1.out" &
 	f1=$!
 	wait_for 'grep -qs "^opened" "$TMP/flood1.out"'
-	sleep 0.3
+	wait_for '[ "$(grep -c "^conn .*closed" "$TMP/flood1.out")" = 2 ]'
 	expect "another user still gets limits.user_unjoined connections (3 of 5)" \
 		bash -c "[ \$(grep -c 'error 122 .*uid $U1 has 3 connections' '$TMP/flood1.out') = 2 ]"
 	as $U2 caps ft_open --job late --rank 0 --size 1 --timeout 2000 >"$TMP/late.out" 2>&1
@@ -204,6 +204,10 @@ expect "daemon ep exits cleanly" stop_daemon ep
 
 # --- no file descriptors left ----------------------------------------------
 
+if ! command -v prlimit >/dev/null; then
+	echo "ok - $TEST: the accept loop without file descriptors # SKIP needs prlimit (util-linux)"
+	finish
+fi
 cat >"$TMP/fd.conf" <<CONF
 limits: { join_timeout_ms = 30000; };
 CONF

@@ -93,7 +93,9 @@ TEST(jobs_and_their_tables)
 	CHECK_EQ(user_take_job(b, 600), 0);
 	CHECK_EQ(a->table_bytes, 200);
 	CHECK_EQ(user_total.table_bytes, 800);
-	user_give_job(b, 600);
+	user_give_job(b, 600);                  /* b held nothing else: freed */
+	CHECK_EQ(user_count(), 1);
+	b = user_get(1001);
 	CHECK_EQ(user_take_job(b, 500), 0);
 	CHECK_EQ(user_take_queue(a, 301, 0), -ENOBUFS); /* 200 + 500 + 301 > 1000, the node's */
 	user_give_job(a, 100);
