@@ -111,10 +111,22 @@ static void check_limits(void)
 	      "a session holds more than one reply");
 }
 
+static char dir[] = "/tmp/fuzz_session.XXXXXX";
+
+/* At exit: the socket and its directory go. */
+static void teardown(void)
+{
+	sess_fini();
+	ep_fini();
+	loop_fini();
+	conf_free(&conf);
+	rmdir(dir);
+}
+
 static int setup(void)
 {
 	static const struct loop_hooks hooks = { .poll = poll_once };
-	char dir[] = "/tmp/fuzz_session.XXXXXX", text[512], err[256];
+	char text[512], err[256];
 
 	/* Quiet, unless FUZZ_SESSION_LOG is set (to see what a script does). */
 	log_init("fuzz_session", getenv("FUZZ_SESSION_LOG") ? LOG_DEBUG : LOG_EMERG);
@@ -136,6 +148,7 @@ static int setup(void)
 		return -1;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		clients[i] = -1;
+	atexit(teardown);
 	return 0;
 }
 
