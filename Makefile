@@ -152,8 +152,8 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 
-# ft_raw speaks the protocol by hand, with the proto/ code linked in.
-$(BUILD)/tests/ft_raw: tests/progs/ft_raw.c $(PROTO_SRC)
+# ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
+$(BUILD)/tests/ft_raw $(BUILD)/tests/ft_conns: $(BUILD)/tests/%: tests/progs/%.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
 
@@ -186,6 +186,13 @@ FUZZ_FWD_SRC := $(PROTO_SRC) $(PLAN_SRC) $(DAEMON_LIB_SRC)
 $(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/unit/fake_link.h $(FUZZ_FWD_SRC)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_FWD_SRC) $(call pkglibs,$(DAEMON_PKGS))
+
+# The control-socket sessions over real sockets, with the local layer under them.
+FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
+                    $(wildcard daemon/local/*.c)
+$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
 	@mkdir -p $(@D)

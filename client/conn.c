@@ -53,6 +53,8 @@ FERRY_API const char *ferry_strerror(int err)
 	case EHOSTDOWN: return "a node the job needs was lost (ferry_last_error says which)";
 	case EPROTO: return "protocol error between libferry and ferryd";
 	case EUSERS: return "ferryd has too many clients";
+	case EDQUOT: return "a per-user limit of ferryd was reached (ferry_last_error() says which)";
+	case ENOBUFS: return "ferryd's memory for jobs and queued items is used up";
 	case ENOMEM: return "out of memory";
 	}
 	return strerror(-err);

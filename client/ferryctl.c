@@ -208,16 +208,16 @@ static int query(const char *dir, uint32_t what, uint32_t arg, int timeout_ms)
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	ssize_t n;
-	int fd = connect_daemon(dir), status = 1;
+	int fd = connect_daemon(dir), status = 1, send_err = 0;
 
 	if (fd < 0)
 		return 1;
 	n = ctl_encode_hello(req, sizeof(req), CTL_ROLE_ADMIN);
 	n += ctl_encode_query(req + n, sizeof(req) - (size_t)n, what, arg);
-	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-		fprintf(stderr, "ferryctl: sending to ferryd: %s\n", strerror(errno));
-		goto out;
-	}
+	/* A daemon that refuses the connection (a limit) sends an ERROR and
+	 * closes it, maybe before this send: the reply is read anyway. */
+	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+		send_err = errno;
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		struct ctl_msg m;
@@ -254,6 +254,10 @@ static int query(const char *dir, uint32_t what, uint32_t arg, int timeout_ms)
 			goto out;
 		}
 		n = recv(fd, buf + len, cap - len, 0);
+		if (n <= 0 && send_err) {
+			fprintf(stderr, "ferryctl: sending to ferryd: %s\n", strerror(send_err));
+			goto out;
+		}
 		if (n <= 0) {
 			fprintf(stderr, "ferryctl: ferryd closed the connection%s%s\n", n < 0 ? ": " : "",
 				n < 0 ? strerror(errno) : "");

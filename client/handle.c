@@ -144,7 +144,15 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	}
 	len += (int)n;
 	if (send(f->sock, buf, (size_t)len, MSG_NOSIGNAL) != len) {
-		ret = conn_seterr(-ECONNRESET, "sending to ferryd: %s", strerror(errno));
+		int e = errno;
+
+		/* A daemon that refuses the connection (a limit) sends an
+		 * ERROR and closes it, maybe before this send: read why. */
+		len = conn_read_msg(f, &m, fds, &nfds, 0);
+		if (len > 0 && m.type == CTL_ERROR)
+			ret = conn_seterr(-m.u.error.err, "ferryd: %s", m.u.error.text);
+		else
+			ret = conn_seterr(-ECONNRESET, "sending to ferryd: %s", strerror(e));
 		goto err;
 	}
 

@@ -119,7 +119,7 @@ static void send_table(struct hjob *h)
 	uint8_t *buf = malloc(cap);
 
 	if (!buf) {
-		log_err("out of memory for the rank table of job %s", h->name);
+		log_rl_err("out of memory for the rank table of job %s", h->name);
 		return;
 	}
 	for (uint32_t i = 0; i < h->nhn; i++) {
@@ -197,8 +197,8 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 				i = cand;
 		}
 		if (!i) {
-			log_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
-				h->name);
+			log_rl_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
+				   h->name);
 			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
 			h->node[r->rank] = JOB_NO_NODE;
 			h->joined--;
@@ -209,8 +209,8 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		h->gen = ++home.gen[i];
 		h->id = home.self << WIRE_JOB_INDEX_BITS | i;
 	}
-	log_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u generation %u", h->name, h->uid, h->size,
-		 h->nhn, h->id, h->gen);
+	log_rl_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u generation %u", h->name, h->uid,
+		    h->size, h->nhn, h->id, h->gen);
 	send_table(h);
 }
 

@@ -406,12 +406,48 @@ static int parse_topology(struct parse *p, const config_setting_t *root)
 	return 0;
 }
 
+/* A per-user limit left unset is a share of its node-wide limit, so that
+ * lowering the node-wide one lowers it too; one set explicitly must not
+ * exceed the node-wide one.  *user holds what was read, if anything. */
+static int user_limit(struct parse *p, const config_setting_t *g, const char *name, const char *node_name,
+		      uint64_t node, unsigned share, uint64_t *user)
+{
+	const config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
+
+	if (!s)
+		*user = node / share ? node / share : 1;
+	else if (*user > node)
+		return invalid(p, s, "'limits.%s' (%" PRIu64 ") exceeds 'limits.%s' (%" PRIu64 ")",
+			    name, *user, node_name, node);
+	return 0;
+}
+
+static int per_user_limits(struct parse *p, const config_setting_t *g)
+{
+	struct conf *c = p->c;
+	uint64_t clients = c->user_clients, unjoined = c->user_unjoined;
+	int ret;
+
+	if ((ret = user_limit(p, g, "user_clients", "max_clients", c->max_clients, CONF_USER_SHARE_CLIENTS,
+			      &clients)) < 0 ||
+	    (ret = user_limit(p, g, "user_unjoined", "max_unjoined", c->max_unjoined, CONF_USER_SHARE_UNJOINED,
+			      &unjoined)) < 0 ||
+	    (ret = user_limit(p, g, "user_memory_bytes", "memory_bytes", c->memory_bytes, CONF_USER_SHARE_MEMORY,
+			      &c->user_memory_bytes)) < 0)
+		return ret;
+	c->user_clients = (uint32_t)clients;
+	c->user_unjoined = (uint32_t)unjoined;
+	return 0;
+}
+
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
 	static const char *const tr_keys[] = { "kind", "device", NULL };
 	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
-						"link_bytes", NULL };
+						"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
+						"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
+						NULL };
 	static const char *const sec_keys[] = { "key_file", NULL };
 	static const char *const log_keys[] = { "level", NULL };
 	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", NULL };
@@ -442,13 +478,22 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (ret = GET_INT(p, g, "ring_bytes", 256 * 1024, 1 << 30, c->ring_bytes)) < 0 ||
 	    (ret = GET_INT(p, g, "memory_bytes", 1 << 20, 1LL << 40, c->memory_bytes)) < 0 ||
 	    (ret = GET_INT(p, g, "pending_bytes", 256 * 1024, 1LL << 40, c->pending_bytes)) < 0 ||
-	    (ret = GET_INT(p, g, "link_bytes", 1 << 20, 1LL << 40, c->link_bytes)) < 0)
+	    (ret = GET_INT(p, g, "link_bytes", 1 << 20, 1LL << 40, c->link_bytes)) < 0 ||
+	    (ret = GET_INT(p, g, "max_unjoined", 1, 65536, c->max_unjoined)) < 0 ||
+	    (ret = GET_INT(p, g, "user_clients", 1, 65536, c->user_clients)) < 0 ||
+	    (ret = GET_INT(p, g, "user_unjoined", 1, 65536, c->user_unjoined)) < 0 ||
+	    (ret = GET_INT(p, g, "user_jobs", 1, 65536, c->user_jobs)) < 0 ||
+	    (ret = GET_INT(p, g, "user_memory_bytes", 1 << 20, 1LL << 40, c->user_memory_bytes)) < 0 ||
+	    (ret = GET_INT(p, g, "join_timeout_ms", 10, 3600000, c->join_timeout_ms)) < 0 ||
+	    (ret = GET_INT(p, g, "admin_idle_ms", 10, 3600000, c->admin_idle_ms)) < 0)
 		return ret;
 	if (g && (s = config_setting_get_member(g, "ring_bytes")) && (c->ring_bytes & (c->ring_bytes - 1)))
 		return invalid(p, s, "'limits.ring_bytes' is %" PRIu64 ", must be a power of two", c->ring_bytes);
 	if (c->pending_bytes > c->memory_bytes)
 		return invalid(p, g, "'limits.pending_bytes' (%" PRIu64 ") exceeds 'limits.memory_bytes' (%" PRIu64 ")",
 			    c->pending_bytes, c->memory_bytes);
+	if ((ret = per_user_limits(p, g)) < 0)
+		return ret;
 
 	if ((ret = get_group(p, root, "security", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, sec_keys)) < 0) ||
@@ -490,10 +535,17 @@ void conf_defaults(struct conf *c)
 	c->flush_us = 200;
 	c->transport = CONF_TRANSPORT_AUTO;
 	c->max_clients = 256;
+	c->max_unjoined = 64;
 	c->ring_bytes = 1 << 20;
 	c->memory_bytes = 256ull << 20;
 	c->pending_bytes = 16ull << 20;
 	c->link_bytes = 8ull << 20;
+	c->user_clients = c->max_clients / CONF_USER_SHARE_CLIENTS;
+	c->user_unjoined = c->max_unjoined / CONF_USER_SHARE_UNJOINED;
+	c->user_jobs = 64;
+	c->user_memory_bytes = c->memory_bytes / CONF_USER_SHARE_MEMORY;
+	c->join_timeout_ms = 10000;
+	c->admin_idle_ms = 60000;
 	c->key_file[0] = '\0';
 	c->log_level = LOG_INFO;
 	strcpy(c->runtime_dir, "/run/ferry");

@@ -20,6 +20,11 @@ enum conf_physical { CONF_SWITCHED, CONF_TORUS, CONF_MESH };
 enum conf_virtual { CONF_VIRT_AUTO, CONF_VIRT_DIRECT, CONF_VIRT_DIMS, CONF_VIRT_PHYSICAL };
 enum conf_transport { CONF_TRANSPORT_AUTO, CONF_TRANSPORT_TCP, CONF_TRANSPORT_VERBS };
 
+/* Per-user limits not set in the file are this share of the node-wide one. */
+#define CONF_USER_SHARE_CLIENTS   2     /* limits.user_clients = max_clients / 2 */
+#define CONF_USER_SHARE_UNJOINED  4     /* limits.user_unjoined = max_unjoined / 4 */
+#define CONF_USER_SHARE_MEMORY    4     /* limits.user_memory_bytes = memory_bytes / 4 */
+
 struct conf_node {
 	char host[CONF_HOST_MAX + 1];
 	uint16_t port;
@@ -41,12 +46,19 @@ struct conf {
 	/* transport */
 	int transport;                  /* enum conf_transport */
 	char verbs_device[64];          /* "" or the RDMA device the node's address must be on */
-	/* limits */
-	uint32_t max_clients;
+	/* limits (node-wide, then per uid; see conf/ferry.conf) */
+	uint32_t max_clients;           /* endpoints */
+	uint32_t max_unjoined;          /* sessions without an endpoint (joining, or ferryctl's) */
 	uint64_t ring_bytes;            /* per direction per endpoint */
-	uint64_t memory_bytes;          /* all queued items together */
+	uint64_t memory_bytes;          /* queued items and rank tables, all users */
 	uint64_t pending_bytes;         /* queued items for one endpoint */
 	uint64_t link_bytes;            /* frames not yet acknowledged by one peer */
+	uint32_t user_clients;          /* endpoints of one uid */
+	uint32_t user_unjoined;         /* sessions without an endpoint of one uid */
+	uint32_t user_jobs;             /* jobs of one uid with ranks on this node */
+	uint64_t user_memory_bytes;     /* queued items and rank tables of one uid */
+	uint32_t join_timeout_ms;       /* from connecting to JOIN (or a tool's HELLO) */
+	uint32_t admin_idle_ms;         /* a tool's session with nothing moving */
 	/* security */
 	char key_file[PATH_MAX];        /* "" = insecure mode */
 	/* logging */

@@ -43,29 +43,34 @@ void log_msg(int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
-void log_rl(struct log_ratelimit *rl, int prio, const char *fmt, ...)
+int log_rl(struct log_ratelimit *rl, int prio, const char *fmt, ...)
 {
 	int saved = errno;
 	long long now = (long long)proto_now_ms();
+	unsigned burst = rl->burst ? rl->burst : LOG_RL_BURST;
+	unsigned interval = rl->interval_ms ? rl->interval_ms : LOG_RL_INTERVAL_MS;
 	va_list ap;
 
 	if (prio > log_level)
-		return;
-	if (now - rl->window_start_ms >= 5000) {
+		return 0;
+	if (now - rl->window_start_ms >= interval) {
 		if (rl->suppressed)
-			log_msg(prio, "(%u similar messages suppressed)", rl->suppressed);
+			log_msg(prio, "%u messages like \"%s\" suppressed in the last %lld s", rl->suppressed,
+				rl->fmt, (now - rl->window_start_ms + 999) / 1000);
 		rl->window_start_ms = now;
 		rl->printed = rl->suppressed = 0;
 	}
-	if (rl->printed >= 5) {
+	if (rl->printed >= burst) {
 		rl->suppressed++;
-		return;
+		rl->fmt = fmt;
+		return 0;
 	}
 	rl->printed++;
 	errno = saved;
 	va_start(ap, fmt);
 	vlog(prio, fmt, ap);
 	va_end(ap);
+	return 1;
 }
 
 int log_level_parse(const char *name)

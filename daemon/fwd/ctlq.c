@@ -61,11 +61,11 @@ void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 
 	if (node == ctlq.self) {
 		if (push(type, node, payload, len) < 0)
-			log_err("out of memory for a control message");
+			log_rl_err("out of memory for a control message");
 		return;
 	}
 	if (agg_item(&it, payload, -1, AGG_LOCAL) < 0) {
-		log_err("out of memory for a control message to node %u", node);
+		log_rl_err("out of memory for a control message to node %u", node);
 		return;
 	}
 	agg_flush_toward(node, AGG_FLUSH_EXPLICIT);

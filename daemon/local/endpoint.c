@@ -1,5 +1,6 @@
 /* daemon/local/endpoint.c - see endpoint.h. */
 #include "endpoint.h"
+#include "user.h"
 #include "../core/log.h"
 
 #include <errno.h>
@@ -47,10 +48,21 @@ void ep_fail(struct ep *ep, const char *why)
 
 /* --- delivery --- */
 
+/* rec goes neither into d's ring nor into its queue now: -EAGAIN, and its
+ * sender tries again later.  With nothing queued for d, nothing would tell
+ * us when d's client makes room: note the smallest such record, for which
+ * ep_sleep_prepare arms d's ring. */
+static int wait_for_room(struct ep *d, const struct proto_rec *rec)
+{
+	if (!d->pending.count && (!d->rx_wait_len || rec->len + 1 < d->rx_wait_len))
+		d->rx_wait_len = rec->len + 1;
+	return -EAGAIN;
+}
+
 __attribute__((noinline))
 int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force)
 {
-	uint64_t fp = ring_footprint(rec->len);
+	uint64_t fp = ring_footprint(rec->len), cost;
 
 	if (!d->failed && !d->pending.count) {
 		struct proto_rec *slot = ring_reserve_fast(&d->rx, rec->len);
@@ -72,19 +84,38 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 	}
 	if (!force && d->pending.bytes + fp > endpoints.conf->pending_bytes)
 		return -EAGAIN;
-	if (recq_push(&d->pending, rec, payload, force ? UINT64_MAX : endpoints.conf->memory_bytes) < 0)
-		return -EAGAIN;
+	/* The queue's memory is its user's (all items for d come from d's
+	 * job, which is that user's): one user's slow receivers make that
+	 * user's senders wait, not everyone's. */
+	cost = recq_push_cost(&d->pending, rec->len);
+	if (cost && user_take_queue(d->user, cost, force) < 0)
+		return wait_for_room(d, rec);
+	if (recq_push(&d->pending, rec, payload) < 0) {
+		if (cost)
+			user_give_queue(d->user, cost);
+		return wait_for_room(d, rec);
+	}
 	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
 	return 0;
 }
 
 int ep_park(struct ep *d, const struct proto_rec *rec, const void *payload)
 {
+	uint64_t cost;
+
 	if (d->failed)
 		return ep_deliver_slow(d, rec, payload, 0);     /* dropped, counted */
-	if (d->pending.bytes + ring_footprint(rec->len) > ep_park_limit(endpoints.conf) ||
-	    recq_push(&d->pending, rec, payload, endpoints.conf->memory_bytes) < 0)
+	if (d->pending.bytes + ring_footprint(rec->len) > ep_park_limit(endpoints.conf))
 		return -EAGAIN;
+	/* Parked items are the receiver's user's memory, like queued ones. */
+	cost = recq_push_cost(&d->pending, rec->len);
+	if (cost && user_take_queue(d->user, cost, 0) < 0)
+		return -EAGAIN;
+	if (recq_push(&d->pending, rec, payload) < 0) {
+		if (cost)
+			user_give_queue(d->user, cost);
+		return -EAGAIN;
+	}
 	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
 	return 0;
 }
@@ -93,6 +124,7 @@ int ep_flush_pending(struct ep *d)
 {
 	const struct proto_rec *rec;
 	const void *payload;
+	uint64_t mem = d->pending.mem;
 	int moved = 0;
 
 	while (!d->failed && recq_peek(&d->pending, &rec, &payload)) {
@@ -103,12 +135,15 @@ int ep_flush_pending(struct ep *d)
 			break;
 		if (ret < 0) {
 			ep_fail(d, "client published an impossible RX tail");
-			return 1;
+			moved = 1;
+			break;
 		}
 		ep_put(d, slot, rec, payload);
 		recq_pop(&d->pending);
 		moved = 1;
 	}
+	if (mem != d->pending.mem)
+		user_give_queue(d->user, mem - d->pending.mem);
 	return moved;
 }
 
@@ -185,6 +220,17 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 
 	if (!ep)
 		return -ENOMEM;
+	ep->user = user_get(uid);
+	if (!ep->user) {
+		free(ep);
+		return -ENOMEM;
+	}
+	ret = user_take_endpoint(ep->user);
+	if (ret < 0) {
+		user_put(ep->user);
+		free(ep);
+		return ret;
+	}
 	ep->id = id;
 	ep->pid = pid;
 	ep->uid = uid;
@@ -195,7 +241,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->efd_w.fd = -1;
 	ret = job_join(uid, name, size, rank, endpoints.self, ep, &ep->job);
 	if (ret < 0)
-		goto err_free;
+		goto err_user;
 
 	*a = (struct ctl_attached_wire){ 0 };
 	a->tx_off = 0;
@@ -207,28 +253,30 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	a->session = id;
 	a->flags = endpoints.membarrier ? CTL_ATTACHED_MEMBARRIER : 0;
 
+	/* Clients can make these fail (by taking every file descriptor or all
+	 * memory), hence rate-limited lines. */
 	memfd = memfd_create("ferry-endpoint", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (memfd < 0) {
 		ret = -errno;
-		log_err("session %u: memfd_create: %m", id);
+		log_rl_err("session %u: memfd_create: %m", id);
 		goto err_leave;
 	}
 	if (ftruncate(memfd, (off_t)a->region_bytes) < 0) {
 		ret = -errno;
-		log_err("session %u: ftruncate %llu bytes: %m", id, (unsigned long long)a->region_bytes);
+		log_rl_err("session %u: ftruncate %llu bytes: %m", id, (unsigned long long)a->region_bytes);
 		goto err_memfd;
 	}
 	/* The client could otherwise shrink the file under our mapping and make
 	 * our next access fault with SIGBUS. */
 	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		ret = -errno;
-		log_err("session %u: sealing memfd: %m", id);
+		log_rl_err("session %u: sealing memfd: %m", id);
 		goto err_memfd;
 	}
 	ep->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (ep->region == MAP_FAILED) {
 		ret = -errno;
-		log_err("session %u: mmap %llu bytes: %m", id, (unsigned long long)a->region_bytes);
+		log_rl_err("session %u: mmap %llu bytes: %m", id, (unsigned long long)a->region_bytes);
 		goto err_memfd;
 	}
 	ep->region_bytes = a->region_bytes;
@@ -239,12 +287,12 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->efd_daemon = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ep->efd_client < 0 || ep->efd_daemon < 0) {
 		ret = -errno;
-		log_err("session %u: eventfd: %m", id);
+		log_rl_err("session %u: eventfd: %m", id);
 		goto err_efds;
 	}
 	ret = loop_add(&ep->efd_w, ep->efd_daemon, EPOLLIN, on_efd, ep);
 	if (ret < 0) {
-		log_err("session %u: epoll add: %s", id, strerror(-ret));
+		log_rl_err("session %u: epoll add: %s", id, strerror(-ret));
 		goto err_efds;
 	}
 	fds[0] = memfd;
@@ -267,7 +315,8 @@ err_memfd:
 	close(memfd);
 err_leave:
 	job_leave(ep->job, rank, ep);   /* nobody else heard of it */
-err_free:
+err_user:
+	user_give_endpoint(ep->user);
 	free(ep);
 	return ret;
 }
@@ -278,9 +327,11 @@ void ep_close(struct ep *ep)
 
 	if (ep->pending.count) {
 		ep_drop(ep->job, ep->pending.count);
-		log_notice("session %u: %llu queued items for rank %u dropped", ep->id,
-			   (unsigned long long)ep->pending.count, ep->rank);
+		log_rl_notice("session %u: %llu queued items for rank %u dropped", ep->id,
+			      (unsigned long long)ep->pending.count, ep->rank);
 	}
+	if (ep->pending.mem)
+		user_give_queue(ep->user, ep->pending.mem);
 	recq_clear(&ep->pending);
 	for (struct ep *o = endpoints.all; o; o = o->next)
 		if (o->blocked_on == ep)
@@ -295,6 +346,7 @@ void ep_close(struct ep *ep)
 	close(ep->efd_client);
 	close(ep->efd_daemon);
 	munmap(ep->region, ep->region_bytes);
+	user_give_endpoint(ep->user);
 	free(ep);
 }
 
@@ -349,6 +401,16 @@ int ep_sleep_prepare(void)
 		}
 		if (recq_peek(&ep->pending, &rec, &payload) && ring_producer_sleep(&ep->rx, rec->len))
 			return 1;
+		/* An item refused with nothing queued (no memory was left for
+		 * a queue) waits for room in the ring itself: its client must
+		 * wake us when it makes some, for nothing else might (the
+		 * memory may be held by queues that do not move, or by rank
+		 * tables).  Room now: whoever waits tries again, and sets
+		 * this again if it must still wait. */
+		if (ep->rx_wait_len && !ep->pending.count && ring_producer_sleep(&ep->rx, ep->rx_wait_len - 1)) {
+			ep->rx_wait_len = 0;
+			return 1;
+		}
 	}
 	if (!armed)
 		return 0;
@@ -425,6 +487,7 @@ int ep_init(const struct conf *c, uint32_t self)
 {
 	endpoints.conf = c;
 	endpoints.self = self;
+	user_init(c);
 	/* Register so that clients' membarrier calls reach us too, and offer
 	 * clients the fenceless publish if the kernel has it. */
 	endpoints.membarrier = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
@@ -437,4 +500,5 @@ void ep_fini(void)
 {
 	while (endpoints.all)
 		ep_close(endpoints.all);
+	user_fini();
 }

@@ -4,10 +4,11 @@
  *
  * Delivery never loses an item: one whose destination ring is full waits in
  * the destination's queue (daemon memory, recq.h).  When that queue holds
- * limits.pending_bytes, or all queues together limits.memory_bytes, delivery
- * refuses (-EAGAIN) and the layer that drains TX rings (fwd/tx.c) stops
- * draining the sender (the item stays in its TX ring) until the queue has
- * drained to half; the sender's ring then fills and ferry_send returns
+ * limits.pending_bytes, or its user's memory (queues and rank tables) is at
+ * limits.user_memory_bytes, or everyone's at limits.memory_bytes (user.h),
+ * delivery refuses (-EAGAIN) and the layer that drains TX rings (fwd/tx.c)
+ * stops draining the sender (the item stays in its TX ring) until the queue
+ * has drained to half; the sender's ring then fills and ferry_send returns
  * -EAGAIN (or waits, per flag).
  *
  * The fast path of delivery (an item, room in the ring, nothing queued) is
@@ -36,12 +37,14 @@
 #include <sys/types.h>
 
 struct sess;
+struct user;
 
 struct ep {
 	struct ep *next;                /* every endpoint (ep_first) */
 	uint32_t id;                    /* its session's id, for logs */
 	pid_t pid;                      /* the client, for logs and status */
 	uid_t uid;
+	struct user *user;              /* its uid's accounting (user.h): this endpoint, its queue */
 	struct sess *sess;              /* the session that opened it (session.c's) */
 	struct job *job;
 	uint32_t rank;
@@ -53,6 +56,9 @@ struct ep {
 	struct loop_watch efd_w;
 	struct ring tx, rx;
 	struct recq pending;            /* items waiting for room in rx */
+	uint32_t rx_wait_len;           /* 1 + length of the smallest record refused with nothing
+					 * queued (no memory for a queue): it waits for room in rx
+					 * itself, and rx is armed for it; 0: none */
 	int rx_dirty;                   /* records written to rx, not yet published */
 
 	/* Draining tx: written by the forwarding layer (fwd/tx.c), which stops
@@ -89,11 +95,13 @@ extern struct ep_stats ep_stats;
 int ep_init(const struct conf *c, uint32_t self);
 void ep_fini(void);
 
-/* Opens an endpoint as rank of the job (uid, name) of size ranks: joins the
- * job (job.h) and creates the region and eventfds.  On success fills in a
- * (the ATTACHED message), fds (memfd, eventfd to client, eventfd to daemon;
- * the caller closes fds[0] once it is sent) and *ep_p.  Returns 0, or the
- * errors of job_join, or -errno of a system call (logged). */
+/* Opens an endpoint as rank of the job (uid, name) of size ranks: takes an
+ * endpoint of the user's (user_take_endpoint), joins the job (job.h) and
+ * creates the region and eventfds.  On success fills in a (the ATTACHED
+ * message), fds (memfd, eventfd to client, eventfd to daemon; the caller
+ * closes fds[0] once it is sent) and *ep_p.  Returns 0, the refusals of
+ * user_take_endpoint (-EUSERS, -EDQUOT), the errors of job_join, or -errno
+ * of a system call (logged, rate-limited). */
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
 	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3]);
 

@@ -1,5 +1,6 @@
 /* daemon/local/job.c - see job.h. */
 #include "job.h"
+#include "user.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,16 +77,33 @@ int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t
 		if (rank >= j->size || j->ranks[rank].ep)
 			return -EADDRINUSE;
 	} else {
+		/* What a job costs here is the user's: taken before it is
+		 * allocated, so that a JOIN of a huge size is refused, not
+		 * served. */
+		uint64_t bytes = sizeof(*j) + (uint64_t)size * sizeof(*j->ranks);
+		struct user *u;
+		int ret;
+
 		if (rank >= size)
 			return -EINVAL;
-		j = calloc(1, sizeof(*j));
-		if (!j)
+		u = user_get(uid);
+		if (!u)
 			return -ENOMEM;
-		j->ranks = malloc(size * sizeof(*j->ranks));
-		if (!j->ranks) {
+		ret = user_take_job(u, bytes);
+		if (ret < 0) {
+			user_put(u);
+			return ret;
+		}
+		j = calloc(1, sizeof(*j));
+		if (j)
+			j->ranks = malloc(size * sizeof(*j->ranks));
+		if (!j || !j->ranks) {
 			free(j);
+			user_give_job(u, bytes);
 			return -ENOMEM;
 		}
+		j->user = u;
+		j->mem_bytes = bytes;
 		for (uint32_t r = 0; r < size; r++)
 			j->ranks[r] = (struct job_rank){ .ep = NULL, .node = JOB_NO_NODE };
 		j->uid = uid;
@@ -174,6 +192,7 @@ int job_put(struct job *j)
 {
 	if (--j->refs > 0)
 		return 0;
+	user_give_job(j->user, j->mem_bytes);
 	free(j->xoff);
 	free(j->nodes);
 	free(j->ranks);

@@ -36,6 +36,7 @@
 #define JOB_NO_NODE UINT32_MAX
 
 struct ep;
+struct user;
 
 struct job_rank {
 	struct ep *ep;          /* endpoint attached on this node, or NULL */
@@ -54,6 +55,8 @@ struct job {
 	int gone;               /* no rank here any more; unlisted, freed with the last reference */
 	int ready;              /* the whole rank table is known */
 	struct job_rank *ranks; /* size entries */
+	struct user *user;      /* its uid's accounting (user.h), charged mem_bytes */
+	uint64_t mem_bytes;     /* this struct and the rank table */
 
 	/* Step accounting: the data path counts, the cluster layer reads (see
 	 * cluster/cluster.h); counts are cumulative over steps. */
@@ -85,9 +88,11 @@ struct job {
 };
 
 /* Attaches endpoint ep as rank of the job (uid, name) of size ranks on node
- * self, creating the job if needed.  Returns 0 with *job_p set, -EINVAL if
- * the job exists here with another size (or rank >= size), -EADDRINUSE if
- * the rank is attached here already, -ENOMEM. */
+ * self, creating the job if needed (the job and its rank table are the
+ * user's: user_take_job).  Returns 0 with *job_p set, -EINVAL if the job
+ * exists here with another size (or rank >= size), -EADDRINUSE if the rank
+ * is attached here already, -ENOMEM, or the refusals of user_take_job
+ * (-EDQUOT, -ENOBUFS; user_refusal() says which limit). */
 int job_join(uid_t uid, const char *name, uint32_t size, uint32_t rank, uint32_t self, struct ep *ep,
 	     struct job **job_p);
 

@@ -20,15 +20,22 @@ struct recq_chunk {
 uint64_t recq_mem_bytes;
 uint64_t recq_mem_peak;
 
-int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload, uint64_t mem_limit)
+uint64_t recq_push_cost(const struct recq *q, uint32_t len)
+{
+	const struct recq_chunk *c = q->last;
+
+	if (c && c->cap - c->tail >= ring_footprint(len))
+		return 0;
+	return sizeof(*c) + RECQ_CHUNK;
+}
+
+int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload)
 {
 	uint32_t fp = (uint32_t)ring_footprint(rec->len);
 	struct recq_chunk *c = q->last;
 
 	assert(fp <= RECQ_CHUNK);
 	if (!c || c->cap - c->tail < fp) {
-		if (recq_mem_bytes + sizeof(*c) + RECQ_CHUNK > mem_limit)
-			return -ENOBUFS;
 		c = malloc(sizeof(*c) + RECQ_CHUNK);
 		if (!c)
 			return -ENOMEM;
@@ -40,6 +47,7 @@ int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload, 
 		else
 			q->first = c;
 		q->last = c;
+		q->mem += sizeof(*c) + RECQ_CHUNK;
 		recq_mem_bytes += sizeof(*c) + RECQ_CHUNK;
 		if (recq_mem_bytes > recq_mem_peak)
 			recq_mem_peak = recq_mem_bytes;
@@ -64,8 +72,9 @@ int recq_peek(const struct recq *q, const struct proto_rec **rec_p, const void *
 	return 1;
 }
 
-static void free_chunk(struct recq_chunk *c)
+static void free_chunk(struct recq *q, struct recq_chunk *c)
 {
+	q->mem -= sizeof(*c) + c->cap;
 	recq_mem_bytes -= sizeof(*c) + c->cap;
 	free(c);
 }
@@ -85,7 +94,7 @@ void recq_pop(struct recq *q)
 			q->first = c->next;
 			if (!q->first)
 				q->last = NULL;
-			free_chunk(c);
+			free_chunk(q, c);
 		} else {
 			c->head = c->tail = 0;
 		}
@@ -99,7 +108,7 @@ void recq_clear(struct recq *q)
 	while (c) {
 		struct recq_chunk *next = c->next;
 
-		free_chunk(c);
+		free_chunk(q, c);
 		c = next;
 	}
 	memset(q, 0, sizeof(*q));

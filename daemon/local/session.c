@@ -4,9 +4,22 @@
  * must say JOIN next), ENDPOINT (it has an endpoint), ADMIN (a tool), ENDING
  * (closed, its endpoint ends at the next sess_poll), DEAD (freed by
  * sess_poll).
+ *
+ * Limits (user.h): a session without an endpoint (HELLO, JOIN, ADMIN) holds
+ * one of its user's limits.user_unjoined connections and of the node's
+ * limits.max_unjoined; one over either is refused with an ERROR as soon as
+ * it is accepted.  HELLO and JOIN end after limits.join_timeout_ms; ADMIN
+ * after limits.admin_idle_ms with nothing moving.  A tool is answered one
+ * query at a time: while its reply is not all out, its next queries wait in
+ * the socket (it is not read), so a session holds at most one reply.  The
+ * listening socket is not watched while accept fails for want of file
+ * descriptors or memory (a level-triggered watch would spin): accepting
+ * resumes after a delay that grows from 10 ms to 1 s, or as soon as a
+ * session ends.
  */
 #include "session.h"
 #include "endpoint.h"
+#include "user.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
@@ -24,13 +37,25 @@
 
 enum sess_state { S_HELLO, S_JOIN, S_ENDPOINT, S_ADMIN, S_ENDING, S_DEAD };
 
+/* Replies and errors a session may hold for its client: one full reply. */
+#define SESS_OUT_MAX (sizeof(struct ctl_hdr) + CTL_MAX_BODY)
+/* Connections accepted per wake-up, so that a flood of them cannot hold the
+ * loop (the watch is level-triggered: the rest come next turn). */
+#define ACCEPT_BATCH 32
+/* Backoff of the listening socket while accept has no fd or memory. */
+#define ACCEPT_DELAY_MIN_MS 10
+#define ACCEPT_DELAY_MAX_MS 1000
+
 struct sess {
 	struct sess *next;              /* all sessions, dead ones until reaped */
 	uint32_t id;
 	int state;                      /* enum sess_state */
 	int fd;
 	struct loop_watch sock_w;
+	uint32_t events;                /* what sock_w watches */
 	struct ucred cred;
+	struct user *unjoined;          /* HELLO, JOIN, ADMIN: the user whose connection slot it holds */
+	struct loop_timer timer;        /* join timeout, tool idle, error not read */
 	uint8_t in[512];                /* partial control message */
 	size_t in_len;
 	char *out;                      /* unsent reply bytes */
@@ -66,11 +91,36 @@ static struct {
 	const struct sess_events *ev;   /* the layer above */
 	struct log_ratelimit rl_failed;
 	struct loop_timer end_timer;    /* the next ENDING session's end_by_ns */
+	int accept_paused;              /* listen_w unwatched: out of fds or memory */
+	uint32_t accept_delay_ms;       /* current backoff; 0 after an accept worked */
+	struct loop_timer accept_timer;
 } sessions = { .listen_fd = -1 };
 
 /* --- output --- */
 
 static void close_session(struct sess *s, const char *why, int killed);
+static void arm(struct sess *s, uint32_t ms);
+
+/* Whether s's messages are read and handled now: not once it is being
+ * closed, and not while a tool's reply is held (one at a time). */
+static int reading(const struct sess *s)
+{
+	return !s->close_when_sent && !(s->state == S_ADMIN && s->out);
+}
+
+/* Watches s's socket for what it needs now. */
+static int watch(struct sess *s)
+{
+	uint32_t events = (reading(s) ? EPOLLIN : 0) | (s->out ? EPOLLOUT : 0);
+	int ret;
+
+	if (events == s->events)
+		return 0;
+	ret = loop_mod(&s->sock_w, events);
+	if (ret == 0)
+		s->events = events;
+	return ret;
+}
 
 static int send_pending(struct sess *s)
 {
@@ -80,7 +130,7 @@ static int send_pending(struct sess *s)
 
 		if (n < 0) {
 			if (errno == EAGAIN)
-				return loop_mod(&s->sock_w, EPOLLIN | EPOLLOUT);
+				return watch(s);
 			return -errno;
 		}
 		s->out_off += (size_t)n;
@@ -92,11 +142,12 @@ static int send_pending(struct sess *s)
 		close_session(s, NULL, 0);
 		return 0;
 	}
-	return loop_mod(&s->sock_w, EPOLLIN);
+	return watch(s);
 }
 
 /* Sends one message, optionally with fds (they go with the first byte).
- * Whatever the socket does not take now is kept and sent on EPOLLOUT. */
+ * Whatever the socket does not take now is kept and sent on EPOLLOUT, up to
+ * SESS_OUT_MAX in all (-ENOBUFS beyond: the client does not read). */
 static int send_msg(struct sess *s, const void *buf, size_t len, const int *fds, int nfds)
 {
 	union {
@@ -134,9 +185,7 @@ static int send_msg(struct sess *s, const void *buf, size_t len, const int *fds,
 	} else if (nfds) {
 		return -EAGAIN;
 	}
-	/* Keep the rest.  A client that does not read its replies does not get
-	 * to make us hold more than a few replies' worth. */
-	if (s->out_len - s->out_off + len - (size_t)n > 4 * CTL_MAX_BODY)
+	if (s->out_len - s->out_off + len - (size_t)n > SESS_OUT_MAX)
 		return -ENOBUFS;
 	grown = realloc(s->out, s->out_len + len - (size_t)n);
 	if (!grown)
@@ -144,7 +193,7 @@ static int send_msg(struct sess *s, const void *buf, size_t len, const int *fds,
 	memcpy(grown + s->out_len, (const char *)buf + n, len - (size_t)n);
 	s->out = grown;
 	s->out_len += len - (size_t)n;
-	return loop_mod(&s->sock_w, EPOLLIN | EPOLLOUT);
+	return watch(s);
 }
 
 /* Sends an ERROR and closes the session once it is out. */
@@ -159,10 +208,13 @@ static void reject(struct sess *s, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	log_notice("session %u (pid %d uid %u): %s", s->id, s->cred.pid, s->cred.uid, text);
+	log_rl_notice("session %u (pid %d uid %u): %s", s->id, s->cred.pid, s->cred.uid, text);
 	n = ctl_encode_error(buf, sizeof(buf), err, text);
 	if (n > 0 && send_msg(s, buf, (size_t)n, NULL, 0) == 0 && s->out) {
+		/* It has join_timeout_ms to read it. */
 		s->close_when_sent = 1;
+		watch(s);
+		arm(s, sessions.conf->join_timeout_ms);
 		return;
 	}
 	close_session(s, NULL, 0);
@@ -180,10 +232,6 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	struct ep *ep;
 	ssize_t n;
 
-	if (ep_count() >= sessions.conf->max_clients) {
-		reject(s, EUSERS, "too many clients (limits.max_clients = %u)", sessions.conf->max_clients);
-		return;
-	}
 	if (size > PROTO_MAX_RANKS) {
 		reject(s, EINVAL, "job %s: size %u is above the maximum of %u ranks", name, size, PROTO_MAX_RANKS);
 		return;
@@ -199,6 +247,16 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 		reject(s, EADDRINUSE, "job %s: rank %u is already attached", name, rank);
 		return;
 	}
+	if (ret == -EUSERS || ret == -EDQUOT || ret == -ENOBUFS) {
+		sess_stats.joins_refused++;
+		reject(s, -ret, "job %s: cannot join: %s", name, user_refusal());
+		return;
+	}
+	if (ret == -EMFILE || ret == -ENFILE) {
+		reject(s, -ret, "job %s: cannot join: ferryd has no file descriptors left (%s); try again later",
+		       name, strerror(-ret));
+		return;
+	}
 	if (ret == -ENOMEM) {
 		reject(s, ENOMEM, "job %s: cannot join: %s", name, strerror(ENOMEM));
 		return;
@@ -212,15 +270,21 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	ret = n < 0 ? (int)n : send_msg(s, buf, (size_t)n, fds, 3);
 	close(fds[0]);
 	if (ret < 0) {
-		log_notice("session %u: sending the region: %s", s->id, strerror(-ret));
+		log_rl_notice("session %u: sending the region: %s", s->id, strerror(-ret));
 		ep_close(ep);           /* nobody else heard of it yet */
 		close_session(s, "cannot set up the endpoint", 0);
 		return;
 	}
+	/* Its endpoint counts against the limits from now on, not the
+	 * connection, and it may wait for the other ranks for as long as it
+	 * likes. */
+	user_give_unjoined(s->unjoined);
+	s->unjoined = NULL;
+	loop_timer_cancel(&s->timer);
 	s->ep = ep;
 	s->state = S_ENDPOINT;
-	log_info("session %u: pid %d uid %u joined job %s as rank %u of %u", s->id,
-		 s->cred.pid, s->cred.uid, name, rank, size);
+	log_rl_info("session %u: pid %d uid %u joined job %s as rank %u of %u", s->id,
+		    s->cred.pid, s->cred.uid, name, rank, size);
 	/* The job's home node answers with the rank table once every rank has
 	 * joined somewhere; then READY goes out (sess_job_ready). */
 	sessions.ev->rank_joined(ep->job, rank);
@@ -254,7 +318,7 @@ void sess_job_ready(struct job *j)
 		if (send_msg(m, buf, (size_t)n, NULL, 0) < 0)
 			close_session(m, "cannot send READY", 0);
 	}
-	log_info("job %s (uid %u): ready, %u ranks on %u nodes", j->name, j->uid, j->size, nodes);
+	log_rl_info("job %s (uid %u): ready, %u ranks on %u nodes", j->name, j->uid, j->size, nodes);
 }
 
 void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err)
@@ -289,8 +353,8 @@ static void close_session(struct sess *s, const char *why, int killed)
 	if (s->state >= S_ENDING)
 		return;
 	if (why)
-		log_msg(killed ? LOG_WARNING : LOG_INFO, "session %u (pid %d uid %u%s%s): %s", s->id,
-			s->cred.pid, s->cred.uid, s->ep ? " job " : "", s->ep ? s->ep->job->name : "", why);
+		log_rl_at(killed ? LOG_WARNING : LOG_INFO, "session %u (pid %d uid %u%s%s): %s", s->id,
+			  s->cred.pid, s->cred.uid, s->ep ? " job " : "", s->ep ? s->ep->job->name : "", why);
 	/* A client that exits right after sending: what it left in its TX ring
 	 * is taken at the next turn of the loop, before sess_poll ends the
 	 * endpoint (main's poll hook drains TX rings first), as far as the
@@ -300,10 +364,15 @@ static void close_session(struct sess *s, const char *why, int killed)
 	if (s->ep && killed)
 		ep_fail(s->ep, why ? why : "killed");
 	loop_del(&s->sock_w);
+	loop_timer_cancel(&s->timer);
 	close(s->fd);
 	s->fd = -1;
 	free(s->out);
 	s->out = NULL;
+	if (s->unjoined) {
+		user_give_unjoined(s->unjoined);
+		s->unjoined = NULL;
+	}
 	s->state = s->ep ? S_ENDING : S_DEAD;
 	s->end_by_ns = loop_now_ns() + SESS_END_GRACE_NS;
 	sessions.count--;
@@ -324,10 +393,13 @@ static void on_end_timer(struct loop_timer *t)
  * SESS_END_GRACE_NS), then frees dead sessions.  tell: whether the layer
  * above hears of the ranks that leave (0: the daemon is going away, nothing
  * waits). */
+static void resume_accepting(void);
+
 static void reap(int tell)
 {
 	struct sess **pp = &sessions.all;
 	uint64_t now = loop_now_ns(), next = 0;
+	int freed = 0;
 
 	while (*pp) {
 		struct sess *s = *pp;
@@ -362,12 +434,17 @@ static void reap(int tell)
 		if (s->state == S_DEAD) {
 			*pp = s->next;
 			free(s);
+			freed = 1;
 		} else {
 			pp = &s->next;
 		}
 	}
 	if (next)
 		loop_timer_arm(&sessions.end_timer, next - now, on_end_timer, NULL);
+	/* Their file descriptors are free now: someone may be waiting to
+	 * connect. */
+	if (freed && sessions.accept_paused)
+		resume_accepting();
 }
 
 int sess_poll(void)
@@ -378,7 +455,72 @@ int sess_poll(void)
 	return work;
 }
 
+/* --- timers --- */
+
+static void on_timer(struct loop_timer *t)
+{
+	struct sess *s = t->ctx;
+	const struct conf *c = sessions.conf;
+
+	if (s->state >= S_ENDING)
+		return;
+	if (s->close_when_sent) {
+		close_session(s, "did not read the error it was sent", 0);
+		return;
+	}
+	sess_stats.sessions_timed_out++;
+	switch (s->state) {
+	case S_HELLO:
+	case S_JOIN:
+		reject(s, ETIMEDOUT, "no JOIN within %u ms of connecting (limits.join_timeout_ms = %u)",
+		       c->join_timeout_ms, c->join_timeout_ms);
+		break;
+	case S_ADMIN:
+		/* It reads nothing: an error would not reach it either. */
+		close_session(s, s->out ? "does not read its replies (limits.admin_idle_ms)"
+					: "idle (limits.admin_idle_ms)", 0);
+		break;
+	}
+}
+
+/* (Re)starts s's timer: it fires ms from now. */
+static void arm(struct sess *s, uint32_t ms)
+{
+	loop_timer_arm(&s->timer, (uint64_t)ms * 1000000u, on_timer, s);
+}
+
 /* --- control messages --- */
+
+static void answer(struct sess *s, const struct ctl_msg *m)
+{
+	char *text = NULL, *buf;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	ssize_t n;
+	int ret;
+
+	if (!out) {
+		close_session(s, "out of memory for a reply", 0);
+		return;
+	}
+	ret = sessions.query(m->u.query.what, m->u.query.arg, &s->cred, out);
+	fclose(out);
+	if (ret < 0) {
+		free(text);
+		reject(s, -ret, "query %u refused: %s", m->u.query.what, strerror(-ret));
+		return;
+	}
+	if (len > CTL_MAX_BODY)
+		len = CTL_MAX_BODY;
+	buf = malloc(len + sizeof(struct ctl_hdr));
+	n = buf ? ctl_encode_text(buf, len + sizeof(struct ctl_hdr), text, len) : -ENOMEM;
+	free(text);
+	/* Nothing is held when a query is read (reading()): a whole reply
+	 * always fits. */
+	if (n < 0 || send_msg(s, buf, (size_t)n, NULL, 0) < 0)
+		close_session(s, "cannot send a reply", 0);
+	free(buf);
+}
 
 static void handle_msg(struct sess *s, const struct ctl_msg *m)
 {
@@ -388,7 +530,12 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			close_session(s, "first message is not HELLO", 1);
 			return;
 		}
-		s->state = m->u.hello.role == CTL_ROLE_ADMIN ? S_ADMIN : S_JOIN;
+		if (m->u.hello.role == CTL_ROLE_ADMIN) {
+			s->state = S_ADMIN;
+			arm(s, sessions.conf->admin_idle_ms);
+		} else {
+			s->state = S_JOIN;
+		}
 		return;
 	case S_JOIN:
 		if (m->type != CTL_JOIN) {
@@ -399,31 +546,8 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 		return;
 	case S_ADMIN:
 		if (m->type == CTL_QUERY && sessions.query) {
-			char *text = NULL, *buf;
-			size_t len = 0;
-			FILE *out = open_memstream(&text, &len);
-			ssize_t n;
-			int ret;
-
-			if (!out) {
-				close_session(s, "out of memory for a reply", 0);
-				return;
-			}
-			ret = sessions.query(m->u.query.what, m->u.query.arg, &s->cred, out);
-			fclose(out);
-			if (ret < 0) {
-				free(text);
-				reject(s, -ret, "query %u refused: %s", m->u.query.what, strerror(-ret));
-				return;
-			}
-			if (len > CTL_MAX_BODY)
-				len = CTL_MAX_BODY;
-			buf = malloc(len + sizeof(struct ctl_hdr));
-			n = buf ? ctl_encode_text(buf, len + sizeof(struct ctl_hdr), text, len) : -ENOMEM;
-			free(text);
-			if (n < 0 || send_msg(s, buf, (size_t)n, NULL, 0) < 0)
-				close_session(s, "cannot send a reply", 0);
-			free(buf);
+			arm(s, sessions.conf->admin_idle_ms);
+			answer(s, m);
 			return;
 		}
 		close_session(s, "unexpected message from a tool", 1);
@@ -433,97 +557,203 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 	}
 }
 
+/* Handles the whole messages in s->in while s is read (see reading()).
+ * Returns 0 if s was closed. */
+static int consume(struct sess *s)
+{
+	for (;;) {
+		struct ctl_msg m;
+		ssize_t used;
+
+		if (s->state >= S_ENDING)
+			return 0;
+		if (!reading(s))
+			return 1;
+		used = ctl_decode(s->in, s->in_len, &m);
+		if (used == 0)
+			return 1;
+		if (used < 0) {
+			close_session(s, "malformed control message", 1);
+			return 0;
+		}
+		handle_msg(s, &m);
+		memmove(s->in, s->in + used, s->in_len - (size_t)used);
+		s->in_len -= (size_t)used;
+	}
+}
+
 static void on_sock(struct loop_watch *w, uint32_t events)
 {
 	struct sess *s = w->ctx;
 
 	if (s->state >= S_ENDING)
 		return;
-	if ((events & EPOLLOUT) && send_pending(s) < 0) {
-		close_session(s, "cannot send", 0);
+	if (s->out && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
+		if (send_pending(s) < 0) {
+			close_session(s, "cannot send", 0);
+			return;
+		}
+		if (s->state >= S_ENDING)
+			return;
+		if (s->state == S_ADMIN)
+			arm(s, sessions.conf->admin_idle_ms);    /* its reply moves */
+	}
+	if (!reading(s)) {
+		/* Its socket is not read: nothing more can come of it once
+		 * the client is gone. */
+		if (events & (EPOLLHUP | EPOLLERR))
+			close_session(s, NULL, 0);
 		return;
 	}
-	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || s->state >= S_ENDING)
+	/* Queries that waited in s->in while a reply was held. */
+	if (!consume(s))
 		return;
-	for (;;) {
-		ssize_t n = recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, MSG_DONTWAIT);
-		struct ctl_msg m;
-		ssize_t used = 0;
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+		while (reading(s)) {
+			ssize_t n = recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, MSG_DONTWAIT);
 
-		if (n == 0) {
-			close_session(s, s->state == S_ENDPOINT ? "closed" : NULL, 0);
-			return;
-		}
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			if (n == 0) {
+				close_session(s, s->state == S_ENDPOINT ? "closed" : NULL, 0);
 				return;
-			close_session(s, "receive failed", 0);
-			return;
-		}
-		s->in_len += (size_t)n;
-		while (s->state < S_ENDING && !s->close_when_sent &&
-		       (used = ctl_decode(s->in, s->in_len, &m)) > 0) {
-			handle_msg(s, &m);
-			memmove(s->in, s->in + used, s->in_len - (size_t)used);
-			s->in_len -= (size_t)used;
-		}
-		if (s->state >= S_ENDING || s->close_when_sent)
-			return;
-		if (used < 0) {
-			close_session(s, "malformed control message", 1);
-			return;
-		}
-		if (s->in_len == sizeof(s->in)) {
-			close_session(s, "control message too long", 1);
-			return;
+			}
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EINTR)
+					break;
+				close_session(s, "receive failed", 0);
+				return;
+			}
+			s->in_len += (size_t)n;
+			if (!consume(s))
+				return;
+			/* Every whole message was handled, unless s stopped
+			 * reading: a full buffer then is one message too long. */
+			if (reading(s) && s->in_len == sizeof(s->in)) {
+				close_session(s, "control message too long", 1);
+				return;
+			}
 		}
 	}
+	if (watch(s) < 0)
+		close_session(s, "epoll", 0);
+}
+
+/* --- accepting --- */
+
+/* Refuses a connection before it is a session: an ERROR saying which limit
+ * (the socket's buffer is empty, it takes the message), then close. */
+static void refuse(int fd, const struct ucred *cred, int err, const char *why)
+{
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_error_wire) + CTL_ERRTEXT_MAX];
+	ssize_t n = ctl_encode_error(buf, sizeof(buf), err, why);
+
+	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_rl_info("refusing pid %d uid %u: send: %m", cred->pid, cred->uid);
+	close(fd);
+	sess_stats.sessions_refused++;
+	log_rl_notice("connection of pid %d uid %u refused: %s", cred->pid, cred->uid, why);
+}
+
+static void new_session(int fd)
+{
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+	struct user *u;
+	struct sess *s;
+	int ret;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_rl_warn("SO_PEERCRED: %m");
+		close(fd);
+		return;
+	}
+	u = user_get(cred.uid);
+	ret = u ? user_take_unjoined(u) : -ENOMEM;
+	if (ret < 0) {
+		if (u)
+			user_put(u);
+		refuse(fd, &cred, -ret, user_refusal());
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		user_give_unjoined(u);
+		refuse(fd, &cred, ENOMEM, "ferryd is out of memory");
+		return;
+	}
+	s->fd = fd;
+	s->cred = cred;
+	s->unjoined = u;
+	s->id = ++sessions.next_id;
+	s->events = EPOLLIN;
+	ret = loop_add(&s->sock_w, fd, s->events, on_sock, s);
+	if (ret < 0) {
+		log_rl_warn("epoll add: %s", strerror(-ret));
+		user_give_unjoined(u);
+		close(fd);
+		free(s);
+		return;
+	}
+	s->state = S_HELLO;
+	s->next = sessions.all;
+	sessions.all = s;
+	sessions.count++;
+	sess_stats.sessions_opened++;
+	arm(s, sessions.conf->join_timeout_ms);
+}
+
+static void on_accept_timer(struct loop_timer *t)
+{
+	(void)t;
+	resume_accepting();
+}
+
+/* accept failed for want of file descriptors or memory: leave the listening
+ * socket alone for a while (its watch is level-triggered: it would fire at
+ * once, again and again).  Clients that connect meanwhile wait in its
+ * backlog. */
+static void pause_accepting(int err)
+{
+	uint32_t d = sessions.accept_delay_ms;
+
+	d = d ? (d * 2 > ACCEPT_DELAY_MAX_MS ? ACCEPT_DELAY_MAX_MS : d * 2) : ACCEPT_DELAY_MIN_MS;
+	sessions.accept_delay_ms = d;
+	sessions.accept_paused = 1;
+	sess_stats.accept_paused++;
+	log_rl_warn("accept: %s; not accepting clients for %u ms", strerror(err), d);
+	if (loop_mod(&sessions.listen_w, 0) < 0)
+		log_rl_err("epoll: cannot pause the listening socket: %m");
+	loop_timer_arm(&sessions.accept_timer, (uint64_t)d * 1000000u, on_accept_timer, NULL);
+}
+
+static void resume_accepting(void)
+{
+	if (!sessions.accept_paused || sessions.listen_fd < 0)
+		return;
+	sessions.accept_paused = 0;
+	loop_timer_cancel(&sessions.accept_timer);
+	if (loop_mod(&sessions.listen_w, EPOLLIN) < 0)
+		log_rl_err("epoll: cannot watch the listening socket again: %m");
 }
 
 static void on_client_accept(struct loop_watch *w, uint32_t events)
 {
 	(void)events;
-	for (;;) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		socklen_t len = sizeof(struct ucred);
-		struct sess *s;
-		int ret;
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				pause_accepting(errno);
+			else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				log_rl_warn("accept: %m");
 			return;
 		}
+		sessions.accept_delay_ms = 0;
 		if (!sessions.accepting) {
 			close(fd);
 			continue;
 		}
-		s = calloc(1, sizeof(*s));
-		if (!s) {
-			log_rl_warn("out of memory for a session");
-			close(fd);
-			continue;
-		}
-		s->fd = fd;
-		s->id = ++sessions.next_id;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s->cred, &len) < 0) {
-			log_rl_warn("SO_PEERCRED: %m");
-			close(fd);
-			free(s);
-			continue;
-		}
-		ret = loop_add(&s->sock_w, fd, EPOLLIN, on_sock, s);
-		if (ret < 0) {
-			log_rl_warn("epoll add: %s", strerror(-ret));
-			close(fd);
-			free(s);
-			continue;
-		}
-		s->state = S_HELLO;
-		s->next = sessions.all;
-		sessions.all = s;
-		sessions.count++;
-		sess_stats.sessions_opened++;
+		new_session(fd);
 	}
 }
 
@@ -626,6 +856,8 @@ void sess_fini(void)
 	for (struct sess *s = sessions.all; s; s = s->next)
 		close_session(s, NULL, 0);
 	reap(0);
+	loop_timer_cancel(&sessions.accept_timer);
+	sessions.accept_paused = 0;
 	if (sessions.listen_fd >= 0) {
 		loop_del(&sessions.listen_w);
 		close(sessions.listen_fd);
@@ -644,4 +876,13 @@ void sess_stop_accepting(void)
 uint32_t sess_count(void)
 {
 	return sessions.count;
+}
+
+uint64_t sess_out_bytes(void)
+{
+	uint64_t n = 0;
+
+	for (const struct sess *s = sessions.all; s; s = s->next)
+		n += s->out_len - s->out_off;
+	return n;
 }

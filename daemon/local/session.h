@@ -33,6 +33,10 @@ struct sess_stats {
 	uint64_t sessions_opened;
 	uint64_t sessions_closed;
 	uint64_t sessions_killed;       /* closed because the client misbehaved */
+	uint64_t sessions_refused;      /* connections over limits.max_unjoined or user_unjoined */
+	uint64_t sessions_timed_out;    /* join_timeout_ms or admin_idle_ms passed */
+	uint64_t joins_refused;         /* JOINs over a limit on endpoints, jobs or memory */
+	uint64_t accept_paused;         /* times accept found no fd or memory and paused */
 };
 extern struct sess_stats sess_stats;
 
@@ -70,6 +74,9 @@ void sess_stop_accepting(void);
 
 /* Sessions open. */
 uint32_t sess_count(void);
+
+/* Bytes of replies and errors held for clients that have not read them. */
+uint64_t sess_out_bytes(void);
 
 /* The rank table of j is complete: READY to its endpoints here. */
 void sess_job_ready(struct job *j);

@@ -10,6 +10,7 @@
 #include "../fwd/tx.h"
 #include "../local/endpoint.h"
 #include "../local/session.h"
+#include "../local/user.h"
 #include "../net/auth.h"
 #include "../net/frame.h"
 #include "../net/peer.h"
@@ -54,19 +55,29 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		peer_write_status(out);
 		fprintf(out, "clients: %u sessions, %u endpoints; jobs here: %u\n", sess_count(),
 			ep_count(), job_count());
+		user_write_status(out, cred->uid);
 		cluster_write_status(out, cred->uid);
 		return 0;
 	case CTL_Q_STATS:
 		fprintf(out, "node %u\n", daemon_state.self);
-		fprintf(out, "sessions %u\nendpoints %u\njobs %u\n", sess_count(), ep_count(), job_count());
-		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_region_bytes %llu\n"
-			"memory_frame_bytes %llu\n",
+		fprintf(out, "sessions %u\nsessions_unjoined %u\nendpoints %u\njobs %u\nusers %u\n", sess_count(),
+			user_total.unjoined, ep_count(), job_count(), user_count());
+		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_table_bytes %llu\n"
+			"memory_region_bytes %llu\nmemory_frame_bytes %llu\nmemory_reply_bytes %llu\n"
+			"memory_waits %llu\n",
 			(unsigned long long)recq_mem_bytes, (unsigned long long)recq_mem_peak,
-			(unsigned long long)ep_region_bytes(), (unsigned long long)frame_mem_bytes);
-		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\n",
+			(unsigned long long)user_total.table_bytes, (unsigned long long)ep_region_bytes(),
+			(unsigned long long)frame_mem_bytes, (unsigned long long)sess_out_bytes(),
+			(unsigned long long)user_total.mem_waits);
+		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\nsessions_refused %llu\n"
+			"sessions_timed_out %llu\njoins_refused %llu\naccept_paused %llu\n",
 			(unsigned long long)sess_stats.sessions_opened,
 			(unsigned long long)sess_stats.sessions_closed,
-			(unsigned long long)sess_stats.sessions_killed);
+			(unsigned long long)sess_stats.sessions_killed,
+			(unsigned long long)sess_stats.sessions_refused,
+			(unsigned long long)sess_stats.sessions_timed_out,
+			(unsigned long long)sess_stats.joins_refused,
+			(unsigned long long)sess_stats.accept_paused);
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
 			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\n",
 			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,

@@ -22,7 +22,7 @@ expect_err "stale socket, nobody listening: ECONNREFUSED" ECONNREFUSED "not runn
 	env FERRY_RUNTIME_DIR="$TMP/dead" "$O" --job j --rank 0 --size 1
 expect "a new daemon takes over the stale socket" start_daemon dead
 
-printf 'limits: { max_clients = 2; };\n' >"$TMP/two.conf"
+printf 'limits: { max_clients = 2; user_clients = 2; };\n' >"$TMP/two.conf"
 start_daemon n0 --config "$TMP/two.conf" || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 

@@ -44,6 +44,12 @@ as $U2 ferryctl status >"$TMP/st2.out" 2>&1
 "$BUILD/ferryctl" --runtime-dir "$TMP/n0" status >"$TMP/st0.out" 2>&1
 expect "user 2's ferryctl status does not show user 1's job" bash -c "! grep -q 'uid $U1' '$TMP/st2.out'"
 expect "root's ferryctl status shows it" grep -q "job solo uid $U1" "$TMP/st0.out"
+expect "user 2's status shows what user 2 holds against its limits" grep -q "^  user $U2: 0 endpoints, 1 connections" "$TMP/st2.out"
+expect "... and nothing of what user 1 holds" bash -c "! grep -q 'user $U1' '$TMP/st2.out'"
+expect "root's status shows every user's" grep -q "^  user $U1: 1 endpoints" "$TMP/st0.out"
+as $U2 ferryctl stats >"$TMP/stats2.out" 2>&1
+expect "user 2's ferryctl stats shows node-wide counters, no job, rank or pid" \
+	bash -c "grep -q '^endpoints 1$' '$TMP/stats2.out' && ! grep -qiE 'solo|pid|rank|uid' '$TMP/stats2.out'"
 wait $p1
 
 # Positive control: the same user's ranks do form a job and exchange items.

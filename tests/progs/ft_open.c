@@ -19,7 +19,7 @@ static const char *errname(int e)
 	switch (-e) {
 #define E(x) case x: return #x
 	E(ENOENT); E(ECONNREFUSED); E(ETIMEDOUT); E(EINVAL); E(EADDRINUSE); E(EMSGSIZE);
-	E(EAGAIN); E(ECONNRESET); E(EPROTO); E(EUSERS);
+	E(EAGAIN); E(ECONNRESET); E(EPROTO); E(EUSERS); E(EDQUOT); E(ENOBUFS); E(EMFILE); E(ENOMEM);
 #undef E
 	}
 	return "other";

@@ -8,7 +8,8 @@
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
- * until FILE exists (at most 120 s: a receiver that does not consume).
+ * until FILE exists (at most 120 s: a receiver that does not consume;
+ * --wait-file is the same).
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items".  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
+		{ "wait-file", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };

@@ -44,6 +44,13 @@ TEST(defaults)
 	CHECK_EQ(c.verbs_device[0], '\0');
 	CHECK_EQ(c.max_clients, 256);
 	CHECK_EQ(c.ring_bytes, 1 << 20);
+	CHECK_EQ(c.max_unjoined, 64);
+	CHECK_EQ(c.user_clients, 128);
+	CHECK_EQ(c.user_unjoined, 16);
+	CHECK_EQ(c.user_jobs, 64);
+	CHECK_EQ(c.user_memory_bytes, 64 << 20);
+	CHECK_EQ(c.join_timeout_ms, 10000);
+	CHECK_EQ(c.admin_idle_ms, 60000);
 	CHECK_EQ(c.key_file[0], '\0');
 	CHECK_EQ(c.log_level, LOG_INFO);
 	CHECK(strcmp(c.runtime_dir, "/run/ferry") == 0);
@@ -87,6 +94,37 @@ TEST(every_option)
 	CHECK_EQ(parse(&c, "daemon: { seccomp = \"log\"; };"), 0);
 	CHECK_EQ(c.seccomp, SANDBOX_LOG);
 	conf_free(&c);
+}
+
+/* Per-user limits: set, or a share of the node-wide limit when not set;
+ * never above the node-wide limit. */
+TEST(limits_per_user)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, "limits: { max_clients = 10; max_unjoined = 3; memory_bytes = 4194304;\n"
+			   " pending_bytes = 1048576; };"), 0);
+	CHECK_EQ(c.user_clients, 5);
+	CHECK_EQ(c.user_unjoined, 1);           /* a share, but at least 1 */
+	CHECK_EQ(c.user_memory_bytes, 1048576);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "limits: { max_clients = 10; user_clients = 10; user_unjoined = 2; user_jobs = 3;\n"
+			   " user_memory_bytes = 2097152; join_timeout_ms = 250; admin_idle_ms = 700; };"), 0);
+	CHECK_EQ(c.user_clients, 10);
+	CHECK_EQ(c.user_unjoined, 2);
+	CHECK_EQ(c.user_jobs, 3);
+	CHECK_EQ(c.user_memory_bytes, 2097152);
+	CHECK_EQ(c.join_timeout_ms, 250);
+	CHECK_EQ(c.admin_idle_ms, 700);
+	conf_free(&c);
+	rejects("limits: {\n max_clients = 10;\n user_clients = 11;\n};", 3,
+		"'limits.user_clients' (11) exceeds 'limits.max_clients' (10)");
+	rejects("limits: { user_unjoined = 65; };", 1, "'limits.user_unjoined' (65) exceeds 'limits.max_unjoined' (64)");
+	rejects("limits: { memory_bytes = 2097152; pending_bytes = 1048576; user_memory_bytes = 4194304; };", 1,
+		"'limits.user_memory_bytes' (4194304) exceeds 'limits.memory_bytes' (2097152)");
+	rejects("limits: { user_jobs = 0; };", 1, "'limits.user_jobs' is 0, must be between 1 and");
+	rejects("limits: { join_timeout_ms = 5; };", 1, "'limits.join_timeout_ms' is 5, must be between 10 and");
+	rejects("limits: { admin_idle_ms = \"1s\"; };", 1, "'limits.admin_idle_ms' must be an integer, not a string");
 }
 
 TEST(host_patterns)
@@ -177,6 +215,7 @@ int main(void)
 {
 	RUN(defaults);
 	RUN(every_option);
+	RUN(limits_per_user);
 	RUN(host_patterns);
 	RUN(topologies_resolve);
 	RUN(each_mistake_has_its_message);

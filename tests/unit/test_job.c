@@ -4,8 +4,10 @@
 #define UNIT "job"
 #include "check.h"
 #include "../../daemon/local/job.h"
+#include "../../daemon/local/user.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* Endpoints are only pointers to the job table. */
 static struct ep *const A = (struct ep *)0x1000, *const B = (struct ep *)0x2000, *const C = (struct ep *)0x3000;
@@ -104,6 +106,38 @@ TEST(a_held_job_outlives_its_ranks_unlisted)
 	CHECK_EQ(job_leave(k, 0, B), 1);
 }
 
+/* A job and its rank table are its user's: charged when made, given back
+ * when it ends, and a JOIN whose table would not fit is refused before
+ * anything is allocated. */
+TEST(jobs_are_charged_to_their_user)
+{
+	struct conf conf = { .max_clients = 8, .user_clients = 8, .max_unjoined = 8, .user_unjoined = 8,
+			     .user_jobs = 2, .memory_bytes = 1 << 20, .user_memory_bytes = 1 << 19 };
+	uint64_t table = sizeof(struct job) + 1000 * sizeof(struct job_rank);
+	struct job *j, *k;
+
+	user_init(&conf);
+	CHECK_EQ(job_join(1000, "a", 1000, 0, 0, A, &j), 0);
+	CHECK(j->user != NULL);
+	CHECK_EQ(j->mem_bytes, table);
+	CHECK_EQ(j->user->table_bytes, table);
+	CHECK_EQ(job_join(1000, "a", 1000, 1, 0, B, &k), 0);    /* a rank more: no new table */
+	CHECK_EQ(user_total.table_bytes, table);
+	CHECK_EQ(job_join(1000, "huge", PROTO_MAX_RANKS, 0, 0, C, &k), -EDQUOT);
+	CHECK(strstr(user_refusal(), "limits.user_memory_bytes = 524288") != NULL);
+	CHECK_EQ(job_count(), 1);
+	CHECK_EQ(job_join(1000, "b", 2, 0, 0, C, &k), 0);
+	CHECK_EQ(job_join(1000, "c", 2, 0, 0, C, &k), -EDQUOT);     /* limits.user_jobs */
+	CHECK_EQ(job_join(1001, "c", 2, 0, 0, C, &k), 0);           /* another user's */
+	job_leave(k, 0, C);
+	job_leave(job_find(1000, "b"), 0, C);
+	job_leave(j, 0, A);
+	job_leave(j, 1, B);
+	CHECK_EQ(user_total.table_bytes, 0);
+	CHECK_EQ(user_count(), 0);
+	user_init(NULL);
+}
+
 int main(void)
 {
 	RUN(joins_and_refusals);
@@ -111,5 +145,6 @@ int main(void)
 	RUN(ids_find_jobs_and_go_with_them);
 	RUN(a_rank_taken_again_after_its_endpoint_failed);
 	RUN(a_held_job_outlives_its_ranks_unlisted);
+	RUN(jobs_are_charged_to_their_user);
 	return check_done();
 }

@@ -9,7 +9,7 @@ static void push(struct recq *q, uint32_t len, uint32_t tag, int expect)
 	struct proto_rec rec = { .len = len, .kind = PROTO_REC_ITEM, .dst = tag };
 
 	memset(payload, (int)(tag & 0xff), len);
-	CHECK_EQ(recq_push(q, &rec, payload, 1ull << 40), expect);
+	CHECK_EQ(recq_push(q, &rec, payload), expect);
 }
 
 static uint32_t pop(struct recq *q, uint32_t *len_p)
@@ -67,21 +67,36 @@ TEST(maximal_records_after_the_queue_emptied)
 	recq_clear(&q);
 }
 
-TEST(memory_limit_is_respected)
+/* What a push will allocate is known before it happens (the owner charges
+ * it to a user first), and every chunk freed is given back in q.mem. */
+TEST(memory_is_counted_per_queue)
 {
-	struct recq q = { 0 };
+	struct recq q = { 0 }, r = { 0 };
 	struct proto_rec rec = { .len = 1000, .kind = PROTO_REC_ITEM };
 	static uint8_t payload[1000];
-	uint64_t limit = 3 * (RECQ_CHUNK + sizeof(struct recq_chunk));
-	int ret, n = 0;
+	uint64_t chunk = RECQ_CHUNK + sizeof(struct recq_chunk);
+	uint32_t per_chunk = RECQ_CHUNK / ring_footprint(1000), len;
 
-	while ((ret = recq_push(&q, &rec, payload, limit)) == 0)
-		n++;
-	CHECK_EQ(ret, -ENOBUFS);
-	CHECK(recq_mem_bytes <= limit);
-	CHECK_EQ(n, 3 * (RECQ_CHUNK / ring_footprint(1000)));
+	CHECK_EQ(recq_push_cost(&q, 1000), chunk);
+	for (uint32_t i = 0; i < 3 * per_chunk; i++) {
+		uint64_t cost = recq_push_cost(&q, 1000), before = q.mem;
+
+		CHECK_EQ(cost, i % per_chunk ? 0 : chunk);
+		CHECK_EQ(recq_push(&q, &rec, payload), 0);
+		CHECK_EQ(q.mem - before, cost);
+	}
+	CHECK_EQ(q.mem, 3 * chunk);
+	CHECK_EQ(recq_push_cost(&q, 1000), chunk);
+	push(&r, 10, 1, 0);
+	CHECK_EQ(recq_mem_bytes, 4 * chunk);
 	CHECK(recq_mem_peak >= recq_mem_bytes);
+	for (uint32_t i = 0; i < per_chunk; i++)
+		CHECK_EQ(pop(&q, &len), 0);
+	CHECK_EQ(q.mem, 2 * chunk);             /* the first chunk went */
 	recq_clear(&q);
+	CHECK_EQ(q.mem, 0);
+	CHECK_EQ(recq_mem_bytes, chunk);
+	recq_clear(&r);
 	CHECK_EQ(recq_mem_bytes, 0);
 }
 
@@ -89,6 +104,6 @@ int main(void)
 {
 	RUN(fifo_across_chunks);
 	RUN(maximal_records_after_the_queue_emptied);
-	RUN(memory_limit_is_respected);
+	RUN(memory_is_counted_per_queue);
 	return check_done();
 }

@@ -1,0 +1,161 @@
+/* tests/unit/test_endpoint.c - delivery into endpoints (daemon/local/endpoint.c)
+ * against the per-user memory limit: a user's queues stop at its limit and
+ * another user's do not, what is queued is given back, and an item that
+ * waits for room in a receiver's ring while no memory is left for a queue
+ * is woken by that receiver's client. */
+#define UNIT "endpoint"
+#include "check.h"
+#include "../../daemon/core/conf.h"
+#include "../../daemon/core/log.h"
+#include "../../daemon/core/loop.h"
+#include "../../daemon/local/endpoint.h"
+#include "../../daemon/local/user.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* An endpoint and its client's side of the rings. */
+struct client {
+	struct ep *ep;
+	void *map;
+	size_t map_bytes;
+	struct ring tx, rx;
+};
+
+static struct conf conf;
+static uint8_t payload[1000];
+
+static int open_client(struct client *c, uid_t uid, const char *job, uint32_t rank, uint32_t size)
+{
+	struct ctl_attached_wire a;
+	int fds[3], ret;
+
+	ret = ep_open(uid, getpid(), rank, job, rank, size, &c->ep, &a, fds);
+	if (ret < 0)
+		return ret;
+	c->map_bytes = a.region_bytes;
+	c->map = mmap(NULL, a.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (c->map == MAP_FAILED)
+		return -errno;
+	ring_attach(&c->tx, (uint8_t *)c->map + a.tx_off, a.tx_size, 0);
+	ring_attach(&c->rx, (uint8_t *)c->map + a.rx_off, a.rx_size, 0);
+	c->ep->job->ready = 1;
+	return 0;
+}
+
+static void close_client(struct client *c)
+{
+	munmap(c->map, c->map_bytes);
+	ep_close(c->ep);
+}
+
+/* Delivers 1000-byte items to d until it refuses; returns how many it took. */
+static int fill(struct ep *d)
+{
+	struct proto_rec rec = { .len = sizeof(payload), .kind = PROTO_REC_ITEM, .dst = d->rank };
+	int n = 0;
+
+	while (ep_deliver(d, &rec, payload) == 0)
+		n++;
+	return n;
+}
+
+/* The client takes n records out of its RX ring. */
+static void client_take(struct client *c, int n)
+{
+	struct proto_rec rec;
+	const void *p;
+
+	while (n-- > 0 && ring_peek(&c->rx, &rec, &p) == 1)
+		ring_consume(&c->rx, &rec);
+	ring_release(&c->rx);
+}
+
+TEST(one_users_queues_stop_at_its_limit_and_not_anothers)
+{
+	struct recq empty = { 0 };
+	uint64_t chunk = recq_push_cost(&empty, 0);     /* what a queue grows by */
+	struct client a, b;
+
+	CHECK_EQ(open_client(&a, 1000, "a", 0, 1), 0);
+	CHECK_EQ(open_client(&b, 1001, "b", 0, 1), 0);
+	CHECK(fill(a.ep) > 0);
+	ep_publish();
+	/* The queue stopped at the user's 1 MiB, far below pending_bytes. */
+	CHECK(a.ep->user->queue_bytes + a.ep->user->table_bytes <= conf.user_memory_bytes);
+	CHECK(a.ep->user->queue_bytes + a.ep->user->table_bytes + chunk > conf.user_memory_bytes);
+	CHECK(a.ep->pending.bytes < conf.pending_bytes);
+	CHECK(a.ep->user->mem_waits > 0);
+	/* The other user's queue grows as far. */
+	CHECK(fill(b.ep) > 0);
+	CHECK_EQ(b.ep->pending.mem, a.ep->pending.mem);
+	CHECK_EQ(user_total.queue_bytes, a.ep->pending.mem + b.ep->pending.mem);
+	/* The client takes everything: the queue moves into the ring, its
+	 * memory is given back (but the chunk kept for reuse). */
+	while (a.ep->pending.count) {
+		client_take(&a, 1 << 20);
+		ep_flush_pending(a.ep);
+		ep_publish();
+	}
+	CHECK_EQ(a.ep->user->queue_bytes, a.ep->pending.mem);
+	CHECK(a.ep->pending.mem <= chunk);
+	close_client(&a);
+	close_client(&b);
+	CHECK_EQ(user_total.queue_bytes, 0);
+	CHECK_EQ(user_total.table_bytes, 0);
+	CHECK_EQ(user_count(), 0);
+}
+
+/* An item refused for d with nothing queued for d (the user's memory is
+ * held by another receiver's queue that does not move) waits for room in
+ * d's ring itself, wherever it comes from (a local sender's TX ring, a frame
+ * from a peer): d's client must be asked to wake the daemon when it takes
+ * something, or the item waits for ever. */
+TEST(an_item_waiting_for_ring_room_is_woken_by_its_receiver)
+{
+	struct client d, e;
+
+	CHECK_EQ(open_client(&d, 1000, "w", 1, 3), 0);
+	CHECK_EQ(open_client(&e, 1000, "w", 2, 3), 0);
+	fill(e.ep);                             /* e's queue takes the user's memory */
+	CHECK(e.ep->pending.count > 0);
+	fill(d.ep);                             /* d's ring fills; no memory for a queue */
+	CHECK_EQ(d.ep->pending.count, 0);
+	ep_publish();
+
+	CHECK_EQ(ep_sleep_prepare(), 0);        /* nothing to do: the daemon sleeps ... */
+	CHECK_EQ(atomic_load(&d.ep->rx.sh->producer_waiting), 1);      /* ... woken by d's client */
+	ep_sleep_done();
+	client_take(&d, 1);                     /* room for the item */
+	CHECK_EQ(ep_sleep_prepare(), 1);        /* work: do not sleep */
+	ep_sleep_done();
+	CHECK_EQ(ep_sleep_prepare(), 0);        /* once: nobody tried again, nothing waits */
+	ep_sleep_done();
+	close_client(&d);
+	close_client(&e);
+	CHECK_EQ(user_count(), 0);
+}
+
+int main(void)
+{
+	static const struct loop_hooks hooks = { 0 };
+	char err[256];
+
+	log_init("test_endpoint", LOG_ERR);
+	if (conf_load_string(&conf, "limits: { ring_bytes = 262144; pending_bytes = 4194304;"
+			     " memory_bytes = 16777216; user_memory_bytes = 1048576; };", "unit.conf",
+			     err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (loop_init(0, &hooks) < 0 || ep_init(&conf, 0) < 0)
+		return 1;
+	RUN(one_users_queues_stop_at_its_limit_and_not_anothers);
+	RUN(an_item_waiting_for_ring_room_is_woken_by_its_receiver);
+	ep_fini();
+	loop_fini();
+	conf_free(&conf);
+	return check_done();
+}
