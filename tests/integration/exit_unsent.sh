@@ -29,8 +29,8 @@ expect "... nothing counted as lost" test "$(stat n0 items_lost)" = 0
 bg r2.log prog ft_stream --job b --rank 1 --len 32 --until-quiet --hold-until "$TMP/go"
 r=$LASTPID
 # (It exits once its receiver's ring, its queue in the daemon and its own TX
-# ring are full: 5461 items each at this size, 16383 in all.)
-prog ft_stream --job b --rank 0 --items 100000000 --len 32 --abandon 16000 >"$TMP/s2.log" 2>&1
+# ring are full, the daemon taking no more for 300 ms.)
+prog ft_stream --job b --rank 0 --items 100000000 --len 32 --abandon stuck >"$TMP/s2.log" 2>&1
 n=$(sed -n 's/rank 0 abandoned after \([0-9]*\) items/\1/p' "$TMP/s2.log")
 expect "a sender that exits while its receiver takes nothing: the rest is counted lost after 1 s" \
 	wait_for '[ "$(stat n0 items_lost)" -gt 0 ]'

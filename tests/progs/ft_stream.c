@@ -11,7 +11,9 @@
  * until FILE exists (at most 120 s: a receiver that does not consume;
  * --wait-file is the same).
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
- * items, its TX ring full, printing "rank 0 abandoned after N items".  --until-quiet: rank
+ * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
+ * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
+ * more.  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
  * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
@@ -51,7 +53,7 @@ int main(int argc, char **argv)
 		case 'b': fo.flags |= FERRY_BLOCKING; break;
 		case 'f': forever = 1; break;
 		case 'H': hold = optarg; break;
-		case 'A': abandon = arg_long("--abandon", optarg); break;
+		case 'A': abandon = strcmp(optarg, "stuck") == 0 ? -2 : arg_long("--abandon", optarg); break;
 		case 'Q': quiet = 1; break;
 		default: return 2;
 		}
@@ -66,11 +68,17 @@ int main(int argc, char **argv)
 	buf = malloc((size_t)len);
 	if (fo.rank == 0) {
 		uint64_t eagain = 0;
+		double stuck_since = 0;
 
 		for (long i = 0; forever || i < items;) {
 			fill_item(buf, 0, 1, (uint32_t)i, (uint32_t)len);
 			ret = ferry_send(f, 1, 0, buf, (size_t)len);
-			if (ret == -EAGAIN && abandon >= 0 && i >= abandon) {
+			if (ret != -EAGAIN)
+				stuck_since = 0;
+			else if (!stuck_since)
+				stuck_since = now_s();
+			if (ret == -EAGAIN && ((abandon >= 0 && i >= abandon) ||
+					       (abandon == -2 && now_s() - stuck_since > 0.3))) {
 				printf("rank 0 abandoned after %ld items\n", i);
 				fflush(stdout);
 				_exit(0);

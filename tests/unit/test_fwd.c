@@ -578,7 +578,7 @@ int main(void)
 	if (fake_daemon(&conf, "unit",
 			"aggregation: { buffer_bytes = 1024; flush_us = 2000; };\n"
 			"limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576;"
-			" link_bytes = 1048576; };\n") < 0)
+			" link_bytes = 1048576; user_memory_bytes = 1048576; };\n") < 0)
 		return 1;
 	if (peer_init(&conf, 1, &fake_transport, &fwd_peer_events) < 0 || ep_init(&conf, 1) < 0 ||
 	    fwd_init(&conf, 1) < 0)
