@@ -13,7 +13,7 @@ start_daemon n0 --config "$TMP/small.conf" || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 
 # The receiver consumes: everything the sender left behind still arrives.
-bg r1.log prog ft_stream --job a --rank 1 --len 32 --until-quiet
+bg r1.log prog ft_stream --job a --rank 1 --items 1000000000 --len 32 --until-quiet
 r=$LASTPID
 prog ft_stream --job a --rank 0 --items 100000000 --len 32 --abandon 0 >"$TMP/s1.log" 2>&1
 n=$(sed -n 's/rank 0 abandoned after \([0-9]*\) items/\1/p' "$TMP/s1.log")
@@ -26,7 +26,7 @@ expect "... its receiver gets every one of them ($got)" same_or_show "$got" "$n"
 expect "... nothing counted as lost" test "$(stat n0 items_lost)" = 0
 
 # The receiver holds: what cannot go on within 1 s is counted as lost.
-bg r2.log prog ft_stream --job b --rank 1 --len 32 --until-quiet --hold-until "$TMP/go"
+bg r2.log prog ft_stream --job b --rank 1 --items 1000000000 --len 32 --until-quiet --hold-until "$TMP/go"
 r=$LASTPID
 # (It exits once its receiver's ring, its queue in the daemon and its own TX
 # ring are full, the daemon taking no more for 300 ms.)
