@@ -11,11 +11,29 @@
  * before the end is too small, the producer writes a PAD record there (its first
  * 8 bytes always fit, since positions are 8-aligned) and continues at offset 0.
  *
- * Wake-ups.  A consumer that is about to sleep sets consumer_sleeping, issues a
- * full fence and looks at head once more; a producer publishes head with a
- * sequentially consistent store and then reads consumer_sleeping.  One of the two
- * is bound to see the other, so no wake-up is lost (Dekker).  producer_waiting is
- * the same handshake in the other direction, for a producer waiting for space.
+ * Wake-ups.  Each direction's sleep and wake-up is a store-buffering (Dekker)
+ * handshake: the side about to sleep stores its flag (consumer_sleeping,
+ * producer_waiting) and then loads the other side's counter once more; the
+ * other side stores its counter (head, tail) and then loads the flag.  C11
+ * orders a store before a later load of another object only through the
+ * single total order S of seq_cst operations and fences, so each side needs
+ * one: the sleeper stores its flag, issues atomic_thread_fence(seq_cst) and
+ * loads; the waker (ring_publish, ring_release) stores and loads with
+ * seq_cst.  (A seq_cst store followed by an acquire load is not enough: the
+ * load is outside S, and a weakly ordered CPU may perform it before the
+ * store is visible.)  Why no wake-up is lost, by two of C11's rules for
+ * seq_cst fences (7.17.3): (a) a load sequenced after a fence X sees the last
+ * seq_cst store preceding X in S, or a later one; (b) a seq_cst load that
+ * follows X in S sees a store sequenced before X, or a later one.  Let F be
+ * the sleeper's fence, W and R the waker's store and load.  If the sleeper's
+ * load misses W, W does not precede F in S (a), so F precedes W, which
+ * precedes R (both seq_cst, W sequenced first); the flag store is sequenced
+ * before F, so R sees it or a later value (b) and the waker wakes the
+ * sleeper.  A later value is the sleeper clearing the flag after it woke for
+ * another reason; it then looks again the same way before it sleeps, and
+ * that time its fence follows R in S (else R would see the new flag, b),
+ * hence follows W, and its load sees W (a).  Counters only grow, so "W or a
+ * later value" means "these records or more".
  *
  * Asymmetric fence.  The sequentially consistent store costs a producer that
  * publishes every item (ferry_send) more than the rest of its work: it waits
@@ -180,8 +198,8 @@ static inline int ring_publish(struct ring *r)
 		atomic_signal_fence(memory_order_seq_cst);
 		return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
 	}
-	/* The seq_cst store orders the head update before the load of the flag
-	 * (StoreLoad); the consumer does the mirror image in ring_consumer_sleep. */
+	/* The waker's half of the handshake (see "Wake-ups"): both accesses
+	 * seq_cst, so that the store precedes the load in S. */
 	atomic_store_explicit(&r->sh->head, r->head, memory_order_seq_cst);
 	return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_seq_cst) != 0;
 }
