@@ -18,6 +18,8 @@ static void *mem_for(uint64_t size)
 	return m;
 }
 
+static struct proto_rec *last_put;     /* the record put() wrote last */
+
 static int put(struct ring *r, uint32_t len, uint32_t tag)
 {
 	struct proto_rec *rec;
@@ -27,6 +29,7 @@ static int put(struct ring *r, uint32_t len, uint32_t tag)
 		return ret;
 	*rec = (struct proto_rec){ .len = len, .kind = PROTO_REC_ITEM, .dst = tag, .src = ~tag };
 	memset(rec + 1, (int)(tag & 0xff), len);
+	last_put = rec;
 	return 0;
 }
 
@@ -62,20 +65,30 @@ TEST(sizes)
 	CHECK_EQ(ring_footprint(9), 32);
 }
 
-/* Producer and consumer in one thread, many laps around the ring, lengths
- * chosen so that every wrap position occurs, including the smallest PAD. */
-TEST(wrap_around_keeps_every_record)
+/* How laps() damages a record. */
+enum damage { DAMAGE_NONE, DAMAGE_KIND, DAMAGE_SRC };
+
+/* Producer and consumer in one thread, lap after lap around the ring, with
+ * lengths chosen so that every wrap position occurs, including the smallest
+ * PAD.  Record number damage_at is damaged (how) once written.  Returns how
+ * many records came out intact and in order before the first that did not,
+ * n if all did, with *err_p 0 or what went wrong.  Every loop is bounded,
+ * so a damaged ring ends the run with an error instead of hanging it. */
+static uint32_t laps(uint32_t n, enum damage how, uint32_t damage_at, int *err_p)
 {
-	uint64_t size = PROTO_RING_MIN;
+	uint64_t size = PROTO_RING_MIN, seed = 1;
 	void *m = mem_for(size);
 	struct ring p, c;
 	uint32_t next_put = 0, next_take = 0, tag, len;
-	uint64_t seed = 1;
+	int err = 0;
 
 	ring_attach(&p, m, size, 1);
 	ring_attach(&c, m, size, 0);
-	while (next_take < 200000) {
-		for (;;) {
+	while (next_take < n && !err) {
+		uint32_t before = next_take;
+
+		/* Fill the ring: a record takes at least 16 bytes. */
+		for (uint64_t k = 0; k < size / 16 && next_put < n; k++) {
 			uint32_t l;
 
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -84,21 +97,56 @@ TEST(wrap_around_keeps_every_record)
 				l = PROTO_FRAG_BYTES;   /* now and then a maximal one */
 			if (put(&p, l, next_put) != 0)
 				break;
+			if (how != DAMAGE_NONE && next_put == damage_at) {
+				if (how == DAMAGE_KIND)
+					last_put->kind = 0xff;
+				else
+					last_put->src ^= 1;
+			}
 			next_put++;
 		}
 		ring_publish(&p);
-		while (take(&c, &tag, &len) == 1) {
-			if (tag != next_take)
+		/* Empty it: exactly the records put, no more tries than that. */
+		while (next_take < next_put) {
+			int ret = take(&c, &tag, &len);
+
+			if (ret != 1) {
+				err = ret < 0 ? ret : -ENODATA;         /* 0: published records missing */
 				break;
+			}
+			if (tag != next_take) {
+				err = -EILSEQ;
+				break;
+			}
 			next_take++;
 		}
-		CHECK_EQ(tag, next_take - 1);
-		if (tag != next_take - 1)
-			break;
 		ring_release(&c);
+		if (!err && next_take == before)
+			err = -ENOSPC;          /* an empty ring took nothing */
 	}
-	CHECK(next_take >= 200000);
 	free(m);
+	*err_p = err;
+	return next_take;
+}
+
+TEST(wrap_around_keeps_every_record)
+{
+	int err;
+
+	CHECK_EQ(laps(200000, DAMAGE_NONE, 0, &err), 200000);
+	CHECK_EQ(err, 0);
+}
+
+/* The check above can fail, and fails rather than hangs: a damaged record
+ * ends the run at that record. */
+TEST(wrap_around_stops_at_a_damaged_record)
+{
+	int err;
+
+	CHECK_EQ(laps(200000, DAMAGE_KIND, 123457, &err), 123457);
+	CHECK_EQ(err, -EPROTO);                 /* ring_peek refuses the header */
+	CHECK_EQ(laps(200000, DAMAGE_SRC, 123457, &err), 123457);
+	CHECK_EQ(err, -101);                    /* take() finds it is not what was put */
 }
 
 TEST(full_ring_says_eagain_until_released)
@@ -317,6 +365,7 @@ int main(void)
 {
 	RUN(sizes);
 	RUN(wrap_around_keeps_every_record);
+	RUN(wrap_around_stops_at_a_damaged_record);
 	RUN(full_ring_says_eagain_until_released);
 	RUN(flags_tell_who_must_be_woken);
 	RUN(consumer_rejects_garbage);
