@@ -77,6 +77,22 @@ int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p)
 	return 0;
 }
 
+void ring_producer_fence_always(struct ring *r)
+{
+	r->fenceless = 0;
+	/* Release: a consumer that reads this with acquire sees every head
+	 * stored before it, fenced or not. */
+	atomic_store_explicit(&r->sh->producer_fences, 1, memory_order_release);
+}
+
+void ring_producer_set_fenceless(struct ring *r, int fenceless)
+{
+	if (fenceless && atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed))
+		r->fenceless = 1;
+	else
+		ring_producer_fence_always(r);
+}
+
 /* The sleeper's half of the handshake (ring.h, "Wake-ups"): the flag, a
  * seq_cst fence, then the tail again; ring_release is the waker's half. */
 static void producer_arm(struct ring *r)
@@ -206,4 +222,27 @@ int ring_consumer_check(struct ring *r)
 void ring_consumer_awake(struct ring *r)
 {
 	atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
+}
+
+void ring_consumer_offer_fenceless(struct ring *r)
+{
+	r->fenceless = 1;
+	/* Relaxed: the producer attaches later, through the control socket. */
+	atomic_store_explicit(&r->sh->consumer_fences, 1, memory_order_relaxed);
+}
+
+void ring_consumer_withdraw_fenceless(struct ring *r)
+{
+	/* Relaxed: the producer may read the old value for a while whatever
+	 * the order; until it answers we look again now and then (ring.h). */
+	atomic_store_explicit(&r->sh->consumer_fences, 0, memory_order_relaxed);
+}
+
+int ring_consumer_fenceless(struct ring *r)
+{
+	/* Acquire, pairing with the producer's release: the heads it stored
+	 * without a fence before answering are visible to our next look. */
+	if (r->fenceless && atomic_load_explicit(&r->sh->producer_fences, memory_order_acquire))
+		r->fenceless = 0;
+	return r->fenceless;
 }
