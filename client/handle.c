@@ -47,10 +47,10 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	ring_attach(&f->rx, (uint8_t *)f->region + a->rx_off, a->rx_size, 0);
 	f->node = a->node;
 	/* If the daemon fences for us before it sleeps, and the kernel lets it
-	 * reach this process, publish every item without a fence (ring.h). */
-	if ((a->flags & CTL_ATTACHED_MEMBARRIER) &&
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0)
-		f->tx.fenceless = 1;
+	 * reach this process, publish items without a fence for as long as
+	 * the TX ring's header says the daemon still does (ring.h). */
+	ring_producer_set_fenceless(&f->tx, (a->flags & CTL_ATTACHED_MEMBARRIER) &&
+				    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0);
 	return 0;
 }
 

@@ -98,7 +98,7 @@ static_assert(sizeof(struct ctl_attached_wire) == 56, "attached layout");
 enum ctl_attached_flags {
 	/* The daemon runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it
 	 * sleeps: a client registered for it may publish TX records without a
-	 * fence (proto/ring.h). */
+	 * fence while the TX ring's consumer_fences says so (proto/ring.h). */
 	CTL_ATTACHED_MEMBARRIER = 1u << 0,
 	CTL_ATTACHED_FLAGS_ALL = CTL_ATTACHED_MEMBARRIER,
 };

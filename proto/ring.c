@@ -77,9 +77,33 @@ int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p)
 	return 0;
 }
 
+void ring_producer_fence_always(struct ring *r)
+{
+	r->fenceless = 0;
+	/* Release: a consumer that reads this with acquire sees every head
+	 * stored before it, fenced or not. */
+	atomic_store_explicit(&r->sh->producer_fences, 1, memory_order_release);
+}
+
+void ring_producer_set_fenceless(struct ring *r, int fenceless)
+{
+	if (fenceless && atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed))
+		r->fenceless = 1;
+	else
+		ring_producer_fence_always(r);
+}
+
+/* The sleeper's half of the handshake (ring.h, "Wake-ups"): the flag, a
+ * seq_cst fence, then the tail again; ring_release is the waker's half. */
+static void producer_arm(struct ring *r)
+{
+	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
 int ring_producer_sleep(struct ring *r, uint32_t len)
 {
-	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_seq_cst);
+	producer_arm(r);
 	if (refresh_tail(r) < 0 || r->head + need_bytes(r, len) - r->tail <= r->size) {
 		/* Room appeared (or the ring is broken: let the caller find out by
 		 * reserving again rather than sleeping forever). */
@@ -91,7 +115,7 @@ int ring_producer_sleep(struct ring *r, uint32_t len)
 
 int ring_producer_sleep_empty(struct ring *r)
 {
-	atomic_store_explicit(&r->sh->producer_waiting, 1, memory_order_seq_cst);
+	producer_arm(r);
 	if (refresh_tail(r) < 0 || r->tail == r->head) {
 		atomic_store_explicit(&r->sh->producer_waiting, 0, memory_order_relaxed);
 		return 1;
@@ -159,20 +183,28 @@ int ring_release(struct ring *r)
 	if (r->tail == r->published)
 		return 0;
 	r->published = r->tail;
+	/* The waker's half of the handshake with ring_producer_sleep: both
+	 * seq_cst, so that the store precedes the load in S. */
 	atomic_store_explicit(&r->sh->tail, r->tail, memory_order_seq_cst);
 	return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
 }
 
 int ring_consumer_sleep(struct ring *r)
 {
-	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&r->sh->head, memory_order_seq_cst) != r->tail) {
+	/* The sleeper's half of the handshake with ring_publish (ring.h,
+	 * "Wake-ups"): the flag, a seq_cst fence, then the head again. */
+	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&r->sh->head, memory_order_relaxed) != r->tail) {
 		atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
 		return 1;
 	}
 	return 0;
 }
 
+/* ring_consumer_arm, membarrier, ring_consumer_check: the caller's
+ * membarrier is the fence between the two, on this CPU and (what the
+ * fenceless publish leaves out) on the producer's (ring.h). */
 void ring_consumer_arm(struct ring *r)
 {
 	atomic_store_explicit(&r->sh->consumer_sleeping, 1, memory_order_seq_cst);
@@ -190,4 +222,27 @@ int ring_consumer_check(struct ring *r)
 void ring_consumer_awake(struct ring *r)
 {
 	atomic_store_explicit(&r->sh->consumer_sleeping, 0, memory_order_relaxed);
+}
+
+void ring_consumer_offer_fenceless(struct ring *r)
+{
+	r->fenceless = 1;
+	/* Relaxed: the producer attaches later, through the control socket. */
+	atomic_store_explicit(&r->sh->consumer_fences, 1, memory_order_relaxed);
+}
+
+void ring_consumer_withdraw_fenceless(struct ring *r)
+{
+	/* Relaxed: the producer may read the old value for a while whatever
+	 * the order; until it answers we look again now and then (ring.h). */
+	atomic_store_explicit(&r->sh->consumer_fences, 0, memory_order_relaxed);
+}
+
+int ring_consumer_fenceless(struct ring *r)
+{
+	/* Acquire, pairing with the producer's release: the heads it stored
+	 * without a fence before answering are visible to our next look. */
+	if (r->fenceless && atomic_load_explicit(&r->sh->producer_fences, memory_order_acquire))
+		r->fenceless = 0;
+	return r->fenceless;
 }

@@ -11,21 +11,59 @@
  * before the end is too small, the producer writes a PAD record there (its first
  * 8 bytes always fit, since positions are 8-aligned) and continues at offset 0.
  *
- * Wake-ups.  A consumer that is about to sleep sets consumer_sleeping, issues a
- * full fence and looks at head once more; a producer publishes head with a
- * sequentially consistent store and then reads consumer_sleeping.  One of the two
- * is bound to see the other, so no wake-up is lost (Dekker).  producer_waiting is
- * the same handshake in the other direction, for a producer waiting for space.
+ * Wake-ups.  Each direction's sleep and wake-up is a store-buffering (Dekker)
+ * handshake: the side about to sleep stores its flag (consumer_sleeping,
+ * producer_waiting) and then loads the other side's counter once more; the
+ * other side stores its counter (head, tail) and then loads the flag.  C11
+ * orders a store before a later load of another object only through the
+ * single total order S of seq_cst operations and fences, so each side needs
+ * one: the sleeper stores its flag, issues atomic_thread_fence(seq_cst) and
+ * loads; the waker (ring_publish, ring_release) stores and loads with
+ * seq_cst.  (A seq_cst store followed by an acquire load is not enough: the
+ * load is outside S, and a weakly ordered CPU may perform it before the
+ * store is visible.)  Why no wake-up is lost, by two of C11's rules for
+ * seq_cst fences (7.17.3): (a) a load sequenced after a fence X sees the last
+ * seq_cst store preceding X in S, or a later one; (b) a seq_cst load that
+ * follows X in S sees a store sequenced before X, or a later one.  Let F be
+ * the sleeper's fence, W and R the waker's store and load.  If the sleeper's
+ * load misses W, W does not precede F in S (a), so F precedes W, which
+ * precedes R (both seq_cst, W sequenced first); the flag store is sequenced
+ * before F, so R sees it or a later value (b) and the waker wakes the
+ * sleeper.  A later value is the sleeper clearing the flag after it woke for
+ * another reason; it then looks again the same way before it sleeps, and
+ * that time its fence follows R in S (else R would see the new flag, b),
+ * hence follows W, and its load sees W (a).  Counters only grow, so "W or a
+ * later value" means "these records or more".
  *
  * Asymmetric fence.  The sequentially consistent store costs a producer that
  * publishes every item (ferry_send) more than the rest of its work: it waits
  * for the head's cache line, which the consumer keeps reading.  So when the
  * consumer promises to run membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) after
- * setting its flag and before looking again (r->fenceless), the producer
- * publishes with a plain release store: membarrier forces a full barrier on
- * every CPU running the (registered) producer, which is all the other half of
- * the handshake needs (the liburcu technique).  Here only the TX direction
- * uses it; the daemon publishes to RX rings once per batch, fenced.
+ * setting its flag and before looking again, the producer publishes with a
+ * plain release store and a compiler barrier: membarrier forces a full
+ * barrier on every CPU running the (registered) producer, so that either the
+ * head is visible when membarrier returns or the producer's load of the flag
+ * comes after the call began and sees it (the liburcu technique; outside
+ * C11, whose model has no membarrier).  Here only the TX direction uses it;
+ * the daemon publishes to RX rings once per batch, fenced.
+ *
+ * The promise can be withdrawn (membarrier can fail at run time), and the
+ * producer only learns it by reading consumer_fences, which it does at every
+ * publish.  That read needs no ordering of its own, but it cannot close the
+ * gap alone: a publish that read the promise just before it was withdrawn
+ * still skips the fence, and nothing makes its head visible before the
+ * consumer's next look (the read of consumer_fences is a load after a store
+ * too, the same pattern again).  So the producer answers: the first time it
+ * finds consumer_fences at 0 it stops publishing without a fence and stores
+ * producer_fences = 1 with release.  A consumer that reads that answer with
+ * acquire sees every head the producer stored before it (happens-before), and
+ * every later publish is fenced, so from then on the handshake above holds.
+ * Until the answer comes, the consumer must not sleep without a time limit
+ * on that ring: it looks again now and then (C11 7.17.3 asks that a store
+ * become visible to loads "within a reasonable amount of time").  The offer
+ * is made before the producer attaches and withdrawn for good; a producer
+ * that never uses it (not registered, or not offered) answers at once when
+ * it attaches.
  *
  * Trust.  Each side keeps its own copy of size and of its own counter; counters
  * and records read from shared memory are validated on every read, and record
@@ -79,20 +117,28 @@ struct proto_rec {
 static_assert(sizeof(struct proto_rec) == 16, "ring record layout");
 
 /* The shared header in front of each ring's data.  head and tail change all
- * the time, each on its own line; the two flags change only when a side goes
- * to sleep or wakes up, so they share a third line that otherwise stays cached
- * read-only on both sides (the producer reads consumer_sleeping after every
- * publish). */
+ * the time, each on its own line; the flags change only when a side goes to
+ * sleep or wakes up (or, once, when the fenceless publish ends), so they
+ * share a third line that otherwise stays cached read-only on both sides (the
+ * producer reads consumer_fences and consumer_sleeping at every publish).
+ * The last two were zero, unused, in the first layout: a consumer that does
+ * not know them offers nothing, and a producer that does not know them never
+ * answers (after a withdrawal the consumer then keeps looking at its ring now
+ * and then, which is right for a producer that never fences). */
 struct proto_ring_shared {
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t head;   /* written by the producer */
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t tail;   /* written by the consumer */
 	_Alignas(PROTO_CACHELINE) _Atomic uint32_t consumer_sleeping; /* consumer waits for records */
 	_Atomic uint32_t producer_waiting;                  /* producer waits for space */
+	_Atomic uint32_t consumer_fences;   /* consumer: 1 while it runs membarrier for the producer */
+	_Atomic uint32_t producer_fences;   /* producer: 1 once it fences every publish */
 };
 static_assert(sizeof(struct proto_ring_shared) == 3 * PROTO_CACHELINE, "ring header layout");
 static_assert(offsetof(struct proto_ring_shared, tail) == PROTO_CACHELINE, "tail on its own line");
 static_assert(offsetof(struct proto_ring_shared, consumer_sleeping) == 2 * PROTO_CACHELINE,
 	      "flags on their own line");
+static_assert(offsetof(struct proto_ring_shared, producer_fences) == 2 * PROTO_CACHELINE + 12,
+	      "flag layout");
 
 /* A side's private view of a ring. */
 struct ring {
@@ -102,7 +148,8 @@ struct ring {
 	uint64_t head;          /* producer: next write; consumer: last validated head */
 	uint64_t tail;          /* consumer: next read; producer: last seen tail */
 	uint64_t published;     /* consumer: tail last made visible to the producer */
-	int fenceless;          /* producer: the consumer fences for us (see above) */
+	int fenceless;          /* producer: the consumer fences for us (see above);
+				 * consumer: we offered that and have no answer yet */
 };
 
 /* Copies n bytes of an item payload: small ones (the common case, once per
@@ -173,22 +220,39 @@ static inline struct proto_rec *ring_reserve_fast(struct ring *r, uint32_t len)
 	return rec;
 }
 
+/* Producer: the consumer's offer has been withdrawn (see "Asymmetric
+ * fence"): publish with a fence from now on and say so. */
+void ring_producer_fence_always(struct ring *r);
+
 /* Makes every reserved record visible.  Returns 1 if the consumer sleeps and
  * must be woken (the caller writes its eventfd), else 0. */
 static inline int ring_publish(struct ring *r)
 {
 	if (r->fenceless) {
-		/* The consumer's membarrier supplies the StoreLoad fence; the
-		 * compiler must still not move the load above the store. */
-		atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
-		atomic_signal_fence(memory_order_seq_cst);
-		return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
+		/* Relaxed: whatever this read returns, the consumer keeps
+		 * looking until we answer (see "Asymmetric fence").  It shares
+		 * its line with consumer_sleeping, read anyway. */
+		if (__builtin_expect(atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed) != 0, 1)) {
+			/* The consumer's membarrier supplies the StoreLoad
+			 * fence; the compiler must still not move the load
+			 * above the store. */
+			atomic_store_explicit(&r->sh->head, r->head, memory_order_release);
+			atomic_signal_fence(memory_order_seq_cst);
+			return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
+		}
+		ring_producer_fence_always(r);
 	}
-	/* The seq_cst store orders the head update before the load of the flag
-	 * (StoreLoad); the consumer does the mirror image in ring_consumer_sleep. */
+	/* The waker's half of the handshake (see "Wake-ups"): both accesses
+	 * seq_cst, so that the store precedes the load in S. */
 	atomic_store_explicit(&r->sh->head, r->head, memory_order_seq_cst);
 	return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_seq_cst) != 0;
 }
+
+/* Producer, once attached: fenceless says whether this process may publish
+ * without a fence (it was offered that and registered for membarrier).  If
+ * not, or if the consumer offers nothing, it answers at once that it fences
+ * every publish. */
+void ring_producer_set_fenceless(struct ring *r, int fenceless);
 
 /* Producer about to wait until a record of len payload bytes fits: sets
  * producer_waiting, fences, and returns 1 if the room appeared meanwhile (the
@@ -244,5 +308,20 @@ int ring_consumer_sleep(struct ring *r);
 void ring_consumer_arm(struct ring *r);
 int ring_consumer_check(struct ring *r);
 void ring_consumer_awake(struct ring *r);
+
+/* Consumer, before the producer attaches: promises to run membarrier between
+ * ring_consumer_arm and ring_consumer_check, so that the producer may publish
+ * without a fence (see "Asymmetric fence"). */
+void ring_consumer_offer_fenceless(struct ring *r);
+
+/* Consumer: withdraws the promise, for good.  Until ring_consumer_fenceless
+ * says 0, the consumer sleeps with ring_consumer_sleep but not without a time
+ * limit: the producer may still publish without a fence. */
+void ring_consumer_withdraw_fenceless(struct ring *r);
+
+/* Consumer: 1 while the producer may publish without a fence (offered and
+ * not answered yet), 0 once it fences every publish.  The answer comes from
+ * shared memory: a producer that lies only delays its own records. */
+int ring_consumer_fenceless(struct ring *r);
 
 #endif

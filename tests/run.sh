@@ -6,9 +6,11 @@
 # Then, for each build directory (the plain build, then the ASan+UBSan one):
 # every unit test binary, then every integration test.  Then a short run of every
 # fuzz harness (built with clang's sanitizers).  Each "ok - ..." line counts
-# as a pass and each "not ok - ..." line as a failure; a program that exits
-# non-zero without a "not ok" line counts as one failure.  The last line is
-# "N passed, N failed".
+# as a pass, each "ok - ... # SKIP why" line (TAP's directive, any case) as
+# skipped, not passed, and each "not ok - ..." line as a failure; a program
+# that exits non-zero without a "not ok" line counts as one failure.  The
+# last line is "N passed, N failed", with ", N skipped" added when anything
+# was skipped (.ci/run and make check-rdma read and write the same line).
 #
 # Environment: TESTS="pattern|pattern..." runs only integration tests whose
 # name matches (and no static checks or fuzzing);
@@ -21,18 +23,22 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="detect_leaks=1"
 PASSED=0
 FAILED=0
+SKIPPED=0
+SKIP_RE='^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]'
 
 # run LABEL COMMAND...: runs it, shows its output, counts its results.
 run() {
-	local label=$1 out rc p f
+	local label=$1 out rc p f s
 	shift
 	out=$(mktemp)
 	timeout 900 "$@" >"$out" 2>&1
 	rc=$?
 	sed "s/^\(ok\|not ok\) - /\1 - [$label] /" "$out"
-	p=$(grep -c '^ok - ' "$out")
+	s=$(grep -c "$SKIP_RE" "$out")
+	p=$(($(grep -c '^ok - ' "$out") - s))
 	f=$(grep -c '^not ok - ' "$out")
 	grep '^not ok - ' "$out" | sed "s/^not ok - /[$label] /" >>"$ROOT/build/failures.txt"
+	grep "$SKIP_RE" "$out" | sed "s/^ok - /[$label] /" >>"$ROOT/build/skipped.txt"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "not ok - [$label] $* exited with status $rc"
 		echo "[$label] $* exited with status $rc" >>"$ROOT/build/failures.txt"
@@ -40,6 +46,7 @@ run() {
 	fi
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
+	SKIPPED=$((SKIPPED + s))
 	rm -f "$out"
 }
 
@@ -59,6 +66,7 @@ selected() {
 
 mkdir -p build
 : >build/failures.txt
+: >build/skipped.txt
 start=$(date +%s)
 if [ -z "${TESTS:-}" ]; then
 	echo "# === static checks"
@@ -105,9 +113,13 @@ if [ "$secs" -gt 0 ] && [ -z "${TESTS:-}" ]; then
 fi
 
 echo "# took $(($(date +%s) - start)) s"
+if [ "$SKIPPED" -gt 0 ]; then
+	echo "# skipped:"
+	sed 's/^/#   /' build/skipped.txt
+fi
 if [ "$FAILED" -gt 0 ]; then
 	echo "# failed:"
 	sed 's/^/#   /' build/failures.txt
 fi
-echo "$PASSED passed, $FAILED failed"
+echo "$PASSED passed, $FAILED failed$([ "$SKIPPED" -gt 0 ] && echo ", $SKIPPED skipped")"
 [ "$FAILED" -eq 0 ]

@@ -22,7 +22,14 @@ static struct {
 	uint32_t count;
 	uint64_t region_bytes;          /* of all endpoints */
 	int membarrier;                 /* we fence for clients before sleeping */
+	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
 } endpoints;
+
+/* How often the loop looks at TX rings whose clients were offered the
+ * fenceless publish, once it has been withdrawn and until each client says
+ * it fences (proto/ring.h): the longest a record published in that window
+ * can wait. */
+#define RECHECK_NS (10 * 1000 * 1000ull)
 
 static void wake(int efd)
 {
@@ -282,6 +289,8 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->region_bytes = a->region_bytes;
 	ring_attach(&ep->tx, (uint8_t *)ep->region + a->tx_off, a->tx_size, 1);
 	ring_attach(&ep->rx, (uint8_t *)ep->region + a->rx_off, a->rx_size, 1);
+	if (endpoints.membarrier)
+		ring_consumer_offer_fenceless(&ep->tx);
 
 	ep->efd_client = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ep->efd_daemon = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -379,9 +388,15 @@ static int tx_blocked(const struct ep *ep)
 	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE || ep->blocked_rank != EP_NO_RANK;
 }
 
+/* Nothing to do: the loop polls the rings when it wakes up. */
+static void on_recheck(struct loop_timer *t)
+{
+	(void)t;
+}
+
 int ep_sleep_prepare(void)
 {
-	int armed = 0;
+	int armed = 0, unsure = 0;
 
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
 		const struct proto_rec *rec;
@@ -392,11 +407,18 @@ int ep_sleep_prepare(void)
 		/* A blocked sender makes progress only when its destination's
 		 * client frees RX room, which the check below arms. */
 		if (!tx_blocked(ep)) {
-			if (endpoints.membarrier) {
+			int fenceless = ring_consumer_fenceless(&ep->tx);
+
+			if (fenceless && endpoints.membarrier) {
 				ring_consumer_arm(&ep->tx);
 				armed = 1;
-			} else if (ring_consumer_sleep(&ep->tx)) {
-				return 1;
+			} else {
+				/* After the offer was withdrawn, and until the
+				 * client answers, its publishes may skip the
+				 * fence: look again later whatever this says. */
+				unsure |= fenceless;
+				if (ring_consumer_sleep(&ep->tx))
+					return 1;
 			}
 		}
 		if (recq_peek(&ep->pending, &rec, &payload) && ring_producer_sleep(&ep->rx, rec->len))
@@ -412,12 +434,19 @@ int ep_sleep_prepare(void)
 			return 1;
 		}
 	}
+	if (unsure)
+		loop_timer_arm(&endpoints.recheck, RECHECK_NS, on_recheck, NULL);
 	if (!armed)
 		return 0;
 	/* The other half of the clients' fenceless publish (proto/ring.h). */
 	if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) < 0) {
-		log_err("membarrier: %m; clients attached from now on fence themselves");
+		/* Clients that attached before cannot know at once: withdraw
+		 * the offer, and look at their rings now and then until each
+		 * says it fences every publish. */
+		log_err("membarrier: %m; clients fence every publish from now on");
 		endpoints.membarrier = 0;
+		for (struct ep *ep = endpoints.all; ep; ep = ep->next)
+			ring_consumer_withdraw_fenceless(&ep->tx);
 		return 1;       /* look again, the slow way */
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
@@ -498,6 +527,7 @@ int ep_init(const struct conf *c, uint32_t self)
 
 void ep_fini(void)
 {
+	loop_timer_cancel(&endpoints.recheck);
 	while (endpoints.all)
 		ep_close(endpoints.all);
 	user_fini();

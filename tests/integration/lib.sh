@@ -126,6 +126,13 @@ stat() { "$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats | awk -v k="$2" '$1 == 
 # Number of open file descriptors of a process.
 nfds() { ls "/proc/$1/fd" | wc -l; }
 
+# sessions NAME: control connections (clients, ferryctl) the daemon NAME has
+# open, as the kernel sees them: the accepted ends of its socket.  A tool's
+# session stays open until the daemon reads the tool's end closing, which on
+# a busy machine can be after the tool has exited and the next command runs
+# (start_daemon's probe, a stat call): wait for 0 before taking a baseline.
+sessions() { ss -Hx src "$TMP/$1/ferryd.sock" 2>/dev/null | wc -l; }
+
 # Waits up to ~10 s for a shell condition to become true.
 wait_for() {
 	for _ in $(seq 200); do eval "$1" && return 0; sleep 0.05; done

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # --- sd_notify, against a stand-in for systemd's notification socket ---
-bg notify.log prog ft_notify "$TMP/notify.sock" 30
+bg notify.log prog ft_notify "$TMP/notify.sock"
 wait_for '[ -S "$TMP/notify.sock" ]'
 daemon_owns "$TMP/notify.sock"          # systemd's is writable by every service
 NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=200000 start_daemon n0 || exit 1
@@ -39,7 +39,8 @@ expect "receiver got all 40000 items although ferryd was stopped (queued: $queue
 expect "ferryd exited 0 after draining" stop_daemon n1
 expect "... and said so" grep -q "drained; exiting" "$TMP/n1.log"
 
-expect "STOPPING=1 on SIGTERM" bash -c "kill -TERM $(dpid n0); sleep 0.5; grep -q '^STOPPING=1' '$TMP/notify.log'"
+kill -TERM "$(dpid n0)"
+expect "STOPPING=1 on SIGTERM" wait_for 'grep -q "^STOPPING=1" "$TMP/notify.log"'
 expect "ferryd n0 exited 0" stop_daemon n0
 expect "the socket file is removed at exit" test ! -e "$TMP/n0/ferryd.sock"
 

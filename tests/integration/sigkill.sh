@@ -6,6 +6,9 @@
 start_daemon n0 || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 pid=$(dpid n0)
+# The baseline once start_daemon's probe has gone (lib.sh, sessions): sampled
+# while the daemon still held it, it was one too high and never came back.
+wait_for '[ "$(sessions n0)" = 0 ]' || t_fail "start_daemon's ferryctl session was not closed"
 fds0=$(nfds "$pid")
 
 start_job survivors 4 --items 20000 --len 16 --len-max 64 --steps 2

@@ -32,7 +32,9 @@ expect "user 1's rank 0 waits in vain for rank 1 of user 2" grep -q ETIMEDOUT "$
 expect "user 2's rank 1 waits in vain for rank 0 of user 1" grep -q ETIMEDOUT "$TMP/u2.out"
 
 # Same job, same rank, different users: no clash, since they are two jobs.
-as $U1 ft_open --job solo --rank 0 --size 2 --timeout 3000 >"$TMP/s1.out" 2>&1 &
+# User 1's rank waits until it is killed below, after the checks that need
+# it attached.
+as $U1 ft_open --job solo --rank 0 --size 2 --timeout -1 >"$TMP/s1.out" 2>&1 &
 p1=$!
 wait_for '[ "$("$BUILD/ferryctl" --runtime-dir "$TMP/n0" stats | awk "/^endpoints/{print \$2}")" = 1 ]'
 as $U2 ft_open --job solo --rank 0 --size 2 --timeout 500 >"$TMP/s2.out" 2>&1
@@ -50,6 +52,7 @@ expect "root's status shows every user's" grep -q "^  user $U1: 1 endpoints" "$T
 as $U2 ferryctl stats >"$TMP/stats2.out" 2>&1
 expect "user 2's ferryctl stats shows node-wide counters, no job, rank or pid" \
 	bash -c "grep -q '^endpoints 1$' '$TMP/stats2.out' && ! grep -qiE 'solo|pid|rank|uid' '$TMP/stats2.out'"
+kill "$p1"
 wait $p1
 
 # Positive control: the same user's ranks do form a job and exchange items.

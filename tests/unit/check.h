@@ -4,7 +4,8 @@
  *   int main(void) { RUN(name); return check_done(); }
  *
  * Prints "ok - name" or "not ok - name" per test (tests/run.sh counts them)
- * and the failing expression with its line.
+ * and the failing expression with its line; SKIP("why") inside a test ends
+ * it as "ok - name # SKIP why", which tests/run.sh counts as skipped.
  */
 #ifndef FERRY_CHECK_H
 #define FERRY_CHECK_H
@@ -12,6 +13,7 @@
 #include <stdio.h>
 
 static int check_failed_total, check_failed_now;
+static const char *check_skipped_now;
 
 #define CHECK(cond) do {                                                         \
 	if (!(cond)) {                                                           \
@@ -31,10 +33,17 @@ static int check_failed_total, check_failed_now;
 
 #define TEST(name) static void name(void)
 
+/* Ends the current test as skipped: what it checks cannot be checked here. */
+#define SKIP(why) do { check_skipped_now = (why); return; } while (0)
+
 #define RUN(name) do {                                                           \
 	check_failed_now = 0;                                                    \
+	check_skipped_now = NULL;                                                \
 	name();                                                                  \
-	printf("%s - %s: %s\n", check_failed_now ? "not ok" : "ok", UNIT, #name); \
+	if (check_skipped_now && !check_failed_now)                              \
+		printf("ok - %s: %s # SKIP %s\n", UNIT, #name, check_skipped_now); \
+	else                                                                     \
+		printf("%s - %s: %s\n", check_failed_now ? "not ok" : "ok", UNIT, #name); \
 	fflush(stdout);                                                          \
 	check_failed_total += check_failed_now;                                  \
 } while (0)

@@ -1,13 +1,16 @@
 /* tests/unit/test_ring.c - the shared-memory ring: records, wrap-around,
- * validation of what the other side wrote, and wake-ups between two threads. */
+ * validation of what the other side wrote, wake-ups between two threads, and
+ * the fenceless publish with its withdrawal. */
 #define UNIT "ring"
 #include "check.h"
 #include "../../proto/ring.c"
 
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *mem_for(uint64_t size)
@@ -18,6 +21,8 @@ static void *mem_for(uint64_t size)
 	return m;
 }
 
+static struct proto_rec *last_put;     /* the record put() wrote last */
+
 static int put(struct ring *r, uint32_t len, uint32_t tag)
 {
 	struct proto_rec *rec;
@@ -27,6 +32,7 @@ static int put(struct ring *r, uint32_t len, uint32_t tag)
 		return ret;
 	*rec = (struct proto_rec){ .len = len, .kind = PROTO_REC_ITEM, .dst = tag, .src = ~tag };
 	memset(rec + 1, (int)(tag & 0xff), len);
+	last_put = rec;
 	return 0;
 }
 
@@ -62,20 +68,30 @@ TEST(sizes)
 	CHECK_EQ(ring_footprint(9), 32);
 }
 
-/* Producer and consumer in one thread, many laps around the ring, lengths
- * chosen so that every wrap position occurs, including the smallest PAD. */
-TEST(wrap_around_keeps_every_record)
+/* How laps() damages a record. */
+enum damage { DAMAGE_NONE, DAMAGE_KIND, DAMAGE_SRC };
+
+/* Producer and consumer in one thread, lap after lap around the ring, with
+ * lengths chosen so that every wrap position occurs, including the smallest
+ * PAD.  Record number damage_at is damaged (how) once written.  Returns how
+ * many records came out intact and in order before the first that did not,
+ * n if all did, with *err_p 0 or what went wrong.  Every loop is bounded,
+ * so a damaged ring ends the run with an error instead of hanging it. */
+static uint32_t laps(uint32_t n, enum damage how, uint32_t damage_at, int *err_p)
 {
-	uint64_t size = PROTO_RING_MIN;
+	uint64_t size = PROTO_RING_MIN, seed = 1;
 	void *m = mem_for(size);
 	struct ring p, c;
 	uint32_t next_put = 0, next_take = 0, tag, len;
-	uint64_t seed = 1;
+	int err = 0;
 
 	ring_attach(&p, m, size, 1);
 	ring_attach(&c, m, size, 0);
-	while (next_take < 200000) {
-		for (;;) {
+	while (next_take < n && !err) {
+		uint32_t before = next_take;
+
+		/* Fill the ring: a record takes at least 16 bytes. */
+		for (uint64_t k = 0; k < size / 16 && next_put < n; k++) {
 			uint32_t l;
 
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -84,21 +100,56 @@ TEST(wrap_around_keeps_every_record)
 				l = PROTO_FRAG_BYTES;   /* now and then a maximal one */
 			if (put(&p, l, next_put) != 0)
 				break;
+			if (how != DAMAGE_NONE && next_put == damage_at) {
+				if (how == DAMAGE_KIND)
+					last_put->kind = 0xff;
+				else
+					last_put->src ^= 1;
+			}
 			next_put++;
 		}
 		ring_publish(&p);
-		while (take(&c, &tag, &len) == 1) {
-			if (tag != next_take)
+		/* Empty it: exactly the records put, no more tries than that. */
+		while (next_take < next_put) {
+			int ret = take(&c, &tag, &len);
+
+			if (ret != 1) {
+				err = ret < 0 ? ret : -ENODATA;         /* 0: published records missing */
 				break;
+			}
+			if (tag != next_take) {
+				err = -EILSEQ;
+				break;
+			}
 			next_take++;
 		}
-		CHECK_EQ(tag, next_take - 1);
-		if (tag != next_take - 1)
-			break;
 		ring_release(&c);
+		if (!err && next_take == before)
+			err = -ENOSPC;          /* an empty ring took nothing */
 	}
-	CHECK(next_take >= 200000);
 	free(m);
+	*err_p = err;
+	return next_take;
+}
+
+TEST(wrap_around_keeps_every_record)
+{
+	int err;
+
+	CHECK_EQ(laps(200000, DAMAGE_NONE, 0, &err), 200000);
+	CHECK_EQ(err, 0);
+}
+
+/* The check above can fail, and fails rather than hangs: a damaged record
+ * ends the run at that record. */
+TEST(wrap_around_stops_at_a_damaged_record)
+{
+	int err;
+
+	CHECK_EQ(laps(200000, DAMAGE_KIND, 123457, &err), 123457);
+	CHECK_EQ(err, -EPROTO);                 /* ring_peek refuses the header */
+	CHECK_EQ(laps(200000, DAMAGE_SRC, 123457, &err), 123457);
+	CHECK_EQ(err, -101);                    /* take() finds it is not what was put */
 }
 
 TEST(full_ring_says_eagain_until_released)
@@ -151,6 +202,60 @@ TEST(flags_tell_who_must_be_woken)
 		;
 	CHECK_EQ(ring_release(&c), 1);
 	CHECK_EQ(ring_producer_sleep_empty(&p), 1);    /* all consumed */
+	free(m);
+}
+
+/* The fenceless publish, offered by the consumer before the producer
+ * attaches (as ferryd does for TX rings), and withdrawn. */
+TEST(fenceless_publish_ends_when_the_consumer_withdraws_it)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t tag, len;
+
+	ring_attach(&c, m, size, 1);
+	ring_consumer_offer_fenceless(&c);
+	ring_attach(&p, m, size, 0);
+	ring_producer_set_fenceless(&p, 1);
+	CHECK_EQ(p.fenceless, 1);
+	CHECK_EQ(ring_consumer_fenceless(&c), 1);
+	/* The handshake still works (one thread: membarrier adds nothing). */
+	ring_consumer_arm(&c);
+	put(&p, 8, 1);
+	CHECK_EQ(ring_publish(&p), 1);
+	CHECK_EQ(ring_consumer_check(&c), 1);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	/* Withdrawn: no answer until the producer publishes again. */
+	ring_consumer_withdraw_fenceless(&c);
+	CHECK_EQ(ring_consumer_fenceless(&c), 1);
+	CHECK_EQ(p.fenceless, 1);
+	CHECK_EQ(ring_consumer_sleep(&c), 0);
+	put(&p, 8, 2);
+	CHECK_EQ(ring_publish(&p), 1);          /* this publish is fenced, and sees the sleeper */
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+	ring_consumer_awake(&c);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(tag, 2);
+	/* An answer once read cannot be taken back by the producer. */
+	atomic_store(&c.sh->producer_fences, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+
+	/* A producer that cannot use the offer (not registered for
+	 * membarrier) answers as it attaches. */
+	ring_attach(&c, m, size, 1);
+	ring_consumer_offer_fenceless(&c);
+	ring_attach(&p, m, size, 0);
+	ring_producer_set_fenceless(&p, 0);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+	/* Nor does a producer publish without a fence unless offered. */
+	ring_attach(&c, m, size, 1);
+	ring_attach(&p, m, size, 0);
+	ring_producer_set_fenceless(&p, 1);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
 	free(m);
 }
 
@@ -217,13 +322,17 @@ TEST(producer_rejects_impossible_tail)
 
 /* Two threads, the consumer sleeping on an eventfd whenever the ring is empty
  * and the producer waking it only when the flag says so.  A lost wake-up
- * shows as a poll() timeout. */
+ * shows as a poll() timeout.  With fenceless, the producer publishes without
+ * a fence while the consumer runs membarrier before it looks again, as ferryd
+ * and libferry do, until halfway through the consumer withdraws that (as
+ * ferryd does when membarrier fails): from then on it sleeps the fenced way,
+ * with a short limit until the producer has answered. */
 struct stress {
 	struct ring p, c;
 	int efd_c, efd_p;
 	uint32_t n;
 	int lost_wakeups, bad;
-	uint64_t consumer_sleeps;
+	uint64_t consumer_sleeps, sleeps_withdrawn, rechecks;
 };
 
 static void *producer(void *arg)
@@ -255,72 +364,123 @@ static void *producer(void *arg)
 	return NULL;
 }
 
-TEST(two_threads_no_lost_wakeup)
+static void stress(struct stress *s, int fenceless)
 {
 	uint64_t size = PROTO_RING_MIN;
 	void *m = mem_for(size);
-	struct stress s = { .n = 2000000 };
 	pthread_t t;
 	uint32_t next = 0, tag, len;
 	uint64_t one = 1;
+	int withdrawn = 0;
 
-	ring_attach(&s.p, m, size, 1);
-	ring_attach(&s.c, m, size, 0);
-	s.efd_c = eventfd(0, EFD_NONBLOCK);
-	s.efd_p = eventfd(0, EFD_NONBLOCK);
-	pthread_create(&t, NULL, producer, &s);
-	while (next < s.n) {
-		int ret = take(&s.c, &tag, &len);
+	ring_attach(&s->c, m, size, 1);
+	if (fenceless)
+		ring_consumer_offer_fenceless(&s->c);
+	ring_attach(&s->p, m, size, 0);
+	ring_producer_set_fenceless(&s->p, fenceless);
+	s->efd_c = eventfd(0, EFD_NONBLOCK);
+	s->efd_p = eventfd(0, EFD_NONBLOCK);
+	pthread_create(&t, NULL, producer, s);
+	while (next < s->n) {
+		int ret = take(&s->c, &tag, &len), timeout = 2000, unsure;
 
 		if (ret == 1) {
 			if (tag != next || len != next % 61) {
-				s.bad++;
+				s->bad++;
 				break;
 			}
 			next++;
-			if ((next & 31) == 0 && ring_release(&s.c) && write(s.efd_p, &one, 8) < 0)
-				s.bad++;
+			if ((next & 31) == 0 && ring_release(&s->c) && write(s->efd_p, &one, 8) < 0)
+				s->bad++;
 			continue;
 		}
 		if (ret < 0) {
-			s.bad++;
+			s->bad++;
 			break;
 		}
-		if (ring_release(&s.c) && write(s.efd_p, &one, 8) < 0)
-			s.bad++;
-		if (ring_consumer_sleep(&s.c)) {
-			ring_consumer_awake(&s.c);
-			continue;
+		if (ring_release(&s->c) && write(s->efd_p, &one, 8) < 0)
+			s->bad++;
+		if (fenceless && !withdrawn && next >= s->n / 2) {
+			ring_consumer_withdraw_fenceless(&s->c);
+			withdrawn = 1;
 		}
-		struct pollfd pf = { .fd = s.efd_c, .events = POLLIN };
+		/* As ferryd's ep_sleep_prepare: the answer first, then the look. */
+		unsure = ring_consumer_fenceless(&s->c);
+		if (unsure && !withdrawn) {
+			ring_consumer_arm(&s->c);
+			if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0)
+				s->bad++;
+			if (ring_consumer_check(&s->c)) {
+				ring_consumer_awake(&s->c);
+				continue;
+			}
+		} else {
+			if (ring_consumer_sleep(&s->c)) {
+				ring_consumer_awake(&s->c);
+				continue;
+			}
+			if (unsure)
+				timeout = 10;
+		}
+		struct pollfd pf = { .fd = s->efd_c, .events = POLLIN };
 		uint64_t v;
 
-		s.consumer_sleeps++;
-		if (poll(&pf, 1, 2000) == 0)
-			s.lost_wakeups++;
-		else if (read(s.efd_c, &v, 8) < 0)
-			s.bad++;
-		ring_consumer_awake(&s.c);
+		s->consumer_sleeps++;
+		s->sleeps_withdrawn += withdrawn;
+		ret = poll(&pf, 1, timeout);
+		if (ret == 0 && timeout == 10)
+			s->rechecks++;
+		else if (ret == 0)
+			s->lost_wakeups++;
+		else if (read(s->efd_c, &v, 8) < 0)
+			s->bad++;
+		ring_consumer_awake(&s->c);
 	}
 	pthread_join(t, NULL);
-	CHECK_EQ(next, s.n);
-	CHECK_EQ(s.bad, 0);
-	CHECK_EQ(s.lost_wakeups, 0);
-	CHECK(s.consumer_sleeps > 0);           /* else the test proved nothing */
-	printf("# %llu consumer sleeps\n", (unsigned long long)s.consumer_sleeps);
-	close(s.efd_c);
-	close(s.efd_p);
+	CHECK_EQ(next, s->n);
+	CHECK_EQ(s->bad, 0);
+	CHECK_EQ(s->lost_wakeups, 0);
+	CHECK(s->consumer_sleeps > 0);          /* else the test proved nothing */
+	close(s->efd_c);
+	close(s->efd_p);
 	free(m);
+}
+
+TEST(two_threads_no_lost_wakeup)
+{
+	struct stress s = { .n = 2000000 };
+
+	stress(&s, 0);
+	printf("# %llu consumer sleeps\n", (unsigned long long)s.consumer_sleeps);
+}
+
+TEST(two_threads_fenceless_then_withdrawn_no_lost_wakeup)
+{
+	struct stress s = { .n = 2000000 };
+
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0)
+		SKIP("membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) fails here");
+	stress(&s, 1);
+	CHECK_EQ(s.p.fenceless, 0);             /* the producer noticed */
+	CHECK_EQ(ring_consumer_fenceless(&s.c), 0);     /* ... and said so */
+	CHECK(s.sleeps_withdrawn > 0);
+	CHECK(s.consumer_sleeps > s.sleeps_withdrawn);  /* it slept in both halves */
+	printf("# %llu consumer sleeps, %llu after the withdrawal, %llu short ones\n",
+	       (unsigned long long)s.consumer_sleeps, (unsigned long long)s.sleeps_withdrawn,
+	       (unsigned long long)s.rechecks);
 }
 
 int main(void)
 {
 	RUN(sizes);
 	RUN(wrap_around_keeps_every_record);
+	RUN(wrap_around_stops_at_a_damaged_record);
 	RUN(full_ring_says_eagain_until_released);
 	RUN(flags_tell_who_must_be_woken);
+	RUN(fenceless_publish_ends_when_the_consumer_withdraws_it);
 	RUN(consumer_rejects_garbage);
 	RUN(producer_rejects_impossible_tail);
 	RUN(two_threads_no_lost_wakeup);
+	RUN(two_threads_fenceless_then_withdrawn_no_lost_wakeup);
 	return check_done();
 }
