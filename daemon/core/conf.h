@@ -49,6 +49,8 @@ struct conf {
 	uint64_t link_bytes;            /* frames not yet acknowledged by one peer */
 	/* security */
 	char key_file[PATH_MAX];        /* "" = insecure mode */
+	int integrity;                  /* every frame authenticated (default: on with a key) */
+	int encrypt;                    /* and encrypted (needs integrity) */
 	/* logging */
 	int log_level;                  /* LOG_* */
 	/* daemon */
