@@ -143,7 +143,7 @@ static void nonce(uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES], uint64
 
 void auth_seal(struct auth_link *a, uint8_t *frame, uint8_t *out, size_t len)
 {
-	uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES];
+	uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES], none[1];
 	size_t body = len - HDR_BYTES - WIRE_TAG_BYTES;
 
 	assert(len >= HDR_BYTES + (a->mode ? WIRE_TAG_BYTES : 0));
@@ -158,8 +158,6 @@ void auth_seal(struct auth_link *a, uint8_t *frame, uint8_t *out, size_t len)
 	if (a->mode == AUTH_FRAMES_MAC) {
 		if (out != frame)
 			memcpy(out + HDR_BYTES, frame + HDR_BYTES, body);
-		uint8_t none[1];
-
 		/* A MAC: nothing encrypted, all of it associated data. */
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, out + len - WIRE_TAG_BYTES, NULL, NULL, 0,
 								   out, len - WIRE_TAG_BYTES, NULL, n, a->tx_key);
