@@ -215,6 +215,11 @@ $(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< proto/ring.c
 
+# raw_tcp seals frames as the daemon does (libsodium).
+$(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libsodium)
+
 bench:
 	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW)
