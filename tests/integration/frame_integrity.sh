@@ -43,7 +43,7 @@ setup() {
 job() {
 	local r pids="" rc=0
 	for r in 0 1 2 3; do
-		FERRY_RUNTIME_DIR=$TMP/$1_n$((r % 2)) bg "$2.$r.log" prog ft_alltoall --job "$2" --rank $r --size 4 \
+		FERRY_TIMEOUT_MS=20000 FERRY_RUNTIME_DIR=$TMP/$1_n$((r % 2)) bg "$2.$r.log" prog ft_alltoall --job "$2" --rank $r --size 4 \
 			--items 2000 --len 16 --len-max 120 --steps 3 --sync
 		pids="$pids $LASTPID"
 	done
@@ -60,17 +60,21 @@ peerstat() {
 		awk -v f="$2" '$1 == "peer" { for (i = 3; i < NF; i += 2) if ($i == f) s += $(i + 1) } END { print s + 0 }'
 }
 
-# attacked NAME WHAT: jobs run until every attack happened, then checks.
+# attacked NAME WHAT: jobs run until every attack happened (or one fails,
+# or the proxy is gone), then checks.
 attacked() {
 	local name=$1 what=$2 i ok=1
 	for i in 1 2 3 4 5 6 7 8; do
-		job "$name" "j$name$i" || ok=0
+		job "$name" "j$name$i" || { ok=0; break; }
 		[ "$(attacks_done "$name")" -ge $NATTACKS ] && break
+		kill -0 "$(eval "echo \$MITM_$name")" 2>/dev/null || { echo "# ft_mitm is gone"; break; }
 	done
 	expect "$what: the jobs got every item exactly once, in order, every step right ($i jobs)" test $ok = 1
 	expect "$what: all $NATTACKS attacks happened ($(attacks_done "$name"))" \
 		test "$(attacks_done "$name")" -ge $NATTACKS
 	sed 's/^/#   /' "$TMP/$name.mitm"
+	expect "$what: the proxy ran without a sanitizer report" \
+		not grep -qE 'runtime error|Sanitizer' "$TMP/$name.mitm"
 	expect "$what: node 1 refused the frames changed, injected and replayed on their way to it ($(fails "$name" 1))" \
 		test "$(fails "$name" 1)" -ge 4
 	expect "$what: node 0 refused the raised ack and the made-up ACK ($(fails "$name" 0))" \
@@ -85,13 +89,14 @@ attacked() {
 	expect "$what: ... and carries a job" job "$name" "j${name}after"
 }
 
-# mitm_summary NAME: stops the proxy; its last line.
-mitm_summary() {
+# mitm_stop NAME: stops the proxy (not in a subshell: wait needs its parent);
+# its summary is then the last line of $TMP/NAME.mitm.  Fails if it did not
+# exit 0 (a sanitizer report at exit, say).
+mitm_stop() {
 	local pid
 	pid=$(eval "echo \$MITM_$1")
 	kill -TERM "$pid"
 	wait "$pid"
-	tail -n 1 "$TMP/$1.mitm"
 }
 
 # --- integrity (the default with a key) ---
@@ -99,7 +104,8 @@ setup fim "" "$ATTACKS" || exit 1
 expect "status says frames are authenticated" \
 	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/fim_n0' status | grep -q 'frames authenticated'"
 attacked fim "integrity"
-s=$(mitm_summary fim)
+expect "the proxy exits cleanly" mitm_stop fim
+s=$(tail -n 1 "$TMP/fim.mitm")
 expect "integrity alone: the items travel in the clear ($s)" \
 	bash -c "[[ '$s' =~ plaintext\ ([1-9][0-9]*)\ of ]]"
 expect "daemon 0 exits cleanly" stop_daemon fim_n0
@@ -110,7 +116,8 @@ setup fie "encrypt = true;" "$ATTACKS" || exit 1
 expect "status says frames are encrypted" \
 	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/fie_n0' status | grep -q 'frames encrypted'"
 attacked fie "encryption"
-s=$(mitm_summary fie)
+expect "the proxy exits cleanly" mitm_stop fie
+s=$(tail -n 1 "$TMP/fie.mitm")
 expect "encryption: no DATA frame on the wire reads as items ($s)" \
 	bash -c "[[ '$s' =~ plaintext\ 0\ of\ [1-9] ]]"
 expect "daemon 0 exits cleanly" stop_daemon fie_n0
@@ -132,7 +139,7 @@ expect "without integrity the flipped bit is delivered: the receiver finds the p
 	bash -c "[ $rc != 0 ] && grep -q 'payload damaged' '$TMP/off.1.log'"
 [ $rc != 0 ] || sed 's/^/#   /' "$TMP/off.1.log" "$TMP/fio.mitm"
 expect "... and no daemon noticed" not grep -q 'integrity check' "$TMP/fio_n0.log" "$TMP/fio_n1.log"
-mitm_summary fio >/dev/null
+expect "the proxy exits cleanly" mitm_stop fio
 expect "daemon 0 exits cleanly" stop_daemon fio_n0
 expect "daemon 1 exits cleanly" stop_daemon fio_n1
 finish

@@ -84,6 +84,8 @@ static void die(const char *what)
 
 static void put(struct buf *b, const void *p, size_t n)
 {
+	if (!n)
+		return;
 	if (b->cap - b->len < n) {
 		b->cap = (b->len + n) * 2;
 		b->p = realloc(b->p, b->cap);
