@@ -162,6 +162,11 @@ $(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC) $(call pkglibs,libsodium)
 
+# ft_mitm relays and attacks a link between two daemons.
+$(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
+
 # Unit tests link the daemon's layers, plan/ and proto/ as archives; a test may
 # include the module under test to reach its statics (the archive member with
 # the same symbols is then not pulled in).
@@ -226,6 +231,11 @@ $(BUILD)/bench/mb_%: tests/bench/mb_%.c
 $(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< proto/ring.c
+
+# raw_tcp seals frames as the daemon does (libsodium).
+$(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libsodium)
 
 bench:
 	@packaging/deps.sh bench

@@ -22,6 +22,7 @@ void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h)
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 {
 	struct wire_frame_hdr le;
+	uint32_t tag;
 
 	memcpy(&le, buf, sizeof(le));
 	h->version = le.version;
@@ -30,8 +31,10 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 	h->len = le32toh(le.len);
 	h->seq = le64toh(le.seq);
 	h->ack = le64toh(le.ack);
+	tag = h->flags & WIRE_FRAME_MAC ? WIRE_TAG_BYTES : 0;
 	if (h->version != WIRE_VERSION || h->kind < 1 || h->kind > WIRE_KIND_MAX ||
-	    h->flags || h->len > WIRE_BODY_MAX)
+	    (h->flags & ~WIRE_FRAME_FLAGS_ALL) || ((h->flags & WIRE_FRAME_SEALED) && !tag) ||
+	    h->len < tag || h->len - tag > WIRE_BODY_MAX)
 		return -EPROTO;
 	switch (h->kind) {
 	case WIRE_DATA:
@@ -39,11 +42,11 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 			return -EPROTO;
 		break;
 	case WIRE_ACK:
-		if (h->seq != 0 || h->len != 0)
+		if (h->seq != 0 || h->len != tag)
 			return -EPROTO;
 		break;
-	default:
-		if (h->seq != 0)
+	default:        /* the handshake: never sealed */
+		if (h->seq != 0 || h->flags)
 			return -EPROTO;
 	}
 	return 0;
@@ -81,7 +84,10 @@ int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h)
 	h->incarnation = le64toh(h->incarnation);
 	h->peer_incarnation = le64toh(h->peer_incarnation);
 	h->ack = le64toh(h->ack);
+	/* Encryption needs integrity, and integrity a key. */
 	if (h->magic != WIRE_MAGIC || h->version != WIRE_VERSION || (h->flags & ~WIRE_HELLO_FLAGS_ALL) ||
+	    ((h->flags & WIRE_HELLO_ENCRYPT) && !(h->flags & WIRE_HELLO_INTEGRITY)) ||
+	    ((h->flags & WIRE_HELLO_INSECURE) && (h->flags & WIRE_HELLO_INTEGRITY)) ||
 	    h->incarnation == 0 || !proto_name_ok(h->cluster, h->cluster_len) ||
 	    memcmp(h->reserved, zero, sizeof(h->reserved)) != 0 ||
 	    memcmp(h->cluster + h->cluster_len, zero, sizeof(h->cluster) - h->cluster_len) != 0)

@@ -7,9 +7,19 @@
  * daemons route an item by its destination node only; the destination daemon
  * uses job and dst to find the endpoint.
  *
- * Sequence numbers are per link and direction; every DATA frame has seq > 0;
- * ack acknowledges every frame up to and including that number.  See
- * daemon/net/peer.h and seq.h for how they are used, and how the handshake authenticates.
+ * Sequence numbers are per peer and direction (they go on across
+ * reconnections); every DATA frame has seq > 0; ack acknowledges every frame
+ * up to and including that number.  See daemon/net/peer.h and seq.h for how
+ * they are used, and how the handshake authenticates.
+ *
+ * Frame integrity (security.integrity; daemon/net/auth.h has the keys and the
+ * nonces): every frame after the handshake, DATA and ACK alike, has
+ * WIRE_FRAME_MAC in its flags and ends with a WIRE_TAG_BYTES tag, counted in
+ * hdr.len: a ChaCha20-Poly1305 tag over the 24-byte header as sent (ack and
+ * seq included) and the body before the tag.  With WIRE_FRAME_SEALED too
+ * (security.encrypt) the body before the tag is encrypted (AEAD, the header
+ * is the associated data).  HELLO and AUTH never have either: the AUTH MACs
+ * authenticate the handshake.
  *
  * Daemon-to-daemon control (job joins, rank tables, step accounting) travels
  * as items of job 0, so that it is routed, aggregated and acknowledged like
@@ -27,13 +37,15 @@
 #include "job.h"
 #include "ring.h"
 
-/* 2: job generations (wire_item.gen and the control items' gen). */
-#define WIRE_VERSION    2
+/* 2: job generations (wire_item.gen and the control items' gen).
+ * 3: frame integrity (hdr.flags, the tag, HELLO flags INTEGRITY/ENCRYPT). */
+#define WIRE_VERSION    3
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
 #define WIRE_MAX_NODES  (1u << (32 - WIRE_JOB_INDEX_BITS))
-#define WIRE_BODY_MAX   (1u << 20)
+#define WIRE_BODY_MAX   (1u << 20)     /* body bytes before the tag */
+#define WIRE_TAG_BYTES  16              /* Poly1305 */
 
 enum wire_kind {
 	WIRE_HELLO = 1,         /* handshake: struct wire_hello, unsequenced */
@@ -43,11 +55,18 @@ enum wire_kind {
 	WIRE_KIND_MAX = WIRE_ACK,
 };
 
+enum wire_frame_flags {
+	WIRE_FRAME_MAC    = 1u << 0,    /* the body ends with a WIRE_TAG_BYTES tag */
+	WIRE_FRAME_SEALED = 1u << 1,    /* and the rest of it is encrypted (needs MAC) */
+	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED,
+};
+
 struct wire_frame_hdr {
 	uint8_t  version;       /* WIRE_VERSION */
 	uint8_t  kind;          /* enum wire_kind */
-	uint16_t flags;         /* none defined yet: must be zero */
-	uint32_t len;           /* body bytes after this header, <= WIRE_BODY_MAX */
+	uint16_t flags;         /* enum wire_frame_flags; other bits: reject the frame */
+	uint32_t len;           /* body bytes after this header, the tag included;
+				 * <= WIRE_BODY_MAX without the tag */
 	uint64_t seq;           /* per-link sequence number; 0 for unsequenced kinds */
 	uint64_t ack;           /* all frames up to this seq arrived from the peer */
 };
@@ -82,8 +101,10 @@ static inline size_t wire_item_footprint(uint32_t len)
 #define WIRE_MAC_BYTES    32
 
 enum wire_hello_flags {
-	WIRE_HELLO_INSECURE = 1u << 0,  /* the sender has no cluster key */
-	WIRE_HELLO_FLAGS_ALL = WIRE_HELLO_INSECURE,
+	WIRE_HELLO_INSECURE  = 1u << 0, /* the sender has no cluster key */
+	WIRE_HELLO_INTEGRITY = 1u << 1, /* it has security.integrity on */
+	WIRE_HELLO_ENCRYPT   = 1u << 2, /* it has security.encrypt on */
+	WIRE_HELLO_FLAGS_ALL = WIRE_HELLO_INSECURE | WIRE_HELLO_INTEGRITY | WIRE_HELLO_ENCRYPT,
 };
 
 /* Sent by both ends when a connection opens, the connecting end first. */
@@ -245,8 +266,9 @@ static inline uint32_t wire_ctl_table_node(const struct wire_ctl *c, uint32_t i)
 /* Encodes h into 24 bytes at buf. */
 void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);
 
-/* Decodes and validates a frame header from buf (at least 24 bytes).  Returns
- * 0 or -EPROTO. */
+/* Decodes and validates a frame header from buf (at least 24 bytes): version,
+ * kind, flags, the length (room for the tag with WIRE_FRAME_MAC), seq and an
+ * empty ACK body (bar the tag).  Returns 0 or -EPROTO. */
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h);
 
 /* Sets the ack field of the encoded frame header at hdr (piggybacked

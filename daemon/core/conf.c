@@ -136,6 +136,23 @@ static int get_int(struct parse *p, const config_setting_t *g, const char *name,
 		(field) = (__typeof__(field))v_;                                 \
 	r_; })
 
+/* An optional boolean member; *out keeps its default when absent. */
+static int get_bool(struct parse *p, const config_setting_t *g, const char *name, int *out,
+		    const config_setting_t **where)
+{
+	const config_setting_t *s = g ? config_setting_get_member(g, name) : NULL;
+	char buf[256];
+
+	*where = s;
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return invalid(p, s, "'%s' must be true or false, not %s",
+			    path_of(s, buf, sizeof(buf)), type_name(config_setting_type(s)));
+	*out = config_setting_get_bool(s);
+	return 0;
+}
+
 /* An optional string member, at most cap-1 bytes. */
 static int get_str(struct parse *p, const config_setting_t *g, const char *name,
 		   char *out, size_t cap, const config_setting_t **where)
@@ -448,7 +465,7 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 						"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
 						"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
 						NULL };
-	static const char *const sec_keys[] = { "key_file", NULL };
+	static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
 	static const char *const log_keys[] = { "level", NULL };
 	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", NULL };
 	/* in the order of enum sandbox_mode */
@@ -456,9 +473,9 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
-	const config_setting_t *s;
+	const config_setting_t *s, *integ_s, *enc_s;
 	char level[32];
-	int ret;
+	int ret, integ = -1;
 
 	if ((ret = get_group(p, root, "aggregation", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, agg_keys)) < 0) ||
@@ -497,8 +514,20 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 
 	if ((ret = get_group(p, root, "security", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, sec_keys)) < 0) ||
-	    (ret = get_str(p, g, "key_file", c->key_file, sizeof(c->key_file), NULL)) < 0)
+	    (ret = get_str(p, g, "key_file", c->key_file, sizeof(c->key_file), NULL)) < 0 ||
+	    (ret = get_bool(p, g, "integrity", &integ, &integ_s)) < 0 ||
+	    (ret = get_bool(p, g, "encrypt", &c->encrypt, &enc_s)) < 0)
 		return ret;
+	/* Integrity is on by default with a key; without one it cannot be. */
+	c->integrity = integ < 0 ? c->key_file[0] != '\0' : integ;
+	if (c->integrity && !c->key_file[0])
+		return invalid(p, integ_s, "'security.integrity' needs 'security.key_file': without a cluster key "
+			    "nothing can be authenticated");
+	if (c->encrypt && !c->key_file[0])
+		return invalid(p, enc_s, "'security.encrypt' needs 'security.key_file'");
+	if (c->encrypt && !c->integrity)
+		return invalid(p, enc_s, "'security.encrypt' needs 'security.integrity' (the cipher authenticates "
+			    "what it encrypts)");
 
 	if ((ret = get_group(p, root, "logging", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, log_keys)) < 0) ||

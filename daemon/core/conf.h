@@ -61,6 +61,8 @@ struct conf {
 	uint32_t admin_idle_ms;         /* a tool's session with nothing moving */
 	/* security */
 	char key_file[PATH_MAX];        /* "" = insecure mode */
+	int integrity;                  /* every frame authenticated (default: on with a key) */
+	int encrypt;                    /* and encrypted (needs integrity) */
 	/* logging */
 	int log_level;                  /* LOG_* */
 	/* daemon */

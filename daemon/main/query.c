@@ -50,7 +50,10 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			*daemon_state.stopping ? ", stopping" : "");
 		fprintf(out, "topology: %s, %s %s; transport %s%s\n", conf_physical_name(c->physical),
 			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims, peer_transport_name(),
-			auth_insecure() ? " (insecure: no cluster key)" : ", authenticated");
+			auth_insecure() ? " (insecure: no cluster key)" :
+			c->encrypt ? ", authenticated, frames encrypted" :
+			c->integrity ? ", authenticated, frames authenticated" :
+			", authenticated, frames NOT authenticated (security.integrity = false)");
 		fprintf(out, "links: %u peers\n", peer_count());
 		peer_write_status(out);
 		fprintf(out, "clients: %u sessions, %u endpoints; jobs here: %u\n", sess_count(),

@@ -2,6 +2,7 @@
 #include "auth.h"
 #include "../core/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <sodium.h>
@@ -12,6 +13,10 @@
 #include <unistd.h>
 
 static_assert(crypto_auth_BYTES == WIRE_MAC_BYTES, "MAC size");
+static_assert(crypto_aead_chacha20poly1305_ietf_ABYTES == WIRE_TAG_BYTES, "tag size");
+static_assert(crypto_aead_chacha20poly1305_ietf_KEYBYTES == AUTH_LINK_KEY_BYTES, "link key size");
+static_assert(crypto_kdf_KEYBYTES == crypto_generichash_BYTES, "master key size");
+static_assert(crypto_generichash_KEYBYTES_MAX >= crypto_auth_KEYBYTES, "cluster key as BLAKE2b key");
 
 static struct {
 	unsigned char key[crypto_auth_KEYBYTES];
@@ -130,4 +135,95 @@ int auth_check(const uint8_t mac[WIRE_MAC_BYTES], char role, const void *hello_i
 
 	transcript(msg, role, hello_i, hello_a);
 	return crypto_auth_verify(mac, msg, sizeof(msg), cluster_key.key) == 0;
+}
+
+/* --- frames --- */
+
+#define HDR_BYTES sizeof(struct wire_frame_hdr)
+
+void auth_link_start(struct auth_link *a, int mode, int outgoing, const void *hello_i, const void *hello_a)
+{
+	static const char label[] = "ferry frame keys";
+	uint8_t master[crypto_kdf_KEYBYTES], k_i[AUTH_LINK_KEY_BYTES], k_a[AUTH_LINK_KEY_BYTES];
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, cluster_key.key, sizeof(cluster_key.key), sizeof(master));
+	crypto_generichash_update(&st, (const unsigned char *)label, sizeof(label) - 1);
+	crypto_generichash_update(&st, hello_i, sizeof(struct wire_hello));
+	crypto_generichash_update(&st, hello_a, sizeof(struct wire_hello));
+	crypto_generichash_final(&st, master, sizeof(master));
+	crypto_kdf_derive_from_key(k_i, sizeof(k_i), 1, "ferrylnk", master);
+	crypto_kdf_derive_from_key(k_a, sizeof(k_a), 2, "ferrylnk", master);
+	a->mode = mode;
+	memcpy(a->tx_key, outgoing ? k_i : k_a, sizeof(a->tx_key));
+	memcpy(a->rx_key, outgoing ? k_a : k_i, sizeof(a->rx_key));
+	a->tx_count = a->rx_count = 0;
+	sodium_memzero(master, sizeof(master));
+	sodium_memzero(k_i, sizeof(k_i));
+	sodium_memzero(k_a, sizeof(k_a));
+	sodium_memzero(&st, sizeof(st));
+}
+
+void auth_link_stop(struct auth_link *a)
+{
+	sodium_memzero(a, sizeof(*a));
+}
+
+static void nonce(uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES], uint64_t count)
+{
+	/* 2^64 frames would take centuries at a billion per second. */
+	memset(n, 0, crypto_aead_chacha20poly1305_ietf_NPUBBYTES);
+	for (int i = 0; i < 8; i++)
+		n[i] = (uint8_t)(count >> (8 * i));
+}
+
+void auth_seal(struct auth_link *a, uint8_t *frame, uint8_t *out, size_t len)
+{
+	uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES], none[1];
+	size_t body = len - HDR_BYTES - WIRE_TAG_BYTES;
+
+	assert(len >= HDR_BYTES + (a->mode ? WIRE_TAG_BYTES : 0));
+	if (a->mode == AUTH_FRAMES_PLAIN) {
+		if (out != frame)
+			memcpy(out, frame, len);
+		return;
+	}
+	nonce(n, a->tx_count++);
+	if (out != frame)
+		memcpy(out, frame, HDR_BYTES);
+	if (a->mode == AUTH_FRAMES_MAC) {
+		if (out != frame)
+			memcpy(out + HDR_BYTES, frame + HDR_BYTES, body);
+		/* A MAC: nothing encrypted, all of it associated data. */
+		crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, out + len - WIRE_TAG_BYTES, NULL, NULL, 0,
+								   out, len - WIRE_TAG_BYTES, NULL, n, a->tx_key);
+	} else {
+		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out + HDR_BYTES, out + len - WIRE_TAG_BYTES, NULL,
+								   frame + HDR_BYTES, body, frame, HDR_BYTES, NULL, n,
+								   a->tx_key);
+	}
+}
+
+int auth_open(struct auth_link *a, uint8_t *frame, size_t len)
+{
+	uint8_t n[crypto_aead_chacha20poly1305_ietf_NPUBBYTES];
+	const uint8_t *tag = frame + len - WIRE_TAG_BYTES;
+	int ret;
+
+	if (a->mode == AUTH_FRAMES_PLAIN)
+		return 0;
+	if (len < HDR_BYTES + WIRE_TAG_BYTES)
+		return -EBADMSG;
+	nonce(n, a->rx_count);
+	if (a->mode == AUTH_FRAMES_MAC)
+		ret = crypto_aead_chacha20poly1305_ietf_decrypt_detached(NULL, NULL, tag, 0, tag, frame,
+									 len - WIRE_TAG_BYTES, n, a->rx_key);
+	else
+		ret = crypto_aead_chacha20poly1305_ietf_decrypt_detached(frame + HDR_BYTES, NULL, frame + HDR_BYTES,
+									 len - HDR_BYTES - WIRE_TAG_BYTES, tag, frame,
+									 HDR_BYTES, n, a->rx_key);
+	if (ret != 0)
+		return -EBADMSG;
+	a->rx_count++;
+	return 0;
 }

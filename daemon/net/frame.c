@@ -34,8 +34,9 @@ void frame_init(uint32_t body_bytes)
 
 	/* With buffer_bytes = 0 (no aggregation) small items still come from
 	 * the free list. */
-	pools.pool[0].cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096);
-	pools.pool[1].cap = piece > pools.pool[0].cap ? piece : pools.pool[0].cap;
+	pools.pool[0].cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096) +
+			    WIRE_TAG_BYTES;
+	pools.pool[1].cap = piece + WIRE_TAG_BYTES > pools.pool[0].cap ? piece + WIRE_TAG_BYTES : pools.pool[0].cap;
 }
 
 static void release_memory(struct frame *f)
@@ -61,7 +62,7 @@ void frame_fini(void)
 
 struct frame *frame_alloc(uint32_t body)
 {
-	uint32_t cap = (uint32_t)sizeof(struct wire_frame_hdr) + body;
+	uint32_t cap = (uint32_t)sizeof(struct wire_frame_hdr) + body + WIRE_TAG_BYTES;
 	struct frame_pool *pool = pool_for(cap);
 	struct frame *f;
 

@@ -5,6 +5,15 @@
  * large item) are allocated for the occasion.  All frame memory is counted in
  * frame_mem_bytes.
  *
+ * Frames are daemon memory, and so is everything that goes on the wire:
+ * items are copied into frames from the clients' shared-memory rings
+ * (fwd/tx.c, proto_copy; their headers are built from a copy of the record
+ * that was validated), large items too, piece by piece; no frame points into
+ * client memory.  A frame's integrity tag (auth.h) is computed when it goes
+ * out, over these bytes: a client that rewrites its ring meanwhile changes
+ * nothing that is sent, and cannot make a peer refuse a frame.  Every frame
+ * has room for the tag after its body (frame_room does not count it).
+ *
  * Ownership: a frame has one owner at a time, which frees it with frame_free:
  * the aggregation buffer filling it (fwd), then the peer queue it is sequenced
  * on until the peer acknowledges it (peer.c), or a frame kept while its items
@@ -48,15 +57,15 @@ void frame_init(uint32_t body_bytes);
 void frame_fini(void);
 
 /* A frame with room for at least body bytes of body (a standard frame if that
- * is enough), its header zeroed and len covering just the header.  NULL when
- * out of memory. */
+ * is enough) and a tag, its header zeroed and len covering just the header.
+ * NULL when out of memory. */
 struct frame *frame_alloc(uint32_t body);
 void frame_free(struct frame *f);
 
-/* Bytes of body room left. */
+/* Bytes of body room left (the tag's room kept). */
 static inline uint32_t frame_room(const struct frame *f)
 {
-	return f->cap - f->len;
+	return f->cap - WIRE_TAG_BYTES - f->len;
 }
 
 /* Singly linked FIFO of frames with a byte count. */

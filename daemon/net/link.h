@@ -13,14 +13,21 @@
  * handed to send_ctrl (HELLO, AUTH, ACK) and then the peer's sequenced frames:
  * ev->tx_first() gives the first one not completely written (and how much of
  * it was), the rest follow through frame->next; ev->tx_done() says how many
- * more bytes went out.  Before the first byte of a sequenced frame goes out,
- * the transport stamps the current acknowledgement into its header:
- * wire_set_ack(f->data, ev->tx_ack(l)).
+ * more bytes went out.  Every frame, control frames too, is sealed once on
+ * the link before its first byte goes out, in the order the frames go out:
+ * ev->tx_seal() stamps the current acknowledgement into it and, with frame
+ * integrity, its tag (auth.h; the nonce is the count of frames sealed on the
+ * link).  So a frame must not be sealed and then overtaken by another one,
+ * and a sequenced frame that goes out again on a later link is sealed again
+ * there.  On a link with l->encrypt the sealed bytes of a sequenced frame
+ * must go elsewhere (the transport's own memory) and the frame stay as it is,
+ * because it may have to be sent again on another link under another key.
  *
  * Receiving.  Each complete frame is handed to ev->rx(), whose result says
  * whether it was taken; while the peer cannot take frames the transport stops
  * reading (the kernel's or the HCA's flow control then throttles the sender)
- * until ops->pause(l, 0).
+ * until ops->pause(l, 0) and then offers the same frame again.  The peer layer
+ * checks (and decrypts) the frame in place, in the transport's buffer.
  *
  * Ending.  When the connection fails the transport calls ev->down() once;
  * ops->close() ends it without that call.  Either way the link dies at once
@@ -73,6 +80,7 @@ struct link {
 	int state;              /* enum link_state; the transport sets CONNECTING and HANDSHAKE, the peer layer UP */
 	int outgoing;           /* we connected (the lower node id does) */
 	int dead;               /* ended; the loop frees it (see Ending) */
+	int encrypt;            /* set by the peer layer when the link comes up: seal out of place (Sending) */
 	uint64_t frames_in;     /* statistics of this connection */
 	/* The peer layer's: */
 	struct peer *peer;      /* NULL until the handshake says who it is */
@@ -85,18 +93,28 @@ struct link_events {
 	void (*connected)(struct link *l);
 	/* A connection was accepted; who it is comes with its HELLO. */
 	void (*accepted)(struct link *l);
-	/* A frame arrived.  Returns 1 if taken, 0 if the peer cannot take it now
-	 * (the transport pauses and offers it again after pause(l, 0)), or
-	 * -EPROTO: the transport must drop the connection (the reason is
-	 * logged).  May call ops->kick on this or another link. */
-	int (*rx)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body);
+	/* A frame arrived: h is its header decoded (wire_decode_hdr checked it),
+	 * frame the 24 + h->len bytes as received (header, body), which the
+	 * peer layer may change (decrypting in place).  Returns 1 if taken, 0
+	 * if the peer cannot take it now (the transport pauses and offers it
+	 * again, untouched since, after pause(l, 0)), or -EPROTO: the transport
+	 * must drop the connection (the reason is logged).  May call ops->kick
+	 * on this or another link. */
+	int (*rx)(struct link *l, const struct wire_frame_hdr *h, uint8_t *frame);
 	/* The connection is gone (l->dead is set; the loop frees l later). */
 	void (*down)(struct link *l, const char *why);
 	/* The first sequenced frame not completely written, *off_p of its
 	 * bytes already written; NULL if none (or the link is not up). */
 	struct frame *(*tx_first)(struct link *l, uint32_t *off_p);
-	/* The acknowledgement for a frame about to go out (it counts as sent). */
-	uint64_t (*tx_ack)(struct link *l);
+	/* The frame at frame (header and body, whole; its length is in its
+	 * header) goes out next on l: stamps the acknowledgement into it and
+	 * seals it (see Sending) into out, which is frame itself or as many
+	 * bytes of the transport's own (then frame stays as it was). */
+	void (*tx_seal)(struct link *l, uint8_t *frame, uint8_t *out);
+	/* Queues an ACK frame on l (through ops->send_ctrl), for a transport
+	 * that must send something (verbs: credits, keepalive) and has no
+	 * frame to carry it.  Nothing if l is not up. */
+	void (*send_ack)(struct link *l);
 	/* n more bytes of the sequenced frames were written. */
 	void (*tx_done)(struct link *l, size_t n);
 };

@@ -6,12 +6,21 @@
  * there, and its memory is buried (loop_bury), because the function that
  * ended it may be deep inside on_io or parse with the link on its stack.
  * After every call into the peer layer those check l.dead and return.
+ *
+ * Sealing (link.h).  Control frames are sealed as they are queued (in cbuf,
+ * which goes out before the sequenced frames not yet written).  Sequenced
+ * frames are written straight from their memory and sealed in place when
+ * they first enter a write (sealed_seq says how far), unless the link
+ * encrypts: then whole frames are sealed into cbuf behind the control frames
+ * (tcp_stage) and count as written from there on, so that a frame keeps its
+ * plaintext for a resend on another link.
  */
 #include "link.h"
 #include "../core/conf.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -26,6 +35,7 @@
 
 #define RBUF_START   (256u * 1024)
 #define CBUF_BYTES   1024       /* control frames: two HELLOs and an AUTH fit */
+#define STAGE_BYTES  (256u * 1024)      /* encrypted frames sealed ahead of the socket */
 #define IOV_MAX_TCP  64
 /* Before a connection has authenticated it holds only this much receive
  * buffer (a HELLO and an AUTH fit), and takes no larger frame: anyone who can
@@ -48,8 +58,9 @@ struct link_tcp {
 	char addr[80];          /* the other end, for logs */
 	uint8_t *rbuf;          /* received bytes; frames are parsed in place */
 	size_t rcap, rlen, roff;
-	uint8_t cbuf[CBUF_BYTES];       /* control frames waiting to go out */
-	size_t clen, coff;
+	uint8_t *cbuf;                  /* sealed control frames (and encrypted frames) to go out */
+	size_t ccap, clen, coff;
+	uint64_t sealed_seq;            /* sequenced frames up to this one are sealed on this link */
 	struct link_tcp *prev, *next;   /* every live link (tcp.links) */
 	struct loop_grave grave;
 };
@@ -79,6 +90,7 @@ static void tcp_free(struct loop_grave *g)
 	struct link_tcp *t = (struct link_tcp *)((char *)g - offsetof(struct link_tcp, grave));
 
 	free(t->rbuf);
+	free(t->cbuf);
 	free(t);
 }
 
@@ -115,6 +127,46 @@ static void tcp_close(struct link *l)
 		tcp_end(t);
 }
 
+/* Room for n more bytes at the end of cbuf.  0 or -ENOMEM. */
+static int cbuf_room(struct link_tcp *t, size_t n)
+{
+	uint8_t *b;
+
+	if (t->ccap - t->clen >= n)
+		return 0;
+	if (t->coff) {
+		memmove(t->cbuf, t->cbuf + t->coff, t->clen - t->coff);
+		t->clen -= t->coff;
+		t->coff = 0;
+	}
+	if (t->ccap - t->clen >= n)
+		return 0;
+	b = realloc(t->cbuf, t->clen + n);
+	if (!b)
+		return -ENOMEM;
+	t->cbuf = b;
+	t->ccap = t->clen + n;
+	return 0;
+}
+
+/* An encrypting link: seals whole sequenced frames into cbuf, up to about
+ * STAGE_BYTES ahead of the socket; they count as written.  0 or -ENOMEM. */
+static int tcp_stage(struct link_tcp *t)
+{
+	struct frame *f;
+	uint32_t off;
+
+	while (t->clen - t->coff < STAGE_BYTES && (f = tcp.ev->tx_first(&t->l, &off))) {
+		assert(off == 0);       /* only whole frames are staged */
+		if (cbuf_room(t, f->len) < 0)
+			return -ENOMEM;
+		tcp.ev->tx_seal(&t->l, f->data, t->cbuf + t->clen);
+		t->clen += f->len;
+		tcp.ev->tx_done(&t->l, f->len);
+	}
+	return 0;
+}
+
 /* Writes control frames, then sequenced frames, as far as the socket takes them. */
 static int tcp_write(struct link_tcp *t)
 {
@@ -126,14 +178,19 @@ static int tcp_write(struct link_tcp *t)
 		size_t want = 0;
 		ssize_t w;
 
+		if (t->l.encrypt && tcp_stage(t) < 0)
+			return -ENOMEM;
 		if (t->clen > t->coff) {
 			iov[n].iov_base = t->cbuf + t->coff;
 			iov[n].iov_len = t->clen - t->coff;
 			want += iov[n++].iov_len;
 		}
-		for (f = tcp.ev->tx_first(&t->l, &off); f && n < IOV_MAX_TCP; f = f->next, off = 0) {
-			if (off == 0)
-				wire_set_ack(f->data, tcp.ev->tx_ack(&t->l));
+		f = t->l.encrypt ? NULL : tcp.ev->tx_first(&t->l, &off);
+		for (; f && n < IOV_MAX_TCP; f = f->next, off = 0) {
+			if (f->seq > t->sealed_seq) {
+				tcp.ev->tx_seal(&t->l, f->data, f->data);
+				t->sealed_seq = f->seq;
+			}
 			iov[n].iov_base = f->data + off;
 			iov[n].iov_len = f->len - off;
 			want += iov[n++].iov_len;
@@ -194,7 +251,7 @@ static int parse(struct link_tcp *t)
 			}
 			break;
 		}
-		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff + sizeof(h));
+		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff);
 		if (t->l.dead)
 			return -ECANCELED;
 		if (ret < 0)
@@ -311,17 +368,18 @@ static void tcp_kick(struct link *l)
 static int tcp_send_ctrl(struct link *l, const void *frame, size_t len)
 {
 	struct link_tcp *t = (struct link_tcp *)l;
+	struct frame *f;
+	uint32_t off;
 
-	if (t->clen + len > sizeof(t->cbuf)) {
-		if (t->coff) {
-			memmove(t->cbuf, t->cbuf + t->coff, t->clen - t->coff);
-			t->clen -= t->coff;
-			t->coff = 0;
-		}
-		if (t->clen + len > sizeof(t->cbuf))
-			return -ENOBUFS;
-	}
+	/* cbuf goes out before the sequenced frames not yet written: a control
+	 * frame must not overtake one sealed already (link.h).  The peer layer
+	 * sends an ACK only when no sequenced frame is left to write. */
+	if (!l->encrypt && (f = tcp.ev->tx_first(l, &off)) && f->seq <= t->sealed_seq)
+		return -EAGAIN;
+	if (t->clen - t->coff + len > CBUF_BYTES + (l->encrypt ? STAGE_BYTES : 0) || cbuf_room(t, len) < 0)
+		return -ENOBUFS;
 	memcpy(t->cbuf + t->clen, frame, len);
+	tcp.ev->tx_seal(l, t->cbuf + t->clen, t->cbuf + t->clen);
 	t->clen += len;
 	return 0;
 }
@@ -393,11 +451,15 @@ static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
 	if (!t)
 		return NULL;
 	t->rbuf = malloc(RBUF_HANDSHAKE);      /* grows once the link is up */
-	if (!t->rbuf) {
+	t->cbuf = malloc(CBUF_BYTES);
+	if (!t->rbuf || !t->cbuf) {
+		free(t->rbuf);
+		free(t->cbuf);
 		free(t);
 		return NULL;
 	}
 	t->rcap = RBUF_HANDSHAKE;
+	t->ccap = CBUF_BYTES;
 	t->fd = fd;
 	t->l.ops = &tcp_ops;
 	t->l.outgoing = outgoing;
@@ -406,6 +468,7 @@ static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
 	t->events = EPOLLIN | (outgoing ? EPOLLOUT : 0);
 	if (loop_add(&t->w, fd, t->events, on_io, t) < 0) {
 		free(t->rbuf);
+		free(t->cbuf);
 		free(t);
 		return NULL;
 	}

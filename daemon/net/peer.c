@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "../core/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ static struct {
 	uint32_t npeers;
 	struct peer **by_node;          /* nnodes entries, NULL for non-peers */
 	struct peer_hs *handshakes;     /* links not up yet */
+	int frames;                     /* enum auth_frames: security.integrity, security.encrypt */
+	uint16_t frame_flags;           /* what every frame after the handshake has in hdr.flags */
+	uint32_t trailer;               /* and at the end of its body: the tag, or nothing */
 } peers;
 
 const char *peer_transport_name(void)
@@ -84,7 +88,9 @@ struct peer *peer_at(uint32_t i)
 
 void peer_send(struct peer *p, struct frame *f)
 {
-	seq_push(&p->seq, f);
+	assert(f->cap - f->len >= peers.trailer);       /* frame_alloc keeps the tag's room */
+	f->len += peers.trailer;
+	seq_push(&p->seq, f, peers.frame_flags);
 	p->st.frames_sent++;
 	p->st.bytes_sent += f->len;
 	p->st.items_sent += f->nitems;
@@ -104,9 +110,21 @@ static struct frame *tx_first(struct link *l, uint32_t *off_p)
 	return p->seq.cur;
 }
 
-static uint64_t tx_ack(struct link *l)
+/* Frames are the peer layer's own (a queued frame or a send_ctrl one), so
+ * their headers are valid. */
+static void tx_seal(struct link *l, uint8_t *frame, uint8_t *out)
 {
-	return l->peer ? seq_ack_out(&l->peer->seq) : 0;
+	struct wire_frame_hdr h;
+	int ret = wire_decode_hdr(frame, &h);
+
+	assert(ret == 0);
+	(void)ret;
+	if (h.kind == WIRE_DATA || h.kind == WIRE_ACK)
+		wire_set_ack(frame, seq_ack_out(&l->peer->seq));
+	if (h.flags & WIRE_FRAME_MAC)
+		auth_seal(&l->peer->sec, frame, out, sizeof(h) + h.len);
+	else if (out != frame)
+		memcpy(out, frame, sizeof(h) + h.len);
 }
 
 static void tx_done(struct link *l, size_t n)
@@ -114,15 +132,22 @@ static void tx_done(struct link *l, size_t n)
 	seq_written(&l->peer->seq, n);
 }
 
+/* A HELLO or AUTH (never sealed), or an ACK (sealed like every frame after
+ * the handshake: room for the tag; the ack is stamped again when it is
+ * sealed). */
 static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *body, uint32_t len)
 {
 	uint8_t buf[sizeof(struct wire_frame_hdr) + sizeof(struct wire_hello)];
-	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .ack = ack };
+	uint32_t tag = kind == WIRE_ACK ? peers.trailer : 0;
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len + tag, .ack = ack,
+				    .flags = kind == WIRE_ACK ? peers.frame_flags : 0 };
 
+	static_assert(sizeof(buf) >= sizeof(h) + WIRE_TAG_BYTES, "room for an ACK's tag");
 	wire_encode_hdr(buf, &h);
 	if (len)
 		memcpy(buf + sizeof(h), body, len);
-	if (l->ops->send_ctrl(l, buf, sizeof(h) + len) < 0)
+	memset(buf + sizeof(h) + len, 0, tag);
+	if (l->ops->send_ctrl(l, buf, sizeof(h) + len + tag) < 0)
 		log_rl_warn("link control buffer full; a %s frame was not sent",
 			    kind == WIRE_ACK ? "ACK" : "handshake");
 }
@@ -154,6 +179,13 @@ int peer_poll(void)
 		work = 1;
 	}
 	return work;
+}
+
+/* The transport's send_ack event. */
+static void send_ack(struct link *l)
+{
+	if (l->state == LINK_UP && l->peer && l->peer->link == l)
+		send_ctrl(l, WIRE_ACK, seq_ack_out(&l->peer->seq), NULL, 0);
 }
 
 /* --- connection management --- */
@@ -211,6 +243,8 @@ static void detach(struct peer *p, const char *why)
 
 	p->link = NULL;
 	p->state = PEER_DOWN;
+	auth_link_stop(&p->sec);
+	p->rx_opened = 0;
 	seq_rewind(&p->seq);
 	if (why)
 		snprintf(p->last_error, sizeof(p->last_error), "%s", why);
@@ -279,13 +313,32 @@ static struct peer_hs *new_hs(struct link *l)
 	return hs;
 }
 
+/* What our HELLO says of us: the key, and how frames are protected. */
+static uint16_t hello_flags(void)
+{
+	switch (peers.frames) {
+	case AUTH_FRAMES_ENCRYPT: return WIRE_HELLO_INTEGRITY | WIRE_HELLO_ENCRYPT;
+	case AUTH_FRAMES_MAC: return WIRE_HELLO_INTEGRITY;
+	}
+	return auth_insecure() ? WIRE_HELLO_INSECURE : 0;
+}
+
+static const char *frames_name(uint16_t hello_flags)
+{
+	if (hello_flags & WIRE_HELLO_ENCRYPT)
+		return "encrypt = true";
+	if (hello_flags & WIRE_HELLO_INTEGRITY)
+		return "integrity = true, encrypt = false";
+	return "integrity = false";
+}
+
 static void send_hello(struct link *l, struct peer *p)
 {
 	struct peer_hs *hs = l->hs;
 	struct wire_hello h = {
 		.magic = WIRE_MAGIC,
 		.version = WIRE_VERSION,
-		.flags = auth_insecure() ? WIRE_HELLO_INSECURE : 0,
+		.flags = hello_flags(),
 		.from = peers.self,
 		.to = p->node,
 		.incarnation = peers.incarnation,
@@ -378,6 +431,11 @@ static int link_up(struct link *l)
 		return -EPROTO;
 	}
 	p->st.retransmits += p->seq.q.count;
+	/* From here on, every frame either way is sealed with this link's keys. */
+	auth_link_start(&p->sec, peers.frames, l->outgoing, l->outgoing ? hs->mine : hs->theirs,
+			l->outgoing ? hs->theirs : hs->mine);
+	p->rx_opened = 0;
+	l->encrypt = peers.frames == AUTH_FRAMES_ENCRYPT;
 	free_hs(l);
 	l->state = LINK_UP;
 	p->state = PEER_UP;
@@ -385,7 +443,9 @@ static int link_up(struct link *l)
 	p->last_error[0] = '\0';
 	p->st.connects++;
 	log_notice("peer %u (%s port %u) up%s; %u frames to send again", p->node, p->addr->host, p->addr->port,
-		   auth_insecure() ? " (insecure)" : "", p->seq.q.count);
+		   auth_insecure() ? " (insecure)" : peers.frames == AUTH_FRAMES_ENCRYPT ? " (frames encrypted)" :
+		   peers.frames == AUTH_FRAMES_MAC ? " (frames authenticated)" : " (frames not authenticated)",
+		   p->seq.q.count);
 	if (p->rx_held)
 		l->ops->pause(l, 1);
 	l->ops->kick(l);
@@ -394,6 +454,7 @@ static int link_up(struct link *l)
 
 static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body)
 {
+	const uint16_t sec_flags = WIRE_HELLO_INTEGRITY | WIRE_HELLO_ENCRYPT;
 	struct peer_hs *hs = l->hs;
 	struct peer *p = l->peer;
 	uint8_t mac[WIRE_MAC_BYTES];
@@ -478,6 +539,17 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 			auth_mac(mac, 'I', hi, ha);
 			send_ctrl(l, WIRE_AUTH, 0, mac, sizeof(mac));
 		}
+		/* Authenticated, so what its HELLO says is true. */
+		if ((hs->their.flags & sec_flags) != (hello_flags() & sec_flags)) {
+			log_rl_warn("%s %u has security.%s, this daemon security.%s: every daemon of a cluster needs the "
+				    "same; refused", l->outgoing ? "peer" : "node", p->node, frames_name(hs->their.flags),
+				    frames_name(hello_flags()));
+			if (p->link == l || !p->link)
+				snprintf(p->last_error, sizeof(p->last_error), "its security settings differ");
+			if (l->outgoing)
+				l->ops->kick(l);        /* our AUTH, so that it can tell too */
+			return -EPROTO;
+		}
 		return link_up(l);
 	}
 	log_rl_warn("%s%u: unexpected frame (kind %u) during the handshake; closing", p ? "peer " : "node ",
@@ -485,13 +557,40 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 	return -EPROTO;
 }
 
-static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t *body)
+/* Checks (and decrypts) a frame of an up link, once: a frame offered again
+ * after a pause was checked already. */
+static int open_frame(struct link *l, const struct wire_frame_hdr *h, uint8_t *frame)
 {
 	struct peer *p = l->peer;
+
+	if (p->rx_opened)
+		return 0;
+	if ((h->flags & WIRE_FRAME_FLAGS_ALL) != peers.frame_flags) {
+		log_rl_warn("peer %u: a frame (kind %u) with flags 0x%x, where this link has 0x%x (%s); closing the link",
+			    p->node, h->kind, h->flags, peers.frame_flags,
+			    peers.frame_flags ? "every frame is authenticated" : "no frame has a tag");
+		p->st.integrity_failures++;
+		return -EPROTO;
+	}
+	if (auth_open(&p->sec, frame, sizeof(*h) + h->len) < 0) {
+		/* The nonce is the link's frame count: whatever was dropped,
+		 * replayed, reordered, injected or changed on the way ends here,
+		 * before anything in it (its ack first) is believed. */
+		log_rl_warn("peer %u: frame %llu of this link (kind %u, seq %llu) fails its integrity check: forged, "
+			    "replayed or damaged on the way; closing the link", p->node,
+			    (unsigned long long)p->sec.rx_count, h->kind, (unsigned long long)h->seq);
+		p->st.integrity_failures++;
+		return -EPROTO;
+	}
+	p->rx_opened = 1;
+	return 0;
+}
+
+/* A checked frame of an up link: its ack, then (DATA) its body, len bytes. */
+static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint8_t *body, uint32_t len)
+{
 	int ret;
 
-	if (l->state != LINK_UP)
-		return handshake(l, h, body);
 	if (take_ack(p, h->ack) < 0)
 		return -EPROTO;
 	if (h->kind == WIRE_ACK)
@@ -512,7 +611,7 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t
 	}
 	if (p->rx_held)
 		return 0;
-	ret = peers.ev->rx(p, body, h->len);
+	ret = peers.ev->rx(p, body, len);
 	if (ret < 0) {
 		log_rl_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
 		return -EPROTO;
@@ -522,6 +621,22 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, const uint8_t
 	p->st.frames_recv++;
 	p->st.bytes_recv += sizeof(*h) + h->len;
 	return 1;
+}
+
+static int link_rx(struct link *l, const struct wire_frame_hdr *h, uint8_t *frame)
+{
+	struct peer *p = l->peer;
+	int ret;
+
+	if (l->state != LINK_UP)
+		return handshake(l, h, frame + sizeof(*h));
+	ret = open_frame(l, h, frame);
+	if (ret < 0)
+		return ret;
+	ret = take_frame(p, h, frame + sizeof(*h), h->len - peers.trailer);
+	if (ret != 0)
+		p->rx_opened = 0;       /* taken, or the link ends: the next frame is new */
+	return ret;
 }
 
 void peer_resume_rx(struct peer *p)
@@ -550,7 +665,8 @@ static const struct link_events link_events = {
 	.rx = link_rx,
 	.down = link_down,
 	.tx_first = tx_first,
-	.tx_ack = tx_ack,
+	.tx_seal = tx_seal,
+	.send_ack = send_ack,
 	.tx_done = tx_done,
 };
 
@@ -584,6 +700,12 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 	peers.conf = c;
 	peers.self = self;
 	peers.ev = ev;
+	/* Integrity needs the key (conf.c refuses it without key_file). */
+	peers.frames = c->encrypt ? AUTH_FRAMES_ENCRYPT : c->integrity ? AUTH_FRAMES_MAC : AUTH_FRAMES_PLAIN;
+	assert(peers.frames == AUTH_FRAMES_PLAIN || !auth_insecure());
+	peers.frame_flags = peers.frames == AUTH_FRAMES_ENCRYPT ? WIRE_FRAME_MAC | WIRE_FRAME_SEALED :
+			    peers.frames == AUTH_FRAMES_MAC ? WIRE_FRAME_MAC : 0;
+	peers.trailer = peers.frames != AUTH_FRAMES_PLAIN ? WIRE_TAG_BYTES : 0;
 	do
 		auth_random(&peers.incarnation, sizeof(peers.incarnation));
 	while (peers.incarnation == 0);
@@ -635,6 +757,7 @@ void peer_fini(void)
 
 		loop_timer_cancel(&p->retry);
 		loop_timer_cancel(&p->lost_timer);
+		auth_link_stop(&p->sec);
 		if (p->link) {
 			free_hs(p->link);
 			p->link->ops->close(p->link);
@@ -690,12 +813,12 @@ void peer_write_stats(FILE *out, const struct peer *p)
 
 	fprintf(out, " frames_sent %llu bytes_sent %llu frames_recv %llu bytes_recv %llu items_sent %llu "
 		"items_per_frame_sent %.2f retransmits %llu duplicates %llu connects %llu disconnects %llu "
-		"dropped_frames %llu",
+		"dropped_frames %llu integrity_failures %llu",
 		(unsigned long long)s->frames_sent, (unsigned long long)s->bytes_sent,
 		(unsigned long long)s->frames_recv, (unsigned long long)s->bytes_recv,
 		(unsigned long long)s->items_sent,
 		s->frames_sent ? (double)s->items_sent / (double)s->frames_sent : 0.0,
 		(unsigned long long)s->retransmits, (unsigned long long)s->duplicates,
 		(unsigned long long)s->connects, (unsigned long long)s->disconnects,
-		(unsigned long long)s->dropped_frames);
+		(unsigned long long)s->dropped_frames, (unsigned long long)s->integrity_failures);
 }

@@ -12,6 +12,13 @@
  *     checks mac, AUTH(mac 'I')   ──▶     checks mac
  *     (up)                                (up)
  *
+ * Frame integrity (auth.h): when a link comes up it gets keys of its own, and
+ * from then on every frame, DATA and ACK, is sealed when it goes out on it and
+ * checked (and decrypted, with security.encrypt) when it arrives, before
+ * anything in it is believed, its ack included; a frame that fails ends the
+ * link.  Every daemon of a cluster must have the same security settings: the
+ * HELLOs carry them, and a link whose ends differ is refused (both log why).
+ *
  * Reliability (seq.h): every DATA frame gets the next per-peer sequence
  * number and stays queued until the peer acknowledges it.  After a
  * reconnection each side learns from the other's HELLO what arrived and sends
@@ -35,6 +42,7 @@
 #ifndef FERRY_NET_PEER_H
 #define FERRY_NET_PEER_H
 
+#include "auth.h"
 #include "link.h"
 #include "seq.h"
 #include "../core/conf.h"
@@ -53,6 +61,7 @@ struct peer_stats {
 	uint64_t duplicates;                    /* frames received again and discarded */
 	uint64_t connects, disconnects;
 	uint64_t dropped_frames;                /* queued for an instance that restarted */
+	uint64_t integrity_failures;            /* frames that failed their check (link ended) */
 };
 
 struct peer {
@@ -66,6 +75,8 @@ struct peer {
 	char last_error[128];
 
 	uint64_t incarnation;           /* the peer's; 0 before the first contact */
+	struct auth_link sec;           /* the current link's keys and frame counts, while it is up */
+	int rx_opened;                  /* the frame the link offers was checked already (offered again) */
 	struct seq seq;                 /* sequence numbers, acks, the frame queue */
 	int rx_held;                    /* the layer above holds a frame it has not finished */
 

@@ -3,11 +3,12 @@
 
 #include <errno.h>
 
-void seq_push(struct seq *s, struct frame *f)
+void seq_push(struct seq *s, struct frame *f, uint16_t flags)
 {
 	struct wire_frame_hdr h = {
 		.version = WIRE_VERSION,
 		.kind = WIRE_DATA,
+		.flags = flags,
 		.len = f->len - (uint32_t)sizeof(struct wire_frame_hdr),
 		.seq = ++s->send_seq,
 	};

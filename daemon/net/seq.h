@@ -33,9 +33,10 @@ struct seq {
 	uint64_t unsent;                /* bytes of q not yet written on this link */
 };
 
-/* Gives f the next sequence number, encodes its DATA header (the body is
- * f->len - header bytes; ack is stamped when it goes out) and queues it. */
-void seq_push(struct seq *s, struct frame *f);
+/* Gives f the next sequence number, encodes its DATA header with flags (the
+ * body is f->len - header bytes, the tag's room included if flags say so;
+ * ack is stamped when it goes out) and queues it. */
+void seq_push(struct seq *s, struct frame *f, uint16_t flags);
 
 /* The acknowledgement to stamp on a frame going out now; it counts as sent. */
 static inline uint64_t seq_ack_out(struct seq *s)

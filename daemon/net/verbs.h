@@ -23,7 +23,11 @@
  * Sending: a frame goes out as one SEND (with immediate data, see credits)
  * straight from the frame buffer: aggregation buffers are registered memory
  * (registered on first use and kept while the frame sits in the reuse pool),
- * so a full buffer is posted without another copy.  SEND rather than RDMA
+ * so a full buffer is posted without another copy.  With frame integrity the
+ * tag is written into the frame just before it is posted (link.h); a link
+ * that encrypts seals the frame into one of VERBS_SEAL_BUFS registered
+ * buffers of its own instead (the encryption writes the copy), freed at the
+ * SEND's completion.  SEND rather than RDMA
  * WRITE with immediate into a ring at the peer: the receiver must be able to
  * stop taking frames (backpressure) and take them apart in place, which
  * pre-posted receive buffers give for free, and a ring would need a second
@@ -79,6 +83,7 @@
 #define VERBS_RESERVE     2             /* credits only ACK frames may use */
 #define VERBS_CTRL_SLOTS  16            /* control frames (HELLO, AUTH, ACK) in flight */
 #define VERBS_CTRL_BYTES  256           /* one control frame */
+#define VERBS_SEAL_BUFS   VERBS_RECV_BUFS       /* encrypting links: frames sealed and in flight */
 #define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)
 #define VERBS_MAX_LINKS   1024
 #define VERBS_WR_PER_LINK (VERBS_SQ_DEPTH + VERBS_RECV_BUFS)   /* completions one link can have pending */
@@ -137,6 +142,9 @@ struct vlink {
 	uint32_t cfree;         /* bitmap of free control slots */
 	uint32_t cq_pending[VERBS_CTRL_SLOTS], cq_len[VERBS_CTRL_SLOTS], ncq;   /* control frames to post, in order */
 	uint32_t outstanding;   /* posted SENDs without a completion */
+	uint8_t *sbuf;          /* encrypting links: VERBS_SEAL_BUFS sealed frames of verbs.max_frame bytes */
+	struct ibv_mr *smr;
+	uint32_t sfree;         /* bitmap of free sealing buffers */
 
 	/* statistics */
 	uint64_t posted, completed, credit_waits;

@@ -188,9 +188,12 @@ static int verbs_listen(const struct conf *c, uint32_t self, const struct link_e
 	verbs.conf = c;
 	verbs.self = self;
 	verbs.ev = ev;
+	/* A body, and room for its integrity tag (whether used or not, so that
+	 * daemons that differ only in security settings get to the handshake
+	 * and are told why they are refused). */
 	verbs.max_frame = (uint32_t)(sizeof(struct wire_frame_hdr) +
 				     (c->buffer_bytes > wire_item_footprint(PROTO_FRAG_BYTES) ?
-				      c->buffer_bytes : wire_item_footprint(PROTO_FRAG_BYTES)));
+				      c->buffer_bytes : wire_item_footprint(PROTO_FRAG_BYTES)) + WIRE_TAG_BYTES);
 	devs = ibv_get_device_list(&n);
 	if (devs)
 		ibv_free_device_list(devs);

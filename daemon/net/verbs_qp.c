@@ -19,6 +19,7 @@
 #define WR_RECV(w) ((int)(((w) >> 19) & 1))
 #define WR_IDX(w)  ((uint32_t)((w) & 0x7ffff))
 #define WR_CTRL    0x40000u             /* send idx: a control slot (ORed with its number) */
+#define WR_SEAL    0x20000u             /* send idx: a sealing buffer (ORed with its number) */
 
 static struct {
 	struct vlink *slots[VERBS_MAX_LINKS];
@@ -56,10 +57,13 @@ void verbs_link_end(struct vlink *v)
 		ibv_dereg_mr(v->rmr);
 	if (v->cmr)
 		ibv_dereg_mr(v->cmr);
+	if (v->smr)
+		ibv_dereg_mr(v->smr);
 	free(v->rbuf);
 	free(v->cbuf);
-	v->rmr = v->cmr = NULL;
-	v->rbuf = v->cbuf = NULL;
+	free(v->sbuf);
+	v->rmr = v->cmr = v->smr = NULL;
+	v->rbuf = v->cbuf = v->sbuf = NULL;
 	v->nheld = v->ncq = 0;
 	links.count--;
 	links.slots[v->slot] = NULL;
@@ -205,14 +209,25 @@ static int queue_ctrl(struct vlink *v, const void *frame, size_t len)
 /* An ACK frame just to hand credits back (and the latest acknowledgement). */
 static void credit_update(struct vlink *v)
 {
-	uint8_t buf[sizeof(struct wire_frame_hdr)];
-	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = WIRE_ACK };
-
 	if (!v->cfree || v->ncq == VERBS_CTRL_SLOTS)
 		return;         /* no room: the next one carries it */
-	h.ack = verbs.ev->tx_ack(&v->l);
-	wire_encode_hdr(buf, &h);
-	queue_ctrl(v, buf, sizeof(buf));
+	verbs.ev->send_ack(&v->l);      /* through verbs_send_ctrl */
+}
+
+/* An encrypting link seals its frames into buffers of its own (link.h), one
+ * per SEND in flight, registered once, when it first sends. */
+static int seal_setup(struct vlink *v)
+{
+	size_t bytes = (size_t)VERBS_SEAL_BUFS * verbs.max_frame;
+
+	v->sbuf = malloc(bytes);
+	v->smr = v->sbuf ? ibv_reg_mr(verbs.pd, v->sbuf, bytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!v->smr) {
+		log_err("verbs link %s: registering %zu bytes of sealing buffers: %m", v->addr, bytes);
+		return -ENOMEM;
+	}
+	v->sfree = VERBS_SEAL_BUFS == 32 ? UINT32_MAX : (1u << VERBS_SEAL_BUFS) - 1;
+	return 0;
 }
 
 /* Posts control frames, then the peer's frames, as credits allow. */
@@ -226,6 +241,8 @@ void verbs_link_flush(struct vlink *v)
 	while (v->ncq && v->credits > 0 && v->outstanding < VERBS_SQ_DEPTH) {
 		uint32_t s = v->cq_pending[0], len = v->cq_len[0];
 
+		/* Sealed now, in the order the frames go out (link.h). */
+		verbs.ev->tx_seal(&v->l, v->cbuf + s * VERBS_CTRL_BYTES, v->cbuf + s * VERBS_CTRL_BYTES);
 		if (post_send(v, v->cbuf + s * VERBS_CTRL_BYTES, len, v->cmr->lkey, WR_CTRL | s) < 0) {
 			verbs_link_fail(v, "ibv_post_send failed");
 			return;
@@ -234,21 +251,45 @@ void verbs_link_flush(struct vlink *v)
 		memmove(v->cq_len, v->cq_len + 1, v->ncq * sizeof(v->cq_len[0]));
 	}
 	while ((f = verbs.ev->tx_first(&v->l, &off)) && v->outstanding < VERBS_SQ_DEPTH) {
+		uint8_t *from = f->data;
+		uint32_t lkey, idx = 0, s = 0;
+
 		if (v->credits <= VERBS_RESERVE) {
 			v->credit_waits++;
 			links.credit_waits++;
 			break;
 		}
-		if (f->len > v->peer_max_frame || verbs_mr_register(f) < 0) {
-			verbs_link_fail(v, f->len > v->peer_max_frame ? "frame larger than the peer receives" :
-			     "cannot register a frame");
+		if (f->len > v->peer_max_frame) {
+			verbs_link_fail(v, "frame larger than the peer receives");
 			return;
 		}
-		wire_set_ack(f->data, verbs.ev->tx_ack(&v->l));
-		if (post_send(v, f->data, f->len, f->lkey, 0) < 0) {
+		if (v->l.encrypt) {
+			/* Sealed into a buffer of the link's; the frame keeps
+			 * its plaintext for a resend on another link. */
+			if (!v->sbuf && seal_setup(v) < 0) {
+				verbs_link_fail(v, "cannot register the sealing buffers");
+				return;
+			}
+			if (!v->sfree)
+				break;          /* a SEND completion frees one */
+			s = (uint32_t)__builtin_ctz(v->sfree);
+			from = v->sbuf + (size_t)s * verbs.max_frame;
+			lkey = v->smr->lkey;
+			idx = WR_SEAL | s;
+		} else {
+			if (verbs_mr_register(f) < 0) {
+				verbs_link_fail(v, "cannot register a frame");
+				return;
+			}
+			lkey = f->lkey;
+		}
+		verbs.ev->tx_seal(&v->l, f->data, from);
+		if (post_send(v, from, f->len, lkey, idx) < 0) {
 			verbs_link_fail(v, "ibv_post_send failed");
 			return;
 		}
+		if (idx)
+			v->sfree &= ~(1u << s);
 		verbs.ev->tx_done(&v->l, f->len - off);
 	}
 	/* Many credits to give back and nothing going out to carry them. */
@@ -274,7 +315,7 @@ static int take(struct vlink *v, uint32_t idx, uint32_t len)
 		verbs_link_fail(v, "malformed frame");
 		return -1;
 	}
-	ret = verbs.ev->rx(&v->l, &h, buf + sizeof(h));
+	ret = verbs.ev->rx(&v->l, &h, buf);
 	if (v->dead)
 		return -1;
 	if (ret < 0) {
@@ -349,6 +390,8 @@ static void on_completion(const struct ibv_wc *wc)
 		v->outstanding--;
 		if (WR_IDX(wc->wr_id) & WR_CTRL)
 			v->cfree |= 1u << (WR_IDX(wc->wr_id) & (WR_CTRL - 1));
+		else if (WR_IDX(wc->wr_id) & WR_SEAL)
+			v->sfree |= 1u << (WR_IDX(wc->wr_id) & (WR_SEAL - 1));
 		return;
 	}
 	if (v->nheld == VERBS_RECV_BUFS) {

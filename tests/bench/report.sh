@@ -280,5 +280,9 @@ These VMs have 2 cores and no hardware performance counters (`perf stat` says
   kernel -> daemon buffer -> RX ring -> reassembly buffer) against raw TCP's 2,
   by 4 processes against 2, on 2 cores.
 WHY
+	if [ -f security.md ]; then
+		echo
+		cat security.md
+	fi
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2

@@ -3,7 +3,8 @@
 #
 # Runs on local clusters (one ferryd per simulated node, on loopback) and
 # writes into OUT: one CSV per benchmark, PNG plots (gnuplot) and summary.md
-# with the headline ratios.  Every configuration runs RUNS times (5; 1 with
+# with the headline ratios (and, from security.sh, what frame integrity and
+# encryption cost).  Every configuration runs RUNS times (5; 1 with
 # quick) and the variants of one comparison take turns, so that a ratio
 # compares runs made close together; the summary gives medians with min and
 # max, and ratios are taken run by run, then summarised the same way.
@@ -233,6 +234,9 @@ for run in $(seq "$RUNS"); do
 done
 stop_cluster "$CL" "$CLN" >/dev/null
 CL=""
+
+# --- 5. frame integrity and encryption ---------------------------------------
+"$HERE/security.sh" "$BUILD" "$OUT" $QUICK || log "the security benchmarks failed"
 
 log "writing plots and summary"
 "$HERE/report.sh" "$OUT"

@@ -56,6 +56,8 @@ w virtual-torus <<<$'cluster: { host_pattern = "n%d"; count = 4; };\ntopology: {
 bad virtual-torus 2 "'topology.virtual' applies to switched networks"
 w bad-level <<<$'logging: { level = "loud"; };'
 bad bad-level 1 "'logging.level' is \"loud\""
+w integrity-no-key <<<$'security: {\n  integrity = true;\n};'
+bad integrity-no-key 2 "'security.integrity' needs 'security.key_file'"
 w relative-dir <<<$'daemon: { runtime_dir = "run"; };'
 bad relative-dir 1 "'daemon.runtime_dir' must be an absolute path"
 out=$("$F" --check-config "$TMP/missing.conf" 2>&1)

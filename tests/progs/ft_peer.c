@@ -5,7 +5,10 @@
  *   ft_peer HOST PORT MODE FROM TO CLUSTER [KEYFILE]
  *
  * Plays node FROM connecting to node TO (FROM < TO).  Without KEYFILE it
- * uses the insecure all-zero key.  MODE:
+ * uses the insecure all-zero key.  Its HELLO claims no frame integrity, so a
+ * daemon with a key (and integrity on, its default) refuses it after AUTH:
+ * the modes past the handshake are for daemons without a key (frames sealed
+ * with a key are tested with ft_mitm and the unit tests).  MODE:
  *   garbage      random bytes instead of a HELLO
  *   wrong-key    HELLO, then an AUTH made with another key
  *   hello-only   HELLO, then nothing: the daemon's handshake timeout ends it

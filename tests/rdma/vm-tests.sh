@@ -4,8 +4,9 @@
 # 10.0.0.1, rxe1 on 10.0.0.2), linked by an RC queue pair: every item exactly
 # once and in order, a queue pair broken mid-stream and recovered, large
 # items, a port going down and up, a silent partition, the device removed
-# and added again, a wrong cluster key refused; then four daemons (rxe0-3)
-# in a 2x2 grid, where items travel two hops.  Prints TAP lines; exits
+# and added again, a wrong cluster key refused, a keyed link with every
+# frame authenticated and one with frames encrypted (large items, queue
+# pairs broken mid-stream); then four daemons (rxe0-3) in a 2x2 grid, where items travel two hops.  Prints TAP lines; exits
 # non-zero if any test failed.  Timings here are emulated (TCG) and only a
 # sanity check.
 set -u
@@ -200,7 +201,55 @@ expect "... and no link comes up" bash -c "! ferryctl --runtime-dir $T/n0 status
 stop n1
 start n1 1 ka
 expect "with the same key the link comes up" wait_for "up n0 && up n1"
+expect "... every frame authenticated (security.integrity is on with a key)" \
+	bash -c "ferryctl --runtime-dir $T/n0 status | grep -q 'frames authenticated'"
 expect "... and carries a job too" job keyed --items 200 --sync
+FERRY_RUNTIME_DIR=$T/n1 ft_stream --job kbig --rank 1 --items 3 --len 4194304 >"$T/kbig.1" 2>&1 &
+r=$!
+FERRY_RUNTIME_DIR=$T/n0 ft_stream --job kbig --rank 0 --items 3 --len 4194304 >"$T/kbig.0" 2>&1
+s=$?
+wait $r
+expect "... and 4 MiB items (64 KiB pieces, each SEND with its tag)" test $s = 0 -a $? = 0
+expect "... no frame failed its check" test "$(peerstat n0 integrity_failures)$(peerstat n1 integrity_failures)" = 00
+stop n0
+stop n1
+
+# Encryption: frames are sealed into the link's own registered buffers.
+conf ke "security: { key_file = \"$T/a.key\"; encrypt = true; };"
+start n0 0 ke
+start n1 1 ka
+expect "a daemon that encrypts and one that does not refuse each other, and say why" \
+	wait_for "grep -q 'every daemon of a cluster needs the same' $T/n1.log"
+expect "... and no link comes up" bash -c "! ferryctl --runtime-dir $T/n0 status | grep -q ': up '"
+stop n1
+start n1 1 ke
+expect "two daemons with security.encrypt link up" wait_for "up n0 && up n1"
+expect "... status says frames are encrypted" bash -c "ferryctl --runtime-dir $T/n0 status | grep -q 'frames encrypted'"
+expect "all-to-all with encrypted frames: every item exactly once, in order" \
+	job enc --items 300 --len 16 --len-max 200 --steps 2 --sync
+FERRY_RUNTIME_DIR=$T/n0 ft_stream --job eqp --rank 0 --items 100000 --len 200 >"$T/eqp.0" 2>&1 &
+s=$!
+FERRY_RUNTIME_DIR=$T/n1 ft_stream --job eqp --rank 1 --items 100000 --len 200 >"$T/eqp.1" 2>&1 &
+r=$!
+wait_for "[ \"\$(stat n1 items_delivered)\" -gt 1000 ]"
+breaks=0
+for i in 1 2 3; do
+	kill -0 $r 2>/dev/null || break
+	ferryctl --runtime-dir "$T/n$((i % 2))" debug kill-link $(((i + 1) % 2)) >>"$T/eqp.kill" 2>&1 && breaks=$((breaks + 1))
+	sleep 1
+done
+wait $s; src=$?
+wait $r; rrc=$?
+expect "an encrypted stream survives $breaks broken queue pairs (frames sealed again under each new link's keys)" \
+	test $src = 0 -a $rrc = 0 -a $breaks -gt 0
+[ $rrc = 0 -a $breaks -gt 0 ] || no "encrypted stream output" "$T/eqp.kill" "$T/eqp.0" "$T/eqp.1" "$T/n0.log" "$T/n1.log"
+FERRY_RUNTIME_DIR=$T/n1 ft_stream --job ebig --rank 1 --items 3 --len 4194304 >"$T/ebig.1" 2>&1 &
+r=$!
+FERRY_RUNTIME_DIR=$T/n0 ft_stream --job ebig --rank 0 --items 3 --len 4194304 >"$T/ebig.0" 2>&1
+s=$?
+wait $r
+expect "... and 4 MiB items arrive intact" test $s = 0 -a $? = 0
+expect "... no frame failed its check" test "$(peerstat n0 integrity_failures)$(peerstat n1 integrity_failures)" = 00
 stop n0
 stop n1
 

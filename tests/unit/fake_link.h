@@ -10,6 +10,13 @@
  * all.  The contract of link.h is checked on the way: an op other than close
  * called on a dead link (the peer layer still using a link it let go of)
  * counts in fake.used_dead, which tests expect to stay 0.
+ *
+ * Frame integrity: with fake.frames set to what the daemon's configuration
+ * says (security.integrity, security.encrypt), the handshake helpers start
+ * the other end's keys too (fl->remote, auth.h) once the link is up: from then
+ * on fake_arrive seals what the test sends as the other end would, and every
+ * frame the daemon writes is opened as the other end would (o->opened says
+ * whether it passed, and its body is then the plaintext).
  */
 #ifndef FERRY_TEST_FAKE_LINK_H
 #define FERRY_TEST_FAKE_LINK_H
@@ -28,7 +35,9 @@
 
 struct fake_frame {
 	struct wire_frame_hdr h;
-	uint8_t *body;                  /* h.len bytes */
+	uint8_t *body;                  /* h.len bytes (the tag included), opened */
+	uint8_t raw[64];                /* the first bytes as written (header, start of the body), sealed */
+	int opened;                     /* fl->sealed: 1 if the other end's check passed, -1 if not */
 };
 
 struct fake_link {
@@ -44,6 +53,10 @@ struct fake_link {
 	int nctrl;
 	struct fake_frame out[FAKE_OUT_MAX];    /* written, oldest first */
 	int nout, read;                 /* frames written; frames the test took */
+	struct auth_link remote;        /* the other end's frame keys, once sealed */
+	int sealed;                     /* the link is up and fake.frames says frames are sealed */
+	uint8_t *last;                  /* the last frame handed to the peer layer, as it was */
+	size_t last_len;
 	struct fake_link *next_all;
 };
 
@@ -53,15 +66,24 @@ static struct {
 	struct fake_link *connected[64];        /* by node: the latest connect() */
 	int connects;
 	int used_dead;                  /* contract violations: ops on a dead link */
+	int frames;                     /* enum auth_frames of the daemon under test */
 } fake;
 
+/* The daemon wrote a frame (sealed): the other end reads it. */
 static inline void fake_put(struct fake_link *fl, const uint8_t *frame, size_t len)
 {
 	struct fake_frame *o = &fl->out[fl->nout++ % FAKE_OUT_MAX];
+	uint8_t *copy = malloc(len);
 
+	memcpy(copy, frame, len);
+	memcpy(o->raw, frame, len < sizeof(o->raw) ? len : sizeof(o->raw));
 	wire_decode_hdr(frame, &o->h);
+	o->opened = 0;
+	if (fl->sealed && (o->h.kind == WIRE_DATA || o->h.kind == WIRE_ACK))
+		o->opened = auth_open(&fl->remote, copy, len) == 0 ? 1 : -1;
 	o->body = malloc(len - sizeof(o->h) + 1);
-	memcpy(o->body, frame + sizeof(o->h), len - sizeof(o->h));
+	memcpy(o->body, copy + sizeof(o->h), len - sizeof(o->h));
+	free(copy);
 }
 
 static inline void fake_kick(struct link *l)
@@ -76,13 +98,23 @@ static inline void fake_kick(struct link *l)
 	}
 	if (l->state == LINK_CONNECTING)
 		return;
-	for (int i = 0; i < fl->nctrl; i++)
+	/* Each frame is sealed as it is written, control frames first. */
+	for (int i = 0; i < fl->nctrl; i++) {
+		fake.ev->tx_seal(l, fl->ctrl[i], fl->ctrl[i]);
 		fake_put(fl, fl->ctrl[i], fl->ctrl_len[i]);
+	}
 	fl->nctrl = 0;
 	while ((f = fake.ev->tx_first(l, &off)) != NULL) {
-		if (off == 0)
-			wire_set_ack(f->data, fake.ev->tx_ack(l));
-		fake_put(fl, f->data, f->len);
+		if (l->encrypt) {       /* out of place: the frame stays plaintext */
+			uint8_t *out = malloc(f->len);
+
+			fake.ev->tx_seal(l, f->data, out);
+			fake_put(fl, out, f->len);
+			free(out);
+		} else {
+			fake.ev->tx_seal(l, f->data, f->data);
+			fake_put(fl, f->data, f->len);
+		}
 		fake.ev->tx_done(l, f->len - off);
 	}
 }
@@ -206,17 +238,26 @@ static inline struct fake_link *fake_accept(void)
 	return fl;
 }
 
-/* Hands a frame to the peer layer as if it had arrived on fl.  Returns what
- * the peer layer said; a refusal ends the link, as in a real transport. */
-static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, uint64_t ack, const void *body,
-			      uint32_t len)
+/* Hands the frame at frame (len bytes, as on the wire) to the peer layer as
+ * if it had arrived on fl; it is kept as fl->last (the peer layer may change
+ * it in place).  A header that does not decode ends the link, as in a real
+ * transport.  Returns what the peer layer said; a refusal ends the link. */
+static inline int fake_arrive_raw(struct fake_link *fl, const void *frame, size_t len)
 {
-	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len, .seq = seq, .ack = ack };
+	struct wire_frame_hdr h;
 	int ret;
 
-	fl->in_rx = 1;
-	ret = fake.ev->rx(&fl->l, &h, body);
-	fl->in_rx = 0;
+	free(fl->last);
+	fl->last = malloc(len);
+	memcpy(fl->last, frame, len);
+	fl->last_len = len;
+	if (len < sizeof(h) || wire_decode_hdr(frame, &h) < 0 || sizeof(h) + h.len != len) {
+		ret = -EPROTO;
+	} else {
+		fl->in_rx = 1;
+		ret = fake.ev->rx(&fl->l, &h, fl->last);
+		fl->in_rx = 0;
+	}
 
 	if (ret < 0 && !fl->closed) {
 		fl->closed = 1;
@@ -224,6 +265,49 @@ static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, 
 		fake.ev->down(&fl->l, "protocol error");
 	} else {
 		fl->l.frames_in += ret == 1;
+	}
+	return ret;
+}
+
+/* The frame the other end sends on fl (kind, seq, ack, body): sealed with
+ * fl->remote once the link is sealed (DATA and ACK), else as it is. */
+static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, uint64_t ack, const void *body,
+			      uint32_t len)
+{
+	int seal = fl->sealed && (kind == WIRE_DATA || kind == WIRE_ACK);
+	uint32_t tag = seal ? WIRE_TAG_BYTES : 0;
+	struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .len = len + tag, .seq = seq, .ack = ack };
+	size_t total = sizeof(h) + len + tag;
+	uint8_t *frame = calloc(1, total);
+	int ret;
+
+	if (seal)
+		h.flags = fl->remote.mode == AUTH_FRAMES_ENCRYPT ? WIRE_FRAME_MAC | WIRE_FRAME_SEALED : WIRE_FRAME_MAC;
+	wire_encode_hdr(frame, &h);
+	if (len)
+		memcpy(frame + sizeof(h), body, len);
+	if (seal)
+		auth_seal(&fl->remote, frame, frame, total);
+	ret = fake_arrive_raw(fl, frame, total);
+	free(frame);
+	return ret;
+}
+
+/* Offers the last frame again, as it is now (a transport does that after a
+ * pause, with the frame the peer layer may have decrypted in place). */
+static inline int fake_reoffer(struct fake_link *fl)
+{
+	struct wire_frame_hdr h;
+	int ret;
+
+	wire_decode_hdr(fl->last, &h);
+	fl->in_rx = 1;
+	ret = fake.ev->rx(&fl->l, &h, fl->last);
+	fl->in_rx = 0;
+	if (ret < 0 && !fl->closed) {
+		fl->closed = 1;
+		fl->l.dead = 1;
+		fake.ev->down(&fl->l, "protocol error");
 	}
 	return ret;
 }
@@ -252,6 +336,7 @@ static inline void fake_free_all(void)
 		fake.all = fl->next_all;
 		for (int i = 0; i < fl->nout && i < FAKE_OUT_MAX; i++)
 			free(fl->out[i].body);
+		free(fl->last);
 		free(fl);
 	}
 	memset(fake.connected, 0, sizeof(fake.connected));
@@ -275,13 +360,17 @@ static inline void fake_run_loop(uint64_t ms)
 
 /* --- the handshake, played by the other end (net/peer.h) --- */
 
-/* A HELLO as node `from` would send it to node `to`. */
+/* A HELLO as node `from` would send it to node `to` (with fake.frames's
+ * security settings). */
 static inline void fake_hello(uint8_t out[sizeof(struct wire_hello)], uint32_t from, uint32_t to, uint64_t inc,
 		       uint64_t peer_inc, uint64_t ack, const char *cluster)
 {
 	struct wire_hello h = {
 		.magic = WIRE_MAGIC, .version = WIRE_VERSION, .from = from, .to = to, .incarnation = inc,
 		.peer_incarnation = peer_inc, .ack = ack, .cluster_len = (uint8_t)strlen(cluster),
+		/* the same security settings as the daemon under test */
+		.flags = fake.frames == AUTH_FRAMES_ENCRYPT ? WIRE_HELLO_INTEGRITY | WIRE_HELLO_ENCRYPT :
+			 fake.frames == AUTH_FRAMES_MAC ? WIRE_HELLO_INTEGRITY : 0,
 	};
 
 	memcpy(h.cluster, cluster, h.cluster_len);
@@ -317,6 +406,10 @@ static inline uint64_t fake_handshake_accepted(struct fake_link *fl, uint32_t fr
 	    ours.from != self || ours.to != from || !auth_check(a->body, 'A', hi, o->body))
 		return 0;
 	auth_mac(mac, 'I', hi, o->body);
+	if (fake.frames != AUTH_FRAMES_PLAIN) {         /* the other end connected */
+		auth_link_start(&fl->remote, fake.frames, 1, hi, o->body);
+		fl->sealed = 1;
+	}
 	if (fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)) != 1)
 		return 0;
 	return ours.incarnation;
@@ -339,6 +432,10 @@ static inline int fake_handshake_connected(struct fake_link *fl, uint32_t to, ui
 	if (fake_arrive(fl, WIRE_HELLO, 0, 0, ha, sizeof(ha)) != 1)
 		return 0;
 	auth_mac(mac, 'A', o->body, ha);
+	if (fake.frames != AUTH_FRAMES_PLAIN) {         /* the other end accepted */
+		auth_link_start(&fl->remote, fake.frames, 0, o->body, ha);
+		fl->sealed = 1;
+	}
 	if (fake_arrive(fl, WIRE_AUTH, 0, 0, mac, sizeof(mac)) != 1 || !(a = fake_expect(fl, WIRE_AUTH)))
 		return 0;
 	return auth_check(a->body, 'I', o->body, ha);
@@ -364,7 +461,7 @@ static inline int fake_daemon(struct conf *c, const char *cluster, const char *e
 		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
-	if (loop_init(0, &hooks) < 0 || auth_init("") < 0) {
+	if (loop_init(0, &hooks) < 0 || auth_init(c->key_file) < 0) {
 		fprintf(stderr, "cannot start the loop or auth\n");
 		return -1;
 	}

@@ -52,6 +52,8 @@ TEST(defaults)
 	CHECK_EQ(c.join_timeout_ms, 10000);
 	CHECK_EQ(c.admin_idle_ms, 60000);
 	CHECK_EQ(c.key_file[0], '\0');
+	CHECK_EQ(c.integrity, 0);               /* no key: nothing to authenticate with */
+	CHECK_EQ(c.encrypt, 0);
 	CHECK_EQ(c.log_level, LOG_INFO);
 	CHECK(strcmp(c.runtime_dir, "/run/ferry") == 0);
 	CHECK_EQ(c.seccomp, SANDBOX_KILL);      /* the filter is on unless turned off */
@@ -68,7 +70,7 @@ TEST(every_option)
 		"aggregation: { buffer_bytes = 0; flush_us = 1000; };\n"
 		"transport: { kind = \"tcp\"; device = \"mlx5_1\"; };\n"
 		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
-		"security: { key_file = \"/k\"; };\n"
+		"security: { key_file = \"/k\"; encrypt = true; };\n"
 		"logging: { level = \"debug\"; };\n"
 		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
 	CHECK(strcmp(c.cluster_name, "lqcd") == 0);
@@ -86,6 +88,8 @@ TEST(every_option)
 	CHECK_EQ(c.memory_bytes, 2097152);
 	CHECK_EQ(c.pending_bytes, 1048576);
 	CHECK(strcmp(c.key_file, "/k") == 0);
+	CHECK_EQ(c.integrity, 1);
+	CHECK_EQ(c.encrypt, 1);
 	CHECK_EQ(c.log_level, LOG_DEBUG);
 	CHECK(strcmp(c.runtime_dir, "/tmp/x") == 0);
 	CHECK_EQ(c.spin_us, 0);
@@ -164,8 +168,29 @@ TEST(topologies_resolve)
 	conf_free(&c);
 }
 
+TEST(frame_integrity_is_on_with_a_key_unless_turned_off)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, "security: { key_file = \"/k\"; };"), 0);
+	CHECK_EQ(c.integrity, 1);
+	CHECK_EQ(c.encrypt, 0);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "security: { key_file = \"/k\"; integrity = false; };"), 0);
+	CHECK_EQ(c.integrity, 0);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "security: { integrity = false; };"), 0);
+	CHECK_EQ(c.integrity, 0);
+	conf_free(&c);
+}
+
 TEST(each_mistake_has_its_message)
 {
+	rejects("security: {\n integrity = true;\n};", 2, "'security.integrity' needs 'security.key_file'");
+	rejects("security: {\n encrypt = true;\n};", 2, "'security.encrypt' needs 'security.key_file'");
+	rejects("security: { key_file = \"/k\";\n integrity = false;\n encrypt = true; };", 3,
+		"'security.encrypt' needs 'security.integrity'");
+	rejects("security: { encrypt = 1; };", 1, "'security.encrypt' must be true or false, not an integer");
 	rejects("cluster: {\n name = 5;\n};", 2, "'cluster.name' must be a string, not an integer");
 	rejects("cluster: {\n name = \"a b\";\n};", 2, "'cluster.name' must be 1 to 63 printable");
 	rejects("cluster = 5;", 1, "'cluster' must be a group");
@@ -218,6 +243,7 @@ int main(void)
 	RUN(limits_per_user);
 	RUN(host_patterns);
 	RUN(topologies_resolve);
+	RUN(frame_integrity_is_on_with_a_key_unless_turned_off);
 	RUN(each_mistake_has_its_message);
 	RUN(shipped_files_load);
 	return check_done();

@@ -131,8 +131,13 @@ TEST(frame_header_round_trip_and_checks)
 		{ .version = WIRE_VERSION + 1, .kind = WIRE_DATA, .seq = 1 },
 		{ .version = WIRE_VERSION, .kind = 0 },
 		{ .version = WIRE_VERSION, .kind = 9 },
-		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 1, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC, .len = 15, .seq = 1 }, /* no room for the tag */
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_SEALED, .len = 64, .seq = 1 }, /* sealed needs MAC */
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 4, .len = 64, .seq = 1 },       /* no such flag */
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .len = WIRE_BODY_MAX + 1, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC, .len = WIRE_BODY_MAX + 17, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_MAC, .len = 24 }, /* a tag, no body */
+		{ .version = WIRE_VERSION, .kind = WIRE_HELLO, .flags = WIRE_FRAME_MAC, .len = 160 }, /* never sealed */
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .seq = 0 },     /* DATA needs a seq */
 		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .len = 8 },       /* ACK has no body */
 		{ .version = WIRE_VERSION, .kind = WIRE_HELLO, .seq = 5 },     /* HELLO has no seq */
@@ -140,6 +145,18 @@ TEST(frame_header_round_trip_and_checks)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		wire_encode_hdr(buf, &bad[i]);
 		CHECK_EQ(wire_decode_hdr(buf, &d), -EPROTO);
+	}
+
+	/* Sealed frames: the tag is counted in len, on top of the largest body. */
+	struct wire_frame_hdr good[] = {
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC, .len = WIRE_BODY_MAX + 16, .seq = 1 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC | WIRE_FRAME_SEALED, .len = 16, .seq = 2 },
+		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_MAC, .len = 16, .ack = 3 },
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		wire_encode_hdr(buf, &good[i]);
+		CHECK_EQ(wire_decode_hdr(buf, &d), 0);
+		CHECK(memcmp(&good[i], &d, sizeof(d)) == 0);
 	}
 }
 
@@ -206,8 +223,8 @@ TEST(hello_round_trip_and_checks)
 	CHECK(memcmp(&h, &d, sizeof(h)) == 0);
 	CHECK_EQ(wire_decode_hello(buf, sizeof(buf) - 1, &d), -EPROTO);
 
-	struct wire_hello bad[8];
-	for (int i = 0; i < 8; i++)
+	struct wire_hello bad[10];
+	for (int i = 0; i < 10; i++)
 		bad[i] = good_hello();
 	bad[0].magic = 0x12345678;
 	bad[1].version = 9;
@@ -217,7 +234,9 @@ TEST(hello_round_trip_and_checks)
 	bad[5].cluster_len = 64;
 	bad[6].reserved[3] = 1;
 	bad[7].cluster[10] = 'x';               /* bytes after the name must be zero */
-	for (int i = 0; i < 8; i++) {
+	bad[8].flags = WIRE_HELLO_ENCRYPT;      /* encryption without integrity */
+	bad[9].flags = WIRE_HELLO_INSECURE | WIRE_HELLO_INTEGRITY;      /* integrity without a key */
+	for (int i = 0; i < 10; i++) {
 		wire_encode_hello(buf, &bad[i]);
 		CHECK_EQ(wire_decode_hello(buf, sizeof(buf), &d), -EPROTO);
 	}

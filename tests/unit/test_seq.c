@@ -33,7 +33,7 @@ TEST(numbers_from_one_and_encodes_headers)
 	uint64_t n = 1;
 
 	for (uint32_t i = 1; i <= 5; i++)
-		seq_push(&s, data_frame(100 * i, i));
+		seq_push(&s, data_frame(100 * i, i), 0);
 	CHECK_EQ(s.send_seq, 5);
 	CHECK_EQ(s.q.count, 5);
 	CHECK(s.cur == s.q.head);
@@ -50,8 +50,8 @@ TEST(written_bytes_move_the_cursor_across_frames)
 	struct seq s = { 0 };
 	struct frame *a = data_frame(100, 1), *b = data_frame(200, 1);
 
-	seq_push(&s, a);
-	seq_push(&s, b);
+	seq_push(&s, a, 0);
+	seq_push(&s, b, 0);
 	seq_written(&s, 10);
 	CHECK(s.cur == a);
 	CHECK_EQ(s.off, 10);
@@ -73,7 +73,7 @@ TEST(acks_free_written_frames_and_refuse_unwritten_ones)
 	struct seq s = { 0 };
 
 	for (int i = 0; i < 4; i++)
-		seq_push(&s, data_frame(64, 2));
+		seq_push(&s, data_frame(64, 2), 0);
 	seq_written(&s, s.q.head->len * 2);     /* frames 1 and 2 went out */
 	CHECK_EQ(seq_take_ack(&s, 3), -EPROTO); /* frame 3 never went out */
 	CHECK_EQ(s.q.count, 4);                 /* ... and nothing was dropped */
@@ -110,7 +110,7 @@ TEST(ack_is_not_due_while_a_frame_carries_it)
 	struct seq s = { 0 };
 
 	seq_taken(&s, 7);
-	seq_push(&s, data_frame(8, 1));
+	seq_push(&s, data_frame(8, 1), 0);
 	CHECK(!seq_ack_due(&s));                /* the unwritten frame will carry it */
 	seq_written(&s, s.q.head->len);
 	CHECK(seq_ack_due(&s));
@@ -122,7 +122,7 @@ TEST(a_lost_link_sends_everything_unacknowledged_again)
 	struct seq s = { 0 };
 
 	for (int i = 0; i < 5; i++)
-		seq_push(&s, data_frame(32, 1));
+		seq_push(&s, data_frame(32, 1), 0);
 	seq_written(&s, 4 * s.q.head->len + 7); /* all out but the end of frame 5 */
 	CHECK_EQ(s.off, 7);
 	CHECK_EQ(seq_take_ack(&s, 2), 0);
@@ -144,8 +144,8 @@ TEST(resume_refuses_acks_of_frames_never_sent)
 {
 	struct seq s = { 0 };
 
-	seq_push(&s, data_frame(32, 1));
-	seq_push(&s, data_frame(32, 1));
+	seq_push(&s, data_frame(32, 1), 0);
+	seq_push(&s, data_frame(32, 1), 0);
 	seq_written(&s, 10);
 	CHECK_EQ(seq_resume(&s, 3), -EPROTO);
 	CHECK_EQ(s.q.count, 2);
@@ -163,8 +163,8 @@ TEST(a_restarted_peer_drops_the_queue_and_both_sequences)
 	struct seq s = { 0 };
 	uint64_t items = 0;
 
-	seq_push(&s, data_frame(32, 3));
-	seq_push(&s, data_frame(32, 4));
+	seq_push(&s, data_frame(32, 3), 0);
+	seq_push(&s, data_frame(32, 4), 0);
 	seq_taken(&s, 9);
 	CHECK_EQ(seq_reset(&s, &items), 2);
 	CHECK_EQ(items, 7);
@@ -172,7 +172,7 @@ TEST(a_restarted_peer_drops_the_queue_and_both_sequences)
 	CHECK_EQ(s.send_seq, 0);
 	CHECK_EQ(s.recv_seq, 0);
 	CHECK(s.cur == NULL);
-	seq_push(&s, data_frame(8, 1));
+	seq_push(&s, data_frame(8, 1), 0);
 	CHECK_EQ(header_seq(s.q.head), 1);
 	seq_fini(&s);
 }
