@@ -14,12 +14,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
 	const struct conf *conf;
 	uint32_t self;
 	struct loop_timer report_timer;
+	uint64_t *lost_at;              /* nnodes: when a LOST about each was taken last */
 } cluster;
 
 uint32_t cluster_home(uid_t uid, const char *name)
@@ -111,12 +113,19 @@ static int job_uses(struct job *j, uint32_t node)
 	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
 }
 
-/* Node is lost: fail the jobs here that need it. */
+/* Node is lost: fail the jobs here that need it.  Those whose home it is
+ * also give up their ids: the home's next instance may hand them out again
+ * (local/job.h, stale). */
 static void fail_jobs_using(uint32_t node, const char *why)
 {
-	for (struct job *j = job_first(); j; j = j->next)
+	for (struct job *j = job_first(); j; j = j->next) {
 		if (j->ready && !j->failed && job_uses(j, node))
 			cluster_fail_job(j, UINT32_MAX, node, EHOSTDOWN, "%s", why);
+		if (j->id && !j->stale && cluster_home(j->uid, j->name) == node) {
+			fail_local(j, j->step, UINT32_MAX, EHOSTDOWN, why);
+			job_forget_id(j);
+		}
+	}
 }
 
 /* The peer layer lost a routing peer.  Only its peers notice, but jobs of
@@ -216,6 +225,16 @@ static void node_table(const struct wire_ctl *c, uint32_t from)
 			return;
 		}
 	}
+	{
+		/* Another job here with this id and generation: its home, this
+		 * job's too, restarted since and handed them out again. */
+		struct job *old = job_by_id(t->job, (uint8_t)t->gen);
+
+		if (old && old != j) {
+			fail_local(old, old->step, UINT32_MAX, EHOSTDOWN, "its home node restarted");
+			job_forget_id(old);
+		}
+	}
 	job_set_id(j, t->job, (uint8_t)t->gen);
 	for (uint32_t i = 0; i < t->count; i++)
 		j->ranks[t->first + i].node = wire_ctl_table_node(c, i);
@@ -290,8 +309,14 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 		node_fail(c, from);
 		break;
 	case WIRE_CTL_LOST:
-		if (c->u.fail.node < cluster.conf->nnodes && c->u.fail.node != cluster.self)
+		/* Only a routing peer of a node can tell it is lost; each peer
+		 * of it says so, so later copies are ignored for a while. */
+		if (c->u.fail.node < cluster.conf->nnodes && c->u.fail.node != cluster.self &&
+		    route_link_dim(&cluster.conf->route, from, c->u.fail.node) >= 0 &&
+		    loop_now_ns() - cluster.lost_at[c->u.fail.node] > PEER_LOST_NS) {
+			cluster.lost_at[c->u.fail.node] = loop_now_ns();
 			fail_jobs_using(c->u.fail.node, c->text);
+		}
 		break;
 	case WIRE_CTL_XOFF:
 	case WIRE_CTL_XON: {
@@ -362,6 +387,9 @@ int cluster_init(const struct conf *c, uint32_t self)
 {
 	cluster.conf = c;
 	cluster.self = self;
+	cluster.lost_at = calloc(c->nnodes, sizeof(*cluster.lost_at));
+	if (!cluster.lost_at)
+		return -ENOMEM;
 	home_init(c, self);
 	fwd_set_events(&cluster_fwd_events);
 	return 0;
@@ -370,6 +398,8 @@ int cluster_init(const struct conf *c, uint32_t self)
 void cluster_fini(void)
 {
 	loop_timer_cancel(&cluster.report_timer);
+	free(cluster.lost_at);
+	cluster.lost_at = NULL;
 	home_fini();
 }
 

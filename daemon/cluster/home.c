@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define JOB_IDS_PER_HOME (1u << WIRE_JOB_INDEX_BITS)
 /* Ranks of one user's jobs this node is home of: their tables (4 bytes a
@@ -178,6 +179,14 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE);
 		return;
 	}
+	if (h->started) {
+		/* A rank of a job that has started (and failed when it left)
+		 * cannot take its place again: its steps would wait for a job
+		 * the others have given up on.  The job ends when its last
+		 * rank leaves; then the name is free. */
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EBUSY);
+		return;
+	}
 	if (!hnode(h, from)) {
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
 		return;
@@ -303,6 +312,11 @@ void home_init(const struct conf *c, uint32_t self)
 {
 	home.conf = c;
 	home.self = self;
+	/* Generations start anywhere: jobs this node was home of before it
+	 * restarted may still be known elsewhere (cluster.c forgets them when
+	 * it hears that, but an item of one may be on its way). */
+	if (getrandom(home.gen, sizeof(home.gen), 0) != (ssize_t)sizeof(home.gen))
+		memset(home.gen, 0, sizeof(home.gen));
 }
 
 void home_fini(void)

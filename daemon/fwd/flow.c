@@ -37,14 +37,16 @@ static void tell(struct ep *d, uint32_t type)
 
 int flow_park(struct ep *d, const struct proto_rec *rec, const void *payload)
 {
-	if (ep_park(d, rec, payload) < 0)
-		return -EAGAIN;
-	flow_stats.parked++;
+	/* First stop the senders, whether or not there is room to park:
+	 * if there is none the link pauses, and XOFF is what ends that. */
 	if (!d->xoff && !d->failed) {
 		d->xoff = 1;
 		flow_stats.xoff_sent++;
 		tell(d, WIRE_CTL_XOFF);
 	}
+	if (ep_park(d, rec, payload) < 0)
+		return -EAGAIN;
+	flow_stats.parked++;
 	return 0;
 }
 

@@ -56,6 +56,10 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			s->blocked_on = d;
 			return -EAGAIN;
 		}
+	} else if (__builtin_expect(j->stale, 0) && node != JOB_NO_NODE && node != drainer.self) {
+		/* Its home is gone and so is its id (local/job.h): what it
+		 * sends could land in another job that gets the id. */
+		return failed_job_item(j, s, rec);
 	} else if (__builtin_expect(j->nxoff != 0, 0) && node != JOB_NO_NODE && node != drainer.self &&
 		   job_xoff(j, rec->dst)) {
 		if (lost_node(j))

@@ -114,9 +114,10 @@ int ep_park(struct ep *d, const struct proto_rec *rec, const void *payload)
 		return ep_deliver_slow(d, rec, payload, 0);     /* dropped, counted */
 	if (d->pending.bytes + ring_footprint(rec->len) > ep_park_limit(endpoints.conf))
 		return -EAGAIN;
-	/* Parked items are the receiver's user's memory, like queued ones. */
+	/* Counted as the receiver's user's memory, but not held to its limit
+	 * (user_take_parked says why). */
 	cost = recq_push_cost(&d->pending, rec->len);
-	if (cost && user_take_queue(d->user, cost, 0) < 0)
+	if (cost && user_take_parked(d->user, cost) < 0)
 		return -EAGAIN;
 	if (recq_push(&d->pending, rec, payload) < 0) {
 		if (cost)

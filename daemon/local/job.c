@@ -55,6 +55,12 @@ static void unhash(struct job *j)
 	j->id_next = NULL;
 }
 
+void job_forget_id(struct job *j)
+{
+	unhash(j);
+	j->stale = 1;
+}
+
 void job_set_id(struct job *j, uint32_t id, uint8_t gen)
 {
 	j->gen = gen;

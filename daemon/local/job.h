@@ -82,6 +82,10 @@ struct job {
 	 * errno its ranks' ferry_step_wait returns, 0 while it can; and why. */
 	int failed;
 	char fail_text[160];
+	/* Its home was lost: its id may be handed out again by the home's
+	 * next instance, so it has given it up (job_forget_id) and its items
+	 * are dropped where they start (fwd/tx.c). */
+	int stale;
 
 	/* statistics */
 	uint64_t items_dropped; /* sent to a rank that had left */
@@ -122,6 +126,9 @@ void job_hold(struct job *j);
 int job_put(struct job *j);
 
 struct job *job_find(uid_t uid, const char *name);
+/* j gives up its id (j->stale): job_by_id no longer finds it. */
+void job_forget_id(struct job *j);
+
 /* The job with cluster-wide id and generation gen, or NULL. */
 struct job *job_by_id(uint32_t id, uint8_t gen);
 void job_set_id(struct job *j, uint32_t id, uint8_t gen);

@@ -336,6 +336,10 @@ void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err)
 	case EINVAL:
 		reject(s, err, "job %s: other ranks joined with a size other than %u", name, j->size);
 		break;
+	case EBUSY:
+		reject(s, err, "job %s has started without rank %u (it left); the job ends when its other ranks "
+		       "leave, then the name can be used again", name, rank);
+		break;
 	default:
 		reject(s, err, "job %s: the job's home node refused rank %u: %s", name, rank, strerror(err));
 	}

@@ -195,6 +195,18 @@ int user_take_queue(struct user *u, uint64_t bytes, int force)
 	return 0;
 }
 
+int user_take_parked(struct user *u, uint64_t bytes)
+{
+	const struct conf *c = users.conf;
+
+	if (c && user_total.queue_bytes + user_total.table_bytes + bytes > c->memory_bytes) {
+		u->mem_waits++;
+		user_total.mem_waits++;
+		return -ENOBUFS;
+	}
+	return user_take_queue(u, bytes, 1);
+}
+
 void user_give_queue(struct user *u, uint64_t bytes)
 {
 	u->queue_bytes -= bytes;

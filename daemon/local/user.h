@@ -63,6 +63,12 @@ void user_give_job(struct user *u, uint64_t bytes);
  * that must not wait).  Refusals of queue memory are backpressure, not
  * errors: they are counted in mem_waits, and user_refusal is left alone. */
 int user_take_queue(struct user *u, uint64_t bytes, int force);
+/* Memory for items parked for u's endpoint (fwd/flow.h): they are already
+ * on their way and their senders have been told to stop, so only the
+ * node-wide memory_bytes holds them back, not u's own limit: one user's
+ * quota must not be able to pause a link that every user shares.  (Each
+ * endpoint's parking is bounded too, ep_park_limit.)  Counted as u's. */
+int user_take_parked(struct user *u, uint64_t bytes);
 void user_give_queue(struct user *u, uint64_t bytes);
 
 /* Why the last take was refused: "uid 1000 has 16 connections without an

@@ -41,10 +41,14 @@
  * buffer (a HELLO and an AUTH fit), and takes no larger frame: anyone who can
  * reach the port can open connections. */
 #define RBUF_HANDSHAKE 1024
-/* Accepted connections not authenticated yet; more are closed at once.
- * They authenticate or time out within 5 s (peer.c); a legitimate peer
- * refused meanwhile retries. */
+/* Accepted connections not authenticated yet; more are closed at once,
+ * and no more than MAX_UNAUTH_PER_HOST from one address.  They must say
+ * HELLO within 1 s and authenticate within 5 s (peer.c).  When all slots are
+ * taken, a connection from the address of a node of the cluster takes the
+ * slot of the oldest one from elsewhere: strangers cannot keep a node's
+ * peers out by holding the slots. */
 #define MAX_UNAUTH   16
+#define MAX_UNAUTH_PER_HOST 8
 /* Accepting pauses this long when the process is out of file descriptors
  * (the listening socket would otherwise stay readable and the loop spin). */
 #define ACCEPT_BACKOFF_NS (100ull * 1000000u)
@@ -72,12 +76,15 @@ static struct {
 	struct loop_watch lw;
 	struct loop_timer accept_retry; /* out of fds: accepting resumes */
 	const struct link_events *ev;   /* the peer layer's, for every link */
-	struct link_tcp *links;         /* live ones */
+	const struct conf *conf;
+	struct link_tcp *links;         /* live ones, newest first */
 } tcp = { .lfd = -1 };
 
 static void set_events(struct link_tcp *t)
 {
-	uint32_t ev = t->paused ? 0 : EPOLLIN, off;
+	/* Paused, it reads nothing, but must still notice the other end
+	 * going away (a peer that dies while we hold its frames). */
+	uint32_t ev = t->paused ? EPOLLRDHUP : EPOLLIN, off;
 
 	if (t->l.state == LINK_CONNECTING || t->clen > t->coff || tcp.ev->tx_first(&t->l, &off))
 		ev |= EPOLLOUT;
@@ -294,6 +301,12 @@ static void on_io(struct loop_watch *w, uint32_t events)
 		tcp.ev->connected(&t->l);  /* queues our HELLO */
 		if (t->l.dead)
 			return;
+	}
+	if (t->paused && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		/* What it sent and we have not read comes again from its next
+		 * instance, or never: its frames are resent either way. */
+		tcp_fail(t, "connection closed by the other end (while reading was paused)");
+		return;
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (;;) {
@@ -532,13 +545,61 @@ static int tcp_connect(uint32_t node, const char *host, uint16_t port, struct li
 	return 0;
 }
 
-static uint32_t unauthenticated(void)
+/* The host part of an address "host:port" (addr_str). */
+static size_t host_len(const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+
+	return colon ? (size_t)(colon - addr) : strlen(addr);
+}
+
+static int same_host(const char *a, const char *b)
+{
+	return host_len(a) == host_len(b) && memcmp(a, b, host_len(a)) == 0;
+}
+
+/* 1 if addr is the address of a node in the configuration (as written
+ * there: numeric addresses, as clusters should use, compare exactly). */
+static int cluster_host(const char *addr)
+{
+	for (uint32_t k = 0; tcp.conf && k < tcp.conf->nnodes; k++) {
+		const char *h = tcp.conf->nodes[k].host;
+
+		if (strlen(h) == host_len(addr) && memcmp(h, addr, host_len(addr)) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Accepted connections not authenticated yet: all of them, and from addr. */
+static uint32_t unauthenticated(const char *addr, uint32_t *from_host)
 {
 	uint32_t n = 0;
 
-	for (struct link_tcp *t = tcp.links; t; t = t->next)
-		n += !t->l.outgoing && t->l.state != LINK_UP;
+	*from_host = 0;
+	for (struct link_tcp *t = tcp.links; t; t = t->next) {
+		if (t->l.outgoing || t->l.state == LINK_UP)
+			continue;
+		n++;
+		*from_host += same_host(t->addr, addr);
+	}
 	return n;
+}
+
+/* Makes room for a connection from a node of the cluster: ends the oldest
+ * unauthenticated one from an address that is not.  Returns 1 if it did. */
+static int evict_stranger(void)
+{
+	struct link_tcp *oldest = NULL;
+
+	for (struct link_tcp *t = tcp.links; t; t = t->next)
+		if (!t->l.outgoing && t->l.state != LINK_UP && !cluster_host(t->addr))
+			oldest = t;
+	if (!oldest)
+		return 0;
+	log_rl_warn("peer port: %s, not a node of the cluster, makes room for one that is", oldest->addr);
+	tcp_fail(oldest, "made room for a node of the cluster");
+	return 1;
 }
 
 static void on_tcp_accept(struct loop_watch *w, uint32_t events);
@@ -573,11 +634,16 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 			return;
 		}
 		addr_str((struct sockaddr *)&ss, addr, sizeof(addr));
-		if (unauthenticated() >= MAX_UNAUTH) {
-			log_rl_warn("peer port: %u connections are authenticating already; %s refused", MAX_UNAUTH,
-				    addr);
-			close(fd);
-			continue;
+		{
+			uint32_t from_host, n = unauthenticated(addr, &from_host);
+
+			if (from_host >= MAX_UNAUTH_PER_HOST ||
+			    (n >= MAX_UNAUTH && !(cluster_host(addr) && evict_stranger()))) {
+				log_rl_warn("peer port: %u connections are authenticating already (%u from %.*s); "
+					    "%s refused", n, from_host, (int)host_len(addr), addr, addr);
+				close(fd);
+				continue;
+			}
 		}
 		sock_opts(fd);
 		t = new_link(fd, addr, 0);
@@ -627,6 +693,7 @@ static int tcp_listen(const struct conf *c, uint32_t self, const struct link_eve
 	}
 	log_info("peer port: listening on %s", addr);
 	tcp.ev = ev;
+	tcp.conf = c;
 	ret = loop_add(&tcp.lw, fd, EPOLLIN, on_tcp_accept, NULL);
 	if (ret < 0) {
 		close(fd);

@@ -29,6 +29,10 @@
  * for as long as the transport retries (TCP SYNs, rdma_cm REQs: a minute
  * or two) and hold back the reconnection after the peer is back. */
 #define HANDSHAKE_TIMEOUT_NS (5ull * 1000000000u)
+/* An accepted connection must say HELLO within this: a peer sends it at
+ * once, and the transports admit only a few connections at a time before
+ * they authenticate, which idle ones must not hold for long. */
+#define FIRST_HELLO_NS (1000ull * 1000000u)
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 
@@ -388,8 +392,12 @@ static void link_connected(struct link *l)
 
 static void link_accepted(struct link *l)
 {
-	if (!new_hs(l))
+	struct peer_hs *hs = new_hs(l);
+
+	if (!hs)
 		l->ops->close(l);
+	else
+		loop_timer_arm(&hs->timeout, FIRST_HELLO_NS, on_hs_timeout, hs);
 }
 
 /* Both sides authenticated: resume where the last connection left off.
@@ -481,6 +489,8 @@ static int handshake(struct link *l, const struct wire_frame_hdr *h, const uint8
 		}
 		memcpy(hs->theirs, body, sizeof(hs->theirs));
 		hs->have_theirs = 1;
+		if (!l->outgoing)       /* it said HELLO in time: the rest of the handshake's */
+			loop_timer_arm(&hs->timeout, HANDSHAKE_TIMEOUT_NS, on_hs_timeout, hs);
 		if (l->outgoing) {
 			if (w->from != p->node) {
 				log_rl_warn("peer %u answered as node %u; refused", p->node, w->from);

@@ -14,6 +14,7 @@
 
 "$BUILD/ferryctl" keygen >"$TMP/c.key"
 chmod 600 "$TMP/c.key"
+daemon_owns "$TMP/c.key"
 ATTACKS=flip,hdr,ack,inject,step,replay
 NATTACKS=6
 
