@@ -32,11 +32,6 @@ honest_done() {
 	return $rc
 }
 alive() { kill -0 "$(dpid adv_n0)" && kill -0 "$(dpid adv_n1)"; }
-# peerstat DAEMON NODE FIELD: a counter of DAEMON's line for peer NODE.
-peerstat() {
-	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats |
-		awk -v p="$2" -v f="$3" '$1 == "peer" && $2 == p { for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }'
-}
 
 # --- the network: someone without the key, claiming to be node 0 ---------
 connects0=$(peerstat adv_n1 0 connects)

@@ -264,6 +264,12 @@ cstat() {
 	echo "$sum"
 }
 
+# peerstat DAEMON NODE FIELD: a counter of DAEMON's "peer NODE" stats line.
+peerstat() {
+	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats |
+		awk -v p="$2" -v f="$3" '$1 == "peer" && $2 == p { for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }'
+}
+
 # peer_sum NAME N FIELD: the sum of a per-peer counter over all daemons.
 peer_sum() {
 	local name=$1 n=$2 field=$3 k

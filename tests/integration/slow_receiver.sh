@@ -11,10 +11,6 @@ cluster_conf sr 2 "limits: { ring_bytes = 262144; pending_bytes = 262144; link_b
 start_daemon sr_n0 --config "$TMP/sr.conf" --node 0 || exit 1
 start_daemon sr_n1 --config "$TMP/sr.conf" --node 1 || exit 1
 cluster_up sr 2 || exit 1
-peerstat() {
-	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats |
-		awk -v p="$2" -v f="$3" '$1 == "peer" && $2 == p { for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }'
-}
 
 N=100000        # 100000 x 200 B = 20 MB, far beyond every queue and buffer
 FERRY_RUNTIME_DIR=$TMP/sr_n1 bg arecv.log prog ft_stream --job held --rank 1 --items $N --len 200 \
