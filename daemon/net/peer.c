@@ -296,8 +296,10 @@ static void on_hs_timeout(struct loop_timer *t)
 		drop(l, "connecting timed out");
 		return;
 	}
-	log_rl_notice("%s%u: handshake did not complete within %llu s; closing", l->peer ? "peer " : "connection ",
-		      l->peer ? l->peer->node : 0, (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
+	log_rl_notice("%s%u: handshake did not complete in time (HELLO within %llu ms, all of it within %llu s); "
+		      "closing", l->peer ? "peer " : "connection ", l->peer ? l->peer->node : 0,
+		      (unsigned long long)(FIRST_HELLO_NS / 1000000u),
+		      (unsigned long long)(HANDSHAKE_TIMEOUT_NS / 1000000000u));
 	drop(l, "handshake timed out");
 }
 

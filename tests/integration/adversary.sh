@@ -52,6 +52,20 @@ expect "finding 3: ... nor taken down (connects $connects0 -> $(peerstat adv_n1 
 expect "the honest job across both nodes got every item exactly once" honest_done 1
 expect "both daemons are alive" alive
 
+# Idle connections that never say HELLO cannot keep a node's peer out (the
+# review's squatter): they are closed after 1 s, so a link broken meanwhile
+# comes back.
+squat=()
+for i in $(seq 24); do
+	exec {fd}<>"/dev/tcp/127.0.0.1/$port1" 2>/dev/null && squat+=("$fd")
+done
+"$BUILD/ferryctl" --runtime-dir "$TMP/adv_n0" debug kill-link 1 >/dev/null
+expect "24 idle connections to its peer port: the link that broke comes back up (${#squat[@]} opened)" \
+	wait_for 'link_up adv_n0 1 && link_up adv_n1 0'
+expect "... they were closed for not saying HELLO in time" \
+	grep -q "handshake did not complete\|connections are authenticating already" "$TMP/adv_n1.log"
+for fd in "${squat[@]}"; do exec {fd}>&-; done
+
 # --- a local user: self-sends, an impossible RX tail, and gone ------------
 honest 2
 for i in 1 2 3; do

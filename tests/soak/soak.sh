@@ -74,7 +74,7 @@ alltoall_loop() {
 # --- pairs of ranks, one killed at random ---------------------------------
 # (Two of these loops run, named by $1.)
 victims_loop() {
-	local id=$1 n=0 epipe=0 other=0 a b w rc na nb job
+	local id=$1 n=0 epipe=0 other=0 unstarted=0 a b w rc na nb job
 	while left; do
 		n=$((n + 1)) job="v$id.$n"
 		na=$((RANDOM % N)) nb=$((RANDOM % N))
@@ -96,13 +96,20 @@ victims_loop() {
 		elif grep -qE "ferry_open|a node the job needs was lost|connection to ferryd was lost" \
 			"$TMP/v$id.0.log"; then
 			:       # a daemon went meanwhile: not this pair's doing
+		elif ! grep -q running "$TMP/v$id.0.log"; then
+			# Its ferry_open was still waiting when the watchdog
+			# ended it: the job never started (a daemon restarted
+			# while it was being set up), so no step or item is
+			# at stake; counted apart.
+			unstarted=$((unstarted + 1))
+			echo "# victim pair $job (nodes $na, $nb): never started within 20 s" >>"$TMP/unstarted.txt"
 		else
 			other=$((other + 1))
 			echo "# victim pair $job (nodes $na, $nb), rank 0 exited $rc: $(head -3 "$TMP/v$id.0.log" | tr '\n' ' ')" \
 				>>"$TMP/violations.txt"
 		fi
 	done
-	echo "$n $epipe $other" >"$TMP/victims$id.result"
+	echo "$n $epipe $other $unstarted" >"$TMP/victims$id.result"
 }
 
 # --- broken links ---------------------------------------------------------
@@ -154,9 +161,9 @@ restarted_fds=$(nfds "$(dpid soak_n$victim)")
 
 wait $L1 $L2 $L3 $L4 $L5
 read -r a2a_runs a2a_ok a2a_cause a2a_bad <"$TMP/a2a.result"
-read -r v1 e1 o1 <"$TMP/victims1.result"
-read -r v2 e2 o2 <"$TMP/victims2.result"
-v_pairs=$((v1 + v2)) v_epipe=$((e1 + e2)) v_other=$((o1 + o2))
+read -r v1 e1 o1 u1 <"$TMP/victims1.result"
+read -r v2 e2 o2 u2 <"$TMP/victims2.result"
+v_pairs=$((v1 + v2)) v_epipe=$((e1 + e2)) v_other=$((o1 + o2)) v_unstarted=$((u1 + u2))
 links=$(cat "$TMP/links.result")
 hostile=$(cat "$TMP/hostile.result")
 sleep 2         # let the last sessions end
@@ -165,7 +172,7 @@ echo "# === what the soak did in $SECS s"
 echo "# all-to-all runs (8 ranks, 4 nodes, 4 steps each): $a2a_runs: $a2a_ok complete, every item exactly once;"
 echo "#   $a2a_cause failed with a step error naming its cause; $a2a_bad broke the invariant"
 echo "# rank pairs with one rank SIGKILLed: $v_pairs: $v_epipe survivors failed with EPIPE naming the rank;"
-echo "#   $v_other did otherwise"
+echo "#   $v_other did otherwise; $v_unstarted never started (set up while a daemon restarted)"
 echo "# links broken: $links; hostile clients and peers: $hostile; daemons restarted: 1 (node $victim)"
 lost=$(cstat soak $N items_lost) dropped=$(cstat soak $N items_dropped) killed=$(cstat soak $N sessions_killed)
 echo "# items lost (left in the TX rings of killed clients, counted): $lost; dropped for ranks gone: $dropped"
