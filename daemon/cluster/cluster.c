@@ -113,12 +113,25 @@ static int job_uses(struct job *j, uint32_t node)
 	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
 }
 
+static void rank_joined(struct job *j, uint32_t rank);
+
 /* Node is lost: fail the jobs here that need it.  Those whose home it is
  * also give up their ids: the home's next instance may hand them out again
  * (local/job.h, stale). */
 static void fail_jobs_using(uint32_t node, const char *why)
 {
+	home_node_lost(node, why);
 	for (struct job *j = job_first(); j; j = j->next) {
+		/* A job still being set up whose home is lost: say JOIN again,
+		 * for the home's next instance, which knows nothing of it (its
+		 * present instance, if it is only unreachable, takes a JOIN
+		 * said again as a no-op). */
+		if (!j->ready && cluster_home(j->uid, j->name) == node) {
+			for (uint32_t r = 0; r < j->size; r++)
+				if (j->ranks[r].ep)
+					rank_joined(j, r);
+			continue;
+		}
 		if (j->ready && !j->failed && job_uses(j, node))
 			cluster_fail_job(j, UINT32_MAX, node, EHOSTDOWN, "%s", why);
 		if (j->id && !j->stale && cluster_home(j->uid, j->name) == node) {

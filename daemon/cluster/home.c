@@ -175,6 +175,8 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EINVAL);
 		return;
 	}
+	if (h->node[r->rank] == from)
+		return;         /* said again (its node re-sends JOINs when it hears this home restarted) */
 	if (h->node[r->rank] != JOB_NO_NODE) {
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE);
 		return;
@@ -267,6 +269,45 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 		log_info("job %s (uid %u): %s; its other ranks' steps fail", h->name, h->uid, text);
 		for (uint32_t i = 0; i < h->nhn; i++)
 			msg_fail(h->hn[i].node, &f, text);
+	}
+}
+
+void home_node_lost(uint32_t node, const char *why)
+{
+	struct hjob *h = home.hjobs;
+
+	while (h) {
+		struct hjob *next = h->next;
+		uint32_t gone = 0, i;
+
+		for (uint32_t r = 0; r < h->size; r++) {
+			if (h->node[r] != node)
+				continue;
+			h->node[r] = JOB_NO_NODE;
+			h->joined--;
+			gone++;
+		}
+		/* Its step counters must not count any more either. */
+		for (i = 0; i < h->nhn && h->hn[i].node != node; i++)
+			;
+		if (i < h->nhn)
+			h->hn[i] = h->hn[--h->nhn];
+		if (gone)
+			log_rl_info("job %s (uid %u): %u ranks on node %u are gone (%s)", h->name, h->uid, gone,
+				    node, why);
+		if (gone && !h->joined) {
+			hjob_free(h);
+		} else if (gone && h->started && !h->failed) {
+			struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = JOB_NO_NODE,
+						   .node = node, .err = EHOSTDOWN };
+			size_t len = strlen(why);
+
+			h->failed = 1;
+			f.text_len = (uint32_t)(len < WIRE_FAIL_TEXT_MAX ? len : WIRE_FAIL_TEXT_MAX);
+			for (i = 0; i < h->nhn; i++)
+				msg_fail(h->hn[i].node, &f, why);
+		}
+		h = next;
 	}
 }
 

@@ -37,6 +37,11 @@ void home_have(const struct wire_ctl *c, uint32_t from);
 void home_report(const struct wire_ctl *c, uint32_t from);
 void home_fail(const struct wire_ctl *c, uint32_t from);
 
+/* Node is lost (cluster.c heard it): its ranks leave every job this node is
+ * home of, as if they had said LEAVE (which they never will); a job that
+ * had started fails (FAIL, EHOSTDOWN, why). */
+void home_node_lost(uint32_t node, const char *why);
+
 /* The jobs this node is home of, for ferryctl status (only uid's, unless 0). */
 void home_write_status(FILE *out, uid_t uid);
 
