@@ -65,20 +65,19 @@ void cluster_fail_job(struct job *j, uint32_t rank, uint32_t node, int err, cons
 	va_end(ap);
 	if (len < 1)
 		return;
-	f.text_len = (uint32_t)len < sizeof(text) ? (uint32_t)len : (uint32_t)sizeof(text) - 1;
 	if (!fail_local(j, j->step, rank, err, text) || !j->ready)
 		return;
 	nodes = job_nodes(j, cluster.self, &n);
 	for (uint32_t i = 0; i < n; i++)
 		if (nodes[i] != node)
-			msg_fail(nodes[i], &f, text);
+			msg_fail(nodes[i], WIRE_CTL_FAIL, &f, text);
 	if (home != cluster.self && home != node) {
 		int told = 0;
 
 		for (uint32_t i = 0; i < n; i++)
 			told |= nodes[i] == home;
 		if (!told)
-			msg_fail(home, &f, text);
+			msg_fail(home, WIRE_CTL_FAIL, &f, text);
 	}
 	if (home == cluster.self) {
 		struct wire_ctl c = { .type = WIRE_CTL_FAIL, .u.fail = f };
@@ -149,15 +148,10 @@ static void fail_jobs_using(uint32_t node, const char *why)
 static void node_lost(uint32_t node, const char *why)
 {
 	struct wire_ctl_fail f = { .node = node, .err = EHOSTDOWN };
-	uint8_t buf[sizeof(f) + WIRE_FAIL_TEXT_MAX];
-	size_t len = strlen(why);
-	ssize_t n;
 
-	f.text_len = (uint32_t)(len < WIRE_FAIL_TEXT_MAX ? len : WIRE_FAIL_TEXT_MAX);
-	n = wire_ctl_encode_fail(buf, sizeof(buf), &f, why);
-	for (uint32_t k = 0; n > 0 && k < cluster.conf->nnodes; k++)
+	for (uint32_t k = 0; k < cluster.conf->nnodes; k++)
 		if (k != cluster.self && k != node)
-			ctlq_send(k, WIRE_CTL_LOST, buf, (uint32_t)n);
+			msg_fail(k, WIRE_CTL_LOST, &f, why);
 	fail_jobs_using(node, why);
 }
 

@@ -262,13 +262,11 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 		char text[WIRE_FAIL_TEXT_MAX];
 
 		h->failed = 1;
-		f.text_len = (uint32_t)snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u",
-						r->rank, from, h->name, h->step);
-		if (f.text_len >= sizeof(text))
-			f.text_len = sizeof(text) - 1;
+		snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u", r->rank, from, h->name,
+			 h->step);
 		log_info("job %s (uid %u): %s; its other ranks' steps fail", h->name, h->uid, text);
 		for (uint32_t i = 0; i < h->nhn; i++)
-			msg_fail(h->hn[i].node, &f, text);
+			msg_fail(h->hn[i].node, WIRE_CTL_FAIL, &f, text);
 	}
 }
 
@@ -300,12 +298,10 @@ void home_node_lost(uint32_t node, const char *why)
 		} else if (gone && h->started && !h->failed) {
 			struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = JOB_NO_NODE,
 						   .node = node, .err = EHOSTDOWN };
-			size_t len = strlen(why);
 
 			h->failed = 1;
-			f.text_len = (uint32_t)(len < WIRE_FAIL_TEXT_MAX ? len : WIRE_FAIL_TEXT_MAX);
 			for (i = 0; i < h->nhn; i++)
-				msg_fail(h->hn[i].node, &f, why);
+				msg_fail(h->hn[i].node, WIRE_CTL_FAIL, &f, why);
 		}
 		h = next;
 	}

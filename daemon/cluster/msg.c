@@ -16,13 +16,16 @@ void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_
 		ctlq_send(node, type, buf, (uint32_t)n);
 }
 
-void msg_fail(uint32_t node, const struct wire_ctl_fail *f, const char *text)
+void msg_fail(uint32_t node, uint32_t type, const struct wire_ctl_fail *f, const char *text)
 {
-	uint8_t buf[sizeof(*f) + WIRE_FAIL_TEXT_MAX];
-	ssize_t n = wire_ctl_encode_fail(buf, sizeof(buf), f, text);
+	struct wire_ctl_fail m = *f;
+	uint8_t buf[sizeof(m) + WIRE_FAIL_TEXT_MAX];
+	ssize_t n;
 
+	m.text_len = (uint32_t)strnlen(text, WIRE_FAIL_TEXT_MAX);
+	n = wire_ctl_encode_fail(buf, sizeof(buf), &m, text);
 	if (n > 0)
-		ctlq_send(node, WIRE_CTL_FAIL, buf, (uint32_t)n);
+		ctlq_send(node, type, buf, (uint32_t)n);
 }
 
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step)

@@ -11,14 +11,17 @@ start_cluster rs 2 || exit 1
 for i in $(seq 100); do [ "$(job_home "$(id -u)" "a$i" 2)" = 1 ] && { A="a$i"; break; }; done
 for i in $(seq 100); do [ "$(job_home "$(id -u)" "b$i" 2)" = 0 ] && { B="b$i"; break; }; done
 homes() { "$BUILD/ferryctl" --runtime-dir "$TMP/$1" status | grep "^home of job $2 "; }
+# Node 0's daemon dies (SIGKILL) and starts again; its links come back.
+restart_n0() {
+	kill -KILL "$(dpid rs_n0)"
+	wait "$(dpid rs_n0)" 2>/dev/null
+	start_daemon rs_n0 --config "$TMP/rs.conf" --node 0 && cluster_up rs 2
+}
 
 # --- a rank's node restarts: its home forgets the rank --------------------
 FERRY_RUNTIME_DIR=$TMP/rs_n0 bg a0.log prog ft_open --job "$A" --rank 0 --size 2 --timeout 30000
 expect "rank 0 of $A joined on node 0 (home node 1 has it)" wait_for 'homes rs_n1 "$A" | grep -q "1 of 2 ranks"'
-kill -KILL "$(dpid rs_n0)"
-wait "$(dpid rs_n0)" 2>/dev/null
-start_daemon rs_n0 --config "$TMP/rs.conf" --node 0 || exit 1
-cluster_up rs 2 || exit 1
+restart_n0 || exit 1
 expect "node 0 restarted: the home dropped the rank it had (its job record is gone)" \
 	wait_for '! homes rs_n1 "$A" >/dev/null'
 FERRY_RUNTIME_DIR=$TMP/rs_n0 bg a0b.log prog ft_open --job "$A" --rank 0 --size 2 --timeout 20000
@@ -32,10 +35,7 @@ expect "... (rank 0 took its place again, not refused as attached elsewhere)" gr
 FERRY_RUNTIME_DIR=$TMP/rs_n1 bg b1.log prog ft_open --job "$B" --rank 1 --size 2 --timeout 30000
 q1=$LASTPID
 expect "rank 1 of $B joined on node 1 (home node 0 has it)" wait_for 'homes rs_n0 "$B" | grep -q "1 of 2 ranks"'
-kill -KILL "$(dpid rs_n0)"
-wait "$(dpid rs_n0)" 2>/dev/null
-start_daemon rs_n0 --config "$TMP/rs.conf" --node 0 || exit 1
-cluster_up rs 2 || exit 1
+restart_n0 || exit 1
 expect "the home restarted: node 1 said its rank's JOIN again to the new instance" \
 	wait_for 'homes rs_n0 "$B" | grep -q "1 of 2 ranks"'
 FERRY_RUNTIME_DIR=$TMP/rs_n0 bg b0.log prog ft_open --job "$B" --rank 0 --size 2 --timeout 20000
