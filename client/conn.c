@@ -50,7 +50,7 @@ FERRY_API const char *ferry_strerror(int err)
 	case EADDRINUSE: return "this rank of the job is already attached";
 	case ECONNRESET: return "the connection to ferryd was lost";
 	case EPIPE: return "a rank of the job left before it ended (ferry_last_error says which)";
-	case EHOSTDOWN: return "a node the job needs was lost (ferry_last_error says which)";
+	case EHOSTDOWN: return "a node or link the job needs was lost (ferry_last_error says which)";
 	case EPROTO: return "protocol error between libferry and ferryd";
 	case EUSERS: return "ferryd has too many clients";
 	case EDQUOT: return "a per-user limit of ferryd was reached (ferry_last_error() says which)";

@@ -121,9 +121,12 @@ void ferry_release(ferry_t *f);
  * called twice in a step; ferry_step_wait -EINVAL without ferry_done.
  * A step that can never complete fails instead of waiting for ever:
  * ferry_step_wait returns -EPIPE when a rank left the job (within about 2 s
- * of its exit), -EHOSTDOWN when a node the job needs was lost (its daemon
- * restarted, or it has been unreachable for 2 s after its link noticed),
- * with ferry_last_error() naming the rank or node; so do the steps after it.
+ * of its exit), -EHOSTDOWN when a node or link the job needs was lost (a
+ * daemon restarted, or a link its items or control messages take has been
+ * down for 2 s after it was noticed), with ferry_last_error() naming the
+ * rank, node or link; so do the steps after it.  Every rank of the job
+ * completes the same steps before the failure, except the ranks of a node
+ * cut off from the job's home node (which may miss the last one).
  * Items from the ranks still there keep arriving through ferry_recv. */
 int ferry_done(ferry_t *f);
 int ferry_step_wait(ferry_t *f, int timeout_ms);

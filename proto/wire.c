@@ -130,6 +130,20 @@ static size_t pad4(size_t n)
 	return (n + 3) & ~(size_t)3;
 }
 
+/* FAIL's and LOST's text: 1..WIRE_FAIL_TEXT_MAX printable bytes, copied to
+ * out with a NUL. */
+static int decode_text(const uint8_t *p, uint32_t len, char *out)
+{
+	if (len == 0 || len > WIRE_FAIL_TEXT_MAX)
+		return -EPROTO;
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return -EPROTO;
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return 0;
+}
+
 int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_ctl *c)
 {
 	const uint8_t *p = payload;
@@ -148,10 +162,12 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->size = rd32(p + 4);
 		r->rank = rd32(p + 8);
 		r->err = (int32_t)rd32(p + 12);
-		r->name_len = rd32(p + 16);
+		r->incarnation = rd64(p + 16);
+		r->name_len = rd32(p + 24);
+		r->reserved = rd32(p + 28);
 		if (r->name_len != len - sizeof(*r) || !proto_name_ok((const char *)p + sizeof(*r), r->name_len) ||
-		    r->size == 0 || r->size > PROTO_MAX_RANKS || r->rank >= r->size ||
-		    (type == WIRE_CTL_REJECT ? r->err <= 0 : r->err != 0))
+		    r->size == 0 || r->size > PROTO_MAX_RANKS || r->rank >= r->size || r->reserved ||
+		    (type == WIRE_CTL_REJECT ? r->err <= 0 || r->incarnation : r->err != 0 || !r->incarnation))
 			return -EPROTO;
 		memcpy(c->name, p + sizeof(*r), r->name_len);
 		return 0;
@@ -211,8 +227,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
 		return 0;
-	case WIRE_CTL_FAIL:
-	case WIRE_CTL_LOST: {
+	case WIRE_CTL_FAIL: {
 		struct wire_ctl_fail *f = &c->u.fail;
 
 		if (len < sizeof(*f))
@@ -224,18 +239,24 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		f->node = rd32(p + 16);
 		f->err = (int32_t)rd32(p + 20);
 		f->text_len = rd32(p + 24);
-		if (f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len == 0 ||
-		    f->text_len > WIRE_FAIL_TEXT_MAX || f->text_len != len - sizeof(*f))
+		if (!f->job || f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len != len - sizeof(*f))
 			return -EPROTO;
-		if (type == WIRE_CTL_FAIL ? !f->job :
-		    f->job || f->gen || f->step || f->rank || f->node >= WIRE_MAX_NODES)
+		return decode_text(p + sizeof(*f), f->text_len, c->text);
+	}
+	case WIRE_CTL_LOST: {
+		struct wire_ctl_lost *l = &c->u.lost;
+
+		if (len < sizeof(*l))
 			return -EPROTO;
-		for (uint32_t i = 0; i < f->text_len; i++)
-			if (p[sizeof(*f) + i] < 0x20 || p[sizeof(*f) + i] > 0x7e)
-				return -EPROTO;
-		memcpy(c->text, p + sizeof(*f), f->text_len);
-		c->text[f->text_len] = '\0';
-		return 0;
+		l->node = rd32(p);
+		l->restarted = rd32(p + 4);
+		l->incarnation = rd64(p + 8);
+		l->text_len = rd32(p + 16);
+		l->reserved = rd32(p + 20);
+		if (l->node >= WIRE_MAX_NODES || l->restarted > 1 || !l->incarnation != !l->restarted ||
+		    l->reserved || l->text_len != len - sizeof(*l))
+			return -EPROTO;
+		return decode_text(p + sizeof(*l), l->text_len, c->text);
 	}
 	}
 	return -EPROTO;
@@ -259,6 +280,22 @@ ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *
 	return (ssize_t)n;
 }
 
+ssize_t wire_ctl_encode_lost(void *buf, size_t cap, const struct wire_ctl_lost *l, const char *text)
+{
+	uint8_t *p = buf;
+	size_t n = sizeof(*l) + l->text_len;
+
+	if (n > cap || l->text_len > WIRE_FAIL_TEXT_MAX)
+		return -ENOSPC;
+	wr32(p, l->node);
+	wr32(p + 4, l->restarted);
+	wr64(p + 8, l->incarnation);
+	wr32(p + 16, l->text_len);
+	wr32(p + 20, 0);
+	memcpy(p + sizeof(*l), text, l->text_len);
+	return (ssize_t)n;
+}
+
 ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *r, const char *name)
 {
 	uint8_t *p = buf;
@@ -270,7 +307,9 @@ ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *
 	wr32(p + 4, r->size);
 	wr32(p + 8, r->rank);
 	wr32(p + 12, (uint32_t)r->err);
-	wr32(p + 16, r->name_len);
+	wr64(p + 16, r->incarnation);
+	wr32(p + 24, r->name_len);
+	wr32(p + 28, 0);
 	memcpy(p + sizeof(*r), name, r->name_len);
 	return (ssize_t)n;
 }

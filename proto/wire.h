@@ -38,8 +38,10 @@
 #include "ring.h"
 
 /* 2: job generations (wire_item.gen and the control items' gen).
- * 3: frame integrity (hdr.flags, the tag, HELLO flags INTEGRITY/ENCRYPT). */
-#define WIRE_VERSION    3
+ * 3: frame integrity (hdr.flags, the tag, HELLO flags INTEGRITY/ENCRYPT).
+ * 4: JOIN and LEAVE carry the node's incarnation; LOST has its own layout
+ *    (a link down, or a node restarted as a new incarnation). */
+#define WIRE_VERSION    4
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -157,22 +159,28 @@ enum wire_ctl_type {
 	WIRE_CTL_GO     = 8,    /* home -> nodes: every node has it; ranks may start */
 	WIRE_CTL_XOFF   = 9,    /* node -> nodes of a job: stop sending to a rank here */
 	WIRE_CTL_XON    = 10,   /* node -> nodes of a job: that rank takes items again */
-	WIRE_CTL_FAIL   = 11,   /* any node of a job -> the others: it cannot complete its steps */
-	WIRE_CTL_LOST   = 12,   /* a peer of a lost node -> every node: that node is lost */
+	WIRE_CTL_FAIL   = 11,   /* node of a job -> its home, home -> the job's nodes: no more steps */
+	WIRE_CTL_LOST   = 12,   /* a peer of a node -> every node: their link is down, or the node restarted */
 	WIRE_CTL_TYPE_MAX = WIRE_CTL_LOST,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
 
-/* JOIN, LEAVE, REJECT: a rank of the job (uid, name). */
+/* JOIN, LEAVE, REJECT: a rank of the job (uid, name).  JOIN and LEAVE carry
+ * the incarnation of the sending node's daemon (net/peer.h), which the home
+ * keeps beside the rank: a node that restarted (its ranks are gone) says JOIN
+ * from its new incarnation, and a LOST about the restart drops only what the
+ * instances before it had joined. */
 struct wire_ctl_rank {
 	uint32_t uid;
 	uint32_t size;          /* ranks in the job */
 	uint32_t rank;
 	int32_t  err;           /* REJECT: positive errno; else 0 */
+	uint64_t incarnation;   /* JOIN, LEAVE: non-zero; REJECT: 0 */
 	uint32_t name_len;      /* 1..PROTO_NAME_MAX bytes follow (proto_name_ok) */
+	uint32_t reserved;      /* 0 */
 };
-static_assert(sizeof(struct wire_ctl_rank) == 20, "ctl rank layout");
+static_assert(sizeof(struct wire_ctl_rank) == 32, "ctl rank layout");
 
 /* TABLE: ranks first..first+count-1 live on nodes[] (u32 each, after the
  * name padded to 4 bytes); UINT32_MAX marks a rank that left. */
@@ -210,9 +218,9 @@ static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the
  * positive errno the ranks' ferry_step_wait returns (EPIPE, EHOSTDOWN), and
- * text_len bytes of printable text saying what happened follow.
- * LOST: the same layout, job, gen, step and rank 0, node the lost node, err
- * EHOSTDOWN: every node fails its jobs that need that node. */
+ * text_len bytes of printable text saying what happened follow.  A node of
+ * the job says so to the home; the home decides, and says so to the job's
+ * nodes (daemon/cluster/cluster.h). */
 #define WIRE_FAIL_TEXT_MAX 160u
 struct wire_ctl_fail {
 	uint32_t job;
@@ -225,6 +233,21 @@ struct wire_ctl_fail {
 };
 static_assert(sizeof(struct wire_ctl_fail) == 28, "ctl fail layout");
 
+/* LOST, from a routing peer of node to every node: restarted 0, the link
+ * between the sender and node has been down for a while (both may be alive:
+ * the jobs whose routes use that link fail); restarted 1, node's daemon came
+ * back as incarnation (non-zero), without the state of the instances before
+ * it (every job that needs node fails, its homes drop the ranks those
+ * instances had).  text_len bytes of printable text follow. */
+struct wire_ctl_lost {
+	uint32_t node;
+	uint32_t restarted;     /* 0 or 1 */
+	uint64_t incarnation;   /* restarted: the new one; else 0 */
+	uint32_t text_len;      /* 1..WIRE_FAIL_TEXT_MAX */
+	uint32_t reserved;      /* 0 */
+};
+static_assert(sizeof(struct wire_ctl_lost) == 24, "ctl lost layout");
+
 /* A decoded control item.  name and nodes point into the payload. */
 struct wire_ctl {
 	uint32_t type;
@@ -234,9 +257,10 @@ struct wire_ctl {
 		struct wire_ctl_report report;
 		struct wire_ctl_step step;
 		struct wire_ctl_fail fail;
+		struct wire_ctl_lost lost;
 	} u;
 	char name[PROTO_NAME_MAX + 1];
-	char text[WIRE_FAIL_TEXT_MAX + 1];      /* FAIL's, NUL-terminated */
+	char text[WIRE_FAIL_TEXT_MAX + 1];      /* FAIL's and LOST's, NUL-terminated */
 	const uint8_t *nodes;   /* TABLE: count little-endian u32, maybe unaligned */
 };
 
@@ -252,6 +276,7 @@ ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table
 ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_report *r);
 ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *s);
 ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *f, const char *text);
+ssize_t wire_ctl_encode_lost(void *buf, size_t cap, const struct wire_ctl_lost *l, const char *text);
 
 /* Reads the i-th node of a decoded TABLE. */
 static inline uint32_t wire_ctl_table_node(const struct wire_ctl *c, uint32_t i)

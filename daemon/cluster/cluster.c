@@ -21,7 +21,7 @@ static struct {
 	const struct conf *conf;
 	uint32_t self;
 	struct loop_timer report_timer;
-	uint64_t *lost_at;              /* nnodes: when a LOST about each was taken last */
+	uint64_t *restarted_as;         /* nnodes: the incarnation the last restart heard of named */
 } cluster;
 
 uint32_t cluster_home(uid_t uid, const char *name)
@@ -50,133 +50,141 @@ static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, cons
 	return 1;
 }
 
-void cluster_fail_job(struct job *j, uint32_t rank, uint32_t node, int err, const char *fmt, ...)
+/* The job can complete no more steps, as this node found: the loss cuts
+ * routes it needs (why).  Its home decides (home.h): FAIL goes to the home,
+ * whose FAIL to every node of the job follows, in order with its STEPs.
+ * When the loss cuts the routes between here and the home, the home may
+ * never hear this or never answer: then the ranks here fail at once (and may
+ * miss a STEP that is on its way, which the ranks elsewhere complete: nobody
+ * could tell them in time). */
+static void job_cut(struct job *j, const struct loss *l, int home_cut, const char *why)
 {
-	struct wire_ctl_fail f = { .job = j->id, .gen = j->gen, .step = j->step, .rank = rank, .node = node,
-				   .err = err };
-	uint32_t home = cluster_home(j->uid, j->name), n;
-	char text[WIRE_FAIL_TEXT_MAX];
-	const uint32_t *nodes;
-	va_list ap;
-	int len;
+	struct wire_ctl c = {
+		.type = WIRE_CTL_FAIL,
+		.u.fail = { .job = j->id, .gen = j->gen, .step = j->step, .rank = JOB_NO_NODE, .node = l->b,
+			    .err = EHOSTDOWN },
+	};
+	uint32_t home = cluster_home(j->uid, j->name);
 
-	va_start(ap, fmt);
-	len = vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	if (len < 1)
-		return;
-	if (!fail_local(j, j->step, rank, err, text) || !j->ready)
-		return;
-	nodes = job_nodes(j, cluster.self, &n);
-	for (uint32_t i = 0; i < n; i++)
-		if (nodes[i] != node)
-			msg_fail(nodes[i], WIRE_CTL_FAIL, &f, text);
-	if (home != cluster.self && home != node) {
-		int told = 0;
-
-		for (uint32_t i = 0; i < n; i++)
-			told |= nodes[i] == home;
-		if (!told)
-			msg_fail(home, WIRE_CTL_FAIL, &f, text);
-	}
-	if (home == cluster.self) {
-		struct wire_ctl c = { .type = WIRE_CTL_FAIL, .u.fail = f };
-
+	if (home_cut)
+		fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, why);
+	if (home != cluster.self) {
+		msg_fail(home, &c.u.fail, why);
+	} else {
+		snprintf(c.text, sizeof(c.text), "%s", why);
 		home_fail(&c, cluster.self);
 	}
 }
 
-/* 1 if the route from a to b passes through node via (b included). */
-static int route_via(uint32_t a, uint32_t b, uint32_t via)
+/* 1 if the loss cuts a route between here and a node of the job. */
+static int job_uses(struct job *j, const struct loss *l)
 {
-	for (uint32_t hops = 0; a != b && hops < cluster.conf->nnodes; hops++) {
-		if (route_next_hop(&cluster.conf->route, a, b, &a) < 0)
-			return 1;       /* no route: as good as lost */
-		if (a == via)
-			return 1;
-	}
-	return 0;
-}
-
-/* 1 if the job's items or control messages may travel through node. */
-static int job_uses(struct job *j, uint32_t node)
-{
-	uint32_t home = cluster_home(j->uid, j->name), n;
+	uint32_t n;
 	const uint32_t *nodes = job_nodes(j, cluster.self, &n);
 
-	if (route_via(cluster.self, home, node) || route_via(home, cluster.self, node))
-		return 1;
 	for (uint32_t i = 0; i < n; i++)
-		if (route_via(cluster.self, nodes[i], node) || route_via(nodes[i], cluster.self, node))
+		if (loss_cuts(&cluster.conf->route, l, cluster.self, nodes[i]))
 			return 1;
 	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
 }
 
 static void rank_joined(struct job *j, uint32_t rank);
 
-/* Node is lost: fail the jobs here that need it.  Those whose home it is
- * also give up their ids: the home's next instance may hand them out again
- * (local/job.h, stale). */
-static void fail_jobs_using(uint32_t node, const char *why)
+/* A loss (home.h, struct loss), noticed here or heard of: the homes here
+ * drop what a restarted node had and fail the jobs it cuts (home_lost), and
+ * the jobs with ranks here that need a route it cuts fail (job_cut).  A job
+ * whose home restarted fails at once (the home knows nothing of it any more)
+ * and gives up its id, which the home's new instance may hand out again
+ * (local/job.h, stale); one still being set up says its JOINs again. */
+static void take_loss(const struct loss *l, const char *why)
 {
-	home_node_lost(node, why);
+	home_lost(l, why);
 	for (struct job *j = job_first(); j; j = j->next) {
-		/* A job still being set up whose home is lost: say JOIN again,
-		 * for the home's next instance, which knows nothing of it (its
-		 * present instance, if it is only unreachable, takes a JOIN
-		 * said again as a no-op). */
-		if (!j->ready && cluster_home(j->uid, j->name) == node) {
-			for (uint32_t r = 0; r < j->size; r++)
-				if (j->ranks[r].ep)
-					rank_joined(j, r);
+		uint32_t home = cluster_home(j->uid, j->name);
+		int home_cut;
+
+		if (l->restarted_as && home == l->b) {
+			if (!j->ready) {
+				/* For the home's new instance, which knows nothing
+				 * of it (its present one, if the JOINs were said to
+				 * it already, takes them as a no-op). */
+				for (uint32_t r = 0; r < j->size; r++)
+					if (j->ranks[r].ep)
+						rank_joined(j, r);
+			} else if (j->id && !j->stale) {
+				fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, why);
+				job_forget_id(j);
+			}
 			continue;
 		}
-		if (j->ready && !j->failed && job_uses(j, node))
-			cluster_fail_job(j, UINT32_MAX, node, EHOSTDOWN, "%s", why);
-		if (j->id && !j->stale && cluster_home(j->uid, j->name) == node) {
-			fail_local(j, j->step, UINT32_MAX, EHOSTDOWN, why);
-			job_forget_id(j);
-		}
+		if (!j->ready || j->failed)
+			continue;       /* one being set up waits for its ranks (ferry_open's timeout) */
+		home_cut = loss_cuts(&cluster.conf->route, l, cluster.self, home);
+		if (home_cut || job_uses(j, l))
+			job_cut(j, l, home_cut, why);
 	}
 }
 
-/* The peer layer lost a routing peer.  Only its peers notice, but jobs of
- * any node may need it (ranks there, routes through it): every node hears
- * it (LOST), and each fails its own jobs that need it.  A node hears it once
- * from each peer of the lost node; the jobs it failed the first time are
- * not failed again. */
-static void node_lost(uint32_t node, const char *why)
+/* 1 the first time a restart of node as incarnation inc is heard of (each
+ * peer of the node says so). */
+static int restart_news(uint32_t node, uint64_t inc)
 {
-	struct wire_ctl_fail f = { .node = node, .err = EHOSTDOWN };
+	if (cluster.restarted_as[node] == inc)
+		return 0;
+	cluster.restarted_as[node] = inc;
+	return 1;
+}
+
+/* The peer layer lost a routing peer: the link to it has been down for a
+ * while (restarted_as 0), or it restarted.  Only its peers notice, but jobs
+ * of any node may need that link or node (ranks there, routes through it):
+ * every node hears it (LOST). */
+static void node_lost(uint32_t node, uint64_t restarted_as, const char *why)
+{
+	struct loss l = { .a = cluster.self, .b = node, .restarted_as = restarted_as };
 
 	for (uint32_t k = 0; k < cluster.conf->nnodes; k++)
 		if (k != cluster.self && k != node)
-			msg_fail(k, WIRE_CTL_LOST, &f, why);
-	fail_jobs_using(node, why);
+			msg_lost(k, node, restarted_as, why);
+	if (!restarted_as || restart_news(node, restarted_as))
+		take_loss(&l, why);
+}
+
+/* LOST from node from. */
+static void node_heard_lost(const struct wire_ctl *c, uint32_t from)
+{
+	const struct wire_ctl_lost *m = &c->u.lost;
+	struct loss l = { .a = from, .b = m->node, .restarted_as = m->incarnation };
+
+	/* Only a routing peer of a node can tell (this node notices what
+	 * happens to its own links itself). */
+	if (m->node >= cluster.conf->nnodes || m->node == cluster.self ||
+	    !route_are_peers(&cluster.conf->route, from, m->node)) {
+		log_rl_warn("LOST about node %u from node %u, which is not its peer; ignored", m->node, from);
+		return;
+	}
+	if (!l.restarted_as || restart_news(l.b, l.restarted_as))
+		take_loss(&l, c->text);
 }
 
 static const struct fwd_events cluster_fwd_events = {
 	.node_lost = node_lost,
 };
 
-/* A FAIL from another node of the job (or its home). */
+/* A FAIL: from a node of a job this node is home of, asking (home_fail); or
+ * from the home of a job with ranks here, deciding. */
 static void node_fail(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_fail *f = &c->u.fail;
 	struct job *j = job_by_id(f->job, (uint8_t)f->gen);
-	const uint32_t *nodes;
-	uint32_t n, i;
 
 	if (f->job >> WIRE_JOB_INDEX_BITS == cluster.self)
 		home_fail(c, from);     /* checks the sender itself */
 	if (!j)
 		return;
-	/* Only the job's home or another node of it says so. */
-	nodes = job_nodes(j, cluster.self, &n);
-	for (i = 0; i < n && nodes[i] != from; i++)
-		;
-	if (i == n && from != cluster_home(j->uid, j->name)) {
-		log_rl_warn("FAIL about job %s from node %u, which is not one of its nodes; ignored", j->name, from);
+	if (from != cluster_home(j->uid, j->name)) {
+		if (cluster_home(j->uid, j->name) != cluster.self)
+			log_rl_warn("FAIL about job %s from node %u, which is not its home; ignored", j->name, from);
 		return;
 	}
 	fail_local(j, f->step, f->rank, f->err, c->text);
@@ -277,8 +285,8 @@ static void node_step(const struct wire_ctl *c, uint32_t from)
 {
 	struct job *j = job_from_home(c, from);
 
-	if (!j || c->u.step.step != j->step)
-		return;
+	if (!j || j->failed || c->u.step.step != j->step)
+		return;         /* (a STEP of a job failed here because its home was cut off) */
 	ep_step_complete(j, j->step);
 	j->step++;
 	j->done = 0;
@@ -316,14 +324,7 @@ static void dispatch(const struct wire_ctl *c, uint32_t from)
 		node_fail(c, from);
 		break;
 	case WIRE_CTL_LOST:
-		/* Only a routing peer of a node can tell it is lost; each peer
-		 * of it says so, so later copies are ignored for a while. */
-		if (c->u.fail.node < cluster.conf->nnodes && c->u.fail.node != cluster.self &&
-		    route_link_dim(&cluster.conf->route, from, c->u.fail.node) >= 0 &&
-		    loop_now_ns() - cluster.lost_at[c->u.fail.node] > PEER_LOST_NS) {
-			cluster.lost_at[c->u.fail.node] = loop_now_ns();
-			fail_jobs_using(c->u.fail.node, c->text);
-		}
+		node_heard_lost(c, from);
 		break;
 	case WIRE_CTL_XOFF:
 	case WIRE_CTL_XON: {
@@ -394,8 +395,8 @@ int cluster_init(const struct conf *c, uint32_t self)
 {
 	cluster.conf = c;
 	cluster.self = self;
-	cluster.lost_at = calloc(c->nnodes, sizeof(*cluster.lost_at));
-	if (!cluster.lost_at)
+	cluster.restarted_as = calloc(c->nnodes, sizeof(*cluster.restarted_as));
+	if (!cluster.restarted_as)
 		return -ENOMEM;
 	home_init(c, self);
 	fwd_set_events(&cluster_fwd_events);
@@ -405,8 +406,8 @@ int cluster_init(const struct conf *c, uint32_t self)
 void cluster_fini(void)
 {
 	loop_timer_cancel(&cluster.report_timer);
-	free(cluster.lost_at);
-	cluster.lost_at = NULL;
+	free(cluster.restarted_as);
+	cluster.restarted_as = NULL;
 	home_fini();
 }
 

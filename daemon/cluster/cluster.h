@@ -15,11 +15,23 @@
  * this needs no per-dimension ordering and works on every topology alike).
  *
  * Steps fail rather than hang: when a rank leaves a job that has started
- * (its home notices, home.h), or a node is lost (the peer layer's lost event:
- * down for 2 s, or restarted and so without its state), the jobs that can
- * no longer complete a step (ranks on the lost node, or routes to or from
- * their nodes, or to the home, through it) fail: a FAIL record goes to
- * their ranks here and FAIL to their other nodes and home.
+ * (its home notices, home.h), or something a job needs is lost, its ranks'
+ * steps fail (a FAIL record in their RX rings).  The peer layer's lost event
+ * says what: the link to a peer has been down for 2 s (the peer may well be
+ * alive, and other nodes still reach it), or the peer restarted and so has
+ * none of its earlier state.  Its peers notice, and tell every node (LOST);
+ * each fails the jobs of its own whose routes (between it and the job's
+ * other nodes, or its home) the loss cuts.  A link that is down fails only
+ * the jobs routed over it, not every job of the nodes at its ends.  The
+ * home decides, so that every rank completes the same steps (home.h): a
+ * node asks it (FAIL to the home) and fails its ranks itself only when the
+ * routes between it and the home are cut.  Of the two ends of a broken link
+ * at least one still reaches any home (routes are minimal: they cannot both
+ * run through each other), so the home hears of it.
+ *
+ * A job being set up is not failed by a loss: a rank of a node that
+ * restarted may join again, and until every rank has joined ferry_open's
+ * own timeout bounds the wait.
  *
  * Ownership: the node side keeps nothing of its own: the jobs and their
  * counters are local/job.h's (they end when their last local rank leaves);
@@ -43,13 +55,6 @@ extern const struct sess_events cluster_sess_events;
 
 /* The home node of the job (uid, name). */
 uint32_t cluster_home(uid_t uid, const char *name);
-
-/* The job can complete no more steps: err (EPIPE, EHOSTDOWN) goes to its
- * ranks here as a FAIL record (their ferry_step_wait returns it, with the
- * message), and to its other nodes and its home (FAIL).  rank: the rank that
- * left, node: the node lost, UINT32_MAX if none.  Once per job. */
-void cluster_fail_job(struct job *j, uint32_t rank, uint32_t node, int err, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
 
 /* Loop hook: handles the control items that arrived, sends step reports. */
 int cluster_poll(void);

@@ -90,8 +90,9 @@ static struct steps_node *hnode_find(struct hjob *h, uint32_t node)
 	return NULL;
 }
 
-/* The node's entry, added if it is new (only a JOIN adds nodes). */
-static struct steps_node *hnode(struct hjob *h, uint32_t node)
+/* The node's entry, added for its daemon's incarnation inc if it is new
+ * (only a JOIN adds nodes). */
+static struct steps_node *hnode(struct hjob *h, uint32_t node, uint64_t inc)
 {
 	struct steps_node *n = hnode_find(h, node);
 
@@ -106,8 +107,52 @@ static struct steps_node *hnode(struct hjob *h, uint32_t node)
 		h->hn = grown;
 		h->caphn = cap;
 	}
-	h->hn[h->nhn] = (struct steps_node){ .node = node, .step = h->step };
+	h->hn[h->nhn] = (struct steps_node){ .node = node, .incarnation = inc, .step = h->step };
 	return &h->hn[h->nhn++];
+}
+
+/* The job can complete no more steps: FAIL to each of its nodes, behind the
+ * STEPs that went to it (home.h), and no STEP after it (home_report). */
+static void fail_hjob(struct hjob *h, uint32_t rank, uint32_t node, int err, const char *text)
+{
+	struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = rank, .node = node,
+				   .err = err };
+
+	if (!h->started || h->failed)
+		return;
+	h->failed = 1;
+	log_info("job %s (uid %u): %s; its ranks' steps from step %u on fail", h->name, h->uid, text, h->step);
+	for (uint32_t i = 0; i < h->nhn; i++)
+		msg_fail(h->hn[i].node, &f, text);
+}
+
+/* Node's ranks in job h are gone (its daemon restarted: they will never say
+ * LEAVE), as if they had left.  Returns 1 if that freed h. */
+static int drop_node(struct hjob *h, uint32_t node, const char *why)
+{
+	uint32_t gone = 0, i;
+
+	for (uint32_t r = 0; r < h->size; r++) {
+		if (h->node[r] != node)
+			continue;
+		h->node[r] = JOB_NO_NODE;
+		h->joined--;
+		gone++;
+	}
+	/* Its step counters must not count any more either. */
+	for (i = 0; i < h->nhn && h->hn[i].node != node; i++)
+		;
+	if (i < h->nhn)
+		h->hn[i] = h->hn[--h->nhn];
+	if (!gone)
+		return 0;
+	log_rl_info("job %s (uid %u): %u ranks on node %u are gone (%s)", h->name, h->uid, gone, node, why);
+	if (!h->joined) {
+		hjob_free(h);
+		return 1;
+	}
+	fail_hjob(h, JOB_NO_NODE, node, EHOSTDOWN, why);
+	return 0;
 }
 
 /* Sends the whole rank table to every node hosting ranks.  They answer HAVE;
@@ -146,7 +191,14 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_rank *r = &c->u.rank;
 	struct hjob *h = hjob_find(r->uid, c->name);
+	struct steps_node *n;
 
+	/* A JOIN from a new instance of a node whose earlier one had ranks
+	 * here: that one restarted (its LOST has not come yet, or came about
+	 * an earlier restart), and its ranks are gone. */
+	if (h && (n = hnode_find(h, from)) && n->incarnation != r->incarnation &&
+	    drop_node(h, from, "its daemon restarted"))
+		h = NULL;
 	if (!h) {
 		if (uid_ranks(r->uid) + r->size > HOME_RANKS_PER_UID) {
 			log_rl_warn("job %s (uid %u): the user's jobs homed here would exceed %u ranks; refused",
@@ -176,7 +228,8 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		return;
 	}
 	if (h->node[r->rank] == from)
-		return;         /* said again (its node re-sends JOINs when it hears this home restarted) */
+		return;         /* said again by the same instance (its node says JOIN again when it
+				 * hears this home restarted, or could not reach it) */
 	if (h->node[r->rank] != JOB_NO_NODE) {
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE);
 		return;
@@ -189,7 +242,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EBUSY);
 		return;
 	}
-	if (!hnode(h, from)) {
+	if (!hnode(h, from, r->incarnation)) {
 		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
 		return;
 	}
@@ -245,64 +298,52 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_rank *r = &c->u.rank;
 	struct hjob *h = hjob_find(r->uid, c->name);
+	struct steps_node *n = h ? hnode_find(h, from) : NULL;
+	char text[WIRE_FAIL_TEXT_MAX];
 
-	if (!h || r->rank >= h->size || h->node[r->rank] != from)
+	if (!n || n->incarnation != r->incarnation || r->rank >= h->size || h->node[r->rank] != from)
 		return;
 	h->node[r->rank] = JOB_NO_NODE;
 	if (--h->joined == 0) {
 		hjob_free(h);
 		return;
 	}
-	if (h->started && !h->failed) {
-		/* No step can complete without it.  (Ranks that end a job
-		 * normally leave after their last step completed: the STEP
-		 * for it went out before this, along the same routes.) */
-		struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = r->rank,
-					   .node = JOB_NO_NODE, .err = EPIPE };
-		char text[WIRE_FAIL_TEXT_MAX];
-
-		h->failed = 1;
-		snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u", r->rank, from, h->name,
-			 h->step);
-		log_info("job %s (uid %u): %s; its other ranks' steps fail", h->name, h->uid, text);
-		for (uint32_t i = 0; i < h->nhn; i++)
-			msg_fail(h->hn[i].node, WIRE_CTL_FAIL, &f, text);
-	}
+	/* No step can complete without it.  (Ranks that end a job normally
+	 * leave after their last step completed: the STEP for it went out
+	 * before this, along the same routes.) */
+	snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u", r->rank, from, h->name, h->step);
+	fail_hjob(h, r->rank, JOB_NO_NODE, EPIPE, text);
 }
 
-void home_node_lost(uint32_t node, const char *why)
+int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t y)
+{
+	if (l->restarted_as)
+		return route_uses_node(r, x, y, l->b) || route_uses_node(r, y, x, l->b);
+	return route_uses_link(r, x, y, l->a, l->b) || route_uses_link(r, y, x, l->a, l->b);
+}
+
+/* A started job whose routes between here and one of its nodes the loss cuts
+ * fails. */
+static void fail_if_cut(struct hjob *h, const struct loss *l, const char *why)
+{
+	for (uint32_t i = 0; i < h->nhn && h->started && !h->failed; i++)
+		if (loss_cuts(&home.conf->route, l, home.self, h->hn[i].node))
+			fail_hjob(h, JOB_NO_NODE, l->b, EHOSTDOWN, why);
+}
+
+void home_lost(const struct loss *l, const char *why)
 {
 	struct hjob *h = home.hjobs;
 
 	while (h) {
 		struct hjob *next = h->next;
-		uint32_t gone = 0, i;
+		struct steps_node *n = hnode_find(h, l->b);
 
-		for (uint32_t r = 0; r < h->size; r++) {
-			if (h->node[r] != node)
-				continue;
-			h->node[r] = JOB_NO_NODE;
-			h->joined--;
-			gone++;
-		}
-		/* Its step counters must not count any more either. */
-		for (i = 0; i < h->nhn && h->hn[i].node != node; i++)
-			;
-		if (i < h->nhn)
-			h->hn[i] = h->hn[--h->nhn];
-		if (gone)
-			log_rl_info("job %s (uid %u): %u ranks on node %u are gone (%s)", h->name, h->uid, gone,
-				    node, why);
-		if (gone && !h->joined) {
-			hjob_free(h);
-		} else if (gone && h->started && !h->failed) {
-			struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = JOB_NO_NODE,
-						   .node = node, .err = EHOSTDOWN };
-
-			h->failed = 1;
-			for (i = 0; i < h->nhn; i++)
-				msg_fail(h->hn[i].node, WIRE_CTL_FAIL, &f, why);
-		}
+		if (!l->restarted_as || !n)
+			fail_if_cut(h, l, why);
+		else if (n->incarnation != l->restarted_as && !drop_node(h, l->b, why))
+			fail_if_cut(h, l, why);
+		/* else its ranks there joined from the new instance, or h is gone */
 		h = next;
 	}
 }
@@ -312,21 +353,8 @@ void home_fail(const struct wire_ctl *c, uint32_t from)
 	const struct wire_ctl_fail *f = &c->u.fail;
 	struct hjob *h = hjob_by_id(f->job, f->gen);
 
-	if (!h || !hnode_find(h, from))
-		return;         /* only a node of the job says so */
-	h->failed = 1;
-	if (f->node == JOB_NO_NODE || f->node == home.self)
-		return;
-	/* The ranks of a lost node will never say LEAVE: they are gone. */
-	for (uint32_t r = 0; r < h->size; r++) {
-		if (h->node[r] != f->node)
-			continue;
-		h->node[r] = JOB_NO_NODE;
-		if (--h->joined == 0) {
-			hjob_free(h);
-			return;
-		}
-	}
+	if (h && hnode_find(h, from))   /* only a node of the job says so */
+		fail_hjob(h, f->rank, f->node, f->err, c->text);
 }
 
 void home_report(const struct wire_ctl *c, uint32_t from)
@@ -335,8 +363,8 @@ void home_report(const struct wire_ctl *c, uint32_t from)
 	struct hjob *h = hjob_by_id(r->job, r->gen);
 	struct steps_node *n;
 
-	if (!h || r->step != h->step)
-		return;         /* a late report of a finished step, or a job gone */
+	if (!h || h->failed || r->step != h->step)
+		return;         /* a late report of a finished step, a job gone, or one that failed */
 	n = hnode_find(h, from);
 	if (!n || !steps_take(h->hn, h->nhn, h->size, &h->step, n, r))
 		return;

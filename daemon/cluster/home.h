@@ -8,11 +8,19 @@
  * hosts ranks.  When all of them have it (HAVE), it tells them to go (GO),
  * and their daemons let ferry_open return: no item can reach a node that does
  * not yet know its job.  It also decides when a step ends (steps.h) and tells
- * the hosting nodes (STEP).  A rank that leaves a job that has started
- * means the job can complete no more steps: the home tells the hosting
- * nodes (FAIL, EPIPE), and their ranks' ferry_step_wait returns the error.
- * A FAIL about a lost node (from the nodes that noticed, cluster.h) takes
- * that node's ranks out of the table, as if they had left.
+ * the hosting nodes (STEP).
+ *
+ * Failures are the home's to decide, so that every rank of a job completes
+ * the same steps: the home's FAIL goes to each node along the route its
+ * STEPs take, behind them (control items keep their order between two
+ * nodes), and a STEP never follows it.  A rank that leaves a job that has
+ * started means the job can complete no more steps (FAIL, EPIPE); a node of
+ * the job that finds a route it needs cut asks the home to fail it (FAIL to
+ * the home), and the home fails the jobs whose routes between itself and
+ * their nodes a loss cuts (EHOSTDOWN).  A node that restarted has none of
+ * the ranks its earlier instances had: the home drops them, as if they had
+ * left, when it hears that (LOST) or when the new instance says JOIN (each
+ * node's entry keeps the incarnation whose ranks joined).
  *
  * Ownership: a job's record lives here from its first JOIN until its last
  * rank left.
@@ -35,12 +43,27 @@ void home_join(const struct wire_ctl *c, uint32_t from);
 void home_leave(const struct wire_ctl *c, uint32_t from);
 void home_have(const struct wire_ctl *c, uint32_t from);
 void home_report(const struct wire_ctl *c, uint32_t from);
+/* A node of the job asks the home to fail it (FAIL from a node). */
 void home_fail(const struct wire_ctl *c, uint32_t from);
 
-/* Node is lost (cluster.c heard it): its ranks leave every job this node is
- * home of, as if they had said LEAVE (which they never will); a job that
- * had started fails (FAIL, EHOSTDOWN, why). */
-void home_node_lost(uint32_t node, const char *why);
+/* What a LOST says (proto/wire.h, wire_ctl_lost): the link between nodes a
+ * and b is down (restarted_as 0; both may be alive), or node b came back as
+ * incarnation restarted_as without its earlier instances' state (a is the
+ * peer that noticed). */
+struct loss {
+	uint32_t a, b;
+	uint64_t restarted_as;
+};
+
+/* 1 if the loss cuts the route from x to y or from y to x: it crosses the
+ * lost link, or passes through (or starts or ends at) the restarted node. */
+int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t y);
+
+/* A loss (cluster.c heard it): a restarted node's ranks from before leave
+ * every job this node is home of, as if they had said LEAVE (which they never
+ * will); every started job whose routes between here and its nodes the loss
+ * cuts fails (FAIL, EHOSTDOWN, why). */
+void home_lost(const struct loss *l, const char *why);
 
 /* The jobs this node is home of, for ferryctl status (only uid's, unless 0). */
 void home_write_status(FILE *out, uid_t uid);

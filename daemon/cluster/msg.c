@@ -1,6 +1,7 @@
 /* daemon/cluster/msg.c - see msg.h. */
 #include "msg.h"
 #include "../fwd/ctlq.h"
+#include "../net/peer.h"
 #include "../../proto/wire.h"
 
 #include <string.h>
@@ -8,6 +9,7 @@
 void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err)
 {
 	struct wire_ctl_rank r = { .uid = uid, .size = size, .rank = rank, .err = err,
+				   .incarnation = err ? 0 : peer_self_incarnation(),
 				   .name_len = (uint32_t)strlen(name) };
 	uint8_t buf[sizeof(r) + PROTO_NAME_MAX];
 	ssize_t n = wire_ctl_encode_rank(buf, sizeof(buf), &r, name);
@@ -16,7 +18,7 @@ void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_
 		ctlq_send(node, type, buf, (uint32_t)n);
 }
 
-void msg_fail(uint32_t node, uint32_t type, const struct wire_ctl_fail *f, const char *text)
+void msg_fail(uint32_t node, const struct wire_ctl_fail *f, const char *text)
 {
 	struct wire_ctl_fail m = *f;
 	uint8_t buf[sizeof(m) + WIRE_FAIL_TEXT_MAX];
@@ -25,7 +27,18 @@ void msg_fail(uint32_t node, uint32_t type, const struct wire_ctl_fail *f, const
 	m.text_len = (uint32_t)strnlen(text, WIRE_FAIL_TEXT_MAX);
 	n = wire_ctl_encode_fail(buf, sizeof(buf), &m, text);
 	if (n > 0)
-		ctlq_send(node, type, buf, (uint32_t)n);
+		ctlq_send(node, WIRE_CTL_FAIL, buf, (uint32_t)n);
+}
+
+void msg_lost(uint32_t node, uint32_t lost, uint64_t restarted_as, const char *text)
+{
+	struct wire_ctl_lost m = { .node = lost, .restarted = restarted_as != 0, .incarnation = restarted_as,
+				   .text_len = (uint32_t)strnlen(text, WIRE_FAIL_TEXT_MAX) };
+	uint8_t buf[sizeof(m) + WIRE_FAIL_TEXT_MAX];
+	ssize_t n = wire_ctl_encode_lost(buf, sizeof(buf), &m, text);
+
+	if (n > 0)
+		ctlq_send(node, WIRE_CTL_LOST, buf, (uint32_t)n);
 }
 
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step)

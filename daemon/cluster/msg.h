@@ -10,12 +10,18 @@
 
 struct wire_ctl_fail;
 
-/* JOIN, LEAVE or REJECT (err: positive errno) about rank of job (uid, name). */
+/* JOIN, LEAVE or REJECT (err: positive errno) about rank of job (uid, name).
+ * JOIN and LEAVE carry this daemon's incarnation. */
 void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err);
 
-/* FAIL or LOST (type; see wire_ctl_fail) to node, saying text (cut to
- * WIRE_FAIL_TEXT_MAX bytes; f->text_len is set from it). */
-void msg_fail(uint32_t node, uint32_t type, const struct wire_ctl_fail *f, const char *text);
+/* FAIL to node, saying text (cut to WIRE_FAIL_TEXT_MAX bytes; f->text_len
+ * is set from it). */
+void msg_fail(uint32_t node, const struct wire_ctl_fail *f, const char *text);
+
+/* LOST to node about lost (wire_ctl_lost: restarted_as 0, the link from
+ * here to it is down; else it restarted as that incarnation), saying text
+ * (cut as FAIL's). */
+void msg_lost(uint32_t node, uint32_t lost, uint64_t restarted_as, const char *text);
 
 /* HAVE, GO (step 0) or STEP about job id of generation gen. */
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step);

@@ -43,6 +43,7 @@ void steps_report(struct job *j, uint64_t now_ns, struct wire_ctl_report *r);
 /* The home's record of one node that hosts ranks of a job. */
 struct steps_node {
 	uint32_t node;
+	uint64_t incarnation;           /* of the daemon there whose ranks joined (home.c) */
 	int have;                       /* acknowledged the latest rank table */
 	uint32_t step, done;            /* its latest report: done counts ranks of that step */
 	uint64_t sent, ringed;

@@ -13,10 +13,10 @@ void fwd_set_events(const struct fwd_events *ev)
 	above = ev;
 }
 
-static void peer_lost(struct peer *p, const char *why)
+static void peer_lost(struct peer *p, uint64_t restarted_as, const char *why)
 {
 	if (above && above->node_lost)
-		above->node_lost(p->node, why);
+		above->node_lost(p->node, restarted_as, why);
 }
 
 const struct peer_events fwd_peer_events = {

@@ -18,8 +18,9 @@ extern const struct peer_events fwd_peer_events;
 
 /* What the layer above (cluster) hears from this one. */
 struct fwd_events {
-	/* A routing peer is lost (net/peer.h, peer_events.lost). */
-	void (*node_lost)(uint32_t node, const char *why);
+	/* A routing peer is lost (net/peer.h, peer_events.lost: restarted_as
+	 * 0, the link to it is down; else its new incarnation). */
+	void (*node_lost)(uint32_t node, uint64_t restarted_as, const char *why);
 };
 
 /* Registers the layer above's events (ev stays valid until fwd_fini). */

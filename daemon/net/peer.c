@@ -62,6 +62,11 @@ static struct {
 	uint32_t trailer;               /* and at the end of its body: the tag, or nothing */
 } peers;
 
+uint64_t peer_self_incarnation(void)
+{
+	return peers.incarnation;
+}
+
 const char *peer_transport_name(void)
 {
 	return peers.tr ? peers.tr->name : "none";
@@ -232,11 +237,12 @@ static void on_lost(struct loop_timer *t)
 	if (p->state == PEER_UP || p->lost)
 		return;
 	p->lost = 1;
-	snprintf(why, sizeof(why), "node %u has been unreachable for %llu s (%s)", p->node,
-		 (unsigned long long)(PEER_LOST_NS / 1000000000u), p->last_error[0] ? p->last_error : "link down");
+	snprintf(why, sizeof(why), "the link between nodes %u and %u has been down for %llu s (%s)", peers.self,
+		 p->node, (unsigned long long)(PEER_LOST_NS / 1000000000u),
+		 p->last_error[0] ? p->last_error : "link down");
 	log_warn("peer %u: %s", p->node, why);
 	if (peers.ev->lost)
-		peers.ev->lost(p, why);
+		peers.ev->lost(p, 0, why);
 }
 
 /* The peer loses its link: everything not acknowledged goes out again on the
@@ -428,7 +434,7 @@ static int link_up(struct link *l)
 		snprintf(why, sizeof(why), "node %u restarted (its daemon lost what it held; %llu items queued "
 			 "for it were dropped here)", p->node, (unsigned long long)items);
 		if (peers.ev->lost)
-			peers.ev->lost(p, why);
+			peers.ev->lost(p, hs->their.incarnation, why);
 	}
 	p->lost = 0;
 	p->incarnation = hs->their.incarnation;

@@ -95,12 +95,13 @@ struct peer_events {
 	 * no more until peer_resume_rx), -EPROTO if it is malformed (nothing of
 	 * it was used; the link is dropped and the frame comes again). */
 	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
-	/* p is lost (may be NULL): its link has been down for PEER_LOST_NS
-	 * (once, until it is up again), or it came back as a new instance of
-	 * its daemon, which lost everything the old one had (then the frames
-	 * queued for the old one were dropped).  Items on their way through
-	 * it may be gone for good. */
-	void (*lost)(struct peer *p, const char *why);
+	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
+	 * (once, until it is up again; the peer may be alive, and the frames
+	 * queued for it go out when the link is back); else it came back as a
+	 * new instance of its daemon, incarnation restarted_as, which lost
+	 * everything the old one had (then the frames queued for the old one
+	 * were dropped).  Items on their way through it may be gone for good. */
+	void (*lost)(struct peer *p, uint64_t restarted_as, const char *why);
 };
 
 /* How long a peer's link may be down before the layer above hears that the
@@ -114,6 +115,9 @@ struct peer_events {
  * peer_fini.  Returns 0 or -errno (logged). */
 int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, const struct peer_events *ev);
 void peer_fini(void);
+
+/* This daemon start's incarnation (random, non-zero; HELLO carries it). */
+uint64_t peer_self_incarnation(void);
 
 /* The transport links use ("tcp", "verbs"), and its counters. */
 const char *peer_transport_name(void);

@@ -188,6 +188,43 @@ int route_hops(const struct route *r, uint32_t src, uint32_t dst)
 	return hops;
 }
 
+int route_uses_node(const struct route *r, uint32_t src, uint32_t dst, uint32_t node)
+{
+	if (src >= r->nnodes || dst >= r->nnodes)
+		return 1;
+	for (;;) {
+		if (src == node)
+			return 1;
+		if (src == dst)
+			return 0;
+		route_next_hop(r, src, dst, &src);
+	}
+}
+
+int route_uses_link(const struct route *r, uint32_t src, uint32_t dst, uint32_t a, uint32_t b)
+{
+	if (src >= r->nnodes || dst >= r->nnodes)
+		return 1;
+	while (src != dst) {
+		uint32_t next;
+
+		route_next_hop(r, src, dst, &next);
+		if ((src == a && next == b) || (src == b && next == a))
+			return 1;
+		src = next;
+	}
+	return 0;
+}
+
+int route_are_peers(const struct route *r, uint32_t a, uint32_t b)
+{
+	uint32_t next;
+
+	/* Routes are minimal: the first hop from a to b is b itself exactly
+	 * when b is one of a's peers. */
+	return a != b && route_next_hop(r, a, b, &next) == 0 && next == b;
+}
+
 static void add_peer(uint32_t *peers, uint32_t max, uint32_t *n, uint32_t p)
 {
 	/* Insertion into the sorted prefix; callers never add a node twice. */

@@ -66,6 +66,17 @@ int route_next_hop(const struct route *r, uint32_t self, uint32_t dst, uint32_t 
 /* Number of network messages (hops) an item from src to dst takes, or -1. */
 int route_hops(const struct route *r, uint32_t src, uint32_t dst);
 
+/* 1 if the route from src to dst passes through node (src and dst count),
+ * or if either is outside the topology (no route: as good as cut). */
+int route_uses_node(const struct route *r, uint32_t src, uint32_t dst, uint32_t node);
+
+/* 1 if the route from src to dst crosses the link between peers a and b, in
+ * either direction, or if src or dst is outside the topology. */
+int route_uses_link(const struct route *r, uint32_t src, uint32_t dst, uint32_t a, uint32_t b);
+
+/* 1 if a and b are distinct nodes with a link between them. */
+int route_are_peers(const struct route *r, uint32_t a, uint32_t b);
+
 /* Writes the peers of self (the nodes it has links to), ascending, into peers
  * (room for max) and returns how many there are (which may exceed max). */
 uint32_t route_peers(const struct route *r, uint32_t self, uint32_t *peers, uint32_t max);

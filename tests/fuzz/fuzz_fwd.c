@@ -70,7 +70,8 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 	case WIRE_CTL_LEAVE:
 	case WIRE_CTL_REJECT: {
 		struct wire_ctl_rank r = { .uid = next() & 1, .size = 1 + next() % 6, .rank = next() % 6,
-					   .err = type == WIRE_CTL_REJECT ? 1 + next() % 100 : 0, .name_len = 2 };
+					   .err = type == WIRE_CTL_REJECT ? 1 + next() % 100 : 0,
+					   .incarnation = type == WIRE_CTL_REJECT ? 0 : 1 + next() % 3, .name_len = 2 };
 
 		len = wire_ctl_encode_rank(buf, cap, &r, next() & 1 ? "fz" : "zz");
 		break;
@@ -98,6 +99,14 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 					   .text_len = 4 };
 
 		len = wire_ctl_encode_fail(buf, cap, &f, "fuzz");
+		break;
+	}
+	case WIRE_CTL_LOST: {
+		struct wire_ctl_lost l = { .node = next() & 7 ? next() % 5 : next32(), .restarted = next() & 1,
+					   .text_len = 4 };
+
+		l.incarnation = l.restarted ? 1 + next() % 3 : 0;
+		len = wire_ctl_encode_lost(buf, cap, &l, "lost");
 		break;
 	}
 	default: {      /* STEP, HAVE, GO, XOFF, XON */

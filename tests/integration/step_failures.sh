@@ -68,7 +68,7 @@ t0=$(date +%s.%N)
 kill -KILL "$(dpid nl_n2)"
 for r in 0 1 2 3; do
 	expect "node 2's daemon SIGKILLed: rank $r's step fails with EHOSTDOWN naming node 2" \
-		failed_with lost $r "a node the job needs was lost.*node 2 has been unreachable"
+		failed_with lost $r "a node or link the job needs was lost.*the link between nodes [01] and 2 has been down"
 done
 d=$(elapsed_since "$t0")
 expect "... within 2 s of the link noticing (plus 1 s of slack: $d s)" awk -v d="$d" 'BEGIN { exit !(d <= 3.0) }'
@@ -86,7 +86,7 @@ kill -KILL "$(dpid nl_n2)"
 start_daemon nl_n2 --config "$TMP/nl.conf" --node 2 || exit 1
 for r in 0 1; do
 	expect "node 2's daemon restarted: rank $r's step fails with EHOSTDOWN naming node 2" \
-		failed_with again $r "a node the job needs was lost.*node 2 restarted"
+		failed_with again $r "a node or link the job needs was lost.*node 2 restarted"
 done
 wait "$(spid again 2)"
 expect "daemons exit cleanly" stop_cluster nl 3

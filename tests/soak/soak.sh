@@ -57,7 +57,7 @@ alltoall_loop() {
 		for r in $pids; do wait "$r" || rc=1; done
 		if [ $rc = 0 ]; then
 			ok=$((ok + 1))
-		elif ! grep -vqE "^rank [0-9]+ ok|step [0-9]+: (a rank of the job left|a node the job needs was lost)|ferry_open|connection to ferryd was lost" \
+		elif ! grep -vqE "^rank [0-9]+ ok|step [0-9]+: (a rank of the job left|a node or link the job needs was lost)|ferry_open|connection to ferryd was lost" \
 			"$TMP"/a2a.*.log; then
 			cause=$((cause + 1))     # failed steps, each naming its cause
 		else
@@ -93,7 +93,7 @@ victims_loop() {
 		kill "$w" 2>/dev/null; wait "$w" 2>/dev/null
 		if [ $rc = 3 ] && grep -q "a rank of the job left.*rank 1" "$TMP/v$id.0.log"; then
 			epipe=$((epipe + 1))
-		elif grep -qE "ferry_open|a node the job needs was lost|connection to ferryd was lost" \
+		elif grep -qE "ferry_open|a node or link the job needs was lost|connection to ferryd was lost" \
 			"$TMP/v$id.0.log"; then
 			:       # a daemon went meanwhile: not this pair's doing
 		elif ! grep -q running "$TMP/v$id.0.log"; then

@@ -250,7 +250,7 @@ TEST(control_items_round_trip)
 {
 	uint8_t buf[70000];
 	struct wire_ctl c;
-	struct wire_ctl_rank r = { .uid = 1000, .size = 8, .rank = 3, .name_len = 4 };
+	struct wire_ctl_rank r = { .uid = 1000, .size = 8, .rank = 3, .incarnation = 0xabcdef0123ull, .name_len = 4 };
 	struct wire_ctl_table t = { .uid = 1000, .job = 4097, .size = 20000, .first = 16000, .count = 4000,
 				    .name_len = 5, .gen = 201 };
 	struct wire_ctl_report rep = { .job = 4097, .step = 2, .done = 3, .sent = 1ull << 40, .ringed = 12345,
@@ -262,12 +262,19 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), 0);
 	CHECK(c.u.rank.uid == 1000 && c.u.rank.rank == 3 && strcmp(c.name, "sort") == 0);
+	CHECK(c.u.rank.incarnation == 0xabcdef0123ull);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), -EPROTO);   /* err must be > 0 */
 	r.err = EADDRINUSE;
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), -EPROTO);   /* and no incarnation */
+	r.incarnation = 0;
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REJECT, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);     /* JOIN has err 0 */
 	r.err = 0;
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_LEAVE, buf, (size_t)n, &c), -EPROTO);    /* and an incarnation */
+	r.incarnation = 1;
 	r.size = PROTO_MAX_RANKS + 1;           /* a job larger than any can be */
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);
@@ -333,17 +340,36 @@ TEST(control_items_round_trip)
 		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
 	}
-	/* LOST: the FAIL layout about no job, naming a node. */
+	/* LOST: a link down (no incarnation) or a node restarted (one). */
 	{
-		struct wire_ctl_fail f = { .node = 7, .err = EHOSTDOWN, .text_len = 4 };
+		struct wire_ctl_lost l = { .node = 7, .text_len = 4 };
 
-		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "gone");
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), 0);
-		CHECK_EQ(c.u.fail.node, 7);
-		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);     /* FAIL needs a job */
-		f.job = 4097;
-		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "gone");
-		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);     /* LOST has none */
+		CHECK(c.u.lost.node == 7 && !c.u.lost.restarted && strcmp(c.text, "gone") == 0);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
+		l.restarted = 1;                /* a restart names the new incarnation */
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
+		l.incarnation = 0x1122334455667788ull;
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), 0);
+		CHECK(c.u.lost.restarted == 1 && c.u.lost.incarnation == 0x1122334455667788ull);
+		l.restarted = 0;                /* and a link down none */
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
+		l.restarted = 2;
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
+		l.restarted = 1;
+		l.node = WIRE_MAX_NODES;
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
+		l.node = 7;
+		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n - 1, &c), -EPROTO);   /* text_len off */
+		buf[20] = 1;                    /* reserved */
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
 	}
 }
 

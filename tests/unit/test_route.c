@@ -5,6 +5,7 @@
 #include "../../daemon/plan/route.c"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int is_peer(const struct route *r, uint32_t a, uint32_t b)
 {
@@ -94,6 +95,60 @@ TEST(grid_routes_are_minimal_and_use_peers)
 	check_all_routes(ROUTE_GRID, 2, (uint32_t[]){ 4, 2 }, 8);
 	check_all_routes(ROUTE_GRID, 1, (uint32_t[]){ 8 }, 8);
 	check_all_routes(ROUTE_GRID, 3, (uint32_t[]){ 4, 5, 3 }, 60);
+}
+
+/* route_are_peers agrees with route_peers; route_uses_node/link agree with
+ * the hops of the route, walked here one by one, for every pair of nodes and
+ * every node and link. */
+static void check_uses(int kind, uint32_t ndims, const uint32_t *dims, uint32_t nnodes)
+{
+	struct route r;
+	int bad = 0;
+
+	CHECK_EQ(route_init(&r, kind, ndims, dims, nnodes), 0);
+	for (uint32_t a = 0; a < nnodes; a++)
+		for (uint32_t b = 0; b < nnodes; b++)
+			bad |= route_are_peers(&r, a, b) != (a != b && is_peer(&r, a, b));
+	for (uint32_t s = 0; s < nnodes && !bad; s++) {
+		for (uint32_t d = 0; d < nnodes && !bad; d++) {
+			static uint8_t on[64], crossed[64][64];
+			uint32_t cur = s;
+
+			memset(on, 0, sizeof(on));
+			memset(crossed, 0, sizeof(crossed));
+			on[cur] = 1;
+			while (cur != d) {
+				uint32_t next;
+
+				route_next_hop(&r, cur, d, &next);
+				crossed[cur][next] = crossed[next][cur] = 1;
+				on[next] = 1;
+				cur = next;
+			}
+			for (uint32_t x = 0; x < nnodes; x++) {
+				bad |= route_uses_node(&r, s, d, x) != on[x];
+				for (uint32_t y = 0; y < nnodes; y++)
+					if (route_are_peers(&r, x, y))
+						bad |= route_uses_link(&r, s, d, x, y) != crossed[x][y];
+			}
+			if (bad)
+				fprintf(stderr, "route %u -> %u: uses disagrees with its hops\n", s, d);
+		}
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(route_uses_node(&r, 0, nnodes, 1), 1);         /* no route: as good as cut */
+	CHECK_EQ(route_uses_link(&r, nnodes, 0, 0, 1), 1);
+	CHECK_EQ(route_are_peers(&r, 0, nnodes), 0);
+	CHECK_EQ(route_are_peers(&r, 0, 0), 0);
+}
+
+TEST(routes_use_the_nodes_and_links_they_cross)
+{
+	check_uses(ROUTE_TORUS, 2, (uint32_t[]){ 4, 4 }, 16);
+	check_uses(ROUTE_TORUS, 3, (uint32_t[]){ 2, 3, 3 }, 18);
+	check_uses(ROUTE_MESH, 2, (uint32_t[]){ 3, 5 }, 15);
+	check_uses(ROUTE_GRID, 2, (uint32_t[]){ 4, 4 }, 14);    /* with empty positions */
+	check_uses(ROUTE_GRID, 1, (uint32_t[]){ 5 }, 5);
 }
 
 TEST(grids_with_empty_positions)
@@ -192,6 +247,7 @@ int main(void)
 	RUN(torus_routes_are_minimal);
 	RUN(mesh_routes_are_minimal);
 	RUN(grid_routes_are_minimal_and_use_peers);
+	RUN(routes_use_the_nodes_and_links_they_cross);
 	RUN(grids_with_empty_positions);
 	RUN(grid_hop_distribution_matches_thesis);
 	RUN(auto_dims_are_balanced);
