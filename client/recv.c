@@ -11,11 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A large item being put back together from its fragments. */
+/* A large item being put back together from its fragments.  Items of one
+ * source arrive in the order it sent them, and the fragments of one item one
+ * after the other, so one entry per source is enough.  An entry that
+ * discards is the rest of an item whose first fragments were dropped: a FAIL
+ * said its source left, and the rest of what it sent can still come after
+ * the FAIL (FAIL comes from the job's home, the items straight from the
+ * source's node, and either may be faster).  Its fragments are skipped up to
+ * and including the last one, so that they are not taken for a new item. */
 struct reasm {
 	struct reasm *next;
 	uint32_t src;
 	uint16_t channel;
+	int discard;
 	uint8_t *buf;
 	size_t len, cap;
 };
@@ -53,16 +61,18 @@ static struct reasm **find_reasm(struct ferry *f, uint32_t src)
 	return pp;
 }
 
-/* Forgets a partial item of src (it will never be completed). */
+/* Drops a partial item of src, which left the job: what it has of the item
+ * is freed, and the rest, if it comes, is skipped (struct reasm). */
 static void drop_reasm(struct ferry *f, uint32_t src)
 {
-	struct reasm **pp = find_reasm(f, src), *r = *pp;
+	struct reasm *r = *find_reasm(f, src);
 
-	if (!r)
+	if (!r || r->discard)
 		return;
-	*pp = r->next;
 	free(r->buf);
-	free(r);
+	r->buf = NULL;
+	r->len = r->cap = 0;
+	r->discard = 1;
 }
 
 /* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
@@ -97,6 +107,13 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		r->next = f->reasm;
 		f->reasm = r;
 		pp = &f->reasm;
+	}
+	if (r->discard) {
+		if (!(rec->flags & PROTO_REC_MORE)) {
+			*pp = r->next;
+			free(r);
+		}
+		return 0;
 	}
 	if (r->channel != rec->channel || r->len + rec->len > FERRY_MAX_ITEM)
 		return conn_seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);

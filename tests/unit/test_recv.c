@@ -1,0 +1,130 @@
+/* tests/unit/test_recv.c - libferry's receiving side on an RX ring written
+ * here as ferryd writes it: large items put back together from their
+ * fragments, and what a FAIL about a rank that left does to a partial item
+ * of that rank (client/recv.c, struct reasm). */
+#define UNIT "recv"
+#include "check.h"
+#include "../../client/conn.c"
+#include "../../client/recv.c"
+
+#include <stdlib.h>
+
+#define RING_SIZE (1u << 20)
+
+static struct ferry f;
+static struct ring prod;        /* the daemon's side of f.rx */
+
+static void setup(void)
+{
+	static void *mem;
+
+	rx_free(&f);
+	free(mem);
+	mem = calloc(1, ring_bytes(RING_SIZE));
+	ring_attach(&prod, mem, RING_SIZE, 1);
+	memset(&f, 0, sizeof(f));
+	ring_attach(&f.rx, mem, RING_SIZE, 0);
+	f.size = 3;
+	f.sock = f.efd_client = f.efd_daemon = f.epfd = -1;
+}
+
+/* A record as ferryd writes it: len bytes of payload, each byte fill. */
+static void put(uint8_t kind, uint32_t src, uint8_t flags, uint16_t channel, uint32_t len, uint8_t fill)
+{
+	struct proto_rec *slot;
+
+	if (ring_reserve(&prod, len, &slot) != 0)
+		abort();
+	*slot = (struct proto_rec){ .len = len, .kind = kind, .flags = flags, .channel = channel, .src = src };
+	memset(slot + 1, fill, len);
+	ring_publish(&prod);
+}
+
+static void put_fail(uint32_t rank, const char *text)
+{
+	struct proto_rec *slot;
+	uint32_t len = (uint32_t)strlen(text);
+
+	if (ring_reserve(&prod, len, &slot) != 0)
+		abort();
+	*slot = (struct proto_rec){ .len = len, .kind = PROTO_REC_FAIL, .channel = EPIPE, .dst = 1, .src = rank };
+	memcpy(slot + 1, text, len);
+	ring_publish(&prod);
+}
+
+/* Takes every item there is; returns how many, their lengths in lens. */
+static int take_all(uint32_t *lens, uint32_t *srcs, int max)
+{
+	struct ferry_item it[16];
+	int n = 0, got;
+
+	while ((got = ferry_recv(&f, it, 16, 0)) > 0)
+		for (int i = 0; i < got && n < max; i++, n++) {
+			lens[n] = it[i].len;
+			srcs[n] = it[i].src;
+		}
+	return got < 0 ? got : n;
+}
+
+TEST(large_items_come_back_whole)
+{
+	uint32_t lens[8], srcs[8];
+
+	setup();
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 7, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 2, 0, 7, 10, 0xb2);         /* another source between the pieces */
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 7, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, 0, 7, 100, 0xa1);
+	CHECK_EQ(take_all(lens, srcs, 8), 2);
+	CHECK(lens[0] == 10 && srcs[0] == 2);
+	CHECK(lens[1] == 2 * PROTO_FRAG_BYTES + 100 && srcs[1] == 1);
+	ferry_release(&f);
+}
+
+/* Rank 1 left with a large item half sent; FAIL says so, and the rest of
+ * the item arrives after it (it took another route than the FAIL): the rest
+ * must not come out as an item of its own, and what rank 1 sent after it, or
+ * another rank, still does. */
+TEST(the_rest_of_a_departed_ranks_item_is_not_an_item)
+{
+	uint32_t lens[8], srcs[8];
+
+	setup();
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
+	put_fail(1, "rank 1 left");
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, 0, 0, 77, 0xa1);         /* the end of the dropped item */
+	put(PROTO_REC_ITEM, 1, 0, 0, 5, 0xc3);          /* a small item it sent after it */
+	put(PROTO_REC_ITEM, 0, 0, 0, 9, 0xd4);
+	CHECK_EQ(take_all(lens, srcs, 8), 2);
+	CHECK(lens[0] == 5 && srcs[0] == 1);
+	CHECK(lens[1] == 9 && srcs[0] == 1 && srcs[1] == 0);
+	CHECK_EQ(f.failed, -EPIPE);
+	CHECK_EQ(f.reasm, NULL);                        /* nothing left behind */
+	ferry_release(&f);
+}
+
+/* A FAIL about a rank none of whose items was under way: its next large item
+ * (all of it after the FAIL) comes out whole. */
+TEST(a_whole_item_after_the_fail_comes_out)
+{
+	uint32_t lens[8], srcs[8];
+
+	setup();
+	put_fail(2, "rank 2 left");
+	put(PROTO_REC_ITEM, 2, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 2, 0, 0, 3, 0xa1);
+	CHECK_EQ(take_all(lens, srcs, 8), 1);
+	CHECK(lens[0] == PROTO_FRAG_BYTES + 3 && srcs[0] == 2);
+	ferry_release(&f);
+}
+
+int main(void)
+{
+	RUN(large_items_come_back_whole);
+	RUN(the_rest_of_a_departed_ranks_item_is_not_an_item);
+	RUN(a_whole_item_after_the_fail_comes_out);
+	setup();                /* frees what the last one had */
+	return check_done();
+}
