@@ -4,13 +4,15 @@
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
  *             [--until-quiet] [--end-step] [--start-after FILE]
+ *             [--send-delay-us D]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume;
  * --wait-file is the same); rank 0 with --start-after sends nothing until
- * FILE exists (at most 120 s).
+ * FILE exists (at most 120 s), and with --send-delay-us waits D us after
+ * each item it sent.
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
@@ -38,11 +40,11 @@ int main(int argc, char **argv)
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
 		{ "wait-file", required_argument, NULL, 'H' }, { "end-step", no_argument, NULL, 'E' },
-		{ "start-after", required_argument, NULL, 'S' },
+		{ "start-after", required_argument, NULL, 'S' }, { "send-delay-us", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
-	long items = 100000, len = 64, delay = 0;
+	long items = 100000, len = 64, delay = 0, send_delay = 0;
 	int forever = 0, quiet = 0, end_step = 0, opt, ret;
 	long abandon = -1;
 	const char *hold = NULL, *start_after = NULL;
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
 		case 'Q': quiet = 1; break;
 		case 'E': end_step = 1; break;
 		case 'S': start_after = optarg; break;
+		case 'D': send_delay = arg_long("--send-delay-us", optarg); break;
 		default: return 2;
 		}
 	}
@@ -104,6 +107,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			i++;
+			if (send_delay)
+				usleep((useconds_t)send_delay);
 		}
 		ret = ferry_close(f);
 		if (ret < 0) {
