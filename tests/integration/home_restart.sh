@@ -16,13 +16,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	cp -P "$BUILD"/libferry.so* "$TMP/bin/"
 	chmod -R a+rX "$TMP/bin"
 	as() {
-		local uid=$1 node=$2; shift 2
+		local uid=$1 node=$2 p=$3; shift 3
 		setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-			env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$@"
+			env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$p" "$@"
 	}
 else
 	OLD=$(id -u) NEW=$(id -u)
-	as() { local node=$2; shift 2; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$@"; }
+	as() { local node=$2 p=$3; shift 3; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
 fi
 asbg() { local log=$1; shift; as "$@" >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
 
