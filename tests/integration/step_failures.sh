@@ -89,5 +89,38 @@ for r in 0 1; do
 		failed_with again $r "a node or link the job needs was lost.*node 2 restarted"
 done
 wait "$(spid again 2)"
+cluster_up nl 3 || exit 1
+
+# --- a rank that left a started job comes back (the review's rejoin.sh) ---
+# Rank 0 (node 0) runs one step and leaves; rank 1 (node 1) fails its second
+# step and stays in the job.  Rank 0 opening the job again is refused at once
+# by the job's home (node 2): the job has started without it, and its steps
+# would wait for a job the others gave up on.
+for i in $(seq 100); do [ "$(job_home "$(id -u)" "rj$i" 3)" = 2 ] && { RJ="rj$i"; break; }; done
+FERRY_RUNTIME_DIR=$TMP/nl_n1 bg "$RJ.1.log" prog ft_steps --job "$RJ" --rank 1 --size 2 --steps 2 --linger 30000
+rj1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/nl_n0 bg "$RJ.0.log" prog ft_steps --job "$RJ" --rank 0 --size 2 --steps 1
+expect "rank 0 of a 2-rank job runs one step and leaves" wait "$LASTPID"
+expect "... rank 1's second step fails with EPIPE naming rank 0" \
+	wait_for 'grep -qE "rank 1 step 2: a rank of the job left.*rank 0 \(on node 0\) left job $RJ" "$TMP/$RJ.1.log"'
+t0=$(date +%s.%N)
+FERRY_RUNTIME_DIR=$TMP/nl_n0 prog ft_open --job "$RJ" --rank 0 --size 2 --timeout 15000 >"$TMP/rejoin.log" 2>&1
+rc=$?
+d=$(elapsed_since "$t0")
+expect "rank 0 opening the started job again is refused: EBUSY ($(cat "$TMP/rejoin.log"))" \
+	grep -q "open error .*(EBUSY): .*job $RJ has started without rank 0" "$TMP/rejoin.log"
+expect "... at once, not after its 15 s timeout (exit $rc after $d s)" \
+	awk -v d="$d" -v rc="$rc" 'BEGIN { exit !(rc == 1 && d <= 3.0) }'
+expect "... while rank 1 is still in the job" kill -0 "$rj1"
+kill -TERM "$rj1"
+wait "$rj1" 2>/dev/null
+expect "... the job ends when rank 1 leaves (its home forgets it)" \
+	wait_for '! "$BUILD/ferryctl" --runtime-dir "$TMP/nl_n2" status | grep -q "^home of job $RJ "'
+# Once its last rank has left, the job is over and its name free again.
+for r in 0 1; do
+	FERRY_RUNTIME_DIR=$TMP/nl_n$r bg "$RJ.again.$r.log" prog ft_steps --job "$RJ" --rank "$r" --size 2 --steps 3
+	eval "rja$r=$LASTPID"
+done
+expect "... and once rank 1 has left, the name starts a new job" wait "$rja0" "$rja1"
 expect "daemons exit cleanly" stop_cluster nl 3
 finish

@@ -20,6 +20,7 @@ static const char *errname(int e)
 #define E(x) case x: return #x
 	E(ENOENT); E(ECONNREFUSED); E(ETIMEDOUT); E(EINVAL); E(EADDRINUSE); E(EMSGSIZE);
 	E(EAGAIN); E(ECONNRESET); E(EPROTO); E(EUSERS); E(EDQUOT); E(ENOBUFS); E(EMFILE); E(ENOMEM);
+	E(EBUSY);
 #undef E
 	}
 	return "other";

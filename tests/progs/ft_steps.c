@@ -2,13 +2,15 @@
  * how steps end when a rank or a node goes away.
  *
  *   ft_steps --job J --rank R --size P [--steps S] [--items K] [--die-at S2]
- *            [--gap-ms MS]
+ *            [--gap-ms MS] [--linger MS]
  *
  * Every step: K items of 32 bytes to every rank, ferry_done, then
  * ferry_step_wait (for ever), receiving what arrives.  With --die-at, this
  * rank exits at once (no ferry_done, no ferry_close) when step S2 begins.
  * With --gap-ms, it sleeps MS milliseconds after each step (so that a job of
  * S steps lasts about S x MS ms, whatever the machine's speed).
+ * With --linger, it stays in the job MS ms after its last step (completed
+ * or failed) before ferry_close, keeping the job alive meanwhile.
  * Prints "rank R running" once the job is ready, "rank R ok: S steps" and
  * exits 0 when all steps completed, or
  * "rank R step N: ERRNAME: message" and exits 3 when ferry_step_wait failed
@@ -26,10 +28,11 @@ int main(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "size", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "items", required_argument, NULL, 'k' }, { "die-at", required_argument, NULL, 'd' },
-		{ "gap-ms", required_argument, NULL, 'g' }, { NULL, 0, NULL, 0 },
+		{ "gap-ms", required_argument, NULL, 'g' }, { "linger", required_argument, NULL, 'L' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
-	long steps = 1000000, items = 10, die_at = -1, gap_ms = 0;
+	long steps = 1000000, items = 10, die_at = -1, gap_ms = 0, linger = 0;
 	uint8_t buf[32] = { 0 };
 	int opt, ret;
 	ferry_t *f;
@@ -43,6 +46,7 @@ int main(int argc, char **argv)
 		case 'k': items = arg_long("--items", optarg); break;
 		case 'd': die_at = arg_long("--die-at", optarg); break;
 		case 'g': gap_ms = arg_long("--gap-ms", optarg); break;
+		case 'L': linger = arg_long("--linger", optarg); break;
 		default: return 2;
 		}
 	}
@@ -81,6 +85,8 @@ int main(int argc, char **argv)
 		if (ret < 0) {
 			printf("rank %d step %ld: %s: %s\n", fo.rank, s, ferry_strerror(ret), ferry_last_error());
 			fflush(stdout);
+			if (linger > 0)
+				usleep((useconds_t)linger * 1000);
 			ferry_close(f);
 			return 3;
 		}
@@ -89,6 +95,8 @@ int main(int argc, char **argv)
 		if (gap_ms > 0)
 			usleep((useconds_t)gap_ms * 1000);
 	}
+	if (linger > 0)
+		usleep((useconds_t)linger * 1000);
 	ferry_close(f);
 	printf("rank %d ok: %ld steps\n", fo.rank, steps);
 	return 0;

@@ -3,18 +3,25 @@
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
- *             [--until-quiet]
+ *             [--until-quiet] [--end-step] [--start-after FILE]
+ *             [--send-delay-us D]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume;
- * --wait-file is the same).
+ * --wait-file is the same); rank 0 with --start-after sends nothing until
+ * FILE exists (at most 120 s), and with --send-delay-us waits D us after
+ * each item it sent.
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
  * more.  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
+ * --end-step: rank 1, once it has received N items (N may be 0; not with
+ * --until-quiet), says ferry_done and waits for the step (ferry_step_wait,
+ * 30 s at most), which keeps what arrives meanwhile; prints "rank 1 step:
+ * ok" or "rank 1 step: ERRTEXT: message" and exits 3 if it failed.
  * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
  */
@@ -32,14 +39,15 @@ int main(int argc, char **argv)
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
-		{ "wait-file", required_argument, NULL, 'H' },
+		{ "wait-file", required_argument, NULL, 'H' }, { "end-step", no_argument, NULL, 'E' },
+		{ "start-after", required_argument, NULL, 'S' }, { "send-delay-us", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
-	long items = 100000, len = 64, delay = 0;
-	int forever = 0, quiet = 0, opt, ret;
+	long items = 100000, len = 64, delay = 0, send_delay = 0;
+	int forever = 0, quiet = 0, end_step = 0, opt, ret;
 	long abandon = -1;
-	const char *hold = NULL;
+	const char *hold = NULL, *start_after = NULL;
 	uint8_t *buf;
 	ferry_t *f;
 
@@ -55,6 +63,9 @@ int main(int argc, char **argv)
 		case 'H': hold = optarg; break;
 		case 'A': abandon = strcmp(optarg, "stuck") == 0 ? -2 : arg_long("--abandon", optarg); break;
 		case 'Q': quiet = 1; break;
+		case 'E': end_step = 1; break;
+		case 'S': start_after = optarg; break;
+		case 'D': send_delay = arg_long("--send-delay-us", optarg); break;
 		default: return 2;
 		}
 	}
@@ -69,6 +80,9 @@ int main(int argc, char **argv)
 	if (fo.rank == 0) {
 		uint64_t eagain = 0;
 		double stuck_since = 0;
+
+		for (int i = 0; start_after && access(start_after, F_OK) != 0 && i < 12000; i++)
+			usleep(10000);
 
 		for (long i = 0; forever || i < items;) {
 			fill_item(buf, 0, 1, (uint32_t)i, (uint32_t)len);
@@ -93,6 +107,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			i++;
+			if (send_delay)
+				usleep((useconds_t)send_delay);
 		}
 		ret = ferry_close(f);
 		if (ret < 0) {
@@ -116,8 +132,8 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (n <= 0) {
-			fprintf(stderr, "rank 1: ferry_recv: %s after %ld items\n",
-				n == 0 ? "timed out" : ferry_strerror(n), got);
+			fprintf(stderr, "rank 1: ferry_recv: %s after %ld items (%s)\n",
+				n == 0 ? "timed out" : ferry_strerror(n), got, n == 0 ? "" : ferry_last_error());
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
@@ -134,6 +150,19 @@ int main(int argc, char **argv)
 		}
 		if (delay)
 			usleep((useconds_t)delay);
+	}
+	if (end_step) {
+		ret = ferry_done(f);
+		if (ret == 0)
+			ret = ferry_step_wait(f, 30000);
+		if (ret < 0) {
+			printf("rank 1 step: %s: %s\n", ferry_strerror(ret), ferry_last_error());
+			fflush(stdout);
+			ferry_close(f);
+			free(buf);
+			return 3;
+		}
+		printf("rank 1 step: ok\n");
 	}
 	ferry_close(f);
 	printf("rank 1 ok: received %ld\n", items);
