@@ -54,7 +54,7 @@ cluster_up hr 3 || exit 1
 wait "$old1"
 rc=$?
 old_failed() {
-	[ $rc = 3 ] && grep -qE "^rank 1 step: a node the job needs was lost.*(node 2 (restarted|has been unreachable)|its home node restarted)" \
+	[ $rc = 3 ] && grep -qE "^rank 1 step: a node or link the job needs was lost.*(node 2 restarted|link between nodes [01] and 2 has been down|its home node restarted)" \
 		"$TMP/old.1.log"
 }
 expect "the old job's rank 1: its step fails with EHOSTDOWN naming node 2 (exit $rc)" old_failed

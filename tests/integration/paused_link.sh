@@ -42,7 +42,7 @@ wait "$(dpid pl_n0)" 2>/dev/null
 expect "node 0's daemon SIGKILLed: the paused link sees the connection close" \
 	wait_for 'grep -q "peer 0: link down: connection closed by the other end (while reading was paused)" "$TMP/pl_n1.log"'
 expect "... and node 1 fails the jobs that need node 0" \
-	wait_for '[ "$(grep -c "node 0 has been unreachable for 2 s.*its steps fail" "$TMP/pl_n1.log")" -ge $HELD ]'
+	wait_for '[ "$(grep -c "link between nodes 1 and 0 has been down for 2 s.*its steps fail" "$TMP/pl_n1.log")" -ge $HELD ]'
 d=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 expect "... within the 2 s a lost node is given (plus 1.5 s of slack for a loaded machine: $d s)" \
 	awk -v d="$d" 'BEGIN { exit !(d <= 3.5) }'
@@ -59,6 +59,6 @@ step_failed() {
 }
 expect "each held receiver's step fails" step_failed
 expect "... with EHOSTDOWN naming node 0 (all $HELD)" \
-	test "$(cat "$TMP"/held*.1.log | grep -c "rank 1 step: a node the job needs was lost.*node 0 has been unreachable")" = $HELD
+	test "$(cat "$TMP"/held*.1.log | grep -c "rank 1 step: a node or link the job needs was lost.*link between nodes 1 and 0 has been down")" = $HELD
 expect "daemon 1 exits cleanly" stop_daemon pl_n1
 finish
