@@ -3,18 +3,21 @@
  *
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
- *             [--until-quiet]
+ *             [--until-quiet] [--recv-timeout MS]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume;
- * --wait-file is the same).
+ * --wait-file is the same).  Rank 0 with --hold-until prints "rank 0 open"
+ * once ferry_open has returned and sends nothing until FILE exists (at most
+ * 120 s).
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
  * more.  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
+ * Otherwise rank 1 fails when nothing came for MS ms (default 10000).
  * Prints "rank 0 ok: sent N, eagain E" or
  * "rank 1 ok: received N".
  */
@@ -32,12 +35,12 @@ int main(int argc, char **argv)
 		{ "recv-delay-us", required_argument, NULL, 'd' }, { "blocking", no_argument, NULL, 'b' },
 		{ "forever", no_argument, NULL, 'f' }, { "hold-until", required_argument, NULL, 'H' },
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
-		{ "wait-file", required_argument, NULL, 'H' },
+		{ "wait-file", required_argument, NULL, 'H' }, { "recv-timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0;
-	int forever = 0, quiet = 0, opt, ret;
+	int forever = 0, quiet = 0, recv_timeout = 10000, opt, ret;
 	long abandon = -1;
 	const char *hold = NULL;
 	uint8_t *buf;
@@ -55,6 +58,7 @@ int main(int argc, char **argv)
 		case 'H': hold = optarg; break;
 		case 'A': abandon = strcmp(optarg, "stuck") == 0 ? -2 : arg_long("--abandon", optarg); break;
 		case 'Q': quiet = 1; break;
+		case 'T': recv_timeout = (int)arg_long("--recv-timeout", optarg); break;
 		default: return 2;
 		}
 	}
@@ -69,6 +73,13 @@ int main(int argc, char **argv)
 	if (fo.rank == 0) {
 		uint64_t eagain = 0;
 		double stuck_since = 0;
+
+		if (hold) {
+			printf("rank 0 open\n");
+			fflush(stdout);
+		}
+		for (int i = 0; hold && access(hold, F_OK) != 0 && i < 12000; i++)
+			usleep(10000);
 
 		for (long i = 0; forever || i < items;) {
 			fill_item(buf, 0, 1, (uint32_t)i, (uint32_t)len);
@@ -107,7 +118,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
-		int n = ferry_recv(f, it, 64, quiet ? 3000 : 10000);
+		int n = ferry_recv(f, it, 64, quiet ? 3000 : recv_timeout);
 
 		if (n == 0 && quiet) {
 			printf("rank 1 got %ld\n", got);
