@@ -47,6 +47,7 @@ static struct {
 	uint64_t late_frees;            /* frames freed by their owner before their SEND completed */
 	uint64_t reg_bytes;             /* the links' own registered buffers */
 	uint64_t born;                  /* accepted links so far */
+	uint64_t evicted;               /* unauthenticated strangers ended for a node of the cluster */
 } links;
 
 static const struct link_ops verbs_ops;
@@ -727,6 +728,7 @@ int verbs_link_evict_stranger(int (*is_stranger)(const char *host))
 		return 0;
 	log_rl_warn("verbs: a connection from %s, not a node of the cluster, makes room for one that is",
 		    oldest->host);
+	links.evicted++;
 	verbs_link_fail(oldest, "made room for a node of the cluster");
 	return 1;
 }
@@ -738,10 +740,12 @@ void verbs_qp_write_stats(FILE *out)
 {
 	fprintf(out, "verbs_device %s\nverbs_posted_sends %llu\nverbs_completions %llu\n"
 		"verbs_rnr_waits %llu\nverbs_error_completions %llu\nverbs_keepalives %llu\n"
-		"verbs_frames_freed_in_flight %llu\nverbs_unauthenticated %u\nverbs_registered_bytes %llu\n",
+		"verbs_frames_freed_in_flight %llu\nverbs_unauthenticated %u\nverbs_evicted %llu\n"
+		"verbs_registered_bytes %llu\n",
 		verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", (unsigned long long)links.posted,
 		(unsigned long long)links.completed, (unsigned long long)links.credit_waits,
 		(unsigned long long)links.errors, (unsigned long long)links.keepalives,
 		(unsigned long long)links.late_frees, verbs_links_unauthenticated(NULL, NULL),
+		(unsigned long long)links.evicted,
 		(unsigned long long)(links.reg_bytes + verbs_mr_bytes()));
 }

@@ -310,7 +310,9 @@ expect "... and at most 1 MiB pinned ($pin kB; 2 MiB per connection before)" tes
 start n0 0 kp
 expect "n0, a node of the cluster, links up with n1 meanwhile" wait_for "up n0 && up n1" || diag
 expect "... while the flood still goes on" bash -c "kill -0 ${FLOOD# }"
-expect "... having taken a stranger's place" grep -q 'not a node of the cluster, makes room' "$T/n1.log"
+# (It takes the place of a stranger when all 16 are taken; between a
+# stranger's end and its next request a place may be free: not asserted.)
+echo "# strangers n1 ended to make room for n0: $(stat n1 verbs_evicted)"
 expect "... and the link carries a job" job flooded --items 200 --sync
 kill -TERM $FLOOD
 wait $FLOOD
