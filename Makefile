@@ -162,6 +162,11 @@ $(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC) $(call pkglibs,libsodium)
 
+# ft_rdmaflood opens RDMA connections that never authenticate (tests/rdma/).
+$(BUILD)/tests/ft_rdmaflood: tests/progs/ft_rdmaflood.c proto/wire.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libibverbs librdmacm)
+
 # ft_mitm relays and attacks a link between two daemons.
 $(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC)
 	@mkdir -p $(@D)

@@ -1,6 +1,7 @@
 /* daemon/net/frame.c - see frame.h. */
 #include "frame.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ void frame_init(uint32_t body_bytes)
 
 static void release_memory(struct frame *f)
 {
+	assert(!f->holds);
 	if (f->reg)
 		f->reg->release(f);
 	frame_mem_bytes -= sizeof(*f) + f->cap;
@@ -77,6 +79,8 @@ struct frame *frame_alloc(uint32_t body)
 		if (!f)
 			return NULL;
 		f->cap = cap;
+		f->holds = 0;
+		f->orphan = 0;
 		f->reg = NULL;
 		f->lkey = 0;
 		frame_mem_bytes += sizeof(*f) + cap;
@@ -93,6 +97,13 @@ void frame_free(struct frame *f)
 {
 	struct frame_pool *pool = pool_for(f->cap);
 
+	if (f->holds) {
+		/* A device still reads it: the last frame_unhold frees it. */
+		f->orphan = 1;
+		f->next = NULL;
+		return;
+	}
+
 	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= FREE_BYTES) {
 		f->next = pool->free;
 		pool->free = f;
@@ -100,6 +111,20 @@ void frame_free(struct frame *f)
 		return;
 	}
 	release_memory(f);
+}
+
+void frame_hold(struct frame *f)
+{
+	f->holds++;
+}
+
+void frame_unhold(struct frame *f)
+{
+	assert(f->holds);
+	if (--f->holds == 0 && f->orphan) {
+		f->orphan = 0;
+		frame_free(f);
+	}
 }
 
 void frameq_push(struct frameq *q, struct frame *f)

@@ -18,7 +18,14 @@
  * the aggregation buffer filling it (fwd), then the peer queue it is sequenced
  * on until the peer acknowledges it (peer.c), or a frame kept while its items
  * wait to go on (fwd).  Transports only borrow the frames of a peer's queue
- * while they write them.
+ * while they write them.  A transport whose hardware reads the frame after the
+ * call that posted it returns (verbs: a SEND straight from the frame) holds it
+ * for each such work request (frame_hold) until the work request's completion
+ * is reaped or its queue pair is destroyed (frame_unhold).  The owner may free
+ * a held frame at any time (the peer acknowledged it before the SEND's own
+ * completion was reaped, say): frame_free then only marks it, and the last
+ * frame_unhold frees it.  So neither the memory nor its registration goes, and
+ * nothing reuses it, while a device may still read it.
  */
 #ifndef FERRY_FRAME_H
 #define FERRY_FRAME_H
@@ -34,6 +41,8 @@ struct frame {
 	uint32_t cap;           /* bytes available in data */
 	uint32_t nitems;        /* items in the body (statistics) */
 	uint32_t lkey;          /* a transport's registration key (verbs), with reg */
+	uint32_t holds;         /* work requests still reading it (frame_hold) */
+	int orphan;             /* freed by its owner while held: the last unhold frees it */
 	struct frame_reg *reg;  /* the transport's registration, or NULL */
 	uint8_t data[];         /* wire_frame_hdr, then the body */
 };
@@ -60,7 +69,13 @@ void frame_fini(void);
  * is enough) and a tag, its header zeroed and len covering just the header.
  * NULL when out of memory. */
 struct frame *frame_alloc(uint32_t body);
+/* Gives the frame back (to the reuse pool, or its memory, registration
+ * first); a held frame only once its last hold goes (see Ownership). */
 void frame_free(struct frame *f);
+/* A transport's hold while a work request reads the frame (see Ownership). */
+void frame_hold(struct frame *f);
+/* Drops a hold; frees the frame if its owner freed it meanwhile. */
+void frame_unhold(struct frame *f);
 
 /* Bytes of body room left (the tag's room kept). */
 static inline uint32_t frame_room(const struct frame *f)

@@ -34,15 +34,34 @@
  * credit scheme for its space; frames are large (kilobytes), so the extra
  * receive-side bookkeeping per SEND is nothing.
  *
- * Credits.  Each side posts VERBS_RECV_BUFS receive buffers.  A sender may
- * have at most that many SENDs unreturned, less a reserve: every SEND carries
- * in its immediate data the number of buffers its sender has posted again
- * since its last SEND (its credits back to the peer).  When a side has many
- * credits to return and nothing to send, it sends an ACK frame just for them;
- * ACK frames may use the reserve, so two sides without data credits can always
- * tell each other.  A receiver that cannot take a frame now (backpressure)
- * keeps its buffer and returns no credit for it, which stops the sender.
- * rnr_retry_count is "infinite" as a last line of defence.
+ * Credits.  Each side posts VERBS_RECV_BUFS receive buffers once the link
+ * has authenticated (before that, see below).  A sender may have at most as
+ * many SENDs unreturned as the peer has buffers, less a reserve: every SEND
+ * carries in its immediate data the number of buffers its sender has posted
+ * again since its last SEND (its credits back to the peer), counted when the
+ * completion is reaped, even while the frame itself waits (pause).  When a
+ * side has many credits to return and nothing to send, it sends an ACK frame
+ * just for them; data frames leave VERBS_RESERVE credits to ACK frames, and
+ * the very last credit goes only to a SEND that returns credits (see
+ * may_post in verbs_qp.c for why that keeps two paused sides from waiting
+ * for each other for ever).  A receiver that cannot take a frame now
+ * (backpressure) keeps its buffer and returns no credit for it, which stops
+ * the sender.  rnr_retry_count is "infinite" as a last line of defence.
+ *
+ * Before authentication.  Anyone who can reach the port gets a queue pair
+ * for a connection request with a plausible identification, so until the
+ * peer layer has checked the peer's AUTH a link has only VERBS_PREAUTH_BUFS
+ * receive buffers of VERBS_CTRL_BYTES (a HELLO and an AUTH fit; a larger
+ * SEND fails the link) in the same registration as its control slots: some
+ * 5 KiB instead of 2 MiB.  Those are used once, never posted again and never
+ * returned as credits; once the link is up the full set is registered and
+ * posted behind them and returned as credits.  Receive queues are FIFO, so
+ * a sender knows how many of the peer's SENDs still land in small buffers
+ * (small_left): a frame that does not fit one waits until ACK frames have
+ * used them up.  Accepted connections not authenticated yet are capped
+ * (VERBS_MAX_UNAUTH, VERBS_MAX_UNAUTH_PER_HOST), must say HELLO within 1 s
+ * and authenticate within 5 s (peer.c), and one from a node of the cluster
+ * takes the place of the oldest one from elsewhere, as on TCP.
  *
  * Handshake.  rdma_cm's private data (56 bytes for RC) cannot hold the
  * authenticated HELLO/AUTH (144 + 32 bytes): it carries an identification
@@ -65,8 +84,13 @@
  * and is marked dead, and its memory is freed by the loop once the current
  * callback has returned (link.h), since code up the stack (take(), on_cm)
  * may still look at it.  Completions carry the slot's generation, so those
- * of a link that ended match nothing.  Frame registrations belong to their frames (frame.h)
- * and are all released, with the PD, when the device goes.
+ * of a link that ended match nothing.  Frame registrations belong to their
+ * frames (frame.h) and are all released, with the PD, when the device goes.
+ * A frame posted as a SEND from its own memory is held (frame_hold) for that
+ * work request, in the link's sent[] slot named by its wr_id, until the
+ * completion is reaped or the link ends, after its queue pair is destroyed:
+ * its owner may free it meanwhile (frame.h), but the memory and registration
+ * stay until the device cannot read them any more.
  */
 #ifndef FERRY_NET_VERBS_H
 #define FERRY_NET_VERBS_H
@@ -79,19 +103,20 @@
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 
-#define VERBS_RECV_BUFS   32            /* receive buffers per link */
+#define VERBS_RECV_BUFS   32            /* receive buffers per link, once authenticated */
+#define VERBS_PREAUTH_BUFS 4            /* small receive buffers before that (VERBS_CTRL_BYTES each) */
+#define VERBS_RQ_DEPTH    (VERBS_RECV_BUFS + VERBS_PREAUTH_BUFS)
 #define VERBS_RESERVE     2             /* credits only ACK frames may use */
 #define VERBS_CTRL_SLOTS  16            /* control frames (HELLO, AUTH, ACK) in flight */
 #define VERBS_CTRL_BYTES  256           /* one control frame */
 #define VERBS_SEAL_BUFS   VERBS_RECV_BUFS       /* encrypting links: frames sealed and in flight */
 #define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)
 #define VERBS_MAX_LINKS   1024
-#define VERBS_WR_PER_LINK (VERBS_SQ_DEPTH + VERBS_RECV_BUFS)   /* completions one link can have pending */
-/* Accepted connections that have not authenticated yet: each holds a queue
- * pair and VERBS_RECV_BUFS pinned buffers, so anyone who can reach the port
- * could otherwise pin memory without bound.  They authenticate or time out
- * within 5 s (peer.c); a legitimate peer refused meanwhile retries. */
+#define VERBS_WR_PER_LINK (VERBS_SQ_DEPTH + VERBS_RQ_DEPTH)    /* completions one link can have pending */
+/* Accepted connections that have not authenticated yet (see Before
+ * authentication): each holds a queue pair and a few KiB of pinned memory. */
 #define VERBS_MAX_UNAUTH  16
+#define VERBS_MAX_UNAUTH_PER_HOST 8
 #define VERBS_MAGIC       0x46525642u   /* "FRVB" */
 #define VERBS_RESOLVE_MS  2000
 #define VERBS_REINIT_NS   (3ull * 1000000000u)
@@ -125,20 +150,25 @@ struct vlink {
 	uint32_t node;          /* the peer's node id, once known */
 	int dead;               /* ended; events and completions ignored, the loop frees it */
 	struct loop_grave grave;
-	char addr[64];
+	char addr[80];
+	char host[48];          /* accepted: the address it came from */
+	uint64_t born;          /* accepted: order of arrival (the oldest is evicted first) */
 
 	/* receiving */
-	uint8_t *rbuf;          /* VERBS_RECV_BUFS buffers of verbs.max_frame bytes */
+	uint8_t *rbuf;          /* VERBS_RECV_BUFS buffers of verbs.max_frame bytes, once up */
 	struct ibv_mr *rmr;
 	int paused;
-	uint32_t held[VERBS_RECV_BUFS], held_len[VERBS_RECV_BUFS], nheld;  /* taken off the CQ, not processed */
+	uint32_t held[VERBS_RQ_DEPTH], held_len[VERBS_RQ_DEPTH], nheld;  /* taken off the CQ, not processed */
 	uint32_t credits_back;  /* buffers posted again, not yet announced */
 
 	/* sending */
 	uint32_t credits;       /* SENDs we may still post */
+	uint32_t small_left;    /* the peer's pre-authentication buffers our SENDs have not used yet */
 	uint32_t peer_max_frame;
-	uint8_t *cbuf;          /* control frame slots */
+	uint8_t *cbuf;          /* control frame slots, then the pre-authentication receive buffers */
 	struct ibv_mr *cmr;
+	struct frame *sent[VERBS_SQ_DEPTH];     /* frames held by their posted SENDs */
+	uint64_t sent_used;     /* bitmap of sent[] */
 	uint32_t cfree;         /* bitmap of free control slots */
 	uint32_t cq_pending[VERBS_CTRL_SLOTS], cq_len[VERBS_CTRL_SLOTS], ncq;   /* control frames to post, in order */
 	uint32_t outstanding;   /* posted SENDs without a completion */
@@ -147,7 +177,7 @@ struct vlink {
 	uint32_t sfree;         /* bitmap of free sealing buffers */
 
 	/* statistics */
-	uint64_t posted, completed, credit_waits;
+	uint64_t posted, completed, credit_waits, keepalives;
 	uint64_t posted_seen;   /* posted at the last keepalive tick */
 	int touched;            /* had completions in this CQ batch (verbs_qp.c) */
 };
@@ -179,6 +209,8 @@ int verbs_connect(uint32_t node, const char *host, uint16_t port, struct link **
 int verbs_mr_register(struct frame *f);
 /* Releases every frame registration (before the PD goes). */
 void verbs_mr_release_all(void);
+/* Bytes of frame memory registered now. */
+uint64_t verbs_mr_bytes(void);
 
 /* --- verbs_qp.c --- */
 
@@ -195,8 +227,12 @@ void verbs_link_flush(struct vlink *v);
 /* Every link: fails (tells the peer layer) or ends (at shutdown). */
 void verbs_links_fail_all(const char *why);
 void verbs_links_end_all(void);
-/* Accepted links not authenticated yet (each holds a QP and pinned buffers). */
-uint32_t verbs_links_unauthenticated(void);
+/* Accepted links not authenticated yet (each holds a QP and a few KiB of
+ * pinned buffers); *from_host_p of them came from host. */
+uint32_t verbs_links_unauthenticated(const char *host, uint32_t *from_host_p);
+/* Ends the oldest accepted link not authenticated yet whose host is_stranger
+ * says is not a node of the cluster; 1 if there was one. */
+int verbs_link_evict_stranger(int (*is_stranger)(const char *host));
 /* The completion channel's loop callback. */
 void verbs_on_cq(struct loop_watch *w, uint32_t events);
 void verbs_keepalive_start(void);

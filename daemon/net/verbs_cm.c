@@ -119,23 +119,57 @@ int verbs_connect(uint32_t node, const char *host, uint16_t port, struct link **
 	return 0;
 }
 
+/* The address a connection request came from, as text. */
+static void peer_host(struct rdma_cm_id *id, char *buf, size_t len)
+{
+	const struct sockaddr *sa = rdma_get_peer_addr(id);
+	const void *a = NULL;
+
+	if (sa && sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa && sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+/* 1 if host is not the address of a node in the configuration (as written
+ * there: numeric addresses, as clusters should use, compare exactly; the
+ * same rule as TCP's). */
+static int stranger(const char *host)
+{
+	for (uint32_t k = 0; k < verbs.conf->nnodes; k++)
+		if (strcmp(verbs.conf->nodes[k].host, host) == 0)
+			return 0;
+	return 1;
+}
+
 /* A connection request on the listener, from node `from` (or -1: why says
- * what is wrong with its identification). */
+ * what is wrong with its identification).  Until it authenticates it is a
+ * claim by whoever can reach the port, and costs a queue pair and a few KiB
+ * (verbs.h, Before authentication): at most VERBS_MAX_UNAUTH of them, at
+ * most VERBS_MAX_UNAUTH_PER_HOST from one address, and one from a node of
+ * the cluster takes the place of the oldest from elsewhere, as on TCP. */
 static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_frame, const char *why)
 {
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 7 };
 	struct verbs_priv mine;
 	struct vlink *v;
+	char host[48];
+	uint32_t n, from_host;
 
+	peer_host(id, host, sizeof(host));
 	if (from < 0) {
-		log_rl_warn("verbs: connection refused: %s", why);
+		log_rl_warn("verbs: connection from %s refused: %s", host, why);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
 	}
-	if (verbs_links_unauthenticated() >= VERBS_MAX_UNAUTH) {
-		log_rl_warn("verbs: %u connections are authenticating already; one from node %d refused",
-			    VERBS_MAX_UNAUTH, from);
+	n = verbs_links_unauthenticated(host, &from_host);
+	if (from_host >= VERBS_MAX_UNAUTH_PER_HOST ||
+	    (n >= VERBS_MAX_UNAUTH && (stranger(host) || !verbs_link_evict_stranger(stranger)))) {
+		log_rl_warn("verbs: %u connections are authenticating already (%u from %s); one claiming node %d refused",
+			    n, from_host, host, from);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
@@ -146,9 +180,10 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 		rdma_destroy_id(id);
 		return;
 	}
+	snprintf(v->host, sizeof(v->host), "%s", host);
 	v->peer_max_frame = max_frame;
 	v->node = (uint32_t)from;
-	snprintf(v->addr, sizeof(v->addr), "node %d", from);
+	snprintf(v->addr, sizeof(v->addr), "%s claiming node %d", host, from);
 	if (verbs_link_setup(v) < 0) {
 		rdma_reject(id, NULL, 0);
 		verbs_link_end(v);

@@ -12,6 +12,7 @@
  */
 #include "verbs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -23,11 +24,16 @@ struct vreg {
 };
 
 static struct vreg *registrations;
+static uint64_t reg_bytes;
 
 static void deregister(struct frame *f)
 {
 	struct vreg *r = (struct vreg *)f->reg;
 
+	/* No SEND reads it: frame.c frees a held frame only at its last
+	 * unhold, and links drop their holds before the device goes. */
+	assert(!f->holds);
+	reg_bytes -= r->mr->length;
 	ibv_dereg_mr(r->mr);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -55,6 +61,7 @@ int verbs_mr_register(struct frame *f)
 		free(r);
 		return ret;
 	}
+	reg_bytes += r->mr->length;
 	r->base.release = deregister;
 	r->f = f;
 	r->prev = NULL;
@@ -65,6 +72,11 @@ int verbs_mr_register(struct frame *f)
 	f->reg = &r->base;
 	f->lkey = r->mr->lkey;
 	return 0;
+}
+
+uint64_t verbs_mr_bytes(void)
+{
+	return reg_bytes;
 }
 
 void verbs_mr_release_all(void)

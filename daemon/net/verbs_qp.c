@@ -1,11 +1,26 @@
 /* daemon/net/verbs_qp.c - the links of the verbs transport: queue pairs, the
  * data path with credits, completions, the link ops and the keepalive; see
- * verbs.h for the design and who owns what.
+ * verbs.h for the design.
+ *
+ * Ownership.  A link's buffers (control slots and pre-authentication receive
+ * buffers, receive buffers, sealing buffers) and their registrations are the
+ * link's, freed in verbs_link_end after its queue pair is destroyed, so no
+ * work request can still use them.  A frame posted as a SEND from its own
+ * memory is the peer layer's (frame.h), but each posted SEND holds it
+ * (frame_hold, the slot in v->sent[] is named by the wr_id) until that SEND's
+ * completion is reaped here, or, for SENDs that never complete (the link
+ * ended, its completions are ignored), until verbs_link_end has destroyed
+ * the queue pair.  The peer layer may meanwhile free the frame (its ack can
+ * be reaped before the SEND's completion); frame_free then leaves it to the
+ * last frame_unhold, so the memory is neither reused, freed nor deregistered
+ * while the device may read it.  The link itself is freed by the loop
+ * (loop_bury) once it is dead.
  */
 #include "verbs.h"
 #include "../core/log.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +35,7 @@
 #define WR_IDX(w)  ((uint32_t)((w) & 0x7ffff))
 #define WR_CTRL    0x40000u             /* send idx: a control slot (ORed with its number) */
 #define WR_SEAL    0x20000u             /* send idx: a sealing buffer (ORed with its number) */
+#define WR_FRAME   0x10000u             /* send idx: a held frame, v->sent[number] */
 
 static struct {
 	struct vlink *slots[VERBS_MAX_LINKS];
@@ -27,7 +43,11 @@ static struct {
 	uint32_t gen[VERBS_MAX_LINKS];
 	uint32_t touched[VERBS_MAX_LINKS], ntouched;    /* slots of links with completions */
 	struct loop_timer keepalive;
-	uint64_t posted, completed, credit_waits, errors;
+	uint64_t posted, completed, credit_waits, errors, keepalives;
+	uint64_t late_frees;            /* frames freed by their owner before their SEND completed */
+	uint64_t reg_bytes;             /* the links' own registered buffers */
+	uint64_t born;                  /* accepted links so far */
+	uint64_t evicted;               /* unauthenticated strangers ended for a node of the cluster */
 } links;
 
 static const struct link_ops verbs_ops;
@@ -53,12 +73,23 @@ void verbs_link_end(struct vlink *v)
 		rdma_destroy_id(v->id);
 		v->id = NULL;
 	}
-	if (v->rmr)
+	/* The queue pair is gone: nothing reads the frames its SENDs held. */
+	for (uint32_t i = 0; i < VERBS_SQ_DEPTH; i++)
+		if (v->sent_used & (1ull << i))
+			frame_unhold(v->sent[i]);
+	v->sent_used = 0;
+	if (v->rmr) {
+		links.reg_bytes -= v->rmr->length;
 		ibv_dereg_mr(v->rmr);
-	if (v->cmr)
+	}
+	if (v->cmr) {
+		links.reg_bytes -= v->cmr->length;
 		ibv_dereg_mr(v->cmr);
-	if (v->smr)
+	}
+	if (v->smr) {
+		links.reg_bytes -= v->smr->length;
 		ibv_dereg_mr(v->smr);
+	}
 	free(v->rbuf);
 	free(v->cbuf);
 	free(v->sbuf);
@@ -107,17 +138,30 @@ struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
 	v->l.outgoing = outgoing;
 	v->l.state = outgoing ? LINK_CONNECTING : LINK_HANDSHAKE;
 	v->cfree = (1u << VERBS_CTRL_SLOTS) - 1;
-	v->credits = VERBS_RECV_BUFS;   /* the peer posts as many as we do */
+	/* The peer starts with as many small buffers as we do (verbs.h). */
+	v->credits = v->small_left = VERBS_PREAUTH_BUFS;
+	if (!outgoing)
+		v->born = ++links.born;
 	v->peer_max_frame = verbs.max_frame;
 	return v;
 }
 
+/* Receive buffer idx: one of the full set (idx < VERBS_RECV_BUFS), or a
+ * small one for before authentication, behind the control slots. */
+static uint8_t *rx_buf(const struct vlink *v, uint32_t idx)
+{
+	if (idx < VERBS_RECV_BUFS)
+		return v->rbuf + (size_t)idx * verbs.max_frame;
+	return v->cbuf + (size_t)(VERBS_CTRL_SLOTS + idx - VERBS_RECV_BUFS) * VERBS_CTRL_BYTES;
+}
+
 static int post_recv(struct vlink *v, uint32_t idx)
 {
+	int small = idx >= VERBS_RECV_BUFS;
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(v->rbuf + (size_t)idx * verbs.max_frame),
-		.length = verbs.max_frame,
-		.lkey = v->rmr->lkey,
+		.addr = (uintptr_t)rx_buf(v, idx),
+		.length = small ? VERBS_CTRL_BYTES : verbs.max_frame,
+		.lkey = small ? v->cmr->lkey : v->rmr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = WR(v->gen, v->slot, 1, idx), .sg_list = &sge, .num_sge = 1 }, *bad;
 	/* ibv_post_* return an errno value themselves (not -1 and errno). */
@@ -126,37 +170,62 @@ static int post_recv(struct vlink *v, uint32_t idx)
 	return ret ? -ret : 0;
 }
 
+/* Until the link has authenticated it has only the small receive buffers
+ * (verbs.h, Before authentication): anyone may get this far. */
 int verbs_link_setup(struct vlink *v)
 {
 	struct ibv_qp_init_attr qa = {
 		.send_cq = verbs.cq,
 		.recv_cq = verbs.cq,
-		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_RECV_BUFS,
+		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_RQ_DEPTH,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	size_t rbytes = (size_t)VERBS_RECV_BUFS * verbs.max_frame;
+	size_t cbytes = (size_t)(VERBS_CTRL_SLOTS + VERBS_PREAUTH_BUFS) * VERBS_CTRL_BYTES;
 
 	if (v->id->verbs != verbs.ctx) {
 		log_rl_warn("verbs link %s: the peer is reachable only through another RDMA device", v->addr);
 		return -EXDEV;
 	}
-	v->rbuf = malloc(rbytes);
-	v->cbuf = malloc(VERBS_CTRL_SLOTS * VERBS_CTRL_BYTES);
-	if (!v->rbuf || !v->cbuf)
+	v->cbuf = malloc(cbytes);
+	if (!v->cbuf)
 		return -ENOMEM;
-	v->rmr = ibv_reg_mr(verbs.pd, v->rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE);
-	v->cmr = ibv_reg_mr(verbs.pd, v->cbuf, VERBS_CTRL_SLOTS * VERBS_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE);
-	if (!v->rmr || !v->cmr) {
-		log_rl_warn("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
+	v->cmr = ibv_reg_mr(verbs.pd, v->cbuf, cbytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!v->cmr) {
+		log_rl_warn("verbs link %s: registering %zu bytes of control buffers: %m", v->addr, cbytes);
 		return -ENOMEM;
 	}
+	links.reg_bytes += cbytes;
 	if (rdma_create_qp(v->id, verbs.pd, &qa) < 0) {
 		int ret = -errno;
 
 		log_rl_warn("verbs link %s: rdma_create_qp: %m", v->addr);
 		return ret;
 	}
+	for (uint32_t i = 0; i < VERBS_PREAUTH_BUFS; i++) {
+		int ret = post_recv(v, VERBS_RECV_BUFS + i);
+
+		if (ret < 0) {
+			log_rl_warn("verbs link %s: ibv_post_recv: %s", v->addr, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The link has authenticated: the full set of receive buffers, posted behind
+ * the small ones and handed to the peer as credits. */
+static int grow(struct vlink *v)
+{
+	size_t rbytes = (size_t)VERBS_RECV_BUFS * verbs.max_frame;
+
+	v->rbuf = malloc(rbytes);
+	v->rmr = v->rbuf ? ibv_reg_mr(verbs.pd, v->rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!v->rmr) {
+		log_rl_warn("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
+		return -ENOMEM;
+	}
+	links.reg_bytes += rbytes;
 	for (uint32_t i = 0; i < VERBS_RECV_BUFS; i++) {
 		int ret = post_recv(v, i);
 
@@ -165,6 +234,7 @@ int verbs_link_setup(struct vlink *v)
 			return ret;
 		}
 	}
+	v->credits_back += VERBS_RECV_BUFS;
 	return 0;
 }
 /* --- sending --- */
@@ -186,6 +256,8 @@ static int post_send(struct vlink *v, void *addr, uint32_t len, uint32_t lkey, u
 		return -ret;
 	v->credits_back = 0;
 	v->credits--;
+	if (v->small_left)
+		v->small_left--;
 	v->outstanding++;
 	v->posted++;
 	links.posted++;
@@ -214,6 +286,34 @@ static void credit_update(struct vlink *v)
 	verbs.ev->send_ack(&v->l);      /* through verbs_send_ctrl */
 }
 
+/* Whether a SEND may take a credit now; data frames leave VERBS_RESERVE to
+ * ACK frames (sequence acks and credits must get through while data waits).
+ *
+ * The last credit goes only to a SEND that hands credits back.  Why: a side
+ * whose receive side is paused (its local destination is full, the last
+ * resort of flow control) holds every buffer the other side fills and posts
+ * none again, so the other side runs out of credits; meanwhile the paused
+ * side's own SENDs (data, ACKs, a keepalive every 5 s) spend its credits,
+ * which only the other side's SENDs return.  If both reached zero, the
+ * paused side, once it drains, would have buffers to hand back and no credit
+ * to say so, and the other side the same: both wait for ever.  With this
+ * rule a side spends its last credit only on a SEND whose immediate data
+ * gives the other side at least one credit, counted when that SEND's
+ * completion is reaped (on_completion), whether or not the frame must then
+ * wait behind paused data; so of the two sides one always holds a credit,
+ * and a side with buffers to return always can say so.  Nothing has to be
+ * read out of order: credits travel in the immediate data, outside the
+ * frames, whose sequence acks are opened in order (their nonces are the link's
+ * frame count) once the pause ends.  Cost: a side may keep one credit
+ * unused while it has nothing to return; keepalives of a link whose peer
+ * holds every buffer stop one credit earlier. */
+static int may_post(const struct vlink *v, int data)
+{
+	if (data)
+		return v->credits > VERBS_RESERVE;
+	return v->credits > 1 || (v->credits == 1 && v->credits_back > 0);
+}
+
 /* An encrypting link seals its frames into buffers of its own (link.h), one
  * per SEND in flight, registered once, when it first sends. */
 static int seal_setup(struct vlink *v)
@@ -226,11 +326,14 @@ static int seal_setup(struct vlink *v)
 		log_err("verbs link %s: registering %zu bytes of sealing buffers: %m", v->addr, bytes);
 		return -ENOMEM;
 	}
+	links.reg_bytes += bytes;
 	v->sfree = VERBS_SEAL_BUFS == 32 ? UINT32_MAX : (1u << VERBS_SEAL_BUFS) - 1;
 	return 0;
 }
 
-/* Posts control frames, then the peer's frames, as credits allow. */
+/* Posts control frames, then the peer's frames, as credits allow.  A frame
+ * that does not fit the peer's small pre-authentication buffers waits until
+ * our SENDs have used them up (verbs.h): ACK frames fill them. */
 void verbs_link_flush(struct vlink *v)
 {
 	struct frame *f;
@@ -238,7 +341,8 @@ void verbs_link_flush(struct vlink *v)
 
 	if (v->dead || v->l.state == LINK_CONNECTING || !v->id->qp)
 		return;
-	while (v->ncq && v->credits > 0 && v->outstanding < VERBS_SQ_DEPTH) {
+again:
+	while (v->ncq && may_post(v, 0) && v->outstanding < VERBS_SQ_DEPTH) {
 		uint32_t s = v->cq_pending[0], len = v->cq_len[0];
 
 		/* Sealed now, in the order the frames go out (link.h). */
@@ -252,9 +356,9 @@ void verbs_link_flush(struct vlink *v)
 	}
 	while ((f = verbs.ev->tx_first(&v->l, &off)) && v->outstanding < VERBS_SQ_DEPTH) {
 		uint8_t *from = f->data;
-		uint32_t lkey, idx = 0, s = 0;
+		uint32_t lkey, idx, s;
 
-		if (v->credits <= VERBS_RESERVE) {
+		if (!may_post(v, 1)) {
 			v->credit_waits++;
 			links.credit_waits++;
 			break;
@@ -262,6 +366,15 @@ void verbs_link_flush(struct vlink *v)
 		if (f->len > v->peer_max_frame) {
 			verbs_link_fail(v, "frame larger than the peer receives");
 			return;
+		}
+		if (v->small_left && f->len > VERBS_CTRL_BYTES) {
+			/* An ACK frame takes the next small buffer. */
+			if (!v->ncq) {
+				credit_update(v);
+				if (v->ncq)
+					goto again;
+			}
+			break;
 		}
 		if (v->l.encrypt) {
 			/* Sealed into a buffer of the link's; the frame keeps
@@ -281,22 +394,31 @@ void verbs_link_flush(struct vlink *v)
 				verbs_link_fail(v, "cannot register a frame");
 				return;
 			}
+			/* outstanding < VERBS_SQ_DEPTH: a sent[] slot is free. */
+			s = (uint32_t)__builtin_ctzll(~v->sent_used);
+			assert(s < VERBS_SQ_DEPTH);
 			lkey = f->lkey;
+			idx = WR_FRAME | s;
 		}
 		verbs.ev->tx_seal(&v->l, f->data, from);
 		if (post_send(v, from, f->len, lkey, idx) < 0) {
 			verbs_link_fail(v, "ibv_post_send failed");
 			return;
 		}
-		if (idx)
+		if (idx & WR_SEAL) {
 			v->sfree &= ~(1u << s);
+		} else {
+			frame_hold(f);  /* until the completion (see Ownership) */
+			v->sent[s] = f;
+			v->sent_used |= 1ull << s;
+		}
 		verbs.ev->tx_done(&v->l, f->len - off);
 	}
 	/* Many credits to give back and nothing going out to carry them. */
 	if (v->credits_back >= VERBS_RECV_BUFS / 2 && !v->ncq) {
 		credit_update(v);
-		if (v->ncq && v->credits > 0)
-			verbs_link_flush(v);
+		if (v->ncq && may_post(v, 0))
+			goto again;
 	}
 }
 
@@ -306,7 +428,7 @@ void verbs_link_flush(struct vlink *v)
  * posted again), 0 if the link pauses, -1 if the link failed. */
 static int take(struct vlink *v, uint32_t idx, uint32_t len)
 {
-	uint8_t *buf = v->rbuf + (size_t)idx * verbs.max_frame;
+	uint8_t *buf = rx_buf(v, idx);
 	struct wire_frame_hdr h;
 	int ret;
 
@@ -327,11 +449,19 @@ static int take(struct vlink *v, uint32_t idx, uint32_t len)
 		return 0;
 	}
 	v->l.frames_in++;
-	if (post_recv(v, idx) < 0) {
-		verbs_link_fail(v, "ibv_post_recv failed");
+	if (idx < VERBS_RECV_BUFS) {
+		if (post_recv(v, idx) < 0) {
+			verbs_link_fail(v, "ibv_post_recv failed");
+			return -1;
+		}
+		v->credits_back++;
+	}
+	/* (A small pre-authentication buffer is used once.)  The frame may
+	 * have been the AUTH that brought the link up: the full set now. */
+	if (v->l.state == LINK_UP && !v->rmr && grow(v) < 0) {
+		verbs_link_fail(v, "cannot set up the receive buffers");
 		return -1;
 	}
-	v->credits_back++;
 	return 1;
 }
 
@@ -377,24 +507,34 @@ static void on_completion(const struct ibv_wc *wc)
 	if (wc->wc_flags & IBV_WC_WITH_IMM) {
 		uint32_t back = ntohl(wc->imm_data);
 
-		/* The peer cannot hand back more than we may have in flight. */
-		if (back > VERBS_RECV_BUFS - v->credits) {
+		/* The peer cannot hand back more than we may have in flight:
+		 * its full set and the small buffers we have not used yet. */
+		if (back > VERBS_RECV_BUFS + v->small_left - v->credits) {
 			log_rl_warn("verbs link %s: the peer returns %u credits, %u are out; closing", v->addr,
-				    back, VERBS_RECV_BUFS - v->credits);
+				    back, VERBS_RECV_BUFS + v->small_left - v->credits);
 			verbs_link_fail(v, "the peer returned more credits than it was given");
 			return;
 		}
 		v->credits += back;
 	}
 	if (!WR_RECV(wc->wr_id)) {
+		uint32_t idx = WR_IDX(wc->wr_id);
+
 		v->outstanding--;
-		if (WR_IDX(wc->wr_id) & WR_CTRL)
-			v->cfree |= 1u << (WR_IDX(wc->wr_id) & (WR_CTRL - 1));
-		else if (WR_IDX(wc->wr_id) & WR_SEAL)
-			v->sfree |= 1u << (WR_IDX(wc->wr_id) & (WR_SEAL - 1));
+		if (idx & WR_CTRL) {
+			v->cfree |= 1u << (idx & (WR_CTRL - 1));
+		} else if (idx & WR_SEAL) {
+			v->sfree |= 1u << (idx & (WR_SEAL - 1));
+		} else if ((idx & WR_FRAME) && (v->sent_used & (1ull << (idx & (WR_FRAME - 1))))) {
+			struct frame *f = v->sent[idx & (WR_FRAME - 1)];
+
+			v->sent_used &= ~(1ull << (idx & (WR_FRAME - 1)));
+			links.late_frees += f->orphan;
+			frame_unhold(f);
+		}
 		return;
 	}
-	if (v->nheld == VERBS_RECV_BUFS) {
+	if (v->nheld == VERBS_RQ_DEPTH) {
 		verbs_link_fail(v, "more receives than buffers");
 		return;
 	}
@@ -483,11 +623,11 @@ static void verbs_describe(const struct link *l, char *buf, size_t len)
 	const struct vlink *v = (const struct vlink *)l;
 
 	snprintf(buf, len, "verbs %s dev %s qp 0x%x, credits %u, to return %u, outstanding %u%s, "
-		 "posted %llu, completions %llu, rnr waits %llu", v->addr,
+		 "posted %llu, completions %llu, rnr waits %llu, keepalives %llu", v->addr,
 		 verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", v->id && v->id->qp ? v->id->qp->qp_num : 0,
 		 v->credits, v->credits_back, v->outstanding, v->paused ? ", paused" : "",
 		 (unsigned long long)v->posted, (unsigned long long)v->completed,
-		 (unsigned long long)v->credit_waits);
+		 (unsigned long long)v->credit_waits, (unsigned long long)v->keepalives);
 }
 
 static const struct link_ops verbs_ops = {
@@ -517,6 +657,8 @@ static void on_keepalive(struct loop_timer *t)
 		if (!v || v->dead || v->l.state != LINK_UP)
 			continue;
 		if (v->posted == v->posted_seen && !v->ncq) {
+			v->keepalives++;
+			links.keepalives++;
 			credit_update(v);
 			verbs_link_flush(v);
 			if (links.gen[s] != gen)
@@ -552,13 +694,43 @@ void verbs_links_end_all(void)
 			verbs_link_end(links.slots[s]);
 }
 
-uint32_t verbs_links_unauthenticated(void)
+static int unauthenticated(const struct vlink *v)
 {
-	uint32_t n = 0;
+	return v && !v->dead && !v->l.outgoing && v->l.state != LINK_UP;
+}
 
-	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++)
-		n += links.slots[s] && !links.slots[s]->l.outgoing && links.slots[s]->l.state != LINK_UP;
+uint32_t verbs_links_unauthenticated(const char *host, uint32_t *from_host_p)
+{
+	uint32_t n = 0, from_host = 0;
+
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++) {
+		if (!unauthenticated(links.slots[s]))
+			continue;
+		n++;
+		from_host += host && strcmp(links.slots[s]->host, host) == 0;
+	}
+	if (from_host_p)
+		*from_host_p = from_host;
 	return n;
+}
+
+int verbs_link_evict_stranger(int (*is_stranger)(const char *host))
+{
+	struct vlink *oldest = NULL;
+
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++) {
+		struct vlink *v = links.slots[s];
+
+		if (unauthenticated(v) && is_stranger(v->host) && (!oldest || v->born < oldest->born))
+			oldest = v;
+	}
+	if (!oldest)
+		return 0;
+	log_rl_warn("verbs: a connection from %s, not a node of the cluster, makes room for one that is",
+		    oldest->host);
+	links.evicted++;
+	verbs_link_fail(oldest, "made room for a node of the cluster");
+	return 1;
 }
 
 /* verbs_rnr_waits: times a frame waited because the peer had no receive
@@ -567,8 +739,13 @@ uint32_t verbs_links_unauthenticated(void)
 void verbs_qp_write_stats(FILE *out)
 {
 	fprintf(out, "verbs_device %s\nverbs_posted_sends %llu\nverbs_completions %llu\n"
-		"verbs_rnr_waits %llu\nverbs_error_completions %llu\n",
+		"verbs_rnr_waits %llu\nverbs_error_completions %llu\nverbs_keepalives %llu\n"
+		"verbs_frames_freed_in_flight %llu\nverbs_unauthenticated %u\nverbs_evicted %llu\n"
+		"verbs_registered_bytes %llu\n",
 		verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", (unsigned long long)links.posted,
 		(unsigned long long)links.completed, (unsigned long long)links.credit_waits,
-		(unsigned long long)links.errors);
+		(unsigned long long)links.errors, (unsigned long long)links.keepalives,
+		(unsigned long long)links.late_frees, verbs_links_unauthenticated(NULL, NULL),
+		(unsigned long long)links.evicted,
+		(unsigned long long)(links.reg_bytes + verbs_mr_bytes()));
 }

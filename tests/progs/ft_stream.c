@@ -4,20 +4,23 @@
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
  *             [--until-quiet] [--end-step] [--start-after FILE]
- *             [--send-delay-us D]
+ *             [--send-delay-us D] [--recv-timeout MS]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
  * sleeping D us after every batch; with --hold-until it receives nothing
  * until FILE exists (at most 120 s: a receiver that does not consume;
- * --wait-file is the same); rank 0 with --start-after sends nothing until
- * FILE exists (at most 120 s), and with --send-delay-us waits D us after
- * each item it sent.
+ * --wait-file is the same).  Rank 0 with --hold-until prints "rank 0 open"
+ * once ferry_open has returned and sends nothing until FILE exists (at most
+ * 120 s); --start-after FILE is the same without the line.  With
+ * --send-delay-us rank 0 waits D us after each item it sent.
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
  * more.  --until-quiet: rank
  * 1 receives until nothing came for 3 s and prints "rank 1 got N".
+ * Otherwise rank 1 fails when nothing came for MS ms (--recv-timeout,
+ * default 10000).
  * --end-step: rank 1, once it has received N items (N may be 0; not with
  * --until-quiet), says ferry_done and waits for the step (ferry_step_wait,
  * 30 s at most), which keeps what arrives meanwhile; prints "rank 1 step:
@@ -41,11 +44,11 @@ int main(int argc, char **argv)
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
 		{ "wait-file", required_argument, NULL, 'H' }, { "end-step", no_argument, NULL, 'E' },
 		{ "start-after", required_argument, NULL, 'S' }, { "send-delay-us", required_argument, NULL, 'D' },
-		{ NULL, 0, NULL, 0 },
+		{ "recv-timeout", required_argument, NULL, 'T' }, { NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0, send_delay = 0;
-	int forever = 0, quiet = 0, end_step = 0, opt, ret;
+	int forever = 0, quiet = 0, end_step = 0, recv_timeout = 10000, opt, ret;
 	long abandon = -1;
 	const char *hold = NULL, *start_after = NULL;
 	uint8_t *buf;
@@ -66,6 +69,7 @@ int main(int argc, char **argv)
 		case 'E': end_step = 1; break;
 		case 'S': start_after = optarg; break;
 		case 'D': send_delay = arg_long("--send-delay-us", optarg); break;
+		case 'T': recv_timeout = (int)arg_long("--recv-timeout", optarg); break;
 		default: return 2;
 		}
 	}
@@ -81,7 +85,13 @@ int main(int argc, char **argv)
 		uint64_t eagain = 0;
 		double stuck_since = 0;
 
-		for (int i = 0; start_after && access(start_after, F_OK) != 0 && i < 12000; i++)
+		const char *wait_for = start_after ? start_after : hold;
+
+		if (hold) {
+			printf("rank 0 open\n");
+			fflush(stdout);
+		}
+		for (int i = 0; wait_for && access(wait_for, F_OK) != 0 && i < 12000; i++)
 			usleep(10000);
 
 		for (long i = 0; forever || i < items;) {
@@ -123,7 +133,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
-		int n = ferry_recv(f, it, 64, quiet ? 3000 : 10000);
+		int n = ferry_recv(f, it, 64, quiet ? 3000 : recv_timeout);
 
 		if (n == 0 && quiet) {
 			printf("rank 1 got %ld\n", got);

@@ -49,6 +49,8 @@ kdiag() {
 }
 expect() { local d=$1; shift; if "$@"; then ok "$d"; else no "$d"; return 1; fi; }
 wait_for() { local i; for i in $(seq 600); do eval "$1" && return 0; sleep 0.1; done; return 1; }
+# Twice as long, for what takes several keepalive periods (5 s each) under TCG.
+wait_long() { wait_for "$1" || wait_for "$1"; }
 
 # conf NAME [LINE...]: a 2-node configuration over verbs.
 conf() {
@@ -82,6 +84,11 @@ sigsys() { echo "# a daemon was killed by SIGSYS:"; dmesg | grep 'type=1326' | t
 up() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -q ": up via verbs"; }
 stat() { ferryctl --runtime-dir "$T/$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 peerstat() { ferryctl --runtime-dir "$T/$1" stats | awk -v f="$2" '$1 == "peer" { for (i = 3; i < NF; i += 2) if ($i == f) s += $(i + 1) } END { print s + 0 }'; }
+# linkf DAEMON WORD: the number after WORD in the daemon's (only) link line of
+# ferryctl status ("credits 31, ... keepalives 2"); empty if there is none.
+linkf() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep ' via verbs ' | head -n 1 |
+	sed -n "s/.*[ ,]$2 \([0-9]*\).*/\1/p"; }
+paused() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -q ' via verbs .*, paused'; }
 
 # job NAME ARGS...: 4 ranks, 2 on each of daemons n0 and n1 (JOB_DAEMONS:
 # other daemons, 2 ranks on each); passes if all pass.
@@ -213,6 +220,110 @@ expect "... and 4 MiB items (64 KiB pieces, each SEND with its tag)" test $s = 0
 expect "... no frame failed its check" test "$(peerstat n0 integrity_failures)$(peerstat n1 integrity_failures)" = 00
 stop n0
 stop n1
+
+# A receiver that stops taking frames for long (hardening issue 10, finding
+# 1).  A job streams from n1 to n0; then three jobs from n0 whose receivers
+# on n1 do not read, under so small a memory limit (the user's share is 256
+# KiB) that XOFF comes too late and n1 pauses the link (the last resort of
+# flow control).  n0 runs out of credits (n1 holds every buffer), n1 spends
+# its own on its stream and then on keepalives, every 5 s; once it has sent
+# two during the pause, the old rule had spent both sides' last credits (ACK
+# frames into buffers the other side held), and when the receivers read
+# again neither side could tell the other that its buffers were free:
+# nothing moved for ever.  Now the last credit goes only to a SEND that
+# returns credits, so n1 keeps one.
+conf kp "security: { key_file = \"$T/a.key\"; };" \
+	"limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576; };"
+start n0 0 kp
+start n1 1 kp
+expect "keyed daemons with a 1 MiB memory limit link up" wait_for "up n0 && up n1"
+d0=$(( $(peerstat n0 disconnects) + $(peerstat n1 disconnects) ))
+export FERRY_TIMEOUT_MS=300000
+pids=""
+# The held jobs open first (their rank tables count against the memory the
+# parked items will fill), their senders wait for held.send.
+for j in 1 2 3; do
+	FERRY_RUNTIME_DIR=$T/n1 ft_stream --job held$j --rank 1 --items 20000 --len 200 --hold-until "$T/held.go" \
+		--recv-timeout 120000 >"$T/held$j.1" 2>&1 &
+	pids="$pids $!"
+	FERRY_RUNTIME_DIR=$T/n0 ft_stream --job held$j --rank 0 --items 20000 --len 200 --hold-until "$T/held.send" \
+		>"$T/held$j.0" 2>&1 &
+	pids="$pids $!"
+done
+# (It stops too while the link is paused, once n0 cannot return credits.)
+FERRY_RUNTIME_DIR=$T/n0 ft_stream --job back --rank 1 --items 200000 --len 200 --recv-timeout 120000 \
+	>"$T/back.1" 2>&1 &
+pids="$pids $!"
+FERRY_RUNTIME_DIR=$T/n1 ft_stream --job back --rank 0 --items 200000 --len 200 >"$T/back.0" 2>&1 &
+pids="$pids $!"
+export FERRY_TIMEOUT_MS=60000
+wait_for "[ \"\$(cat $T/held?.0 | grep -c 'rank 0 open')\" = 3 ] && [ \"\$(stat n0 items_delivered)\" -gt 1000 ]"
+touch "$T/held.send"
+if expect "n1 pauses the link (its receivers do not read, parking is full)" wait_for "paused n1"; then
+	k0=$(linkf n1 keepalives)
+	p0=$(cut -d' ' -f1 /proc/uptime)
+	expect "... n0 runs out of credits and n1 sends two keepalives while paused" \
+		wait_long "[ \"\$(linkf n0 credits)\" = 0 ] && [ \$(linkf n1 keepalives) -ge $((k0 + 2)) ] && paused n1" || diag
+	echo "# paused $(awk -v a="$p0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print b - a }') s so far; credits: n0 $(linkf n0 credits), n1 $(linkf n1 credits) (the one a SEND that returns credits may use)"
+	expect "... n1 kept its last credit" test "$(linkf n1 credits)" -ge 1
+fi
+touch "$T/held.go"
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+expect "once the receivers read, all four jobs complete: every item exactly once, in order" test $rc = 0 ||
+	{ logs "$T"/held?.? "$T"/back.?; diag; }
+expect "... over the same link, which never broke" \
+	test $(( $(peerstat n0 disconnects) + $(peerstat n1 disconnects) )) = $d0
+expect "... and carries a job after" job afterpause --items 200 --sync
+echo "# link stalls at n1: $(peerstat n1 stalls); frames freed by their owner while their SEND was in flight: n0 $(stat n0 verbs_frames_freed_in_flight), n1 $(stat n1 verbs_frames_freed_in_flight)"
+expect "daemon 0 exits cleanly" stop n0
+expect "daemon 1 exits cleanly" stop n1
+
+# Connections that never authenticate (finding 2): two hosts that are not
+# nodes of the cluster (rxe2, rxe3) keep 12 rdma_cm connection requests each
+# open to n1, with a valid identification, and say nothing.  n1 holds at most
+# 8 from one address and 16 in all, each with a queue pair and a few small
+# buffers (the full 2 MiB of receive buffers only after AUTH), ends each
+# after 1 s without HELLO, and n0, a node of the cluster, takes the place of
+# a stranger when all are taken.  Registered memory is measured as the
+# daemon's own count (ferryctl stats verbs_registered_bytes) and as the
+# kernel's (VmPin in /proc/PID/status: pages pinned by memory registration).
+start n1 1 kp
+FLOOD=""
+for h in 3 4; do
+	ft_rdmaflood --src 10.0.0.$h --dst 10.0.0.2 --port 7472 --from 0 --to 1 --conns 12 --seconds 120 \
+		>"$T/flood$h.out" 2>&1 &
+	FLOOD="$FLOOD $!"
+done
+expect "two hostile hosts fill n1's 16 slots for connections that have not authenticated" \
+	wait_for "[ \"\$(stat n1 verbs_unauthenticated)\" = 16 ]" || logs "$T/n1.log"
+pin=0 reg=0
+for i in $(seq 20); do
+	p=$(awk '/^VmPin:/ { print $2 }' /proc/$PID_n1/status); r=$(stat n1 verbs_registered_bytes)
+	[ "${p:-0}" -gt $pin ] && pin=$p
+	[ "${r:-0}" -gt $reg ] && reg=$r
+	sleep 0.1
+done
+echo "# during the flood: n1 registered at most $reg bytes, VmPin at most $pin kB"
+expect "... holding at most 16 x 5 KiB of registered buffers ($reg bytes)" test "$reg" -le $((16 * 5120))
+expect "... and at most 1 MiB pinned ($pin kB; 2 MiB per connection before)" test "$pin" -le 1024
+start n0 0 kp
+expect "n0, a node of the cluster, links up with n1 meanwhile" wait_for "up n0 && up n1" || diag
+expect "... while the flood still goes on" bash -c "kill -0 ${FLOOD# }"
+# (It takes the place of a stranger when all 16 are taken; between a
+# stranger's end and its next request a place may be free: not asserted.)
+echo "# strangers n1 ended to make room for n0: $(stat n1 verbs_evicted)"
+expect "... and the link carries a job" job flooded --items 200 --sync
+kill -TERM $FLOOD
+wait $FLOOD
+for h in 3 4; do echo "# host 10.0.0.$h: $(cat "$T/flood$h.out")"; done
+expect "n1 refused connections from one host beyond 8" grep -qE 'authenticating already \(8 from 10\.0\.0\.[34]\)' "$T/n1.log"
+expect "... and both hosts saw refusals" \
+	bash -c "grep -q 'refused [1-9]' $T/flood3.out && grep -q 'refused [1-9]' $T/flood4.out"
+expect "once the flood is over, none of its connections is left" wait_for "[ \"\$(stat n1 verbs_unauthenticated)\" = 0 ]"
+echo "# n1 with its one link up: $(stat n1 verbs_registered_bytes) bytes registered"
+expect "daemon 0 exits cleanly" stop n0
+expect "daemon 1 exits cleanly" stop n1
 
 # Encryption: frames are sealed into the link's own registered buffers.
 conf ke "security: { key_file = \"$T/a.key\"; encrypt = true; };"
