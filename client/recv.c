@@ -13,17 +13,17 @@
 
 /* A large item being put back together from its fragments.  Items of one
  * source arrive in the order it sent them, and the fragments of one item one
- * after the other, so one entry per source is enough.  An entry that
- * discards is the rest of an item whose first fragments were dropped: a FAIL
- * said its source left, and the rest of what it sent can still come after
- * the FAIL (FAIL comes from the job's home, the items straight from the
- * source's node, and either may be faster).  Its fragments are skipped up to
- * and including the last one, so that they are not taken for a new item. */
+ * after the other, so one entry per source is enough.  A FAIL saying that a
+ * source left leaves its entry alone: the rest of what it sent can still
+ * come after the FAIL (FAIL comes from the job's home, the items straight
+ * from the source's node, and either may be faster), and completes the item.
+ * If its daemon could not send the rest (items_lost there), the entry stays
+ * until ferry_close: no other process can take that rank in a job that has
+ * started (its home refuses it), so nothing is glued to it. */
 struct reasm {
 	struct reasm *next;
 	uint32_t src;
 	uint16_t channel;
-	int discard;
 	uint8_t *buf;
 	size_t len, cap;
 };
@@ -61,20 +61,6 @@ static struct reasm **find_reasm(struct ferry *f, uint32_t src)
 	return pp;
 }
 
-/* Drops a partial item of src, which left the job: what it has of the item
- * is freed, and the rest, if it comes, is skipped (struct reasm). */
-static void drop_reasm(struct ferry *f, uint32_t src)
-{
-	struct reasm *r = *find_reasm(f, src);
-
-	if (!r || r->discard)
-		return;
-	free(r->buf);
-	r->buf = NULL;
-	r->len = r->cap = 0;
-	r->discard = 1;
-}
-
 /* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
  * without a message: one caller still succeeds with the items it has. */
 static int hold(struct ferry *f, void *buf)
@@ -107,13 +93,6 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		r->next = f->reasm;
 		f->reasm = r;
 		pp = &f->reasm;
-	}
-	if (r->discard) {
-		if (!(rec->flags & PROTO_REC_MORE)) {
-			*pp = r->next;
-			free(r);
-		}
-		return 0;
 	}
 	if (r->channel != rec->channel || r->len + rec->len > FERRY_MAX_ITEM)
 		return conn_seterr(-EPROTO, "ferryd delivered inconsistent pieces of an item from rank %u", rec->src);
@@ -186,9 +165,9 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		}
 		if (rec.kind == PROTO_REC_FAIL) {
 			/* Items keep coming (from the ranks that are still
-			 * there); steps that have not completed by now never
-			 * will.  A partial large item of a rank that left is
-			 * dropped: no more of it can come. */
+			 * there, and what a rank that left sent before it
+			 * did: struct reasm); steps that have not completed
+			 * by now never will. */
 			if (!f->failed) {
 				size_t len = rec.len < sizeof(f->fail_text) - 1 ? rec.len : sizeof(f->fail_text) - 1;
 
@@ -196,8 +175,6 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 				memcpy(f->fail_text, payload, len);
 				f->fail_text[len] = '\0';
 			}
-			if (rec.src < f->size)
-				drop_reasm(f, rec.src);
 			continue;
 		}
 		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)

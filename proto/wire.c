@@ -249,11 +249,12 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		if (len < sizeof(*l))
 			return -EPROTO;
 		l->node = rd32(p);
-		l->restarted = rd32(p + 4);
+		l->kind = rd32(p + 4);
 		l->incarnation = rd64(p + 8);
 		l->text_len = rd32(p + 16);
 		l->reserved = rd32(p + 20);
-		if (l->node >= WIRE_MAX_NODES || l->restarted > 1 || !l->incarnation != !l->restarted ||
+		if (l->node >= WIRE_MAX_NODES || l->kind > WIRE_LOST_LINK_BACK ||
+		    !l->incarnation != (l->kind != WIRE_LOST_RESTART) ||
 		    l->reserved || l->text_len != len - sizeof(*l))
 			return -EPROTO;
 		return decode_text(p + sizeof(*l), l->text_len, c->text);
@@ -288,7 +289,7 @@ ssize_t wire_ctl_encode_lost(void *buf, size_t cap, const struct wire_ctl_lost *
 	if (n > cap || l->text_len > WIRE_FAIL_TEXT_MAX)
 		return -ENOSPC;
 	wr32(p, l->node);
-	wr32(p + 4, l->restarted);
+	wr32(p + 4, l->kind);
 	wr64(p + 8, l->incarnation);
 	wr32(p + 16, l->text_len);
 	wr32(p + 20, 0);

@@ -116,7 +116,7 @@ struct wire_hello {
 	uint16_t flags;                 /* enum wire_hello_flags */
 	uint32_t from;                  /* sender's node id */
 	uint32_t to;                    /* node id the sender means to reach */
-	uint64_t incarnation;           /* random per daemon start, never 0 */
+	uint64_t incarnation;           /* per daemon start, larger for a later one, never 0 */
 	uint64_t peer_incarnation;      /* the addressee's incarnation that ack refers to, 0: none */
 	uint64_t ack;                   /* last in-order frame received from that incarnation */
 	uint8_t  nonce[WIRE_NONCE_BYTES];
@@ -233,16 +233,22 @@ struct wire_ctl_fail {
 };
 static_assert(sizeof(struct wire_ctl_fail) == 28, "ctl fail layout");
 
-/* LOST, from a routing peer of node to every node: restarted 0, the link
+/* LOST, from a routing peer of node to every node, by kind: LINK, the link
  * between the sender and node has been down for a while (both may be alive:
- * the jobs whose routes use that link fail); restarted 1, node's daemon came
- * back as incarnation (non-zero), without the state of the instances before
- * it (every job that needs node fails, its homes drop the ranks those
- * instances had).  text_len bytes of printable text follow. */
+ * the jobs whose routes use that link fail, and so do the jobs that start
+ * while it is down); LINK_BACK, that link is up again; RESTART, node's
+ * daemon came back as incarnation (non-zero), without the state of the
+ * instances before it (every job that needs node fails, its homes drop the
+ * ranks those instances had).  text_len bytes of printable text follow. */
+enum wire_lost_kind {
+	WIRE_LOST_LINK = 0,
+	WIRE_LOST_RESTART = 1,
+	WIRE_LOST_LINK_BACK = 2,
+};
 struct wire_ctl_lost {
 	uint32_t node;
-	uint32_t restarted;     /* 0 or 1 */
-	uint64_t incarnation;   /* restarted: the new one; else 0 */
+	uint32_t kind;          /* enum wire_lost_kind */
+	uint64_t incarnation;   /* RESTART: the new one; else 0 */
 	uint32_t text_len;      /* 1..WIRE_FAIL_TEXT_MAX */
 	uint32_t reserved;      /* 0 */
 };

@@ -126,13 +126,52 @@ static void take_loss(const struct loss *l, const char *why)
 }
 
 /* 1 the first time a restart of node as incarnation inc is heard of (each
- * peer of the node says so). */
+ * peer of the node says so), and only if it is later than every restart of
+ * it heard of before: a LOST about an earlier restart can come late (it may
+ * have waited behind a link that was down), and must not be taken for news
+ * about the present instance (incarnations grow, net/peer.h). */
 static int restart_news(uint32_t node, uint64_t inc)
 {
-	if (cluster.restarted_as[node] == inc)
+	if (inc <= cluster.restarted_as[node])
 		return 0;
 	cluster.restarted_as[node] = inc;
 	return 1;
+}
+
+/* LOST of kind about node (and its restart as inc) to every other node.
+ * (Not to node itself: about a link, it would travel that link; about a
+ * restart, node knows.) */
+static void tell_all(uint32_t node, uint32_t kind, uint64_t inc, const char *why)
+{
+	for (uint32_t k = 0; k < cluster.conf->nnodes; k++)
+		if (k != cluster.self && k != node)
+			msg_lost(k, node, kind, inc, why);
+}
+
+/* A loss of kind (enum wire_lost_kind) reported by node a, here or heard of. */
+static void lost_news(uint32_t a, uint32_t b, uint32_t kind, uint64_t inc, const char *why)
+{
+	if (kind == WIRE_LOST_RESTART && inc < cluster.restarted_as[b])
+		log_rl_info("LOST about node %u restarting (as %016llx) from node %u: an earlier restart than the "
+			    "latest heard of (%016llx); ignored", b, (unsigned long long)inc, a,
+			    (unsigned long long)cluster.restarted_as[b]);
+	struct loss l = { .a = a, .b = b, .restarted_as = inc };
+
+	switch (kind) {
+	case WIRE_LOST_LINK:
+		cuts_add(a, b);
+		take_loss(&l, why);
+		break;
+	case WIRE_LOST_LINK_BACK:
+		cuts_del(a, b);
+		break;
+	case WIRE_LOST_RESTART:
+		if (restart_news(b, inc)) {
+			cuts_del_from(b);       /* what its earlier instances said */
+			take_loss(&l, why);
+		}
+		break;
+	}
 }
 
 /* The peer layer lost a routing peer: the link to it has been down for a
@@ -141,20 +180,26 @@ static int restart_news(uint32_t node, uint64_t inc)
  * every node hears it (LOST). */
 static void node_lost(uint32_t node, uint64_t restarted_as, const char *why)
 {
-	struct loss l = { .a = cluster.self, .b = node, .restarted_as = restarted_as };
+	uint32_t kind = restarted_as ? WIRE_LOST_RESTART : WIRE_LOST_LINK;
 
-	for (uint32_t k = 0; k < cluster.conf->nnodes; k++)
-		if (k != cluster.self && k != node)
-			msg_lost(k, node, restarted_as, why);
-	if (!restarted_as || restart_news(node, restarted_as))
-		take_loss(&l, why);
+	tell_all(node, kind, restarted_as, why);
+	lost_news(cluster.self, node, kind, restarted_as, why);
+}
+
+/* The link to a peer is up again after node_lost said it was down. */
+static void node_found(uint32_t node)
+{
+	char why[WIRE_FAIL_TEXT_MAX];
+
+	snprintf(why, sizeof(why), "the link between nodes %u and %u is up again", cluster.self, node);
+	tell_all(node, WIRE_LOST_LINK_BACK, 0, why);
+	lost_news(cluster.self, node, WIRE_LOST_LINK_BACK, 0, why);
 }
 
 /* LOST from node from. */
 static void node_heard_lost(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_lost *m = &c->u.lost;
-	struct loss l = { .a = from, .b = m->node, .restarted_as = m->incarnation };
 
 	/* Only a routing peer of a node can tell (this node notices what
 	 * happens to its own links itself). */
@@ -163,13 +208,32 @@ static void node_heard_lost(const struct wire_ctl *c, uint32_t from)
 		log_rl_warn("LOST about node %u from node %u, which is not its peer; ignored", m->node, from);
 		return;
 	}
-	if (!l.restarted_as || restart_news(l.b, l.restarted_as))
-		take_loss(&l, c->text);
+	lost_news(from, m->node, m->kind, m->incarnation, c->text);
 }
 
 static const struct fwd_events cluster_fwd_events = {
 	.node_lost = node_lost,
+	.node_found = node_found,
 };
+
+/* A job that has just started (GO): if a link down already (cuts_add) cuts
+ * a route it needs, it fails now rather than wait for the link. */
+static void check_cuts(struct job *j)
+{
+	uint32_t home = cluster_home(j->uid, j->name);
+
+	for (uint32_t i = 0; i < cuts_count() && !j->failed; i++) {
+		struct loss l = cuts_at(i);
+		int home_cut = loss_cuts(&cluster.conf->route, &l, cluster.self, home);
+		char why[WIRE_FAIL_TEXT_MAX];
+
+		if (!home_cut && !job_uses(j, &l))
+			continue;
+		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", l.a, l.b);
+		job_cut(j, &l, home_cut, why);
+		return;
+	}
+}
 
 /* A FAIL: from a node of a job this node is home of, asking (home_fail); or
  * from the home of a job with ranks here, deciding. */
@@ -279,6 +343,7 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 		return;
 	j->ready = 1;
 	sess_job_ready(j);
+	check_cuts(j);
 }
 
 static void node_step(const struct wire_ctl *c, uint32_t from)

@@ -37,6 +37,8 @@ static struct {
 	const struct conf *conf;
 	uint32_t self;
 	struct hjob *hjobs;
+	struct loss *cuts;              /* links down (cuts_add) */
+	uint32_t ncuts, capcuts;
 	uint8_t ids_used[JOB_IDS_PER_HOME];
 	uint8_t gen[JOB_IDS_PER_HOME];  /* generation each index had last (wire.h) */
 	uint32_t next_index;            /* indexes are handed out in turn */
@@ -126,8 +128,12 @@ static void fail_hjob(struct hjob *h, uint32_t rank, uint32_t node, int err, con
 		msg_fail(h->hn[i].node, &f, text);
 }
 
+static void fail_if_cut(struct hjob *h, const struct loss *l, const char *why);
+
 /* Node's ranks in job h are gone (its daemon restarted: they will never say
- * LEAVE), as if they had left.  Returns 1 if that freed h. */
+ * LEAVE), as if they had left: the job fails if it had started (FAIL to its
+ * nodes, the node itself too, whose new instance may have ranks of it),
+ * then the node's entry goes.  Returns 1 if that freed h. */
 static int drop_node(struct hjob *h, uint32_t node, const char *why)
 {
 	uint32_t gone = 0, i;
@@ -139,19 +145,19 @@ static int drop_node(struct hjob *h, uint32_t node, const char *why)
 		h->joined--;
 		gone++;
 	}
+	if (gone)
+		log_rl_info("job %s (uid %u): %u ranks on node %u are gone (%s)", h->name, h->uid, gone, node, why);
+	if (gone && !h->joined) {
+		hjob_free(h);
+		return 1;
+	}
+	if (gone)
+		fail_hjob(h, JOB_NO_NODE, node, EHOSTDOWN, why);
 	/* Its step counters must not count any more either. */
 	for (i = 0; i < h->nhn && h->hn[i].node != node; i++)
 		;
 	if (i < h->nhn)
 		h->hn[i] = h->hn[--h->nhn];
-	if (!gone)
-		return 0;
-	log_rl_info("job %s (uid %u): %u ranks on node %u are gone (%s)", h->name, h->uid, gone, node, why);
-	if (!h->joined) {
-		hjob_free(h);
-		return 1;
-	}
-	fail_hjob(h, JOB_NO_NODE, node, EHOSTDOWN, why);
 	return 0;
 }
 
@@ -194,11 +200,15 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 	struct steps_node *n;
 
 	/* A JOIN from a new instance of a node whose earlier one had ranks
-	 * here: that one restarted (its LOST has not come yet, or came about
-	 * an earlier restart), and its ranks are gone. */
-	if (h && (n = hnode_find(h, from)) && n->incarnation != r->incarnation &&
-	    drop_node(h, from, "its daemon restarted"))
-		h = NULL;
+	 * here: that one restarted (its LOST has not come yet), and its ranks
+	 * are gone.  One from an earlier instance than the one whose ranks are
+	 * here is old news, come late. */
+	if (h && (n = hnode_find(h, from)) && n->incarnation != r->incarnation) {
+		if (r->incarnation < n->incarnation)
+			return;
+		if (drop_node(h, from, "its daemon restarted"))
+			h = NULL;
+	}
 	if (!h) {
 		if (uid_ranks(r->uid) + r->size > HOME_RANKS_PER_UID) {
 			log_rl_warn("job %s (uid %u): the user's jobs homed here would exceed %u ranks; refused",
@@ -292,6 +302,15 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	h->started = 1;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
+	/* A link it needs may be down already (its nodes check their routes
+	 * too, when GO comes). */
+	for (uint32_t i = 0; i < home.ncuts && !h->failed; i++) {
+		char why[WIRE_FAIL_TEXT_MAX];
+
+		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", home.cuts[i].a,
+			 home.cuts[i].b);
+		fail_if_cut(h, &home.cuts[i], why);
+	}
 }
 
 void home_leave(const struct wire_ctl *c, uint32_t from)
@@ -322,6 +341,49 @@ int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t 
 	return route_uses_link(r, x, y, l->a, l->b) || route_uses_link(r, y, x, l->a, l->b);
 }
 
+void cuts_add(uint32_t a, uint32_t b)
+{
+	for (uint32_t i = 0; i < home.ncuts; i++)
+		if (home.cuts[i].a == a && home.cuts[i].b == b)
+			return;
+	if (home.ncuts == home.capcuts) {
+		uint32_t cap = home.capcuts ? 2 * home.capcuts : 8;
+		struct loss *grown = realloc(home.cuts, cap * sizeof(*grown));
+
+		if (!grown) {
+			log_rl_err("out of memory for the links that are down");
+			return;
+		}
+		home.cuts = grown;
+		home.capcuts = cap;
+	}
+	home.cuts[home.ncuts++] = (struct loss){ .a = a, .b = b };
+}
+
+void cuts_del(uint32_t a, uint32_t b)
+{
+	for (uint32_t i = 0; i < home.ncuts; i++)
+		if (home.cuts[i].a == a && home.cuts[i].b == b)
+			home.cuts[i--] = home.cuts[--home.ncuts];
+}
+
+void cuts_del_from(uint32_t a)
+{
+	for (uint32_t i = 0; i < home.ncuts; i++)
+		if (home.cuts[i].a == a)
+			home.cuts[i--] = home.cuts[--home.ncuts];
+}
+
+uint32_t cuts_count(void)
+{
+	return home.ncuts;
+}
+
+struct loss cuts_at(uint32_t i)
+{
+	return home.cuts[i];
+}
+
 /* A started job whose routes between here and one of its nodes the loss cuts
  * fails. */
 static void fail_if_cut(struct hjob *h, const struct loss *l, const char *why)
@@ -341,9 +403,10 @@ void home_lost(const struct loss *l, const char *why)
 
 		if (!l->restarted_as || !n)
 			fail_if_cut(h, l, why);
-		else if (n->incarnation != l->restarted_as && !drop_node(h, l->b, why))
+		else if (n->incarnation < l->restarted_as && !drop_node(h, l->b, why))
 			fail_if_cut(h, l, why);
-		/* else its ranks there joined from the new instance, or h is gone */
+		/* else its ranks there joined from the new instance (or a later
+		 * one: incarnations grow), or h is gone */
 		h = next;
 	}
 }
@@ -388,6 +451,9 @@ void home_fini(void)
 {
 	while (home.hjobs)
 		hjob_free(home.hjobs);
+	free(home.cuts);
+	home.cuts = NULL;
+	home.ncuts = home.capcuts = 0;
 }
 
 void home_write_status(FILE *out, uid_t uid)

@@ -59,6 +59,16 @@ struct loss {
  * lost link, or passes through (or starts or ends at) the restarted node. */
 int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t y);
 
+/* Links reported down and not back yet (LOST of kind LINK, then LINK_BACK):
+ * a job that starts while one is down and needs it fails at once (it would
+ * wait for the link otherwise).  A restart of node n ends the links n
+ * itself reported (its new instance knows nothing of them). */
+void cuts_add(uint32_t a, uint32_t b);
+void cuts_del(uint32_t a, uint32_t b);
+void cuts_del_from(uint32_t a);
+uint32_t cuts_count(void);
+struct loss cuts_at(uint32_t i);
+
 /* A loss (cluster.c heard it): a restarted node's ranks from before leave
  * every job this node is home of, as if they had said LEAVE (which they never
  * will); every started job whose routes between here and its nodes the loss

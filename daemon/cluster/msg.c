@@ -30,9 +30,9 @@ void msg_fail(uint32_t node, const struct wire_ctl_fail *f, const char *text)
 		ctlq_send(node, WIRE_CTL_FAIL, buf, (uint32_t)n);
 }
 
-void msg_lost(uint32_t node, uint32_t lost, uint64_t restarted_as, const char *text)
+void msg_lost(uint32_t node, uint32_t lost, uint32_t kind, uint64_t restarted_as, const char *text)
 {
-	struct wire_ctl_lost m = { .node = lost, .restarted = restarted_as != 0, .incarnation = restarted_as,
+	struct wire_ctl_lost m = { .node = lost, .kind = kind, .incarnation = restarted_as,
 				   .text_len = (uint32_t)strnlen(text, WIRE_FAIL_TEXT_MAX) };
 	uint8_t buf[sizeof(m) + WIRE_FAIL_TEXT_MAX];
 	ssize_t n = wire_ctl_encode_lost(buf, sizeof(buf), &m, text);

@@ -18,10 +18,10 @@ void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_
  * is set from it). */
 void msg_fail(uint32_t node, const struct wire_ctl_fail *f, const char *text);
 
-/* LOST to node about lost (wire_ctl_lost: restarted_as 0, the link from
- * here to it is down; else it restarted as that incarnation), saying text
- * (cut as FAIL's). */
-void msg_lost(uint32_t node, uint32_t lost, uint64_t restarted_as, const char *text);
+/* LOST of kind (enum wire_lost_kind) to node about lost (the link from here
+ * to it, or its restart as incarnation restarted_as), saying text (cut as
+ * FAIL's). */
+void msg_lost(uint32_t node, uint32_t lost, uint32_t kind, uint64_t restarted_as, const char *text);
 
 /* HAVE, GO (step 0) or STEP about job id of generation gen. */
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step);

@@ -1,5 +1,6 @@
 /* daemon/fwd/agg.c - see agg.h. */
 #include "agg.h"
+#include "../core/log.h"
 #include "../core/loop.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@ struct agg_peer {
 	struct frame *buf;              /* frame being filled, not yet sequenced */
 	uint64_t since_ns;              /* when its first item came */
 	uint64_t flush_full, flush_timer, flush_explicit;
+	uint64_t dropped_lost;          /* transit data dropped: its link was lost */
 };
 
 uint64_t agg_items_routed;
@@ -97,8 +99,17 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 
 	if (klass == AGG_CONTROL)
 		limit = agg.limit + AGG_CONTROL_RESERVE;
-	if (klass != AGG_LOCAL && queued(a) >= limit)
+	if (klass != AGG_LOCAL && queued(a) >= limit) {
+		if (klass == AGG_DATA && from_dim >= 0 && a->p->lost) {
+			/* The link has been down for a while (agg.h): its jobs
+			 * fail, and this item holds back none behind it. */
+			a->dropped_lost++;
+			log_rl_warn("peer %u: link lost and full; items passing through to node %u are dropped",
+				    a->p->node, it->node);
+			return 0;
+		}
 		return -EAGAIN;
+	}
 	if (fp > agg.alone) {
 		flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */
 		f = frame_alloc((uint32_t)fp);
@@ -152,8 +163,9 @@ void agg_write_peer_stats(FILE *out, const struct peer *p)
 {
 	const struct agg_peer *a = &agg.peers[p->idx];
 
-	fprintf(out, " flush_full %llu flush_timer %llu flush_explicit %llu", (unsigned long long)a->flush_full,
-		(unsigned long long)a->flush_timer, (unsigned long long)a->flush_explicit);
+	fprintf(out, " flush_full %llu flush_timer %llu flush_explicit %llu dropped_lost %llu",
+		(unsigned long long)a->flush_full, (unsigned long long)a->flush_timer,
+		(unsigned long long)a->flush_explicit, (unsigned long long)a->dropped_lost);
 }
 
 int agg_init(const struct conf *c, uint32_t self)

@@ -17,6 +17,16 @@
  * deadlock it (the "bubble" rule of Puente et al., adaptive bubble routers,
  * 1999).
  *
+ * A link that is lost (down for PEER_LOST_NS, net/peer.h) holds what was
+ * queued for it, but once that reaches the limit, data passing through
+ * toward it is dropped and counted (dropped_lost) instead of held: held, it
+ * would pause the link it came in on, and with it every other job's items
+ * and the control items behind it, for as long as the lost link stays down.
+ * The jobs whose routes cross a lost link fail (cluster/cluster.h), so
+ * nothing of a job that goes on is dropped.  Control items passing through
+ * still wait (their reserve), and items that start here hold their sender
+ * (the forwarding of a failed job's items drops them, fwd/tx.c).
+ *
  * Ownership: a buffer belongs to this module until it is full or flushed;
  * then it is handed to the peer layer (peer_send), which frees it once the
  * peer acknowledges it.

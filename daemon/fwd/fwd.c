@@ -19,9 +19,16 @@ static void peer_lost(struct peer *p, uint64_t restarted_as, const char *why)
 		above->node_lost(p->node, restarted_as, why);
 }
 
+static void peer_found(struct peer *p)
+{
+	if (above && above->node_found)
+		above->node_found(p->node);
+}
+
 const struct peer_events fwd_peer_events = {
 	.rx = rx_frame,
 	.lost = peer_lost,
+	.found = peer_found,
 };
 
 int fwd_init(const struct conf *c, uint32_t self)

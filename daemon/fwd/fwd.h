@@ -21,6 +21,8 @@ struct fwd_events {
 	/* A routing peer is lost (net/peer.h, peer_events.lost: restarted_as
 	 * 0, the link to it is down; else its new incarnation). */
 	void (*node_lost)(uint32_t node, uint64_t restarted_as, const char *why);
+	/* The link to that peer is up again after it was lost (peer_events.found). */
+	void (*node_found)(uint32_t node);
 };
 
 /* Registers the layer above's events (ev stays valid until fwd_fini). */

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Connecting, and then the handshake, each get this long.  Without a limit
  * on connecting, an attempt made while the peer was unreachable would hang
@@ -61,6 +62,22 @@ static struct {
 	uint16_t frame_flags;           /* what every frame after the handshake has in hdr.flags */
 	uint32_t trailer;               /* and at the end of its body: the tag, or nothing */
 } peers;
+
+/* A later start of a daemon has a larger incarnation: the wall clock's
+ * milliseconds in the top 44 bits (enough until the year 2527), random bits
+ * below (two starts in one millisecond still differ).  The layer above
+ * tells a LOST about an earlier restart, come late, from one about the
+ * latest by it (cluster.c).  A clock set back by more than the time
+ * between two restarts would order them wrongly; NTP steps are far smaller. */
+static uint64_t new_incarnation(void)
+{
+	struct timespec ts;
+	uint64_t rnd;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	auth_random(&rnd, sizeof(rnd));
+	return ((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u) << 20 | (rnd & 0xfffff) | 1;
+}
 
 uint64_t peer_self_incarnation(void)
 {
@@ -415,6 +432,7 @@ static int link_up(struct link *l)
 	struct peer *p = l->peer;
 	struct peer_hs *hs = l->hs;
 	uint64_t ack;
+	int was_lost;
 
 	if (p->link != l) {
 		/* An accepted connection authenticated: now it is the peer's. */
@@ -436,6 +454,7 @@ static int link_up(struct link *l)
 		if (peers.ev->lost)
 			peers.ev->lost(p, hs->their.incarnation, why);
 	}
+	was_lost = p->lost;
 	p->lost = 0;
 	p->incarnation = hs->their.incarnation;
 	/* Their ack counts only if it refers to this instance of us. */
@@ -464,6 +483,8 @@ static int link_up(struct link *l)
 		   p->seq.q.count);
 	if (p->rx_held)
 		l->ops->pause(l, 1);
+	if (was_lost && peers.ev->found)
+		peers.ev->found(p);
 	l->ops->kick(l);
 	return 1;
 }
@@ -724,9 +745,7 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 	peers.frame_flags = peers.frames == AUTH_FRAMES_ENCRYPT ? WIRE_FRAME_MAC | WIRE_FRAME_SEALED :
 			    peers.frames == AUTH_FRAMES_MAC ? WIRE_FRAME_MAC : 0;
 	peers.trailer = peers.frames != AUTH_FRAMES_PLAIN ? WIRE_TAG_BYTES : 0;
-	do
-		auth_random(&peers.incarnation, sizeof(peers.incarnation));
-	while (peers.incarnation == 0);
+	peers.incarnation = new_incarnation();
 	peers.by_node = calloc(c->nnodes, sizeof(*peers.by_node));
 	peers.all = calloc(n ? n : 1, sizeof(*peers.all));
 	if (!ids || !peers.by_node || !peers.all) {

@@ -23,8 +23,9 @@
  * number and stays queued until the peer acknowledges it.  After a
  * reconnection each side learns from the other's HELLO what arrived and sends
  * the rest again, in order; frames with a number already seen are discarded,
- * so nothing is lost or delivered twice.  Each daemon start has a random
- * incarnation: a peer that restarted has lost its state, so the frames queued
+ * so nothing is lost or delivered twice.  Each daemon start has an
+ * incarnation, larger than the ones before it (the start time, and random
+ * bits): a peer that restarted has lost its state, so the frames queued
  * for its previous instance are dropped (logged and counted) and both
  * sequences start over.
  *
@@ -96,12 +97,18 @@ struct peer_events {
 	 * it was used; the link is dropped and the frame comes again). */
 	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
 	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
-	 * (once, until it is up again; the peer may be alive, and the frames
-	 * queued for it go out when the link is back); else it came back as a
+	 * (once, until it is up again: then found; the peer may be alive, and
+	 * the frames queued for it go out when the link is back; the
+	 * forwarding layer takes no more transit data for it meanwhile once
+	 * its queue is full, fwd/agg.h);
+	 * else it came back as a
 	 * new instance of its daemon, incarnation restarted_as, which lost
 	 * everything the old one had (then the frames queued for the old one
 	 * were dropped).  Items on their way through it may be gone for good. */
 	void (*lost)(struct peer *p, uint64_t restarted_as, const char *why);
+	/* p's link is up again after lost said it was down (not after a
+	 * restart: that one said all there is). */
+	void (*found)(struct peer *p);
 };
 
 /* How long a peer's link may be down before the layer above hears that the
@@ -116,7 +123,8 @@ struct peer_events {
 int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, const struct peer_events *ev);
 void peer_fini(void);
 
-/* This daemon start's incarnation (random, non-zero; HELLO carries it). */
+/* This daemon start's incarnation (non-zero, larger for a later start;
+ * HELLO carries it). */
 uint64_t peer_self_incarnation(void);
 
 /* The transport links use ("tcp", "verbs"), and its counters. */

@@ -102,10 +102,10 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 		break;
 	}
 	case WIRE_CTL_LOST: {
-		struct wire_ctl_lost l = { .node = next() & 7 ? next() % 5 : next32(), .restarted = next() & 1,
+		struct wire_ctl_lost l = { .node = next() & 7 ? next() % 5 : next32(), .kind = next() % 3,
 					   .text_len = 4 };
 
-		l.incarnation = l.restarted ? 1 + next() % 3 : 0;
+		l.incarnation = l.kind == WIRE_LOST_RESTART ? 1 + next() % 3 : 0;
 		len = wire_ctl_encode_lost(buf, cap, &l, "lost");
 		break;
 	}

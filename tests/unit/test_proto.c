@@ -340,28 +340,28 @@ TEST(control_items_round_trip)
 		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
 	}
-	/* LOST: a link down (no incarnation) or a node restarted (one). */
+	/* LOST: a link down or back (no incarnation) or a node restarted (one). */
 	{
 		struct wire_ctl_lost l = { .node = 7, .text_len = 4 };
 
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), 0);
-		CHECK(c.u.lost.node == 7 && !c.u.lost.restarted && strcmp(c.text, "gone") == 0);
+		CHECK(c.u.lost.node == 7 && c.u.lost.kind == WIRE_LOST_LINK && strcmp(c.text, "gone") == 0);
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
-		l.restarted = 1;                /* a restart names the new incarnation */
+		l.kind = WIRE_LOST_RESTART;     /* a restart names the new incarnation */
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
 		l.incarnation = 0x1122334455667788ull;
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), 0);
-		CHECK(c.u.lost.restarted == 1 && c.u.lost.incarnation == 0x1122334455667788ull);
-		l.restarted = 0;                /* and a link down none */
+		CHECK(c.u.lost.kind == WIRE_LOST_RESTART && c.u.lost.incarnation == 0x1122334455667788ull);
+		l.kind = WIRE_LOST_LINK_BACK;   /* and a link back none */
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
-		l.restarted = 2;
+		l.kind = 3;
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);
-		l.restarted = 1;
+		l.kind = WIRE_LOST_RESTART;
 		l.node = WIRE_MAX_NODES;
 		n = wire_ctl_encode_lost(buf, sizeof(buf), &l, "gone");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_LOST, buf, (size_t)n, &c), -EPROTO);

@@ -1,7 +1,7 @@
 /* tests/unit/test_recv.c - libferry's receiving side on an RX ring written
  * here as ferryd writes it: large items put back together from their
  * fragments, and what a FAIL about a rank that left does to a partial item
- * of that rank (client/recv.c, struct reasm). */
+ * of that rank: nothing (client/recv.c, struct reasm). */
 #define UNIT "recv"
 #include "check.h"
 #include "../../client/conn.c"
@@ -81,11 +81,11 @@ TEST(large_items_come_back_whole)
 	ferry_release(&f);
 }
 
-/* Rank 1 left with a large item half sent; FAIL says so, and the rest of
- * the item arrives after it (it took another route than the FAIL): the rest
- * must not come out as an item of its own, and what rank 1 sent after it, or
- * another rank, still does. */
-TEST(the_rest_of_a_departed_ranks_item_is_not_an_item)
+/* Rank 1 left after sending a large item; the FAIL that says so comes
+ * between its fragments (it took another route than the item): the item
+ * still comes out whole, then what rank 1 sent after it, and another
+ * rank's. */
+TEST(a_departed_ranks_item_completes_after_the_fail)
 {
 	uint32_t lens[8], srcs[8];
 
@@ -94,12 +94,13 @@ TEST(the_rest_of_a_departed_ranks_item_is_not_an_item)
 	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
 	put_fail(1, "rank 1 left");
 	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
-	put(PROTO_REC_ITEM, 1, 0, 0, 77, 0xa1);         /* the end of the dropped item */
+	put(PROTO_REC_ITEM, 1, 0, 0, 77, 0xa1);         /* the end of the item */
 	put(PROTO_REC_ITEM, 1, 0, 0, 5, 0xc3);          /* a small item it sent after it */
 	put(PROTO_REC_ITEM, 0, 0, 0, 9, 0xd4);
-	CHECK_EQ(take_all(lens, srcs, 8), 2);
-	CHECK(lens[0] == 5 && srcs[0] == 1);
-	CHECK(lens[1] == 9 && srcs[0] == 1 && srcs[1] == 0);
+	CHECK_EQ(take_all(lens, srcs, 8), 3);
+	CHECK(lens[0] == 3 * PROTO_FRAG_BYTES + 77 && srcs[0] == 1);
+	CHECK(lens[1] == 5 && srcs[1] == 1);
+	CHECK(lens[2] == 9 && srcs[2] == 0);
 	CHECK_EQ(f.failed, -EPIPE);
 	CHECK_EQ(f.reasm, NULL);                        /* nothing left behind */
 	ferry_release(&f);
@@ -123,7 +124,7 @@ TEST(a_whole_item_after_the_fail_comes_out)
 int main(void)
 {
 	RUN(large_items_come_back_whole);
-	RUN(the_rest_of_a_departed_ranks_item_is_not_an_item);
+	RUN(a_departed_ranks_item_completes_after_the_fail);
 	RUN(a_whole_item_after_the_fail_comes_out);
 	setup();                /* frees what the last one had */
 	return check_done();
