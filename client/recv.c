@@ -19,11 +19,23 @@
  * from the source's node, and either may be faster), and completes the item.
  * If its daemon could not send the rest (items_lost there), the entry stays
  * until ferry_close: no other process can take that rank in a job that has
- * started (its home refuses it), so nothing is glued to it. */
+ * started (its home refuses it).
+ *
+ * Fragments can be lost on the way (a lost link drops the data passing
+ * through toward it, whole items at a time, fwd/agg.h; a restarted daemon
+ * what it had queued; their jobs fail), so nothing may be glued across a
+ * gap: every fragment carries its index in its item (PROTO_REC_FRAG).  A new
+ * item's start (index 0: a whole item, or a first fragment) while a partial
+ * one of that source waits means the partial one's rest was lost: it is
+ * dropped.  A later fragment that is not the next one the partial item
+ * needs (or with none waiting) is part of an item whose start or middle was
+ * lost: the partial one is dropped and the fragment skipped, and so are the
+ * rest of that item's, which do not follow on either. */
 struct reasm {
 	struct reasm *next;
 	uint32_t src;
 	uint16_t channel;
+	uint32_t next_frag;             /* the index the next fragment must have */
 	uint8_t *buf;
 	size_t len, cap;
 };
@@ -61,6 +73,16 @@ static struct reasm **find_reasm(struct ferry *f, uint32_t src)
 	return pp;
 }
 
+/* Drops the partial item of src (its rest was lost on the way). */
+static void drop_reasm(struct ferry *f, uint32_t src)
+{
+	struct reasm **pp = find_reasm(f, src), *r = *pp;
+
+	*pp = r->next;
+	free(r->buf);
+	free(r);
+}
+
 /* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
  * without a message: one caller still succeeds with the items it has. */
 static int hold(struct ferry *f, void *buf)
@@ -83,8 +105,18 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		      struct ferry_item *items, int *n)
 {
 	struct reasm **pp = find_reasm(f, rec->src), *r = *pp;
+	uint32_t frag = PROTO_REC_FRAG(rec->flags);
 
-	if (!r) {
+	if (r && frag != 0 && frag != r->next_frag) {
+		drop_reasm(f, rec->src);        /* a gap: see struct reasm */
+		return 0;
+	}
+	if (!r && frag != 0)
+		return 0;                       /* part of an item whose start was lost */
+	if (r && frag == 0) {
+		r->len = 0;                     /* a new item: the partial one lost its rest */
+		r->channel = rec->channel;
+	} else if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
@@ -110,6 +142,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	}
 	memcpy(r->buf + r->len, payload, rec->len);
 	r->len += rec->len;
+	r->next_frag = frag + 1;
 	if (rec->flags & PROTO_REC_MORE)
 		return 0;
 	if (hold(f, r->buf) < 0)
@@ -180,7 +213,9 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		if (rec.kind != PROTO_REC_ITEM || rec.src >= f->size)
 			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an unexpected record (kind %u) into the RX ring",
 						     rec.kind);
-		if (!(rec.flags & PROTO_REC_MORE) && !*find_reasm(f, rec.src)) {
+		if (!(rec.flags & PROTO_REC_FLAGS_ALL)) {
+			if (*find_reasm(f, rec.src))
+				drop_reasm(f, rec.src);         /* a new item: its rest was lost */
 			items[n++] = (struct ferry_item){ .data = payload, .len = rec.len, .src = rec.src,
 							  .channel = rec.channel };
 			continue;

@@ -5,8 +5,12 @@
 #include "../proto/clock.h"
 #include "../proto/ring.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
+
+/* Every fragment of the largest item has an index (proto/ring.h). */
+static_assert(FERRY_MAX_ITEM / PROTO_FRAG_BYTES <= PROTO_REC_FRAG_MAX + 1, "fragment indexes");
 
 /* Waits for room for a record of len bytes in the TX ring. */
 static int wait_room(struct ferry *f, uint32_t len)
@@ -111,8 +115,9 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 		return ret;
 	for (size_t off = PROTO_FRAG_BYTES; off < len; off += PROTO_FRAG_BYTES) {
 		uint32_t piece = (uint32_t)(len - off < PROTO_FRAG_BYTES ? len - off : PROTO_FRAG_BYTES);
+		uint8_t frag = (uint8_t)((off / PROTO_FRAG_BYTES) << 1);     /* PROTO_REC_FRAG */
 
-		ret = put_rec(f, PROTO_REC_ITEM, off + piece < len ? PROTO_REC_MORE : 0, dst,
+		ret = put_rec(f, PROTO_REC_ITEM, frag | (off + piece < len ? PROTO_REC_MORE : 0), dst,
 			      (uint16_t)channel, p + off, piece, 1);
 		if (ret < 0)
 			return ret;

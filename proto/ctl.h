@@ -27,7 +27,10 @@
 
 #include "job.h"
 
-#define CTL_VERSION   1
+/* 2: the fragments of a large item carry their index in it (proto/ring.h,
+ *    PROTO_REC_FRAG): a daemon and a libferry of version 1 would not agree
+ *    on where items start. */
+#define CTL_VERSION   2
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 

@@ -163,7 +163,7 @@ int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p)
 			return -EPROTO;
 		if (rec.kind < PROTO_REC_ITEM || rec.kind > PROTO_REC_KIND_MAX ||
 		    (rec.flags & ~PROTO_REC_FLAGS_ALL) ||
-		    ((rec.flags & PROTO_REC_MORE) && rec.kind != PROTO_REC_ITEM) ||
+		    (rec.flags && rec.kind != PROTO_REC_ITEM) ||
 		    rec.len > PROTO_FRAG_BYTES ||
 		    ring_footprint(rec.len) > contig || ring_footprint(rec.len) > avail)
 			return -EPROTO;

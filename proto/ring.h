@@ -82,7 +82,8 @@
 #define PROTO_CACHELINE 64
 
 /* Region and ring limits.  Record payloads are at most PROTO_FRAG_BYTES: larger
- * items travel as a run of fragments (PROTO_REC_MORE on all but the last). */
+ * items travel as a run of fragments (PROTO_REC_MORE on all but the last,
+ * each with its index in the item: PROTO_REC_FRAG). */
 #define PROTO_FRAG_BYTES   (64u * 1024)
 #define PROTO_RING_MIN     (256u * 1024)        /* holds two maximal records */
 #define PROTO_RING_MAX     (1u << 30)
@@ -102,8 +103,17 @@ enum proto_rec_kind {
 
 enum proto_rec_flags {
 	PROTO_REC_MORE = 1u << 0,       /* fragment; more of the same item follow */
-	PROTO_REC_FLAGS_ALL = PROTO_REC_MORE,
+	/* Bits 1-6: the fragment's index in its item (PROTO_REC_FRAG; 0 for the
+	 * first fragment and for a whole item; FERRY_MAX_ITEM is 64 fragments).
+	 * Where fragments were lost on the way (a lost link's transit data, a
+	 * restarted node's queue), the receiver tells a rest without its start
+	 * from the next piece of the item it is putting together
+	 * (client/recv.c). */
+	PROTO_REC_FRAG_MASK = 0x3fu << 1,
+	PROTO_REC_FLAGS_ALL = PROTO_REC_MORE | PROTO_REC_FRAG_MASK,
 };
+#define PROTO_REC_FRAG(flags)  (((uint32_t)(flags) & PROTO_REC_FRAG_MASK) >> 1)
+#define PROTO_REC_FRAG_MAX     63u
 
 /* One record in a ring.  The same layout carries control records. */
 struct proto_rec {

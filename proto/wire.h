@@ -76,8 +76,13 @@ static_assert(sizeof(struct wire_frame_hdr) == 24, "wire frame header layout");
 
 enum wire_item_flags {
 	WIRE_ITEM_MORE = 1u << 0,       /* fragment; more of the item follow */
-	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE,
+	WIRE_ITEM_FRAG_MASK = 0x3fu << 1,       /* its index in the item (PROTO_REC_FRAG) */
+	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE | WIRE_ITEM_FRAG_MASK,
 };
+#define WIRE_ITEM_FRAG(flags) (((uint32_t)(flags) & WIRE_ITEM_FRAG_MASK) >> 1)
+/* An item's flags are its ring record's, bit for bit. */
+static_assert((int)WIRE_ITEM_MORE == (int)PROTO_REC_MORE && (int)WIRE_ITEM_FRAG_MASK == (int)PROTO_REC_FRAG_MASK,
+	      "item flags as ring record flags");
 
 struct wire_item {
 	uint32_t len;           /* payload bytes, <= PROTO_FRAG_BYTES */

@@ -159,8 +159,8 @@ static void lost_news(uint32_t a, uint32_t b, uint32_t kind, uint64_t inc, const
 
 	switch (kind) {
 	case WIRE_LOST_LINK:
-		cuts_add(a, b);
-		take_loss(&l, why);
+		if (cuts_add(a, b))     /* said again: its jobs have heard it */
+			take_loss(&l, why);
 		break;
 	case WIRE_LOST_LINK_BACK:
 		cuts_del(a, b);

@@ -3,7 +3,9 @@
 #include "msg.h"
 #include "steps.h"
 #include "../core/log.h"
+#include "../core/loop.h"
 #include "../fwd/ctlq.h"
+#include "../net/peer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,11 +35,20 @@ struct hjob {
 	uint32_t nhn, caphn;
 };
 
+/* A link reported down, and when it was said last. */
+struct cut {
+	struct loss l;
+	uint64_t said_ns;
+};
+
+/* A cut not said again for this long is forgotten (home.h). */
+#define CUT_KEEP_NS (3 * PEER_LOST_AGAIN_NS)
+
 static struct {
 	const struct conf *conf;
 	uint32_t self;
 	struct hjob *hjobs;
-	struct loss *cuts;              /* links down (cuts_add) */
+	struct cut *cuts;               /* links down (cuts_add) */
 	uint32_t ncuts, capcuts;
 	uint8_t ids_used[JOB_IDS_PER_HOME];
 	uint8_t gen[JOB_IDS_PER_HOME];  /* generation each index had last (wire.h) */
@@ -304,12 +315,12 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
 	/* A link it needs may be down already (its nodes check their routes
 	 * too, when GO comes). */
-	for (uint32_t i = 0; i < home.ncuts && !h->failed; i++) {
+	for (uint32_t i = 0; i < cuts_count() && !h->failed; i++) {
 		char why[WIRE_FAIL_TEXT_MAX];
 
-		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", home.cuts[i].a,
-			 home.cuts[i].b);
-		fail_if_cut(h, &home.cuts[i], why);
+		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", home.cuts[i].l.a,
+			 home.cuts[i].l.b);
+		fail_if_cut(h, &home.cuts[i].l, why);
 	}
 }
 
@@ -341,47 +352,62 @@ int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t 
 	return route_uses_link(r, x, y, l->a, l->b) || route_uses_link(r, y, x, l->a, l->b);
 }
 
-void cuts_add(uint32_t a, uint32_t b)
+/* Forgets the cuts not said again for CUT_KEEP_NS. */
+static void cuts_expire(void)
 {
+	uint64_t now = loop_now_ns();
+
 	for (uint32_t i = 0; i < home.ncuts; i++)
-		if (home.cuts[i].a == a && home.cuts[i].b == b)
-			return;
+		if (now - home.cuts[i].said_ns > CUT_KEEP_NS)
+			home.cuts[i--] = home.cuts[--home.ncuts];
+}
+
+int cuts_add(uint32_t a, uint32_t b)
+{
+	cuts_expire();
+	for (uint32_t i = 0; i < home.ncuts; i++)
+		if (home.cuts[i].l.a == a && home.cuts[i].l.b == b) {
+			home.cuts[i].said_ns = loop_now_ns();
+			return 0;
+		}
 	if (home.ncuts == home.capcuts) {
 		uint32_t cap = home.capcuts ? 2 * home.capcuts : 8;
-		struct loss *grown = realloc(home.cuts, cap * sizeof(*grown));
+		struct cut *grown = realloc(home.cuts, cap * sizeof(*grown));
 
 		if (!grown) {
 			log_rl_err("out of memory for the links that are down");
-			return;
+			return 1;
 		}
 		home.cuts = grown;
 		home.capcuts = cap;
 	}
-	home.cuts[home.ncuts++] = (struct loss){ .a = a, .b = b };
+	home.cuts[home.ncuts++] = (struct cut){ .l = { .a = a, .b = b }, .said_ns = loop_now_ns() };
+	return 1;
 }
 
 void cuts_del(uint32_t a, uint32_t b)
 {
 	for (uint32_t i = 0; i < home.ncuts; i++)
-		if (home.cuts[i].a == a && home.cuts[i].b == b)
+		if (home.cuts[i].l.a == a && home.cuts[i].l.b == b)
 			home.cuts[i--] = home.cuts[--home.ncuts];
 }
 
 void cuts_del_from(uint32_t a)
 {
 	for (uint32_t i = 0; i < home.ncuts; i++)
-		if (home.cuts[i].a == a)
+		if (home.cuts[i].l.a == a)
 			home.cuts[i--] = home.cuts[--home.ncuts];
 }
 
 uint32_t cuts_count(void)
 {
+	cuts_expire();
 	return home.ncuts;
 }
 
 struct loss cuts_at(uint32_t i)
 {
-	return home.cuts[i];
+	return home.cuts[i].l;
 }
 
 /* A started job whose routes between here and one of its nodes the loss cuts

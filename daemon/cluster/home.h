@@ -62,8 +62,13 @@ int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t 
 /* Links reported down and not back yet (LOST of kind LINK, then LINK_BACK):
  * a job that starts while one is down and needs it fails at once (it would
  * wait for the link otherwise).  A restart of node n ends the links n
- * itself reported (its new instance knows nothing of them). */
-void cuts_add(uint32_t a, uint32_t b);
+ * itself reported (its new instance knows nothing of them).  The ends of a
+ * link that stays down say so again every PEER_LOST_AGAIN_NS (net/peer.h);
+ * one not said again for three times that is forgotten, so that a LINK_BACK
+ * lost on the way (in a restarted node's queue), or a LINK of a node's
+ * earlier instance come late, cannot leave a link down for ever.  cuts_add
+ * returns 1 if the cut is news. */
+int cuts_add(uint32_t a, uint32_t b);
 void cuts_del(uint32_t a, uint32_t b);
 void cuts_del_from(uint32_t a);
 uint32_t cuts_count(void);

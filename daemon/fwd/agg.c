@@ -17,6 +17,14 @@ struct agg_peer {
 
 uint64_t agg_items_routed;
 
+/* A large item being dropped whole (agg.h): the rest of it is dropped too,
+ * whatever room there is by the time it comes. */
+struct dropping {
+	uint32_t job, src, dst;         /* job 0: a free entry */
+	uint8_t gen;
+};
+#define AGG_DROPPING_MAX 1024           /* items at once; then the oldest is forgotten */
+
 static struct {
 	const struct conf *conf;
 	uint32_t self;
@@ -25,7 +33,37 @@ static struct {
 	uint32_t alone;                 /* items with a bigger footprint skip aggregation */
 	uint64_t limit;                 /* limits.link_bytes */
 	struct loop_timer flush_timer;
+	struct dropping dropping[AGG_DROPPING_MAX];
+	uint32_t ndropping, dropping_next;
 } agg;
+
+/* 1 if it is a later fragment of an item being dropped (and, if it is the
+ * last, the item is done with). */
+static int dropping_rest(const struct wire_item *it)
+{
+	for (uint32_t i = 0; i < AGG_DROPPING_MAX; i++) {
+		struct dropping *d = &agg.dropping[i];
+
+		if (d->job != it->job || d->gen != it->gen || d->src != it->src || d->dst != it->dst || !d->job)
+			continue;
+		if (!(it->flags & WIRE_ITEM_MORE)) {
+			d->job = 0;
+			agg.ndropping--;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* A fragment of it was dropped, and more follow: drop them too. */
+static void dropping_add(const struct wire_item *it)
+{
+	struct dropping *d = &agg.dropping[agg.dropping_next++ % AGG_DROPPING_MAX];
+
+	if (!d->job)
+		agg.ndropping++;
+	*d = (struct dropping){ .job = it->job, .src = it->src, .dst = it->dst, .gen = it->gen };
+}
 
 int agg_routable(uint32_t node)
 {
@@ -99,10 +137,20 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 
 	if (klass == AGG_CONTROL)
 		limit = agg.limit + AGG_CONTROL_RESERVE;
+	if (__builtin_expect(agg.ndropping != 0, 0) && klass == AGG_DATA && WIRE_ITEM_FRAG(it->flags) &&
+	    dropping_rest(it)) {
+		a->dropped_lost++;
+		return 0;
+	}
 	if (klass != AGG_LOCAL && queued(a) >= limit) {
 		if (klass == AGG_DATA && from_dim >= 0 && a->p->lost) {
 			/* The link has been down for a while (agg.h): its jobs
-			 * fail, and this item holds back none behind it. */
+			 * fail, and this item holds back none behind it.  An
+			 * item is dropped whole, from this fragment to its
+			 * last, so that no fragment of it passes once there is
+			 * room again. */
+			if (it->flags & WIRE_ITEM_MORE)
+				dropping_add(it);
 			a->dropped_lost++;
 			log_rl_warn("peer %u: link lost and full; items passing through to node %u are dropped",
 				    a->p->node, it->node);

@@ -23,7 +23,11 @@
  * would pause the link it came in on, and with it every other job's items
  * and the control items behind it, for as long as the lost link stays down.
  * The jobs whose routes cross a lost link fail (cluster/cluster.h), so
- * nothing of a job that goes on is dropped.  Control items passing through
+ * nothing of a job that goes on is dropped.  A large item is dropped whole
+ * from the fragment where dropping began: its later fragments are dropped
+ * too, even once there is room again, so that after a gap the next thing a
+ * receiver gets from that sender starts an item (libferry drops the partial
+ * one then, client/recv.c, and checks fragment indexes besides).  Control items passing through
  * still wait (their reserve), and items that start here hold their sender
  * (the forwarding of a failed job's items drops them, fwd/tx.c).
  *

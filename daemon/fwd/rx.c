@@ -39,7 +39,7 @@ static int deliver(const struct wire_item *it, const void *payload)
 	struct proto_rec rec = {
 		.len = it->len,
 		.kind = PROTO_REC_ITEM,
-		.flags = it->flags & WIRE_ITEM_MORE ? PROTO_REC_MORE : 0,
+		.flags = it->flags,             /* the same bits (wire.h) */
 		.channel = it->channel,
 		.dst = it->dst,
 		.src = it->src,

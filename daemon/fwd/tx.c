@@ -69,7 +69,7 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 	} else if (node != JOB_NO_NODE && node != drainer.self) {
 		struct wire_item it = {
 			.len = rec->len,
-			.flags = rec->flags & PROTO_REC_MORE ? WIRE_ITEM_MORE : 0,
+			.flags = rec->flags,            /* the same bits (wire.h) */
 			.channel = rec->channel,
 			.node = node,
 			.job = j->id,

@@ -249,15 +249,19 @@ static void free_hs(struct link *l)
 static void on_lost(struct loop_timer *t)
 {
 	struct peer *p = t->ctx;
-	char why[192];
+	char why[256];
 
-	if (p->state == PEER_UP || p->lost)
+	if (p->state == PEER_UP)
 		return;
-	p->lost = 1;
+	/* Said again while the link stays down: the layer above keeps what it
+	 * heard only for a while (cluster.c), so that news lost on the way
+	 * (LINK_BACK in a restarted node's queue) cannot stay true for ever. */
+	loop_timer_arm(&p->lost_timer, PEER_LOST_AGAIN_NS, on_lost, p);
 	snprintf(why, sizeof(why), "the link between nodes %u and %u has been down for %llu s (%s)", peers.self,
-		 p->node, (unsigned long long)(PEER_LOST_NS / 1000000000u),
+		 p->node, (unsigned long long)((PEER_LOST_NS + p->lost * PEER_LOST_AGAIN_NS) / 1000000000u),
 		 p->last_error[0] ? p->last_error : "link down");
-	log_warn("peer %u: %s", p->node, why);
+	if (!p->lost++)
+		log_warn("peer %u: %s", p->node, why);
 	if (peers.ev->lost)
 		peers.ev->lost(p, 0, why);
 }

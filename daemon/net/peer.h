@@ -84,7 +84,7 @@ struct peer {
 	struct loop_timer retry;        /* reconnection */
 	uint32_t backoff_ms;
 	struct loop_timer lost_timer;   /* down since PEER_LOST_NS: lost */
-	int lost;                       /* the layer above heard it is lost; until it is up again */
+	int lost;                       /* times the layer above heard it is lost; 0 once up again */
 
 	struct peer_stats st;
 };
@@ -97,7 +97,8 @@ struct peer_events {
 	 * it was used; the link is dropped and the frame comes again). */
 	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
 	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
-	 * (once, until it is up again: then found; the peer may be alive, and
+	 * (and again every PEER_LOST_AGAIN_NS until it is up again: then
+	 * found; the peer may be alive, and
 	 * the frames queued for it go out when the link is back; the
 	 * forwarding layer takes no more transit data for it meanwhile once
 	 * its queue is full, fwd/agg.h);
@@ -115,6 +116,8 @@ struct peer_events {
  * peer is lost: a link that breaks and comes back within this loses
  * nothing, its frames are resent. */
 #define PEER_LOST_NS (2ull * 1000000000u)
+/* ... and again every PEER_LOST_AGAIN_NS while it stays down. */
+#define PEER_LOST_AGAIN_NS (10ull * 1000000000u)
 
 /* Creates the peers of node self and starts connecting/listening with tr,
  * or, if tr is NULL, the transport c->transport asks for ("auto": verbs if

@@ -143,7 +143,7 @@ static void frame_in(void)
 			.dst = next() % 6,
 			.src = next() % 6,
 			.channel = next(),
-			.flags = next() & 7 ? 0 : WIRE_ITEM_MORE,
+			.flags = next() & 7 ? 0 : next(),       /* MORE, fragment index, bad bits */
 		};
 
 		if (it.job == 0 && it.node == 1) {
@@ -179,7 +179,7 @@ static void tx_records(int c)
 		if (ring_reserve(&client[c].tx, len, &r) < 0)
 			break;
 		*r = (struct proto_rec){ .len = len, .kind = kind, .dst = next() & 15 ? next() % 4 : next32(),
-					 .flags = next() & 15 ? 0 : PROTO_REC_MORE };
+					 .flags = next() & 15 ? 0 : next() };   /* MORE, index, bad bits */
 		memset(r + 1, next(), len);
 	}
 	ring_publish(&client[c].tx);

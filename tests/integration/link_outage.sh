@@ -4,12 +4,18 @@
 # - data passing through a node toward the lost link does not hold back the
 #   link it comes in on: a job whose routes share that incoming link, but
 #   not the lost one, runs to its end during the outage (the node drops the
-#   transit data once the lost link's queue is full, and counts it);
+#   transit data once the lost link's queue is full, and counts it); and
+#   when the link is back, no large item reaches its receiver glued together
+#   from pieces of two (items are dropped whole, libferry checks fragment
+#   indexes);
 # - a job that starts while the link is down, and needs it, fails at once
 #   (EHOSTDOWN naming the link) instead of opening and then waiting;
 # - LOSTs about earlier restarts of a node, held up behind the down link and
 #   delivered when it comes back, do not touch the ranks of the node's
-#   present instance (incarnations are ordered).
+#   present instance (incarnations are ordered);
+# - a LINK_BACK lost on the way (in the queue of a node that restarted) does
+#   not leave the link down for ever: what is not said again is forgotten
+#   after 30 s.
 . "$(dirname "$0")/lib.sh"
 
 if ! netns_ok; then
@@ -54,9 +60,11 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # gets it from node 2, and cannot send it on.  Job W (nodes 2 and 0, home
 # 0 or 2) uses only the link 2-0, the one the stream comes in on.
 W=$(name_with_home w 0 2) && S=$(name_with_home s 2 3) || { t_fail "job names"; finish; }
-FERRY_RUNTIME_DIR=$TMP/${CL}_n3 bg S.1.log prog ft_stream --job "$S" --rank 1 --forever --len 16000
+# Its items are of 300000 bytes: 5 fragments each.
+FERRY_RUNTIME_DIR=$TMP/${CL}_n3 bg S.1.log prog ft_stream --job "$S" --rank 1 --forever --len 300000 \
+	--recv-timeout 60000
 s1=$LASTPID
-FERRY_RUNTIME_DIR=$TMP/${CL}_n2 bg S.0.log prog ft_stream --job "$S" --rank 0 --forever --len 16000
+FERRY_RUNTIME_DIR=$TMP/${CL}_n2 bg S.0.log prog ft_stream --job "$S" --rank 0 --forever --len 300000
 s0=$LASTPID
 expect "a stream from node 2 to node 3 passes through node 0" \
 	wait_for "[ \"\$(peerstat ${CL}_n0 2 items_forwarded)\" -gt 1000 ]"
@@ -106,10 +114,15 @@ d=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 expect "job $L (nodes 0, 3, home $(job_home "$(id -u)" "$L" 9)) started while link 0-3 is down: both ranks fail with EHOSTDOWN naming it ($d s)" \
 	bash -c "grep -q 'needs was lost.*link between nodes [03] and [03] is down' '$TMP/L.0.log' &&
 		grep -q 'needs was lost.*link between nodes [03] and [03] is down' '$TMP/L.1.log'"
-kill "$s0" "$s1" 2>/dev/null
-wait "$s0" "$s1" 2>/dev/null
 mend 0 3
 expect "link 0-3 back" link_up "${CL}_n0" 3
+# The stream's receiver checks every item: the first after the gap must be
+# whole and intact, and so be missing items before it, not glued.
+wait_for "grep -q '^rank 1: item' '$TMP/S.1.log'"
+kill "$s0" "$s1" 2>/dev/null
+wait "$s0" "$s1" 2>/dev/null
+expect "... the stream's first item after the gap is intact: $(grep -m1 '^rank 1: item' "$TMP/S.1.log")" \
+	grep -q "^rank 1: item [0-9]* (seq [0-9]*): out of order, duplicated or lost" "$TMP/S.1.log"
 expect "... and a job started now uses it" \
 	bash -c "FERRY_RUNTIME_DIR=$TMP/${CL}_n0 '$BUILD/tests/ft_steps' --job after03 --rank 0 --size 2 --steps 5 >'$TMP/A.0.log' &
 		FERRY_RUNTIME_DIR=$TMP/${CL}_n3 '$BUILD/tests/ft_steps' --job after03 --rank 1 --size 2 --steps 5 >'$TMP/A.1.log'; wait"
@@ -143,5 +156,26 @@ expect "... and node 3 dropped no rank of node 4 after the link came back" \
 	not grep -q "ranks on node 4 are gone" "$TMP/${CL}_n3.log"
 kill "$j0" "$j1" 2>/dev/null
 wait "$j0" "$j1" 2>/dev/null
+
+# --- news lost on the way --------------------------------------------------
+# Link 0-3 down until node 0 says so (LINK to every node; to node 4 it goes
+# 0 -> 1 -> 4).  Node 1 stops; link 0-3 comes back, and node 0's LINK_BACK
+# for node 4 waits for node 1; node 1 starts again, a new instance, and node
+# 0 drops what it had queued for the old one, the LINK_BACK too.  Node 4
+# keeps the cut, but only until 30 s after it was said.
+cut 0 3
+expect "link 0-3 cut again: node 0 says so" \
+	wait_for "[ \"\$(grep -c 'link between nodes 0 and 3 has been down' '$TMP/${CL}_n0.log')\" -ge 2 ]"
+said=$(date +%s)
+stop_daemon "${CL}_n1" >/dev/null
+mend 0 3
+NETNS=$(netns_name "$CL" 1) start_daemon "${CL}_n1" --config "$TMP/$CL.conf" --node 1 || { t_fail "node 1"; finish; }
+expect "node 1 back; node 0 dropped what it had queued for its old instance" \
+	wait_for "link_up ${CL}_n0 1 && link_up ${CL}_n4 1 && grep -q 'peer 1 restarted' '$TMP/${CL}_n0.log'"
+while [ $(($(date +%s) - said)) -le 31 ]; do sleep 1; done
+expect "31 s after the cut was said, a job on nodes 4 and 0 (route 4 -> 3 -> 0) runs" \
+	bash -c "FERRY_RUNTIME_DIR=$TMP/${CL}_n4 '$BUILD/tests/ft_steps' --job late40 --rank 0 --size 2 --steps 5 >'$TMP/B.0.log' &
+		FERRY_RUNTIME_DIR=$TMP/${CL}_n0 '$BUILD/tests/ft_steps' --job late40 --rank 1 --size 2 --steps 5 >'$TMP/B.1.log';
+		wait; grep -q 'ok: 5 steps' '$TMP/B.0.log' && grep -q 'ok: 5 steps' '$TMP/B.1.log'"
 expect "daemons exit cleanly" stop_cluster "$CL" 9
 finish

@@ -69,7 +69,7 @@ TEST(ctl_rejects_malformed)
 	ssize_t n;
 
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
-	h->version = 2;
+	h->version = CTL_VERSION + 1;
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
 	n = ctl_encode_hello(buf, sizeof(buf), 7);       /* unknown role */
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);

@@ -1,7 +1,8 @@
 /* tests/unit/test_recv.c - libferry's receiving side on an RX ring written
  * here as ferryd writes it: large items put back together from their
- * fragments, and what a FAIL about a rank that left does to a partial item
- * of that rank: nothing (client/recv.c, struct reasm). */
+ * fragments, what a FAIL about a rank that left does to a partial item of
+ * that rank (nothing), and fragments lost on the way (nothing is glued
+ * across the gap) (client/recv.c, struct reasm). */
 #define UNIT "recv"
 #include "check.h"
 #include "../../client/conn.c"
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 
 #define RING_SIZE (1u << 20)
+#define FRAG(i) ((uint8_t)((i) << 1))   /* PROTO_REC_FRAG */
 
 static struct ferry f;
 static struct ring prod;        /* the daemon's side of f.rx */
@@ -73,8 +75,8 @@ TEST(large_items_come_back_whole)
 	setup();
 	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 7, PROTO_FRAG_BYTES, 0xa1);
 	put(PROTO_REC_ITEM, 2, 0, 7, 10, 0xb2);         /* another source between the pieces */
-	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 7, PROTO_FRAG_BYTES, 0xa1);
-	put(PROTO_REC_ITEM, 1, 0, 7, 100, 0xa1);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(1), 7, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, FRAG(2), 7, 100, 0xa1);
 	CHECK_EQ(take_all(lens, srcs, 8), 2);
 	CHECK(lens[0] == 10 && srcs[0] == 2);
 	CHECK(lens[1] == 2 * PROTO_FRAG_BYTES + 100 && srcs[1] == 1);
@@ -91,10 +93,10 @@ TEST(a_departed_ranks_item_completes_after_the_fail)
 
 	setup();
 	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
-	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(1), 0, PROTO_FRAG_BYTES, 0xa1);
 	put_fail(1, "rank 1 left");
-	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
-	put(PROTO_REC_ITEM, 1, 0, 0, 77, 0xa1);         /* the end of the item */
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(2), 0, PROTO_FRAG_BYTES, 0xa1);
+	put(PROTO_REC_ITEM, 1, FRAG(3), 0, 77, 0xa1);         /* the end of the item */
 	put(PROTO_REC_ITEM, 1, 0, 0, 5, 0xc3);          /* a small item it sent after it */
 	put(PROTO_REC_ITEM, 0, 0, 0, 9, 0xd4);
 	CHECK_EQ(take_all(lens, srcs, 8), 3);
@@ -115,9 +117,52 @@ TEST(a_whole_item_after_the_fail_comes_out)
 	setup();
 	put_fail(2, "rank 2 left");
 	put(PROTO_REC_ITEM, 2, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0xa1);
-	put(PROTO_REC_ITEM, 2, 0, 0, 3, 0xa1);
+	put(PROTO_REC_ITEM, 2, FRAG(1), 0, 3, 0xa1);
 	CHECK_EQ(take_all(lens, srcs, 8), 1);
 	CHECK(lens[0] == PROTO_FRAG_BYTES + 3 && srcs[0] == 2);
+	ferry_release(&f);
+}
+
+/* Fragments lost on the way (a restarted node dropped what it had queued,
+ * a lost link what passed through toward it): nothing is glued across the
+ * gap, whatever it covers; what comes whole after it comes out. */
+TEST(nothing_is_glued_across_lost_fragments)
+{
+	uint32_t lens[8], srcs[8];
+
+	setup();
+	/* The middle of an item lost: the rest does not follow on. */
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0x11);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(1), 0, PROTO_FRAG_BYTES, 0x11);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(3), 0, PROTO_FRAG_BYTES, 0x11);
+	put(PROTO_REC_ITEM, 1, FRAG(4), 0, 50, 0x11);
+	put(PROTO_REC_ITEM, 1, 0, 0, 6, 0x33);          /* whole */
+	CHECK_EQ(take_all(lens, srcs, 8), 1);
+	CHECK(lens[0] == 6 && srcs[0] == 1);
+	CHECK_EQ(f.reasm, NULL);
+
+	/* An item's rest and the next one's start lost: the first's start and
+	 * the second's rest (which would line up with it) are not one item. */
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0x11);
+	put(PROTO_REC_ITEM, 1, PROTO_REC_MORE | FRAG(2), 0, PROTO_FRAG_BYTES, 0x22);
+	put(PROTO_REC_ITEM, 1, FRAG(3), 0, 50, 0x22);
+	CHECK_EQ(take_all(lens, srcs, 8), 0);
+	CHECK_EQ(f.reasm, NULL);
+
+	/* A start, then a new start (the first one's rest lost): the second
+	 * item comes out whole, the first not at all. */
+	put(PROTO_REC_ITEM, 2, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0x44);
+	put(PROTO_REC_ITEM, 2, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0x55);
+	put(PROTO_REC_ITEM, 2, FRAG(1), 0, 9, 0x55);
+	CHECK_EQ(take_all(lens, srcs, 8), 1);
+	CHECK(lens[0] == PROTO_FRAG_BYTES + 9 && srcs[0] == 2);
+
+	/* A start then a whole item: the whole one comes out. */
+	put(PROTO_REC_ITEM, 0, PROTO_REC_MORE, 0, PROTO_FRAG_BYTES, 0x66);
+	put(PROTO_REC_ITEM, 0, 0, 0, 4, 0x77);
+	CHECK_EQ(take_all(lens, srcs, 8), 1);
+	CHECK(lens[0] == 4 && srcs[0] == 0);
+	CHECK_EQ(f.reasm, NULL);
 	ferry_release(&f);
 }
 
@@ -126,6 +171,7 @@ int main(void)
 	RUN(large_items_come_back_whole);
 	RUN(a_departed_ranks_item_completes_after_the_fail);
 	RUN(a_whole_item_after_the_fail_comes_out);
+	RUN(nothing_is_glued_across_lost_fragments);
 	setup();                /* frees what the last one had */
 	return check_done();
 }
