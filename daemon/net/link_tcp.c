@@ -46,7 +46,9 @@
  * HELLO within 1 s and authenticate within 5 s (peer.c).  When all slots are
  * taken, a connection from the address of a node of the cluster takes the
  * slot of the oldest one from elsewhere: strangers cannot keep a node's
- * peers out by holding the slots. */
+ * peers out by holding the slots.  When its own address has all its slots,
+ * it takes the oldest of those: any local user of that node can connect
+ * from its address, and must not keep its daemon out either. */
 #define MAX_UNAUTH   16
 #define MAX_UNAUTH_PER_HOST 8
 /* Accepting pauses this long when the process is out of file descriptors
@@ -587,17 +589,19 @@ static uint32_t unauthenticated(const char *addr, uint32_t *from_host)
 }
 
 /* Makes room for a connection from a node of the cluster: ends the oldest
- * unauthenticated one from an address that is not.  Returns 1 if it did. */
-static int evict_stranger(void)
+ * unauthenticated one from an address that is not (from NULL), or from that
+ * node's own address from.  Returns 1 if it did. */
+static int evict_for_node(const char *from)
 {
 	struct link_tcp *oldest = NULL;
 
 	for (struct link_tcp *t = tcp.links; t; t = t->next)
-		if (!t->l.outgoing && t->l.state != LINK_UP && !cluster_host(t->addr))
+		if (!t->l.outgoing && t->l.state != LINK_UP &&
+		    (from ? same_host(t->addr, from) : !cluster_host(t->addr)))
 			oldest = t;
 	if (!oldest)
 		return 0;
-	log_rl_warn("peer port: %s, not a node of the cluster, makes room for one that is", oldest->addr);
+	log_rl_warn("peer port: %s makes room for a connection from a node of the cluster", oldest->addr);
 	tcp_fail(oldest, "made room for a node of the cluster");
 	return 1;
 }
@@ -636,9 +640,11 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 		addr_str((struct sockaddr *)&ss, addr, sizeof(addr));
 		{
 			uint32_t from_host, n = unauthenticated(addr, &from_host);
+			int room = from_host < MAX_UNAUTH_PER_HOST && n < MAX_UNAUTH;
 
-			if (from_host >= MAX_UNAUTH_PER_HOST ||
-			    (n >= MAX_UNAUTH && !(cluster_host(addr) && evict_stranger()))) {
+			if (!room && cluster_host(addr))
+				room = evict_for_node(from_host >= MAX_UNAUTH_PER_HOST ? addr : NULL);
+			if (!room) {
 				log_rl_warn("peer port: %u connections are authenticating already (%u from %.*s); "
 					    "%s refused", n, from_host, (int)host_len(addr), addr, addr);
 				close(fd);

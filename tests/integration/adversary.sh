@@ -66,6 +66,36 @@ expect "... they were closed for not saying HELLO in time" \
 	grep -q "handshake did not complete\|connections are authenticating already" "$TMP/adv_n1.log"
 for fd in "${squat[@]}"; do exec {fd}>&-; done
 
+# A local user of node 0 keeps 8 idle connections from node 0's own address
+# (127.0.0.1 here) open to node 1's peer port, renewing each before its
+# 1 s is up, so that every place node 0's address has is always taken: node
+# 0's daemon still gets in (it takes the oldest of those), and the link that
+# broke comes back well before it would count as lost (2 s).
+(
+	fds=()
+	for _ in $(seq 500); do         # 10 s at most
+		exec {fd}<>"/dev/tcp/127.0.0.1/$port1" 2>/dev/null && fds+=("$fd")
+		if [ ${#fds[@]} -gt 40 ]; then
+			eval "exec ${fds[0]}>&-"
+			fds=("${fds[@]:1}")
+		fi
+		sleep 0.02
+	done
+) &
+squatter=$!
+PIDS+=("$squatter")
+sleep 1.5
+t0=$(date +%s.%N)
+"$BUILD/ferryctl" --runtime-dir "$TMP/adv_n0" debug kill-link 1 >/dev/null
+expect "a local user renewing 8 connections from node 0's address: node 0's link comes back" \
+	wait_for 'link_up adv_n0 1 && link_up adv_n1 0'
+d=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+expect "... in $d s, not lost (< 2 s)" awk -v d="$d" 'BEGIN { exit !(d < 2.0) }'
+expect "... by taking the place of one of them" grep -q "makes room for a connection from a node of the cluster" \
+	"$TMP/adv_n1.log"
+kill "$squatter" 2>/dev/null
+wait "$squatter" 2>/dev/null
+
 # --- a local user: self-sends, an impossible RX tail, and gone ------------
 honest 2
 for i in 1 2 3; do
