@@ -61,7 +61,9 @@
  * used them up.  Accepted connections not authenticated yet are capped
  * (VERBS_MAX_UNAUTH, VERBS_MAX_UNAUTH_PER_HOST), must say HELLO within 1 s
  * and authenticate within 5 s (peer.c), and one from a node of the cluster
- * takes the place of the oldest one from elsewhere, as on TCP.
+ * takes the place of the oldest one from elsewhere (or, at the per-address
+ * cap, of the oldest from its own address that has not said HELLO), as on
+ * TCP.
  *
  * Handshake.  rdma_cm's private data (56 bytes for RC) cannot hold the
  * authenticated HELLO/AUTH (144 + 32 bytes): it carries an identification
@@ -70,7 +72,12 @@
  * through the same peer-layer code as on TCP.
  *
  * Failures.  An error completion, a DISCONNECTED or UNREACHABLE event, or the
- * device's port going down ends the link (ev->down); the connecting side
+ * device's port going down ends the link (ev->down).  A peer that is gone
+ * without a word (a crashed host, a silent partition) shows only as a work
+ * request of ours that fails: a link with no completion for a keepalive
+ * interval posts an ACK frame if it may, and a zero-length RDMA WRITE (the
+ * probe) whatever its credits, which needs no receive buffer at the peer
+ * (verbs_qp.c, on_keepalive).  The connecting side
  * retries with backoff and the frames not acknowledged are sent again.  A
  * removed device ends every link and the listener; the daemon keeps running,
  * logs it, and tries to set the device up again every few seconds.
@@ -110,9 +117,10 @@
 #define VERBS_CTRL_SLOTS  16            /* control frames (HELLO, AUTH, ACK) in flight */
 #define VERBS_CTRL_BYTES  256           /* one control frame */
 #define VERBS_SEAL_BUFS   VERBS_RECV_BUFS       /* encrypting links: frames sealed and in flight */
-#define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)
+#define VERBS_SQ_DEPTH    (VERBS_RECV_BUFS + VERBS_CTRL_SLOTS)     /* SENDs in flight */
+#define VERBS_SQ_WRS      (VERBS_SQ_DEPTH + 1)  /* and the liveness probe (verbs_qp.c, on_keepalive) */
 #define VERBS_MAX_LINKS   1024
-#define VERBS_WR_PER_LINK (VERBS_SQ_DEPTH + VERBS_RQ_DEPTH)    /* completions one link can have pending */
+#define VERBS_WR_PER_LINK (VERBS_SQ_WRS + VERBS_RQ_DEPTH)      /* completions one link can have pending */
 /* Accepted connections that have not authenticated yet (see Before
  * authentication): each holds a queue pair and a few KiB of pinned memory. */
 #define VERBS_MAX_UNAUTH  16
@@ -172,13 +180,16 @@ struct vlink {
 	uint32_t cfree;         /* bitmap of free control slots */
 	uint32_t cq_pending[VERBS_CTRL_SLOTS], cq_len[VERBS_CTRL_SLOTS], ncq;   /* control frames to post, in order */
 	uint32_t outstanding;   /* posted SENDs without a completion */
+	int probing;            /* the liveness probe is posted, without a completion */
+	uint32_t rq_out;        /* posted receives without a completion */
 	uint8_t *sbuf;          /* encrypting links: VERBS_SEAL_BUFS sealed frames of verbs.max_frame bytes */
 	struct ibv_mr *smr;
 	uint32_t sfree;         /* bitmap of free sealing buffers */
 
 	/* statistics */
-	uint64_t posted, completed, credit_waits, keepalives;
+	uint64_t posted, completed, credit_waits, keepalives, probes;
 	uint64_t posted_seen;   /* posted at the last keepalive tick */
+	uint64_t completed_seen;        /* completed at the last keepalive tick */
 	int touched;            /* had completions in this CQ batch (verbs_qp.c) */
 };
 
@@ -233,8 +244,13 @@ uint32_t verbs_links_unauthenticated(const char *host, uint32_t *from_host_p);
 /* Ends the oldest accepted link not authenticated yet whose host is_stranger
  * says is not a node of the cluster; 1 if there was one. */
 int verbs_link_evict_stranger(int (*is_stranger)(const char *host));
+/* Ends the oldest accepted link from host that has received nothing yet
+ * (no HELLO); 1 if there was one. */
+int verbs_link_evict_silent(const char *host);
 /* The completion channel's loop callback. */
 void verbs_on_cq(struct loop_watch *w, uint32_t events);
+/* The CQ is destroyed: what ended links left in it is gone with it. */
+void verbs_qp_cq_gone(void);
 void verbs_keepalive_start(void);
 void verbs_keepalive_stop(void);
 /* Counters for ferryctl stats. */

@@ -149,7 +149,9 @@ static int stranger(const char *host)
  * claim by whoever can reach the port, and costs a queue pair and a few KiB
  * (verbs.h, Before authentication): at most VERBS_MAX_UNAUTH of them, at
  * most VERBS_MAX_UNAUTH_PER_HOST from one address, and one from a node of
- * the cluster takes the place of the oldest from elsewhere, as on TCP. */
+ * the cluster takes the place of the oldest from elsewhere, or, at the
+ * per-address cap, of the oldest from its own address that has not said
+ * HELLO, as on TCP. */
 static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_frame, const char *why)
 {
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 7 };
@@ -166,6 +168,16 @@ static void on_connect_request(struct rdma_cm_id *id, int from, uint32_t max_fra
 		return;
 	}
 	n = verbs_links_unauthenticated(host, &from_host);
+	/* The per-address cap also holds for a node's own address, and any
+	 * user on that node can open rdma_cm connections from it: 8 requests
+	 * renewed within the HELLO deadline would keep the node's daemon out.
+	 * So a request from a node's address ends the oldest connection from
+	 * that address that has not said HELLO; the daemon's own says HELLO
+	 * as soon as it is established, so only a newer one could end it. */
+	if (from_host >= VERBS_MAX_UNAUTH_PER_HOST && !stranger(host) && verbs_link_evict_silent(host)) {
+		n--;
+		from_host--;
+	}
 	if (from_host >= VERBS_MAX_UNAUTH_PER_HOST ||
 	    (n >= VERBS_MAX_UNAUTH && (stranger(host) || !verbs_link_evict_stranger(stranger)))) {
 		log_rl_warn("verbs: %u connections are authenticating already (%u from %s); one claiming node %d refused",

@@ -110,6 +110,7 @@ static void release_device(void)
 		loop_del(&dev.cc_w);
 		loop_del(&dev.async_w);
 		ibv_destroy_cq(verbs.cq);
+		verbs_qp_cq_gone();
 	}
 	if (verbs.cc)
 		ibv_destroy_comp_channel(verbs.cc);

@@ -36,6 +36,7 @@
 #define WR_CTRL    0x40000u             /* send idx: a control slot (ORed with its number) */
 #define WR_SEAL    0x20000u             /* send idx: a sealing buffer (ORed with its number) */
 #define WR_FRAME   0x10000u             /* send idx: a held frame, v->sent[number] */
+#define WR_PROBE   0x08000u             /* send idx: the liveness probe (on_keepalive) */
 
 static struct {
 	struct vlink *slots[VERBS_MAX_LINKS];
@@ -43,7 +44,9 @@ static struct {
 	uint32_t gen[VERBS_MAX_LINKS];
 	uint32_t touched[VERBS_MAX_LINKS], ntouched;    /* slots of links with completions */
 	struct loop_timer keepalive;
-	uint64_t posted, completed, credit_waits, errors, keepalives;
+	struct loop_timer drain;        /* polls the CQ after a link ended (cq_budget) */
+	uint64_t ended_wr;              /* completions ended links may still have in the CQ */
+	uint64_t posted, completed, credit_waits, errors, keepalives, probes;
 	uint64_t late_frees;            /* frames freed by their owner before their SEND completed */
 	uint64_t reg_bytes;             /* the links' own registered buffers */
 	uint64_t born;                  /* accepted links so far */
@@ -51,6 +54,7 @@ static struct {
 } links;
 
 static const struct link_ops verbs_ops;
+static void on_drain(struct loop_timer *t);
 
 /* --- link life --- */
 
@@ -67,6 +71,11 @@ void verbs_link_end(struct vlink *v)
 	v->l.dead = 1;
 	if (v->id) {
 		if (v->id->qp) {
+			/* Its work requests without a completion may still
+			 * complete (flushed) into the shared CQ, or be there
+			 * already: their room stays taken (cq_budget). */
+			links.ended_wr += v->outstanding + (uint32_t)v->probing + v->rq_out;
+			loop_timer_arm(&links.drain, 0, on_drain, NULL);
 			rdma_disconnect(v->id);
 			rdma_destroy_qp(v->id);
 		}
@@ -111,6 +120,28 @@ void verbs_link_fail(struct vlink *v, const char *why)
 	verbs.ev->down(&v->l, why);
 }
 
+/* Whether the CQ has room for one more link.  Every link may have all its
+ * work requests' completions in the CQ at once (VERBS_WR_PER_LINK; the CQ
+ * holds verbs.max_links of those, verbs_dev.c), and a CQ that overflows is
+ * dead (IBV_EVENT_CQ_ERR ends every link).  A link that ended does not give
+ * its room back at once: rdma_disconnect moves its queue pair to the error
+ * state, which flushes every work request without a completion into the
+ * CQ, and destroying the queue pair leaves there what is there (rxe too).
+ * So verbs_link_end adds the link's work requests without a completion to
+ * links.ended_wr, and that room is free again only once the CQ has been
+ * polled empty after the queue pair was destroyed: once ibv_destroy_qp has
+ * returned, no completion of it can be added any more (the provider has
+ * stopped its processing of the queue pair), so all of them were read by
+ * then.  on_drain polls soon after an end (links.drain), so the room comes
+ * back even when no other link has completions; until then, near
+ * max_links, a connection is refused (and retried) rather than the CQ
+ * overrun. */
+static int cq_budget(void)
+{
+	return (uint64_t)(links.count + 1) * VERBS_WR_PER_LINK + links.ended_wr <=
+	       (uint64_t)verbs.max_links * VERBS_WR_PER_LINK;
+}
+
 struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
 {
 	struct vlink *v = calloc(1, sizeof(*v));
@@ -118,13 +149,12 @@ struct vlink *verbs_link_new(struct rdma_cm_id *id, int outgoing)
 
 	if (!v)
 		return NULL;
-	/* Every link may have all its work requests' completions in the CQ at
-	 * once: no more links than the CQ was sized for (verbs_dev.c). */
-	for (s = 0; links.count < verbs.max_links && s < VERBS_MAX_LINKS && links.slots[s]; s++)
+	for (s = 0; s < VERBS_MAX_LINKS && links.slots[s]; s++)
 		;
-	if (links.count >= verbs.max_links || s == VERBS_MAX_LINKS) {
-		log_rl_warn("verbs: %u links already, as many as the completion queue holds; connection refused",
-			    links.count);
+	if (!cq_budget() || s == VERBS_MAX_LINKS) {
+		log_rl_warn("verbs: %u links already and %llu completions of ended ones not read yet, as many as "
+			    "the completion queue holds; connection refused", links.count,
+			    (unsigned long long)links.ended_wr);
 		free(v);
 		return NULL;
 	}
@@ -167,7 +197,10 @@ static int post_recv(struct vlink *v, uint32_t idx)
 	/* ibv_post_* return an errno value themselves (not -1 and errno). */
 	int ret = ibv_post_recv(v->id->qp, &wr, &bad);
 
-	return ret ? -ret : 0;
+	if (ret)
+		return -ret;
+	v->rq_out++;
+	return 0;
 }
 
 /* Until the link has authenticated it has only the small receive buffers
@@ -177,7 +210,7 @@ int verbs_link_setup(struct vlink *v)
 	struct ibv_qp_init_attr qa = {
 		.send_cq = verbs.cq,
 		.recv_cq = verbs.cq,
-		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_RQ_DEPTH,
+		.cap = { .max_send_wr = VERBS_SQ_WRS, .max_recv_wr = VERBS_RQ_DEPTH,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -489,6 +522,14 @@ static void on_completion(const struct ibv_wc *wc)
 	if (!v || v->dead || v->gen != WR_GEN(wc->wr_id))
 		return;         /* a link that is gone */
 	v->completed++;
+	/* Work requests without a completion (cq_budget), the one just reaped
+	 * no longer among them, whatever its status. */
+	if (WR_RECV(wc->wr_id))
+		v->rq_out--;
+	else if (WR_IDX(wc->wr_id) == WR_PROBE)
+		v->probing = 0;
+	else
+		v->outstanding--;
 	if (!v->touched) {      /* on_cq flushes it after the batch */
 		v->touched = 1;
 		links.touched[links.ntouched++] = slot;
@@ -520,7 +561,6 @@ static void on_completion(const struct ibv_wc *wc)
 	if (!WR_RECV(wc->wr_id)) {
 		uint32_t idx = WR_IDX(wc->wr_id);
 
-		v->outstanding--;
 		if (idx & WR_CTRL) {
 			v->cfree |= 1u << (idx & (WR_CTRL - 1));
 		} else if (idx & WR_SEAL) {
@@ -543,24 +583,21 @@ static void on_completion(const struct ibv_wc *wc)
 	drain_held(v);
 }
 
-void verbs_on_cq(struct loop_watch *w, uint32_t events)
+/* Reads the CQ until it is empty, then lets the links that had completions
+ * post what those freed. */
+static void poll_cq(void)
 {
-	struct ibv_cq *cq;
-	void *cq_ctx;
 	struct ibv_wc wc[32];
 	int n;
 
-	(void)w;
-	(void)events;
-	if (ibv_get_cq_event(verbs.cc, &cq, &cq_ctx) == 0) {
-		ibv_ack_cq_events(cq, 1);
-		if (ibv_req_notify_cq(cq, 0))
-			log_err("ibv_req_notify_cq: %m");
-	}
 	while ((n = ibv_poll_cq(verbs.cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++)
 			on_completion(&wc[i]);
 	}
+	/* Empty: every completion of the queue pairs destroyed so far has
+	 * been read (cq_budget). */
+	if (n == 0)
+		links.ended_wr = 0;
 	/* Whatever the completions freed (credits, send slots) may now go out,
 	 * on the links that had completions.  (A link that failed meanwhile has
 	 * left its slot empty; no new link takes a slot before the rdma_cm
@@ -574,7 +611,39 @@ void verbs_on_cq(struct loop_watch *w, uint32_t events)
 		}
 	}
 	links.ntouched = 0;
+}
+
+void verbs_on_cq(struct loop_watch *w, uint32_t events)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	(void)w;
+	(void)events;
+	if (ibv_get_cq_event(verbs.cc, &cq, &cq_ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		if (ibv_req_notify_cq(cq, 0))
+			log_err("ibv_req_notify_cq: %m");
+	}
+	poll_cq();
 	loop_kick();
+}
+
+/* A link ended: read what its queue pair left in the CQ, so that its room
+ * there is free again (cq_budget), even if no completion event comes. */
+static void on_drain(struct loop_timer *t)
+{
+	(void)t;
+	if (verbs.cq) {
+		poll_cq();
+		loop_kick();
+	}
+}
+
+void verbs_qp_cq_gone(void)
+{
+	loop_timer_cancel(&links.drain);
+	links.ended_wr = 0;
 }
 
 /* --- link ops --- */
@@ -623,11 +692,12 @@ static void verbs_describe(const struct link *l, char *buf, size_t len)
 	const struct vlink *v = (const struct vlink *)l;
 
 	snprintf(buf, len, "verbs %s dev %s qp 0x%x, credits %u, to return %u, outstanding %u%s, "
-		 "posted %llu, completions %llu, rnr waits %llu, keepalives %llu", v->addr,
+		 "posted %llu, completions %llu, rnr waits %llu, keepalives %llu, probes %llu", v->addr,
 		 verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", v->id && v->id->qp ? v->id->qp->qp_num : 0,
 		 v->credits, v->credits_back, v->outstanding, v->paused ? ", paused" : "",
 		 (unsigned long long)v->posted, (unsigned long long)v->completed,
-		 (unsigned long long)v->credit_waits, (unsigned long long)v->keepalives);
+		 (unsigned long long)v->credit_waits, (unsigned long long)v->keepalives,
+		 (unsigned long long)v->probes);
 }
 
 static const struct link_ops verbs_ops = {
@@ -641,13 +711,57 @@ static const struct link_ops verbs_ops = {
 };
 
 
-/* A queue pair learns that its peer is gone only when it sends: a SEND to
- * a dead node or across a silent partition completes with an error once the
- * transport's retries are spent (seconds), and the link fails.  So a link
- * that posted nothing for a keepalive interval sends an ACK frame, as TCP
- * keepalive probes an idle connection.  (A link with no credits left and
- * nothing outstanding cannot probe; its peer is then holding our frames
- * and will be noticed when it hands credits back or its link fails.) */
+/* A zero-length RDMA WRITE, signalled: the liveness probe (on_keepalive).
+ * No receive buffer, no credit, no memory: a responder does not check the
+ * remote key and address of a zero-length RDMA operation (the InfiniBand
+ * spec's rule; rxe's responder: "A zero-byte op is not required to set an
+ * addr or rkey"; tests/rdma/vm-tests.sh runs it on rxe), and rdma_cm gives
+ * connected queue pairs remote write access, which no registration of ours
+ * grants on any memory (none is registered for remote access).  Nothing
+ * completes at the peer.  It has a send queue entry of its own
+ * (VERBS_SQ_WRS), so it never waits for, or takes, a SEND's. */
+static int post_probe(struct vlink *v)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = WR(v->gen, v->slot, 0, WR_PROBE),
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;        /* no sg_list, remote_addr and rkey 0 */
+	int ret = ibv_post_send(v->id->qp, &wr, &bad);
+
+	if (ret)
+		return -ret;
+	v->probing = 1;
+	v->probes++;
+	links.probes++;
+	return 0;
+}
+
+/* A queue pair learns that its peer is gone only when a work request of its
+ * own fails: a crashed host or a silent partition sends no DREQ, and
+ * rdma_cm reports nothing.  Anything we post to a dead peer completes with
+ * an error once the transport's retries are spent (IBV_WC_RETRY_EXC_ERR,
+ * seconds), and the link fails; the peer layer's lost timer then runs as
+ * for any link that goes down.  So every keepalive interval:
+ *
+ * - a link that posted nothing sends an ACK frame if it may (it also hands
+ *   credits back), as TCP keepalive probes an idle connection;
+ * - a link that had no completion at all in the interval (nothing of the
+ *   peer's arrived, nothing of ours was acknowledged) and has no SEND in
+ *   flight posts the probe, a zero-length RDMA WRITE (post_probe).
+ *
+ * The second is what finds a peer that died holding our credits: a paused
+ * peer keeps every receive buffer we filled, so our credits fall to 1 or 0,
+ * every ACK frame (the keepalive's too) waits in cq_pending, and the first
+ * rule posts nothing; with nothing posted an RC queue pair never learns that
+ * the peer is gone, the link would stay up and jobs across it hang for ever.
+ * The probe needs no receive buffer and no credit, so it goes whatever the
+ * credits; a live peer's device answers it even while its daemon holds every
+ * buffer (or is stopped).  A SEND in flight is a probe already: it
+ * completes, or fails as the probe would.  At most one probe is in flight
+ * per link (its own send queue entry, VERBS_SQ_WRS); its completion comes
+ * through on_completion like any other, with the link's generation in its
+ * wr_id, and is flushed with the rest when the link ends. */
 static void on_keepalive(struct loop_timer *t)
 {
 	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++) {
@@ -664,7 +778,13 @@ static void on_keepalive(struct loop_timer *t)
 			if (links.gen[s] != gen)
 				continue;       /* failed and freed */
 		}
+		if (v->completed == v->completed_seen && !v->outstanding && !v->probing &&
+		    post_probe(v) < 0) {
+			verbs_link_fail(v, "ibv_post_send (probe) failed");
+			continue;
+		}
 		v->posted_seen = v->posted;
+		v->completed_seen = v->completed;
 	}
 	loop_timer_arm(t, VERBS_KEEPALIVE_NS, on_keepalive, NULL);
 }
@@ -733,18 +853,38 @@ int verbs_link_evict_stranger(int (*is_stranger)(const char *host))
 	return 1;
 }
 
+int verbs_link_evict_silent(const char *host)
+{
+	struct vlink *oldest = NULL;
+
+	for (uint32_t s = 0; s < VERBS_MAX_LINKS; s++) {
+		struct vlink *v = links.slots[s];
+
+		if (unauthenticated(v) && !v->l.frames_in && strcmp(v->host, host) == 0 &&
+		    (!oldest || v->born < oldest->born))
+			oldest = v;
+	}
+	if (!oldest)
+		return 0;
+	log_rl_warn("verbs: a connection from %s that has not said HELLO makes room for a newer one from "
+		    "that node's address", host);
+	links.evicted++;
+	verbs_link_fail(oldest, "made room for a newer connection from its node's address");
+	return 1;
+}
+
 /* verbs_rnr_waits: times a frame waited because the peer had no receive
  * buffer free for it (no credit).  Credits keep the hardware from ever
  * meeting a receiver that is not ready, so this is where such waits show. */
 void verbs_qp_write_stats(FILE *out)
 {
 	fprintf(out, "verbs_device %s\nverbs_posted_sends %llu\nverbs_completions %llu\n"
-		"verbs_rnr_waits %llu\nverbs_error_completions %llu\nverbs_keepalives %llu\n"
+		"verbs_rnr_waits %llu\nverbs_error_completions %llu\nverbs_keepalives %llu\nverbs_probes %llu\n"
 		"verbs_frames_freed_in_flight %llu\nverbs_unauthenticated %u\nverbs_evicted %llu\n"
 		"verbs_registered_bytes %llu\n",
 		verbs.ctx ? ibv_get_device_name(verbs.ctx->device) : "-", (unsigned long long)links.posted,
 		(unsigned long long)links.completed, (unsigned long long)links.credit_waits,
-		(unsigned long long)links.errors, (unsigned long long)links.keepalives,
+		(unsigned long long)links.errors, (unsigned long long)links.keepalives, (unsigned long long)links.probes,
 		(unsigned long long)links.late_frees, verbs_links_unauthenticated(NULL, NULL),
 		(unsigned long long)links.evicted,
 		(unsigned long long)(links.reg_bytes + verbs_mr_bytes()));

@@ -2,7 +2,7 @@
 # tests/rdma/mkinitrd.sh CACHE BUILD OUT - builds the VM's initramfs: busybox,
 # the soft-RoCE kernel modules, rdma-core's rxe provider, bash, setpriv (the
 # daemons run as an unprivileged user there too), ferryd, ferryctl, libferry
-# and the test programs (each with the shared libraries it needs; ft_rdmaflood
+# and the test programs (ft_alltoall, ft_stream, ft_steps, ft_rdmaflood; each with the shared libraries it needs; ft_rdmaflood
 # is a host that opens RDMA connections and never authenticates),
 # tests/rdma/init.sh as /init and tests/rdma/vm-tests.sh.
 set -euo pipefail
@@ -30,7 +30,7 @@ copy() {
 }
 cp /usr/bin/busybox "$ROOT/usr/bin/busybox"
 for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /bin/bash /usr/bin/setpriv; do copy "$b" "/usr/bin/$(basename "$b")"; done
-for b in "$BUILD/ferryd" "$BUILD/ferryctl" "$BUILD"/tests/ft_alltoall "$BUILD"/tests/ft_stream "$BUILD"/tests/ft_rdmaflood; do
+for b in "$BUILD/ferryd" "$BUILD/ferryctl" "$BUILD"/tests/ft_alltoall "$BUILD"/tests/ft_stream "$BUILD"/tests/ft_steps "$BUILD"/tests/ft_rdmaflood; do
 	copy "$b" "/usr/bin/$(basename "$b")"
 done
 copy /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so

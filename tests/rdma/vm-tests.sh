@@ -279,6 +279,85 @@ echo "# link stalls at n1: $(peerstat n1 stalls); frames freed by their owner wh
 expect "daemon 0 exits cleanly" stop n0
 expect "daemon 1 exits cleanly" stop n1
 
+# A peer that dies while it holds our credits (verbs review 2, finding 1).
+# As above, n1's receivers do not read and n1 pauses the link, holding every
+# buffer n0 filled: n0 has 1 or 0 credits left and its ACK frames (the
+# keepalive's too) wait for credits.  Then n1's host "dies": its daemon is
+# frozen (SIGSTOP) and its port goes silent (the switch isolates it); no
+# DREQ, nothing answers.  (SIGSTOP alone is no dead host for RDMA: n1's
+# device, in the kernel, still answers on the queue pair; printed below.)
+# n0 must notice with the probe, a zero-length RDMA WRITE that needs no
+# credit, end the link, and 2 s later fail the job across it (EHOSTDOWN).
+# Before the probe n0 posted nothing and the link stayed up for ever.
+start n0 0 kp
+start n1 1 kp
+expect "dead peer: keyed daemons with a 1 MiB memory limit link up" wait_for "up n0 && up n1"
+export FERRY_TIMEOUT_MS=300000
+dpids=""
+for j in 1 2 3; do
+	FERRY_RUNTIME_DIR=$T/n1 ft_stream --job dead$j --rank 1 --items 20000 --len 200 --hold-until "$T/dead.go" \
+		--recv-timeout 120000 >"$T/dead$j.1" 2>&1 &
+	dpids="$dpids $!"
+	FERRY_RUNTIME_DIR=$T/n0 ft_stream --job dead$j --rank 0 --items 20000 --len 200 --hold-until "$T/dead.send" \
+		>"$T/dead$j.0" 2>&1 &
+	dpids="$dpids $!"
+done
+FERRY_RUNTIME_DIR=$T/n1 ft_steps --job deadsteps --rank 1 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.1" 2>&1 &
+dpids="$dpids $!"
+FERRY_RUNTIME_DIR=$T/n0 ft_steps --job deadsteps --rank 0 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.0" 2>&1 &
+steps0=$!
+export FERRY_TIMEOUT_MS=60000
+wait_for "[ \"\$(cat $T/dead?.0 | grep -c 'rank 0 open')\" = 3 ] && grep -q 'rank 0 running' $T/deadsteps.0"
+touch "$T/dead.send"
+if expect "dead peer: n1 pauses the link and n0 runs down its credits" \
+	wait_long "paused n1 && [ \"\$(linkf n0 credits)\" -le 1 ]"; then
+	echo "# n0: credits $(linkf n0 credits), probes so far $(stat n0 verbs_probes)"
+	pr=$(stat n0 verbs_probes)
+	kill -STOP "$PID_n1"
+	wait_long "[ \$(stat n0 verbs_probes) -gt $pr ]"
+	sleep 2
+	echo "# n1's daemon stopped, its device answering: n0 probes $pr -> $(stat n0 verbs_probes), link $(up n0 && echo up || echo down)"
+	d0=$(peerstat n0 disconnects)
+	isolate on
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	expect "dead peer: n0 ends the link: the probe (no credit needed) fails" \
+		wait_long "[ \$(peerstat n0 disconnects) -gt $d0 ] && ! up n0" || diag n0
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	expect "... with a send completion error (retries exceeded)" \
+		grep -qi 'send completion: transport retry counter exceeded' "$T/n0.log"
+	rc=hung
+	wait_for "! kill -0 $steps0 2>/dev/null" && { wait $steps0; rc=$?; }
+	t2=$(cut -d' ' -f1 /proc/uptime)
+	echo "# silent at $t0 s: link ended after $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s, the job failed $(awk -v a="$t1" -v b="$t2" 'BEGIN { print b - a }') s after that; n0 probes $(stat n0 verbs_probes)"
+	expect "... and the job across it fails with EHOSTDOWN (ft_steps: $(tail -n 1 "$T/deadsteps.0"))" \
+		bash -c "[ $rc = 3 ] && grep -q 'was lost' $T/deadsteps.0" || logs "$T/deadsteps.0" "$T/n0.log"
+	isolate off
+fi
+kill -KILL $steps0 $dpids 2>/dev/null
+kill -CONT "$PID_n1"
+kill -KILL "$PID_n1"
+wait "$PID_n1" $steps0 $dpids 2>/dev/null
+expect "dead peer: daemon 0 exits cleanly" stop n0
+
+# A user on node 0 (rdma_cm is open to every user) holds connection
+# requests from node 0's own address to n1 (verbs review 2, finding 2):
+# one from a node's address takes the place of the oldest from that address
+# that has not said HELLO, so n0's daemon still links up.
+start n1 1 kp
+ft_rdmaflood --src 10.0.0.1 --dst 10.0.0.2 --port 7472 --from 0 --to 1 --conns 10 --seconds 60 \
+	>"$T/flood1.out" 2>&1 &
+fl=$!
+expect "a local user on node 0 holds 8 connection requests from its address" \
+	wait_for "[ \"\$(stat n1 verbs_unauthenticated)\" = 8 ]" || logs "$T/n1.log"
+start n0 0 kp
+expect "... and n0's daemon links up with n1 all the same" wait_for "up n0 && up n1" || diag
+echo "# taken by n0: $(grep -c 'has not said HELLO makes room' "$T/n1.log") evictions logged"
+kill -TERM $fl
+wait $fl
+echo "# from 10.0.0.1: $(cat "$T/flood1.out")"
+expect "daemon 0 exits cleanly" stop n0
+expect "daemon 1 exits cleanly" stop n1
+
 # Connections that never authenticate (finding 2): two hosts that are not
 # nodes of the cluster (rxe2, rxe3) keep 12 rdma_cm connection requests each
 # open to n1, with a valid identification, and say nothing.  n1 holds at most
