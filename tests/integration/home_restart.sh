@@ -9,22 +9,8 @@
 
 # Two users when the tests run as root, as in the review (one user's items
 # reached another's job); otherwise both are the user running the tests.
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	OLD=64121 NEW=64122
-	mkdir -p "$TMP/bin"
-	cp "$BUILD/tests/ft_stream" "$TMP/bin/"
-	cp -P "$BUILD"/libferry.so* "$TMP/bin/"
-	chmod -R a+rX "$TMP/bin"
-	as() {
-		local uid=$1 node=$2 p=$3; shift 3
-		setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-			env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$p" "$@"
-	}
-else
-	OLD=$(id -u) NEW=$(id -u)
-	as() { local node=$2 p=$3; shift 3; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
-fi
-asbg() { local log=$1; shift; as "$@" >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
+as_two_users 64121 64122
+OLD=$USER_A NEW=$USER_B
 
 start_cluster hr 3 'topology: { physical = "switched"; virtual = "direct"; };' || exit 1
 # Both jobs have their ranks on nodes 0 and 1 and their home on node 2.

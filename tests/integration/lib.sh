@@ -307,6 +307,30 @@ job_home() {
 	echo $((h % n))
 }
 
+# as_two_users A B: test programs run as two users, A and B, when the tests
+# run as root (setpriv), else both as the user running them.  Sets USER_A
+# and USER_B, and defines as UID DAEMON PROG ARGS... (runs a test program of
+# $BUILD/tests against that daemon as that user) and asbg LOG UID DAEMON PROG
+# ARGS... (the same in the background, output in $TMP/LOG, pid in LASTPID).
+as_two_users() {
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		USER_A=$1 USER_B=$2
+		mkdir -p "$TMP/bin"
+		cp "$BUILD"/tests/ft_* "$TMP/bin/"
+		cp -P "$BUILD"/libferry.so* "$TMP/bin/"
+		chmod -R a+rX "$TMP/bin"
+		as() {
+			local uid=$1 node=$2 p=$3; shift 3
+			setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+				env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$p" "$@"
+		}
+	else
+		USER_A=$(id -u) USER_B=$(id -u)
+		as() { local node=$2 p=$3; shift 3; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
+	fi
+	asbg() { local log=$1; shift; as "$@" >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
+}
+
 # --- network namespaces -----------------------------------------------------
 
 # netns_ok: root and ip netns are available.
@@ -372,6 +396,26 @@ netns_link() {
 	ip -n "$nb" link set "f${b}_$a" up
 	ip -n "$na" route add "$(netns_addr "$b")/32" dev "f${a}_$b" src "$(netns_addr "$a")"
 	ip -n "$nb" route add "$(netns_addr "$a")/32" dev "f${b}_$a" src "$(netns_addr "$b")"
+}
+
+# netns_cut NAME A B / netns_mend NAME A B: the link between neighbours A
+# and B of a namespace cluster down (no route either way, and both daemons'
+# connections broken, as a vanished link would be noticed after the TCP
+# keepalive) or back (waits until both ends are linked up again).
+netns_cut() {
+	local name=$1 a=$2 b=$3
+	ip -n "$(netns_name "$name" "$a")" link set "f${a}_$b" down
+	ip -n "$(netns_name "$name" "$b")" link set "f${b}_$a" down
+	"$BUILD/ferryctl" --runtime-dir "$TMP/${name}_n$a" debug kill-link "$b" >/dev/null
+	"$BUILD/ferryctl" --runtime-dir "$TMP/${name}_n$b" debug kill-link "$a" >/dev/null
+}
+netns_mend() {
+	local name=$1 a=$2 b=$3
+	ip -n "$(netns_name "$name" "$a")" link set "f${a}_$b" up
+	ip -n "$(netns_name "$name" "$b")" link set "f${b}_$a" up
+	ip -n "$(netns_name "$name" "$a")" route replace "$(netns_addr "$b")/32" dev "f${a}_$b" src "$(netns_addr "$a")"
+	ip -n "$(netns_name "$name" "$b")" route replace "$(netns_addr "$a")/32" dev "f${b}_$a" src "$(netns_addr "$b")"
+	wait_for "link_up ${name}_n$a $b && link_up ${name}_n$b $a"
 }
 
 # start_netns_cluster NAME N: a daemon per node in its namespace.

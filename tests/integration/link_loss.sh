@@ -88,12 +88,7 @@ sleep 1
 
 # Cut the link: no route between the two namespaces, then both connections
 # broken (a vanished machine would be noticed after the TCP keepalive).
-ns0=$(netns_name "$CL" 0)
-ns1=$(netns_name "$CL" 1)
-ip -n "$ns0" link set f0_1 down
-ip -n "$ns1" link set f1_0 down
-"$BUILD/ferryctl" --runtime-dir "$TMP/${CL}_n0" debug kill-link 1 >/dev/null
-"$BUILD/ferryctl" --runtime-dir "$TMP/${CL}_n1" debug kill-link 0 >/dev/null
+netns_cut "$CL" 0 1
 t0=$(date +%s.%N)
 
 expect "the link 0-1 cut: rank 0 of $Y (node 0) fails with EHOSTDOWN naming the link" failed_link "$Y" 0
@@ -110,11 +105,7 @@ expect "$X (nodes 1, 2, routes clear of the link) is still running" \
 	kill -0 "$(spid "$X" 0)" "$(spid "$X" 1)"
 
 # Back: the veths up and their routes again; the links reconnect.
-ip -n "$ns0" link set f0_1 up
-ip -n "$ns1" link set f1_0 up
-ip -n "$ns0" route replace "$(netns_addr 1)/32" dev f0_1 src "$(netns_addr 0)"
-ip -n "$ns1" route replace "$(netns_addr 0)/32" dev f1_0 src "$(netns_addr 1)"
-expect "the link comes back" wait_for "link_up ${CL}_n0 1 && link_up ${CL}_n1 0"
+expect "the link comes back" netns_mend "$CL" 0 1
 
 ok=1
 for r in 0 1; do

@@ -27,21 +27,8 @@ CL=lo
 netns_cluster "$CL" torus 3 3 || { t_fail "namespaces"; finish; }
 start_netns_cluster "$CL" 9 || { t_fail "links up"; finish; }
 
-# cut A B / mend A B: the link between neighbours A and B down (no route
-# either way, both connections broken) or back.
-cut() {
-	ip -n "$(netns_name "$CL" "$1")" link set "f$1_$2" down
-	ip -n "$(netns_name "$CL" "$2")" link set "f$2_$1" down
-	"$BUILD/ferryctl" --runtime-dir "$TMP/${CL}_n$1" debug kill-link "$2" >/dev/null
-	"$BUILD/ferryctl" --runtime-dir "$TMP/${CL}_n$2" debug kill-link "$1" >/dev/null
-}
-mend() {
-	ip -n "$(netns_name "$CL" "$1")" link set "f$1_$2" up
-	ip -n "$(netns_name "$CL" "$2")" link set "f$2_$1" up
-	ip -n "$(netns_name "$CL" "$1")" route replace "$(netns_addr "$2")/32" dev "f$1_$2" src "$(netns_addr "$1")"
-	ip -n "$(netns_name "$CL" "$2")" route replace "$(netns_addr "$1")/32" dev "f$2_$1" src "$(netns_addr "$2")"
-	wait_for "link_up ${CL}_n$1 $2 && link_up ${CL}_n$2 $1"
-}
+cut() { netns_cut "$CL" "$@"; }
+mend() { netns_mend "$CL" "$@"; }
 # name_with_home PREFIX HOME...: the first name PREFIXk whose home is one of HOME.
 name_with_home() {
 	local prefix=$1 k h w

@@ -10,22 +10,8 @@
 # Two users when the tests run as root, each with 1 MiB of memory per node;
 # otherwise both are the user running the tests (the link must not pause
 # either way).
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	HOG=64111 VICTIM=64112
-	mkdir -p "$TMP/bin"
-	cp "$BUILD/tests/ft_stream" "$TMP/bin/"
-	cp -P "$BUILD"/libferry.so* "$TMP/bin/"
-	chmod -R a+rX "$TMP/bin"
-	as() {
-		local uid=$1 node=$2 p=$3; shift 3
-		setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-			env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$p" "$@"
-	}
-else
-	HOG=$(id -u) VICTIM=$(id -u)
-	as() { local node=$2 p=$3; shift 3; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
-fi
-asbg() { local log=$1; shift; as "$@" >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
+as_two_users 64111 64112
+HOG=$USER_A VICTIM=$USER_B
 
 cluster_conf ql 2 "limits: { ring_bytes = 262144; pending_bytes = 262144; link_bytes = 1048576;
 	user_memory_bytes = 1048576; };" || exit 1
