@@ -321,14 +321,17 @@ as_two_users() {
 		chmod -R a+rX "$TMP/bin"
 		as() {
 			local uid=$1 node=$2 p=$3; shift 3
-			setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+			${AS_EXEC:-} setpriv --reuid="$uid" --regid="$uid" --clear-groups \
 				env LD_LIBRARY_PATH="$TMP/bin" FERRY_RUNTIME_DIR="$TMP/$node" "$TMP/bin/$p" "$@"
 		}
 	else
 		USER_A=$(id -u) USER_B=$(id -u)
-		as() { local node=$2 p=$3; shift 3; FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
+		as() { local node=$2 p=$3; shift 3; ${AS_EXEC:-} env FERRY_RUNTIME_DIR="$TMP/$node" "$BUILD/tests/$p" "$@"; }
 	fi
-	asbg() { local log=$1; shift; as "$@" >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
+	# The background shell becomes the program (exec), so that LASTPID,
+	# which the cleanup kills, is the program's pid, not that of a shell
+	# the program would outlive.
+	asbg() { local log=$1; shift; (AS_EXEC=exec; as "$@") >"$TMP/$log" 2>&1 & LASTPID=$!; PIDS+=("$LASTPID"); }
 }
 
 # --- network namespaces -----------------------------------------------------
