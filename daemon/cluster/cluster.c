@@ -88,6 +88,18 @@ static int job_uses(struct job *j, const struct loss *l)
 	return !nodes && j->size > 1;   /* out of memory for its node list: assume so */
 }
 
+/* The job fails (job_cut) if the loss cuts a route it needs from here: to
+ * its home, or to another of its nodes.  Returns 1 if so. */
+static int cut_if_needed(struct job *j, const struct loss *l, const char *why)
+{
+	int home_cut = loss_cuts(&cluster.conf->route, l, cluster.self, cluster_home(j->uid, j->name));
+
+	if (!home_cut && !job_uses(j, l))
+		return 0;
+	job_cut(j, l, home_cut, why);
+	return 1;
+}
+
 static void rank_joined(struct job *j, uint32_t rank);
 
 /* A loss (home.h, struct loss), noticed here or heard of: the homes here
@@ -100,10 +112,7 @@ static void take_loss(const struct loss *l, const char *why)
 {
 	home_lost(l, why);
 	for (struct job *j = job_first(); j; j = j->next) {
-		uint32_t home = cluster_home(j->uid, j->name);
-		int home_cut;
-
-		if (l->restarted_as && home == l->b) {
+		if (l->restarted_as && cluster_home(j->uid, j->name) == l->b) {
 			if (!j->ready) {
 				/* For the home's new instance, which knows nothing
 				 * of it (its present one, if the JOINs were said to
@@ -117,11 +126,8 @@ static void take_loss(const struct loss *l, const char *why)
 			}
 			continue;
 		}
-		if (!j->ready || j->failed)
-			continue;       /* one being set up waits for its ranks (ferry_open's timeout) */
-		home_cut = loss_cuts(&cluster.conf->route, l, cluster.self, home);
-		if (home_cut || job_uses(j, l))
-			job_cut(j, l, home_cut, why);
+		if (j->ready && !j->failed)     /* one being set up waits for its ranks (ferry_open's timeout) */
+			cut_if_needed(j, l, why);
 	}
 }
 
@@ -220,18 +226,13 @@ static const struct fwd_events cluster_fwd_events = {
  * a route it needs, it fails now rather than wait for the link. */
 static void check_cuts(struct job *j)
 {
-	uint32_t home = cluster_home(j->uid, j->name);
-
 	for (uint32_t i = 0; i < cuts_count() && !j->failed; i++) {
 		struct loss l = cuts_at(i);
-		int home_cut = loss_cuts(&cluster.conf->route, &l, cluster.self, home);
 		char why[WIRE_FAIL_TEXT_MAX];
 
-		if (!home_cut && !job_uses(j, &l))
-			continue;
 		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", l.a, l.b);
-		job_cut(j, &l, home_cut, why);
-		return;
+		if (cut_if_needed(j, &l, why))
+			return;
 	}
 }
 
@@ -241,13 +242,15 @@ static void node_fail(const struct wire_ctl *c, uint32_t from)
 {
 	const struct wire_ctl_fail *f = &c->u.fail;
 	struct job *j = job_by_id(f->job, (uint8_t)f->gen);
+	uint32_t home;
 
 	if (f->job >> WIRE_JOB_INDEX_BITS == cluster.self)
 		home_fail(c, from);     /* checks the sender itself */
 	if (!j)
 		return;
-	if (from != cluster_home(j->uid, j->name)) {
-		if (cluster_home(j->uid, j->name) != cluster.self)
+	home = cluster_home(j->uid, j->name);
+	if (from != home) {
+		if (home != cluster.self)
 			log_rl_warn("FAIL about job %s from node %u, which is not its home; ignored", j->name, from);
 		return;
 	}

@@ -63,6 +63,35 @@ static void link_free(struct loop_grave *g)
 	free((struct vlink *)((char *)g - offsetof(struct vlink, grave)));
 }
 
+/* A link's own buffers: bytes of memory, registered for local writes (the
+ * device reads and writes them; no remote access), counted in reg_bytes.
+ * Returns the registration, with *buf_p the memory, or NULL (logged; what
+ * was allocated is in *buf_p for buffers_free). */
+static struct ibv_mr *buffers_new(struct vlink *v, uint8_t **buf_p, size_t bytes, const char *what)
+{
+	struct ibv_mr *mr;
+
+	*buf_p = malloc(bytes);
+	mr = *buf_p ? ibv_reg_mr(verbs.pd, *buf_p, bytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr) {
+		log_rl_warn("verbs link %s: registering %zu bytes of %s: %m", v->addr, bytes, what);
+		return NULL;
+	}
+	links.reg_bytes += bytes;
+	return mr;
+}
+
+static void buffers_free(struct ibv_mr **mr_p, uint8_t **buf_p)
+{
+	if (*mr_p) {
+		links.reg_bytes -= (*mr_p)->length;
+		ibv_dereg_mr(*mr_p);
+	}
+	free(*buf_p);
+	*mr_p = NULL;
+	*buf_p = NULL;
+}
+
 void verbs_link_end(struct vlink *v)
 {
 	if (v->dead)
@@ -87,23 +116,9 @@ void verbs_link_end(struct vlink *v)
 		if (v->sent_used & (1ull << i))
 			frame_unhold(v->sent[i]);
 	v->sent_used = 0;
-	if (v->rmr) {
-		links.reg_bytes -= v->rmr->length;
-		ibv_dereg_mr(v->rmr);
-	}
-	if (v->cmr) {
-		links.reg_bytes -= v->cmr->length;
-		ibv_dereg_mr(v->cmr);
-	}
-	if (v->smr) {
-		links.reg_bytes -= v->smr->length;
-		ibv_dereg_mr(v->smr);
-	}
-	free(v->rbuf);
-	free(v->cbuf);
-	free(v->sbuf);
-	v->rmr = v->cmr = v->smr = NULL;
-	v->rbuf = v->cbuf = v->sbuf = NULL;
+	buffers_free(&v->rmr, &v->rbuf);
+	buffers_free(&v->cmr, &v->cbuf);
+	buffers_free(&v->smr, &v->sbuf);
 	v->nheld = v->ncq = 0;
 	links.count--;
 	links.slots[v->slot] = NULL;
@@ -220,15 +235,9 @@ int verbs_link_setup(struct vlink *v)
 		log_rl_warn("verbs link %s: the peer is reachable only through another RDMA device", v->addr);
 		return -EXDEV;
 	}
-	v->cbuf = malloc(cbytes);
-	if (!v->cbuf)
+	v->cmr = buffers_new(v, &v->cbuf, cbytes, "control buffers");
+	if (!v->cmr)
 		return -ENOMEM;
-	v->cmr = ibv_reg_mr(verbs.pd, v->cbuf, cbytes, IBV_ACCESS_LOCAL_WRITE);
-	if (!v->cmr) {
-		log_rl_warn("verbs link %s: registering %zu bytes of control buffers: %m", v->addr, cbytes);
-		return -ENOMEM;
-	}
-	links.reg_bytes += cbytes;
 	if (rdma_create_qp(v->id, verbs.pd, &qa) < 0) {
 		int ret = -errno;
 
@@ -252,13 +261,9 @@ static int grow(struct vlink *v)
 {
 	size_t rbytes = (size_t)VERBS_RECV_BUFS * verbs.max_frame;
 
-	v->rbuf = malloc(rbytes);
-	v->rmr = v->rbuf ? ibv_reg_mr(verbs.pd, v->rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!v->rmr) {
-		log_rl_warn("verbs link %s: registering %zu bytes of receive buffers: %m", v->addr, rbytes);
+	v->rmr = buffers_new(v, &v->rbuf, rbytes, "receive buffers");
+	if (!v->rmr)
 		return -ENOMEM;
-	}
-	links.reg_bytes += rbytes;
 	for (uint32_t i = 0; i < VERBS_RECV_BUFS; i++) {
 		int ret = post_recv(v, i);
 
@@ -353,13 +358,9 @@ static int seal_setup(struct vlink *v)
 {
 	size_t bytes = (size_t)VERBS_SEAL_BUFS * verbs.max_frame;
 
-	v->sbuf = malloc(bytes);
-	v->smr = v->sbuf ? ibv_reg_mr(verbs.pd, v->sbuf, bytes, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!v->smr) {
-		log_err("verbs link %s: registering %zu bytes of sealing buffers: %m", v->addr, bytes);
+	v->smr = buffers_new(v, &v->sbuf, bytes, "sealing buffers");
+	if (!v->smr)
 		return -ENOMEM;
-	}
-	links.reg_bytes += bytes;
 	v->sfree = VERBS_SEAL_BUFS == 32 ? UINT32_MAX : (1u << VERBS_SEAL_BUFS) - 1;
 	return 0;
 }

@@ -239,17 +239,25 @@ start n1 1 kp
 expect "keyed daemons with a 1 MiB memory limit link up" wait_for "up n0 && up n1"
 d0=$(( $(peerstat n0 disconnects) + $(peerstat n1 disconnects) ))
 export FERRY_TIMEOUT_MS=300000
-pids=""
+# held_jobs NAME: three jobs NAME1..NAME3 from n0 to n1, their receivers
+# holding until $T/NAME.go, their senders until $T/NAME.send; the pids in
+# HELD_PIDS.
+held_jobs() {
+	local j
+	HELD_PIDS=""
+	for j in 1 2 3; do
+		FERRY_RUNTIME_DIR=$T/n1 ft_stream --job "$1$j" --rank 1 --items 20000 --len 200 \
+			--hold-until "$T/$1.go" --recv-timeout 120000 >"$T/$1$j.1" 2>&1 &
+		HELD_PIDS="$HELD_PIDS $!"
+		FERRY_RUNTIME_DIR=$T/n0 ft_stream --job "$1$j" --rank 0 --items 20000 --len 200 \
+			--hold-until "$T/$1.send" >"$T/$1$j.0" 2>&1 &
+		HELD_PIDS="$HELD_PIDS $!"
+	done
+}
 # The held jobs open first (their rank tables count against the memory the
 # parked items will fill), their senders wait for held.send.
-for j in 1 2 3; do
-	FERRY_RUNTIME_DIR=$T/n1 ft_stream --job held$j --rank 1 --items 20000 --len 200 --hold-until "$T/held.go" \
-		--recv-timeout 120000 >"$T/held$j.1" 2>&1 &
-	pids="$pids $!"
-	FERRY_RUNTIME_DIR=$T/n0 ft_stream --job held$j --rank 0 --items 20000 --len 200 --hold-until "$T/held.send" \
-		>"$T/held$j.0" 2>&1 &
-	pids="$pids $!"
-done
+held_jobs held
+pids=$HELD_PIDS
 # (It stops too while the link is paused, once n0 cannot return credits.)
 FERRY_RUNTIME_DIR=$T/n0 ft_stream --job back --rank 1 --items 200000 --len 200 --recv-timeout 120000 \
 	>"$T/back.1" 2>&1 &
@@ -293,15 +301,8 @@ start n0 0 kp
 start n1 1 kp
 expect "dead peer: keyed daemons with a 1 MiB memory limit link up" wait_for "up n0 && up n1"
 export FERRY_TIMEOUT_MS=300000
-dpids=""
-for j in 1 2 3; do
-	FERRY_RUNTIME_DIR=$T/n1 ft_stream --job dead$j --rank 1 --items 20000 --len 200 --hold-until "$T/dead.go" \
-		--recv-timeout 120000 >"$T/dead$j.1" 2>&1 &
-	dpids="$dpids $!"
-	FERRY_RUNTIME_DIR=$T/n0 ft_stream --job dead$j --rank 0 --items 20000 --len 200 --hold-until "$T/dead.send" \
-		>"$T/dead$j.0" 2>&1 &
-	dpids="$dpids $!"
-done
+held_jobs dead
+dpids=$HELD_PIDS
 FERRY_RUNTIME_DIR=$T/n1 ft_steps --job deadsteps --rank 1 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.1" 2>&1 &
 dpids="$dpids $!"
 FERRY_RUNTIME_DIR=$T/n0 ft_steps --job deadsteps --rank 0 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.0" 2>&1 &
