@@ -48,7 +48,11 @@ extern "C" {
 typedef struct ferry ferry_t;
 
 /* ferry_opts.flags */
-#define FERRY_BLOCKING  0x1u    /* ferry_send waits for ring room instead of -EAGAIN */
+/* FERRY_BLOCKING: ferry_send waits for ring room instead of -EAGAIN.  It does
+ * not receive meanwhile: where every rank sends to every other rank and
+ * receives only between sends, receivers whose RX rings are full can stop
+ * the senders for good.  Such programs use ferry_poll instead. */
+#define FERRY_BLOCKING  0x1u
 
 struct ferry_opts {
 	const char *job;        /* job name; NULL: $FERRY_JOB, then Slurm's
@@ -130,6 +134,33 @@ void ferry_release(ferry_t *f);
  * Items from the ranks still there keep arriving through ferry_recv. */
 int ferry_done(ferry_t *f);
 int ferry_step_wait(ferry_t *f, int timeout_ms);
+
+/* ferry_poll events */
+#define FERRY_POLLIN  0x1u      /* ferry_recv has something to return (or a step
+				 * ended, or the job failed) */
+#define FERRY_POLLOUT 0x2u      /* ferry_send would not say -EAGAIN: there is room
+				 * for an item as long as the last one it refused
+				 * (any small item if none was refused) */
+
+/* Waits until one of events is ready or timeout_ms passes (0: do not wait,
+ * < 0: forever), without using the CPU: the daemon wakes the caller when it
+ * takes items out of the TX ring or delivers some.  Returns the events that
+ * are ready (0 on timeout), or -errno (-ECONNRESET: the daemon went away).
+ * The loop of an application that streams items (README, "Sending and
+ * receiving"):
+ *
+ *   for (;;) {
+ *       while (have_item && ferry_send(f, dst, ch, buf, len) == 0) ...;
+ *       n = ferry_recv(f, it, 256, 0);       // cheap when nothing came
+ *       ... use it[0..n-1] ...
+ *       if (n == 0 && have_item)             // refused, nothing to do
+ *           ferry_poll(f, FERRY_POLLIN | FERRY_POLLOUT, -1);
+ *   }
+ *
+ * Waiting this way matters where the application shares cores with ferryd:
+ * a process spinning on -EAGAIN takes the CPU from the daemon that would
+ * make room. */
+int ferry_poll(ferry_t *f, unsigned events, int timeout_ms);
 
 /* A file descriptor that becomes readable when items may have arrived, for
  * poll/epoll loops.  It is armed by a ferry_recv that returns 0 items: call

@@ -20,7 +20,6 @@
 
 #define DEFAULT_RUNTIME_DIR "/run/ferry"
 #define DEFAULT_TIMEOUT_MS  60000
-#define DEFAULT_SPIN_US     20
 
 static_assert(FERRY_MAX_RANKS == PROTO_MAX_RANKS, "the public limit is the protocol's");
 
@@ -126,14 +125,10 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	f->size = (uint32_t)o.size;
 	f->timeout_ms = o.timeout_ms;
 	f->flags = o.flags;
-	{
-		int spin;
-
-		f->spin_us = conn_env_int("FERRY_SPIN_US", &spin) == 1 ? (unsigned)spin : DEFAULT_SPIN_US;
-	}
 	ret = conn_connect(f, dir);
 	if (ret < 0)
 		goto err;
+	poll_setup(f);
 
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
 	len = (int)n;

@@ -35,7 +35,11 @@ struct ferry {
 	uint32_t rank, size, node;
 	int timeout_ms;
 	unsigned flags;
-	unsigned spin_us;
+	unsigned spin_us;       /* spin this long before sleeping (poll_setup) */
+	int shares_cores;       /* the daemon may run on our cores (poll_setup) */
+	uint32_t want_room;     /* payload bytes of the record ferry_send last refused */
+	uint64_t checked_ns;    /* when an empty ferry_recv last asked the socket */
+	uint32_t empty_calls;   /* ... and how many empty calls were made since */
 	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
 	int dead;               /* the daemon went away or broke the protocol: error to return */
 	uint8_t in[512];        /* partial control message from the daemon */
@@ -103,6 +107,16 @@ static inline void conn_wake(int efd)
 
 	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
 }
+
+/* --- poll.c --- */
+
+/* Once connected: whether the daemon may run on the cores this process
+ * runs on (f->shares_cores: it does unless both affinity masks say
+ * otherwise), and how long the library spins before it sleeps (f->spin_us):
+ * $FERRY_SPIN_US if set, else a short while if the daemon has cores of its
+ * own, else not at all (spinning would take the CPU from the daemon we wait
+ * for). */
+void poll_setup(struct ferry *f);
 
 /* --- send.c --- */
 

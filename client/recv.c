@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How often an empty ferry_recv(..., 0) that finds nothing new asks the
+ * socket after all (the daemon may have gone away): once a millisecond has
+ * passed and there were that many calls (a yield can take longer than a
+ * millisecond where many processes share the cores). */
+#define RECV_CHECK_NS    1000000u
+#define RECV_CHECK_CALLS 64u
+
 /* A large item being put back together from its fragments.  Items of one
  * source arrive in the order it sent them, and the fragments of one item one
  * after the other, so one entry per source is enough.  A FAIL saying that a
@@ -229,14 +236,34 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 
 FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
-	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+	uint64_t deadline = 0, spin_until = 0;
 
 	if (max <= 0)
 		return conn_seterr(-EINVAL, "max must be positive");
 	ferry_release(f);
 	if (f->stash_len > f->stash_head)
 		return from_stash(f, items, max);
+	if (f->armed && timeout_ms == 0 && !f->dead && !ring_readable(&f->rx)) {
+		/* Nothing came since the last call found nothing: say so without
+		 * a system call (but a yield where the daemon needs our cores),
+		 * the common case of a program that polls while it sends.  Now and then ask the socket whether the daemon went
+		 * away, and reset the eventfd: a wake-up that raced with an
+		 * earlier call's reset can leave it readable with nothing to
+		 * read, and a program sleeping on ferry_fd() would spin. */
+		uint64_t now = proto_now_ns();
+
+		if (++f->empty_calls < RECV_CHECK_CALLS || now - f->checked_ns < RECV_CHECK_NS) {
+			/* A program that tries again at once would keep
+			 * the CPU from a daemon that shares our cores: the
+			 * sustained all-to-all of make bench ran 10x
+			 * slower that way (README, Performance). */
+			if (f->shares_cores)
+				sched_yield();
+			return 0;
+		}
+		f->checked_ns = now;
+		f->empty_calls = 0;
+	}
 	if (f->armed) {
 		/* The application may have slept on ferry_fd(): reset it, and see
 		 * whether it was the daemon going away that woke it. */
@@ -248,6 +275,10 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		f->armed = 0;
 		conn_check(f);        /* items still in the ring come first */
 	}
+	if (timeout_ms > 0)
+		deadline = proto_now_ms() + (uint64_t)timeout_ms;
+	if (timeout_ms != 0 && f->spin_us)
+		spin_until = proto_now_ns() + f->spin_us * 1000ull;
 	for (;;) {
 		int n = collect(f, items, max), ret, wait;
 
@@ -260,11 +291,11 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * waiting, or the daemon could never deliver the rest. */
 		if (ring_release(&f->rx))
 			conn_wake(f->efd_daemon);
-		if (timeout_ms != 0 && proto_now_ns() < spin_until) {
-			/* Poll, but let the daemon (or anyone) have the CPU: on
-			 * a machine with more busy processes than cores, a
-			 * spinning client would delay the very daemon that is
-			 * to deliver its items.  Nearly free on an idle core. */
+		if (spin_until && proto_now_ns() < spin_until) {
+			/* Poll, but let the daemon (or anyone) have the CPU.
+			 * Only when the daemon has cores of its own (poll.c):
+			 * where it shares ours, every spin delays the very
+			 * daemon that is to deliver the items. */
 			sched_yield();
 			continue;
 		}

@@ -45,8 +45,10 @@ static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, u
 	while ((ret = ring_reserve(&f->tx, len, &rec)) != 0) {
 		if (ret == -EPROTO)
 			return f->dead = conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
-		if (!block)
+		if (!block) {
+			f->want_room = len;     /* what FERRY_POLLOUT waits for */
 			return -EAGAIN;
+		}
 		/* Only now is a check for a vanished daemon worth its syscall. */
 		if ((ret = conn_check(f)) < 0 || (ret = wait_room(f, len)) < 0)
 			return ret;

@@ -113,6 +113,15 @@ int ring_producer_sleep(struct ring *r, uint32_t len)
 	return 0;
 }
 
+int ring_has_room(struct ring *r, uint32_t len)
+{
+	if (r->head + need_bytes(r, len) - r->tail <= r->size)
+		return 1;
+	if (refresh_tail(r) < 0)
+		return -EPROTO;
+	return r->head + need_bytes(r, len) - r->tail <= r->size;
+}
+
 int ring_producer_sleep_empty(struct ring *r)
 {
 	producer_arm(r);

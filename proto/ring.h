@@ -270,6 +270,11 @@ void ring_producer_set_fenceless(struct ring *r, int fenceless);
 int ring_producer_sleep(struct ring *r, uint32_t len);
 void ring_producer_awake(struct ring *r);
 
+/* Producer: 1 if a record of len payload bytes fits now (ring_reserve would
+ * succeed), 0 if not, -EPROTO if the consumer published an impossible tail.
+ * Changes nothing but the cached tail. */
+int ring_has_room(struct ring *r, uint32_t len);
+
 /* Like ring_producer_sleep, but waits until the consumer has taken everything:
  * returns 1 if the ring is empty now (flag cleared), 0 to go to sleep. */
 int ring_producer_sleep_empty(struct ring *r);
@@ -300,6 +305,15 @@ static inline int ring_peek_fast(struct ring *r, struct proto_rec *rec_p, const 
 		return 0;
 	*payload_p = r->data + pos + sizeof(*rec_p);
 	return 1;
+}
+
+/* Consumer: 1 if a record waits to be read (ring_peek returns it, or finds
+ * it invalid), 0 if the ring looks empty.  One relaxed load, no fence: for
+ * deciding whether to look or to sleep (the sleep itself goes through
+ * ring_consumer_sleep, which fences). */
+static inline int ring_readable(const struct ring *r)
+{
+	return r->head != r->tail || atomic_load_explicit(&r->sh->head, memory_order_relaxed) != r->tail;
 }
 
 /* Moves past the record last returned by ring_peek (its payload stays valid

@@ -3,7 +3,11 @@
  * rank, destinations in random order, and the step ends with ferry_done /
  * ferry_step_wait.  The ranks start together (an empty step first).
  *
- *   fb_a2a --items K --len M     (job, rank, size from FERRY_JOB/RANK/SIZE)
+ *   fb_a2a --items K --len M [--spin]   (job, rank, size from FERRY_JOB/RANK/SIZE)
+ *
+ * A rank that can neither send nor receive sleeps in ferry_poll; --spin
+ * makes it try again at once instead (how programs were written before
+ * ferry_poll, for comparison).
  *
  * Prints "elapsed_s X received N"; exits 1 if this rank did not receive
  * exactly (P-1)*K items.
@@ -17,6 +21,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "items", required_argument, NULL, 'k' }, { "len", required_argument, NULL, 'm' },
+		{ "spin", no_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long K = 64, M = 16;
@@ -26,12 +31,13 @@ int main(int argc, char **argv)
 	uint64_t total, sent = 0, got = 0, rs;
 	double t0, t1;
 	ferry_t *f;
-	int opt, ret;
+	int opt, ret, refused, spin = 0;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'k': K = arg_long("--items", optarg); break;
 		case 'm': M = arg_long("--len", optarg); break;
+		case 's': spin = 1; break;
 		default: return 2;
 		}
 	}
@@ -74,13 +80,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ferry_send: %s\n", ferry_last_error());
 			return 1;
 		}
-		/* Every 1024 items, or when the ring is full: receive. */
+		/* Every 1024 items, or when the ring is full: receive; when
+		 * neither sending nor receiving can go on, sleep until one can
+		 * (README, "Sending and receiving"). */
+		refused = ret == -EAGAIN;
 		ret = ferry_recv(f, it, 256, 0);
 		if (ret < 0) {
 			fprintf(stderr, "ferry_recv: %s\n", ferry_last_error());
 			return 1;
 		}
 		got += (uint64_t)ret;
+		if (ret == 0 && refused && !spin && (ret = ferry_poll(f, FERRY_POLLIN | FERRY_POLLOUT, -1)) < 0) {
+			fprintf(stderr, "ferry_poll: %s\n", ferry_last_error());
+			return 1;
+		}
 	}
 	if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 120000)) < 0) {
 		fprintf(stderr, "step: %s\n", ferry_last_error());

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 
 			if (ret == 0)
 				i++;
-			else if (ret != -EAGAIN)
+			else if (ret != -EAGAIN || ferry_poll(f, FERRY_POLLOUT, -1) < 0)
 				return 1;
 		}
 		ferry_flush(f);

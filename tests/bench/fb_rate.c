@@ -55,6 +55,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			eagain++;
+			/* Sleep until the daemon makes room (README, "Sending
+			 * and receiving"). */
+			if ((ret = ferry_poll(f, FERRY_POLLOUT, -1)) < 0) {
+				fprintf(stderr, "ferry_poll: %s\n", ferry_last_error());
+				return 1;
+			}
 		}
 		t = now_s() - t0;
 		ferry_flush(f);

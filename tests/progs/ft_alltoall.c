@@ -56,7 +56,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		order[j] = t;
 	}
 	while (sent < total_out || got_by_step[step] < total_in) {
-		int n;
+		int n, refused = 0;
 
 		while (sent < total_out) {
 			uint32_t dst = order[sent];
@@ -68,6 +68,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			ret = ferry_send(f, dst, (uint32_t)(step & 0xffff), buf, len);
 			if (ret == -EAGAIN) {
 				eagain++;
+				refused = 1;
 				break;
 			}
 			if (ret < 0) {
@@ -111,6 +112,13 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			fprintf(stderr, "rank %u: step %ld: timed out with %llu of %llu items received\n", me,
 				step, (unsigned long long)got_by_step[step], (unsigned long long)total_in);
 			ret = -ETIMEDOUT;
+			goto out;
+		}
+		/* Neither sending nor receiving can go on: sleep until one can
+		 * (README, "Sending and receiving"). */
+		if (n == 0 && refused && (ret = ferry_poll(f, FERRY_POLLIN | FERRY_POLLOUT, 30000)) <= 0) {
+			fprintf(stderr, "rank %u: ferry_poll: %s\n", me, ret ? ferry_last_error() : "nothing for 30 s");
+			ret = ret ? ret : -ETIMEDOUT;
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {

@@ -174,6 +174,46 @@ TEST(full_ring_says_eagain_until_released)
 	free(m);
 }
 
+/* What ferry_poll looks at: room for a record (as ring_reserve would find
+ * it, a PAD at the end included) and records waiting, without changing
+ * either ring. */
+TEST(room_and_readable_say_what_reserve_and_peek_would)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t n = 0, tag, len;
+
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	CHECK_EQ(ring_readable(&c), 0);
+	CHECK_EQ(ring_has_room(&p, 1000), 1);
+	while (ring_has_room(&p, 1000) == 1) {
+		CHECK_EQ(put(&p, 1000, n), 0);
+		n++;
+	}
+	CHECK_EQ(put(&p, 1000, n), -EAGAIN);
+	CHECK_EQ(ring_readable(&c), 0);         /* nothing published yet */
+	ring_publish(&p);
+	CHECK_EQ(ring_readable(&c), 1);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(ring_has_room(&p, 1000), 0);   /* consumed but not released */
+	ring_release(&c);
+	CHECK_EQ(ring_has_room(&p, 1000), 1);
+	CHECK_EQ(ring_has_room(&p, 2000), 0);   /* one freed record is not enough */
+	/* Drain all but the last: the room left before the end is too small
+	 * for a big record, which needs the PAD and the room at the start. */
+	while (n-- > 2)
+		CHECK_EQ(take(&c, &tag, &len), 1);
+	ring_release(&c);
+	CHECK_EQ(ring_has_room(&p, PROTO_FRAG_BYTES), 1);
+	CHECK_EQ(put(&p, PROTO_FRAG_BYTES, 7), 0);
+	CHECK_EQ(ring_readable(&c), 1);
+	atomic_store(&p.sh->tail, 4);                    /* misaligned */
+	CHECK_EQ(ring_has_room(&p, size), -EPROTO);
+	free(m);
+}
+
 TEST(flags_tell_who_must_be_woken)
 {
 	uint64_t size = PROTO_RING_MIN;
@@ -492,6 +532,7 @@ int main(void)
 	RUN(wrap_around_keeps_every_record);
 	RUN(wrap_around_stops_at_a_damaged_record);
 	RUN(full_ring_says_eagain_until_released);
+	RUN(room_and_readable_say_what_reserve_and_peek_would);
 	RUN(flags_tell_who_must_be_woken);
 	RUN(fenceless_publish_ends_when_the_consumer_withdraws_it);
 	RUN(consumer_rejects_garbage);

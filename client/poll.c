@@ -1,0 +1,125 @@
+/* client/poll.c - waiting without spinning: ferry_poll, and how long the
+ * library spins before it sleeps.  See internal.h.
+ *
+ * Why this matters: on a node where the application's processes and ferryd
+ * share the cores, every cycle a client spends looking at an empty ring or a
+ * full one is a cycle the daemon that would empty or fill it does not get.
+ * With 16 clients spinning on -EAGAIN and empty ferry_recv(..., 0) calls,
+ * 8 daemons on two cores got the CPU once per scheduler round and a
+ * sustained all-to-all fell to a tenth of its rate.  So: an application
+ * that can neither send nor receive sleeps in ferry_poll until the daemon
+ * makes room or delivers, and the library spins before sleeping only when
+ * the daemon runs on cores of its own (daemon.cpus), where a spinning client
+ * takes nothing from it.
+ */
+#include "internal.h"
+#include "../proto/clock.h"
+#include "../proto/ring.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/socket.h>
+
+/* Spin before sleeping, when the daemon has cores of its own: a sleep and a
+ * wake-up cost tens of microseconds on the virtual machines we measure on
+ * (README, Performance), a few on bare metal. */
+#define OWN_CORES_SPIN_US 50
+
+void poll_setup(struct ferry *f)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	cpu_set_t mine, daemon, both;
+	int env;
+
+	/* Unless we learn otherwise, the daemon shares our cores. */
+	f->shares_cores = 1;
+	if (getsockopt(f->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0 &&
+	    sched_getaffinity(0, sizeof(mine), &mine) == 0 &&
+	    sched_getaffinity(cred.pid, sizeof(daemon), &daemon) == 0) {
+		CPU_AND(&both, &mine, &daemon);
+		f->shares_cores = CPU_COUNT(&both) != 0;
+	}
+	if (conn_env_int("FERRY_SPIN_US", &env) == 1)
+		f->spin_us = (unsigned)env;
+	else
+		f->spin_us = f->shares_cores ? 0 : OWN_CORES_SPIN_US;
+}
+
+/* What of events is ready now.  POLLOUT: the next ferry_send would not
+ * say -EAGAIN (room for the record it refused last), or would fail at once
+ * (the step is done, the daemon is gone: let the caller see the error). */
+static unsigned ready(struct ferry *f, unsigned events)
+{
+	unsigned r = 0;
+
+	if ((events & FERRY_POLLIN) && (f->stash_len > f->stash_head || ring_readable(&f->rx)))
+		r |= FERRY_POLLIN;
+	if ((events & FERRY_POLLOUT) && (f->step_done || ring_has_room(&f->tx, f->want_room) != 0))
+		r |= FERRY_POLLOUT;
+	return r;
+}
+
+/* Sets the flags that make the daemon wake us for events; returns 1 if one
+ * is ready already (the flags are cleared again), 0 to sleep. */
+static int arm(struct ferry *f, unsigned events)
+{
+	if ((events & FERRY_POLLIN) && ring_consumer_sleep(&f->rx))
+		return 1;
+	if ((events & FERRY_POLLOUT) && ring_producer_sleep(&f->tx, f->want_room)) {
+		if (events & FERRY_POLLIN)
+			ring_consumer_awake(&f->rx);
+		return 1;
+	}
+	return 0;
+}
+
+static void disarm(struct ferry *f, unsigned events)
+{
+	if (events & FERRY_POLLIN)
+		ring_consumer_awake(&f->rx);
+	if (events & FERRY_POLLOUT)
+		ring_producer_awake(&f->tx);
+}
+
+FERRY_API int ferry_poll(ferry_t *f, unsigned events, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+	unsigned r;
+
+	if (events & ~(FERRY_POLLIN | FERRY_POLLOUT))
+		return conn_seterr(-EINVAL, "ferry_poll: unknown events 0x%x", events);
+	if (f->dead)
+		return f->dead;
+	if (f->armed) {
+		/* ferry_recv left the RX flag set for ferry_fd(): from here on
+		 * this call owns the flag and the eventfd. */
+		ring_consumer_awake(&f->rx);
+		f->armed = 0;
+	}
+	for (;;) {
+		int ret, wait;
+
+		if ((r = ready(f, events)) != 0 || events == 0 || timeout_ms == 0)
+			break;
+		if (proto_now_ns() < spin_until) {
+			sched_yield();
+			continue;
+		}
+		if (arm(f, events))
+			continue;
+		wait = conn_wait_ms(deadline, timeout_ms < 0);
+		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
+		disarm(f, events);
+		if (ret == -ETIMEDOUT)
+			return (int)ready(f, events);
+		if (ret < 0)
+			return ret;
+	}
+	/* A daemon that went away leaves rings that never change: say so
+	 * rather than "nothing yet" (a ready ring is worth reading first). */
+	if (!r && conn_check(f) < 0)
+		return f->dead;
+	return (int)r;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# ferry_poll and the empty ferry_recv, on a real daemon: a receiver asleep in
+# ferry_poll wakes when items come, a sender whose ring is full sleeps until
+# the daemon makes room (tests/progs/ft_poll.c says what it checks), a
+# sleeper learns that the daemon went away; an empty ferry_recv(..., 0)
+# makes no system call when the daemon has a core of its own, and yields
+# (one sched_yield) when it shares ours.
+. "$(dirname "$0")/lib.sh"
+
+# Small rings and queues: the sender's ring fills quickly.
+cat >"$TMP/poll.conf" <<CONF
+limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576; };
+CONF
+start_daemon n0 --config "$TMP/poll.conf" || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n0
+
+prog ft_poll --job pp >"$TMP/pp.log" 2>&1
+rc=$?
+sed 's/^/# /' "$TMP/pp.log"
+expect "ft_poll: every check passed" test $rc = 0
+expect "... the sender slept on a full ring and was woken" grep -q "^ok sender: woken when room appeared" "$TMP/pp.log"
+expect "... the receiver was woken by an item" grep -q "^ok receiver: woken by the first item" "$TMP/pp.log"
+expect "nothing dropped" test "$(stat n0 items_dropped)" = 0
+
+# A sleeper whose daemon goes away: ferry_poll returns -ECONNRESET.
+bg sleeper.log prog ft_poll --job sl --sleeper
+sp=$LASTPID
+wait_for "grep -q sleeping $TMP/sleeper.log"
+kill -KILL "$(dpid n0)"
+wait "$sp"
+expect "a sleeper learns that the daemon went away: $(grep poll: "$TMP/sleeper.log")" \
+	grep -q "^poll: -104 " "$TMP/sleeper.log"
+
+# System calls of 100000 empty ferry_recv(..., 0), counted by strace: with the
+# daemon on CPU 1 and the program on CPU 0, (nearly) none; sharing CPU 1,
+# one sched_yield each, and a look at the socket (a read and a poll) at
+# most every 64 calls.
+if [ "$(nproc)" -ge 2 ] && command -v strace >/dev/null; then
+	start_daemon n1 || exit 1
+	export FERRY_RUNTIME_DIR=$TMP/n1
+	taskset -p 2 "$(dpid n1)" >/dev/null
+	strace -f -c -o "$TMP/own.strace" taskset -c 0 "$BUILD/tests/ft_poll" --job e1 --empty 100000 >/dev/null
+	calls=$(awk '$NF == "total" { print $(NF-2) }' "$TMP/own.strace")
+	expect "daemon on a core of its own: 100000 empty receives made $calls system calls (open and close included)" \
+		test "${calls:-999999}" -lt 1000
+	strace -f -c -o "$TMP/shared.strace" taskset -c 1 "$BUILD/tests/ft_poll" --job e2 --empty 100000 >/dev/null
+	yields=$(awk '$NF == "sched_yield" { print $(NF-1) }' "$TMP/shared.strace")
+	reads=$(awk '$NF == "read" { print $(NF-1) }' "$TMP/shared.strace")
+	expect "daemon sharing the core: $yields sched_yield and ${reads:-0} reads for 100000 empty receives" \
+		test "${yields:-0}" -ge 90000 -a "${reads:-0}" -lt 2000
+else
+	echo "ok - $TEST: # SKIP counting system calls needs 2 CPUs and strace"
+fi
+finish
