@@ -122,6 +122,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	f->sock = f->efd_client = f->efd_daemon = f->epfd = -1;
 	f->step = 1;
 	f->rank = (uint32_t)o.rank;
+	f->src_word = (uint64_t)f->rank << 32;
 	f->size = (uint32_t)o.size;
 	f->timeout_ms = o.timeout_ms;
 	f->flags = o.flags;

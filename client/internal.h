@@ -33,6 +33,7 @@ struct ferry {
 	size_t region_bytes;
 	struct ring tx, rx;
 	uint32_t rank, size, node;
+	uint64_t src_word;      /* rank << 32: the second word of a TX record header */
 	int timeout_ms;
 	unsigned flags;
 	unsigned spin_us;       /* spin this long before sleeping (poll_setup) */

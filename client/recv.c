@@ -189,8 +189,10 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 	while (n < max) {
 		struct proto_rec rec;
 		const void *payload;
-		int ret = ring_peek(&f->rx, &rec, &payload);
+		int ret = ring_peek_fast(&f->rx, &rec, &payload);
 
+		if (ret == 0)
+			ret = ring_peek(&f->rx, &rec, &payload);        /* empty, a PAD, not an item... */
 		if (ret == 0)
 			break;
 		if (ret < 0)

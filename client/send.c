@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 /* Every fragment of the largest item has an index (proto/ring.h). */
@@ -76,13 +77,19 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 	 * Everything unusual (errors, a full ring, the end of the ring, large
 	 * items) takes the general way, kept out of line so that this path
 	 * saves no registers it does not use. */
-	if (__builtin_expect(len <= PROTO_FRAG_BYTES && dst < f->size && channel <= FERRY_MAX_CHANNEL &&
-			     !f->step_done && !f->dead, 1) &&
+	static_assert(PROTO_FRAG_BYTES == 1u << 16 && FERRY_MAX_CHANNEL == 0xffff, "one shift checks both");
+	static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, channel) == 6 &&
+		      offsetof(struct proto_rec, dst) == 8 && offsetof(struct proto_rec, src) == 12,
+		      "ferry_send writes struct proto_rec's layout");
+	/* (An item of exactly PROTO_FRAG_BYTES takes the general way.) */
+	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size && !(f->step_done | f->dead), 1) &&
 	    (rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {
-		struct proto_rec h = { .len = (uint32_t)len, .kind = PROTO_REC_ITEM, .channel = (uint16_t)channel,
-				       .dst = dst, .src = f->rank };
+		/* The header as two words: len, kind, flags 0, channel; dst, us. */
+		uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
+		uint64_t w1 = dst | f->src_word;
 
-		memcpy(rec, &h, sizeof(h));
+		memcpy(rec, &w0, 8);
+		memcpy((uint8_t *)rec + 8, &w1, 8);
 		proto_copy((uint8_t *)(rec + 1), buf, len);
 		if (__builtin_expect(ring_publish(&f->tx), 0))
 			conn_wake(f->efd_daemon);

@@ -3,6 +3,15 @@
 
 #include <string.h>
 
+/* Producer: how far ring_reserve_fast may go from here: to the end of the
+ * current lap (a record never wraps), or to tail + size if that is nearer. */
+static void set_fast_end(struct ring *r)
+{
+	uint64_t lap_end = (r->head | (r->size - 1)) + 1;
+
+	r->fast_end = r->tail + r->size < lap_end ? r->tail + r->size : lap_end;
+}
+
 int ring_size_ok(uint64_t size)
 {
 	return size >= PROTO_RING_MIN && size <= PROTO_RING_MAX && (size & (size - 1)) == 0;
@@ -18,6 +27,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 		memset(mem, 0, sizeof(struct proto_ring_shared));
 		r->head = r->tail = r->published = 0;
 		r->fenceless = 0;
+		set_fast_end(r);
 		return;
 	}
 	/* Attach to a ring someone already uses: both counters start where the
@@ -26,6 +36,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 	r->head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
 	r->tail = r->published = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
 	r->fenceless = 0;
+	set_fast_end(r);
 }
 
 /* Producer: refresh the cached tail from shared memory.  The consumer may only
@@ -37,6 +48,7 @@ static int refresh_tail(struct ring *r)
 	if (t - r->tail > r->head - r->tail || (t & 7))
 		return -EPROTO;
 	r->tail = t;
+	set_fast_end(r);
 	return 0;
 }
 
@@ -74,6 +86,7 @@ int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p)
 	}
 	*rec_p = (struct proto_rec *)(r->data + pos);
 	r->head += ring_footprint(len);
+	set_fast_end(r);
 	return 0;
 }
 

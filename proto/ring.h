@@ -158,6 +158,9 @@ struct ring {
 	uint64_t head;          /* producer: next write; consumer: last validated head */
 	uint64_t tail;          /* consumer: next read; producer: last seen tail */
 	uint64_t published;     /* consumer: tail last made visible to the producer */
+	uint64_t fast_end;      /* producer: ring_reserve_fast may fill up to this
+				 * counter (the end of the lap, or tail + size if
+				 * that comes first); ring_set_fast_end */
 	int fenceless;          /* producer: the consumer fences for us (see above);
 				 * consumer: we offered that and have no answer yet */
 };
@@ -172,6 +175,15 @@ static inline void proto_copy(uint8_t *dst, const uint8_t *src, size_t n)
 	} else if (n >= 8) {
 		size_t i;
 
+		if (n <= 16) {  /* the commonest: two words, overlapping if need be */
+			uint64_t a, b;
+
+			__builtin_memcpy(&a, src, 8);
+			__builtin_memcpy(&b, src + n - 8, 8);
+			__builtin_memcpy(dst, &a, 8);
+			__builtin_memcpy(dst + n - 8, &b, 8);
+			return;
+		}
 		for (i = 0; i + 8 <= n; i += 8)
 			__builtin_memcpy(dst + i, src + i, 8);
 		if (i < n)      /* the tail, as 8 bytes overlapping what is copied */
@@ -219,14 +231,14 @@ int ring_reserve(struct ring *r, uint32_t len, struct proto_rec **rec_p);
  * the caller must take the general path (ring_reserve). */
 static inline struct proto_rec *ring_reserve_fast(struct ring *r, uint32_t len)
 {
-	uint64_t fp = ring_footprint(len);
-	uint64_t pos = r->head & (r->size - 1);
+	uint64_t head = r->head, fp = ring_footprint(len);
 	struct proto_rec *rec;
 
-	if (__builtin_expect(r->size - pos < fp || r->head + fp - r->tail > r->size, 0))
+	/* One comparison: fast_end is where the lap ends or the room does. */
+	if (__builtin_expect(head + fp > r->fast_end, 0))
 		return NULL;
-	rec = (struct proto_rec *)(r->data + pos);
-	r->head += fp;
+	rec = (struct proto_rec *)(r->data + (head & (r->size - 1)));
+	r->head = head + fp;
 	return rec;
 }
 
@@ -314,6 +326,20 @@ static inline int ring_peek_fast(struct ring *r, struct proto_rec *rec_p, const 
 static inline int ring_readable(const struct ring *r)
 {
 	return r->head != r->tail || atomic_load_explicit(&r->sh->head, memory_order_relaxed) != r->tail;
+}
+
+/* Consumer: reads the producer's head again, for a caller that keeps its
+ * own copy of tail (the records before tail are taken).  Returns 0 with
+ * r->head updated, or -EPROTO if the head is impossible (ring_peek then
+ * says so too). */
+static inline int ring_refresh_head(struct ring *r, uint64_t tail)
+{
+	uint64_t h = atomic_load_explicit(&r->sh->head, memory_order_acquire);
+
+	if (h - tail > r->size || (h & 7))
+		return -EPROTO;
+	r->head = h;
+	return 0;
 }
 
 /* Moves past the record last returned by ring_peek (its payload stays valid

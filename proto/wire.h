@@ -338,6 +338,37 @@ static inline size_t wire_encode_item(void *buf, const struct wire_item *it, con
 	return fp;
 }
 
+/* wire_encode_item with the header's fields given one by one: the header is
+ * three words stored straight into the frame, never a struct in memory
+ * first (the per-item path at the source node, fwd/tx.c). */
+static inline size_t wire_put_item(uint8_t *p, uint32_t len, uint8_t flags, uint8_t gen, uint16_t channel,
+				   uint32_t node, uint32_t job, uint32_t dst, uint32_t src, const void *payload)
+{
+	uint64_t w0 = len | (uint64_t)flags << 32 | (uint64_t)gen << 40 | (uint64_t)channel << 48;
+	uint64_t w1 = node | (uint64_t)job << 32;
+	uint64_t w2 = dst | (uint64_t)src << 32;
+	size_t fp = wire_item_footprint(len);
+
+	static_assert(offsetof(struct wire_item, gen) == 5 && offsetof(struct wire_item, channel) == 6 &&
+		      offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, dst) == 16,
+		      "wire_put_item writes struct wire_item's layout");
+	__builtin_memcpy(p, &w0, 8);
+	__builtin_memcpy(p + 8, &w1, 8);
+	__builtin_memcpy(p + 16, &w2, 8);
+	if (len & 7)    /* zero the padding: the payload overwrites the rest of the word */
+		__builtin_memset(p + fp - 8, 0, 8);
+	proto_copy(p + sizeof(struct wire_item), payload, len);
+	return fp;
+}
+
+/* The item header at p of a body that wire_next_item has validated whole
+ * (fwd/rx.c checks every frame before it uses any of it): no checks, so
+ * that the second pass over a frame costs a copy of the header. */
+static inline void wire_item_at(const uint8_t *p, struct wire_item *it)
+{
+	__builtin_memcpy(it, p, sizeof(*it));
+}
+
 /* Decodes the item at body[*off] of a DATA body of len bytes and advances *off.
  * Returns 1 with *it and *payload_p set, 0 at the end of the body, -EPROTO if
  * the body is malformed. */

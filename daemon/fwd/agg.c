@@ -8,14 +8,17 @@
 
 /* This module's state for one routing peer. */
 struct agg_peer {
+	struct agg_hop hop;             /* first: agg_hops[] points at it */
 	struct peer *p;
-	struct frame *buf;              /* frame being filled, not yet sequenced */
 	uint64_t since_ns;              /* when its first item came */
 	uint64_t flush_full, flush_timer, flush_explicit;
 	uint64_t dropped_lost;          /* transit data dropped: its link was lost */
 };
 
 uint64_t agg_items_routed;
+struct agg_hop **agg_hops;
+uint32_t agg_dropping;
+uint32_t agg_alone;
 
 /* A large item being dropped whole (agg.h): the rest of it is dropped too,
  * whatever room there is by the time it comes. */
@@ -29,12 +32,15 @@ static struct {
 	const struct conf *conf;
 	uint32_t self;
 	struct agg_peer *peers;         /* peer_count() entries, by peer index */
-	struct agg_peer **next;         /* nnodes entries: the peer on the route */
+	struct agg_peer **next;         /* nnodes entries: the peer on the route;
+					 * agg_hops is the same array */
 	uint32_t alone;                 /* items with a bigger footprint skip aggregation */
+	uint32_t fill_max;              /* agg_reserve fills a frame up to this length:
+					 * room for an empty item is left (agg_item) */
 	uint64_t limit;                 /* limits.link_bytes */
 	struct loop_timer flush_timer;
 	struct dropping dropping[AGG_DROPPING_MAX];
-	uint32_t ndropping, dropping_next;
+	uint32_t dropping_next;         /* (how many are in use: agg_dropping) */
 } agg;
 
 /* 1 if it is a later fragment of an item being dropped (and, if it is the
@@ -48,7 +54,7 @@ static int dropping_rest(const struct wire_item *it)
 			continue;
 		if (!(it->flags & WIRE_ITEM_MORE)) {
 			d->job = 0;
-			agg.ndropping--;
+			agg_dropping--;
 		}
 		return 1;
 	}
@@ -61,7 +67,7 @@ static void dropping_add(const struct wire_item *it)
 	struct dropping *d = &agg.dropping[agg.dropping_next++ % AGG_DROPPING_MAX];
 
 	if (!d->job)
-		agg.ndropping++;
+		agg_dropping++;
 	*d = (struct dropping){ .job = it->job, .src = it->src, .dst = it->dst, .gen = it->gen };
 }
 
@@ -76,7 +82,7 @@ int agg_routable(uint32_t node)
  * product a cluster network has. */
 static uint64_t queued(const struct agg_peer *a)
 {
-	return peer_backlog(a->p) + (a->buf ? a->buf->len : 0);
+	return peer_backlog(a->p) + (a->hop.buf ? a->hop.buf->len : 0);
 }
 
 int agg_link_full(uint32_t node)
@@ -86,11 +92,12 @@ int agg_link_full(uint32_t node)
 
 static void flush(struct agg_peer *a, int reason)
 {
-	struct frame *f = a->buf;
+	struct frame *f = a->hop.buf;
 
 	if (!f)
 		return;
-	a->buf = NULL;
+	a->hop.buf = NULL;
+	agg_items_routed += f->nitems;
 	switch (reason) {
 	case AGG_FLUSH_FULL: a->flush_full++; break;
 	case AGG_FLUSH_TIMER: a->flush_timer++; break;
@@ -117,7 +124,7 @@ static void on_flush_timer(struct loop_timer *t)
 	for (uint32_t i = 0; i < peer_count(); i++) {
 		struct agg_peer *a = &agg.peers[i];
 
-		if (!a->buf)
+		if (!a->hop.buf)
 			continue;
 		if (now - a->since_ns >= period)
 			flush(a, AGG_FLUSH_TIMER);
@@ -137,7 +144,7 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 
 	if (klass == AGG_CONTROL)
 		limit = agg.limit + AGG_CONTROL_RESERVE;
-	if (__builtin_expect(agg.ndropping != 0, 0) && klass == AGG_DATA && WIRE_ITEM_FRAG(it->flags) &&
+	if (__builtin_expect(agg_dropping != 0, 0) && klass == AGG_DATA && WIRE_ITEM_FRAG(it->flags) &&
 	    dropping_rest(it)) {
 		a->dropped_lost++;
 		return 0;
@@ -169,42 +176,33 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 		agg_items_routed++;
 		return 0;
 	}
-	if (a->buf && frame_room(a->buf) < fp)
+	if (a->hop.buf && frame_room(a->hop.buf) < fp)
 		flush(a, AGG_FLUSH_FULL);
-	if (!a->buf) {
-		a->buf = frame_alloc(agg.conf->buffer_bytes);
-		if (!a->buf)
+	if (!a->hop.buf) {
+		uint64_t backlog = peer_backlog(a->p);
+
+		a->hop.buf = frame_alloc(agg.conf->buffer_bytes);
+		if (!a->hop.buf)
 			return -EAGAIN;
+		/* How far agg_reserve may fill it: not (nearly) full, and not
+		 * past half the link's limit (what agg_item asks of an item
+		 * that starts here).  Exact enough for good: while a buffer
+		 * is open nothing else is queued for the peer (only flush and
+		 * large items, which flush first, call peer_send), so the
+		 * backlog only shrinks. */
+		a->hop.fill_to = agg.fill_max;
+		if (backlog + a->hop.fill_to > agg.limit / 2)
+			a->hop.fill_to = backlog < agg.limit / 2 ? (uint32_t)(agg.limit / 2 - backlog) : 0;
 		a->since_ns = loop_now_ns();
 		if (!agg.flush_timer.armed)
 			loop_timer_arm(&agg.flush_timer, (uint64_t)agg.conf->flush_us * 1000u, on_flush_timer, NULL);
 	}
-	f = a->buf;
+	f = a->hop.buf;
 	f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
 	f->nitems++;
-	agg_items_routed++;
 	if (f->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
 		flush(a, AGG_FLUSH_FULL);       /* not even an empty item fits any more */
 	return 0;
-}
-
-uint8_t *agg_reserve(uint32_t node, uint32_t len)
-{
-	struct agg_peer *a = agg.next[node];
-	struct frame *f = a->buf;
-	size_t fp = wire_item_footprint(len);
-	uint8_t *slot;
-
-	/* The item that leaves the buffer (nearly) full goes the general way,
-	 * which sends the buffer at once. */
-	if (!f || fp > agg.alone || queued(a) >= agg.limit / 2 ||
-	    f->len + fp + sizeof(struct wire_item) - sizeof(struct wire_frame_hdr) > agg.conf->buffer_bytes)
-		return NULL;
-	slot = f->data + f->len;
-	f->len += (uint32_t)fp;
-	f->nitems++;
-	agg_items_routed++;
-	return slot;
 }
 
 void agg_write_peer_stats(FILE *out, const struct peer *p)
@@ -221,8 +219,10 @@ int agg_init(const struct conf *c, uint32_t self)
 	agg.conf = c;
 	agg.self = self;
 	agg.limit = c->link_bytes;
-	agg.alone = c->buffer_bytes / 2;
+	agg.alone = agg_alone = c->buffer_bytes / 2;
+	agg.fill_max = (uint32_t)(sizeof(struct wire_frame_hdr) + c->buffer_bytes - sizeof(struct wire_item));
 	agg.next = calloc(c->nnodes, sizeof(*agg.next));
+	agg_hops = (struct agg_hop **)agg.next;
 	agg.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*agg.peers));
 	if (!agg.next || !agg.peers)
 		return -ENOMEM;
@@ -242,10 +242,11 @@ void agg_fini(void)
 {
 	loop_timer_cancel(&agg.flush_timer);
 	for (uint32_t i = 0; agg.peers && i < peer_count(); i++)
-		if (agg.peers[i].buf)
-			frame_free(agg.peers[i].buf);
+		if (agg.peers[i].hop.buf)
+			frame_free(agg.peers[i].hop.buf);
 	free(agg.peers);
 	free(agg.next);
 	agg.peers = NULL;
 	agg.next = NULL;
+	agg_hops = NULL;
 }

@@ -73,12 +73,36 @@ enum agg_class {
  * the item and retries). */
 int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass);
 
+/* Per next hop, what the per-item path needs to add an item to the frame
+ * being filled: kept by agg.c, read here only (agg_reserve). */
+struct agg_hop {
+	struct frame *buf;              /* frame being filled, not yet sequenced; or NULL */
+	uint32_t fill_to;               /* agg_reserve may fill buf up to this length */
+};
+extern struct agg_hop **agg_hops;       /* by destination node: its next hop's */
+extern uint32_t agg_alone;              /* items with a bigger footprint go alone */
+extern uint32_t agg_dropping;           /* large items being dropped whole (agg_item): while
+					 * there are any, passing items take agg_item */
+
 /* The common case of agg_item for an item that starts here: room for it in
  * the buffer of its next hop.  Returns where its wire_item_footprint(len)
  * bytes go, already counted in the buffer (the caller writes them at once),
  * or NULL: then call agg_item, which also handles new and full buffers,
- * large items and backpressure. */
-uint8_t *agg_reserve(uint32_t node, uint32_t len);
+ * large items and backpressure.  Inline: it runs once per item. */
+static inline uint8_t *agg_reserve(uint32_t node, uint32_t len)
+{
+	struct agg_hop *h = agg_hops[node];
+	struct frame *f = h->buf;
+	uint32_t fp = (uint32_t)wire_item_footprint(len);
+	uint8_t *slot;
+
+	if (!f || fp > agg_alone || f->len + fp > h->fill_to)
+		return NULL;
+	slot = f->data + f->len;
+	f->len += fp;
+	f->nitems++;
+	return slot;
+}
 
 /* 1 while the link toward node is above the level at which senders that
  * were refused resume. */
@@ -88,7 +112,7 @@ int agg_link_full(uint32_t node);
 void agg_flush_all(int reason);
 void agg_flush_toward(uint32_t node, int reason);
 
-/* Items this node put into buffers, all sources. */
+/* Items this node sent on in frames, all sources (counted as a frame leaves). */
 extern uint64_t agg_items_routed;
 
 /* The buffer counters of peer p, as " name value" pairs. */

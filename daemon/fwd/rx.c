@@ -30,82 +30,142 @@ static struct {
 	struct rx_peer *peers;          /* by peer index */
 } taker;
 
-/* An item for a rank here.  Returns 0 (delivered, queued, or dropped for a
- * rank that is not here) or -EAGAIN: its queue is full, try again later. */
-static int deliver(const struct wire_item *it, const void *payload)
+/* An item for a rank here, of job j (NULL: not here).  w0 and w2 are the
+ * first and last words of its wire header (len, flags, gen, channel; dst,
+ * src).  Returns 0 (delivered, queued, or dropped for a rank that is not
+ * here) or -EAGAIN: its queue is full, try again later. */
+static inline int deliver(struct job *j, uint64_t w0, uint64_t w2, const void *payload)
 {
-	struct job *j = job_by_id(it->job, it->gen);
-	struct ep *d = j && it->dst < j->size ? j->ranks[it->dst].ep : NULL;
-	struct proto_rec rec = {
-		.len = it->len,
-		.kind = PROTO_REC_ITEM,
-		.flags = it->flags,             /* the same bits (wire.h) */
-		.channel = it->channel,
-		.dst = it->dst,
-		.src = it->src,
-	};
+	uint32_t len = (uint32_t)w0, dst = (uint32_t)w2, src = (uint32_t)(w2 >> 32);
+	struct ep *d = j && dst < j->size && src < j->size ? j->ranks[dst].ep : NULL;
+	struct proto_rec rec, *slot;
 
-	if (!d || it->src >= j->size) {
+	if (__builtin_expect(d && !d->pending.count, 1) && (slot = ring_reserve_fast(&d->rx, len)) != NULL) {
+		/* The record header: the wire's first word with the flags
+		 * moved up into their byte and the kind in theirs (the
+		 * reverse of fwd/tx.c's drain_fast); dst and src as they
+		 * are. */
+		uint64_t r0 = (w0 & 0xffff0000ffffffffull) | ((w0 & 0xff00000000ull) << 8) |
+			      (uint64_t)PROTO_REC_ITEM << 32;
+
+		__builtin_memcpy(slot, &r0, 8);
+		__builtin_memcpy((uint8_t *)slot + 8, &w2, 8);
+		proto_copy((uint8_t *)(slot + 1), payload, len);
+		d->rx_dirty = 1;
+		d->items_received++;
+		j->ringed++;
+		ep_stats.items_delivered++;
+		return 0;
+	}
+	if (!d) {
 		if (j)
 			ep_drop(j, 1);
 		else
 			ep_stats.items_dropped++;
-		log_rl_warn("item for job %u rank %u, which is not attached here; dropped", it->job, it->dst);
+		log_rl_warn("item for job %u rank %u, which is not attached here; dropped",
+			    j ? j->id : 0, dst);
 		return 0;
 	}
-	if (__builtin_expect(ep_deliver(d, &rec, payload) == 0, 1))
+	rec = (struct proto_rec){
+		.len = len,
+		.kind = PROTO_REC_ITEM,
+		.flags = (uint8_t)(w0 >> 32),   /* the same bits (wire.h) */
+		.channel = (uint16_t)(w0 >> 48),
+		.dst = dst,
+		.src = src,
+	};
+	if (ep_deliver_slow(d, &rec, payload, 0) == 0)
 		return 0;
 	/* Its queue is full: hold back that rank's senders, not the link. */
 	return flow_park(d, &rec, payload);
 }
 
 /* Passes on the items of body from offset off.  Returns the offset of the
- * first item that could not go on now, len when all went. */
+ * first item that could not go on now, len when all went.  The body was
+ * validated whole (rx_frame), so items are read without checks, the header
+ * as three words; the job is looked up once per run of items of one job. */
 static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off)
 {
-	for (;;) {
-		size_t next = off;
-		struct wire_item it;
-		const void *payload;
-		int ret = wire_next_item(body, len, &next, &it, &payload);
+	uint64_t delivered = 0, forwarded = 0, jkey = 0;
+	struct job *j = NULL;
 
-		if (ret <= 0)
-			return len;     /* validated before: the end */
-		if (it.job == 0 && it.node == taker.self) {
-			if (ctlq_push(it.dst, it.src, payload, it.len) < 0)
-				return off;
-		} else if (it.node == taker.self) {
-			if (deliver(&it, payload) < 0)
-				return off;
-			r->items_delivered++;
-			rx_items_local++;
+	static_assert(offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, job) == 12 &&
+		      offsetof(struct wire_item, dst) == 16 && offsetof(struct wire_item, src) == 20 &&
+		      offsetof(struct wire_item, gen) == 5, "pass_on reads struct wire_item's layout");
+	while (off < len) {
+		const uint8_t *p = body + off;
+		const void *payload = p + sizeof(struct wire_item);
+		uint64_t w0, w1, w2;
+		uint32_t node, job;
+		uint8_t *slot;
+
+		__builtin_memcpy(&w0, p, 8);
+		__builtin_memcpy(&w1, p + 8, 8);
+		__builtin_memcpy(&w2, p + 16, 8);
+		node = (uint32_t)w1;
+		job = (uint32_t)(w1 >> 32);
+		if (node == taker.self && job != 0) {
+			/* Key: job id and generation, never 0 for a job. */
+			uint64_t key = w1 >> 32 << 8 | ((w0 >> 40) & 0xff);
+
+			if (key != jkey) {
+				j = job_by_id(job, (uint8_t)(w0 >> 40));
+				jkey = key;
+			}
+			if (deliver(j, w0, w2, payload) < 0)
+				break;
+			delivered++;
+		} else if (node == taker.self) {
+			if (ctlq_push((uint32_t)w2, (uint32_t)(w2 >> 32), payload, (uint32_t)w0) < 0)
+				break;
+		} else if (job != 0 && agg_dropping == 0 && (slot = agg_reserve(node, (uint32_t)w0)) != NULL) {
+			/* Passing through, and room in the frame toward its
+			 * next hop: the item goes on as it came, header and
+			 * all, in one copy. */
+			proto_copy(slot, p, wire_item_footprint((uint32_t)w0));
+			forwarded++;
 		} else {
-			if (agg_item(&it, payload, from->dim, it.job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
-				return off;
-			r->items_forwarded++;
+			struct wire_item it;
+
+			wire_item_at(p, &it);
+			if (agg_item(&it, payload, from->dim, job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
+				break;
+			forwarded++;
 		}
-		off = (uint32_t)next;
+		off += (uint32_t)wire_item_footprint((uint32_t)w0);
 	}
+	r->items_delivered += delivered;
+	r->items_forwarded += forwarded;
+	rx_items_local += delivered;
+	return off;
 }
 
 int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 {
 	struct rx_peer *r = &taker.peers[p->idx];
-	size_t off = 0;
-	uint32_t n = 0, done;
-	struct wire_item it;
-	const void *payload;
-	int ret;
+	uint32_t off = 0, n = 0, done;
 
 	/* Check the whole frame before using any of it: a malformed frame
-	 * closes the link, and must not have half happened. */
-	while ((ret = wire_next_item(body, len, &off, &it, &payload)) == 1) {
-		if (it.node >= taker.nnodes || !taker.valid[it.node])
+	 * closes the link, and must not have half happened.  What
+	 * wire_next_item checks, and the destination node, with the header
+	 * read as words (once per item per hop: kept tight). */
+	while (off < len) {
+		uint64_t w0, w1, fp;
+		uint32_t ilen, node;
+
+		if (len - off < sizeof(struct wire_item))
 			return -EPROTO;
+		__builtin_memcpy(&w0, body + off, 8);
+		__builtin_memcpy(&w1, body + off + 8, 8);
+		ilen = (uint32_t)w0;
+		node = (uint32_t)w1;
+		fp = wire_item_footprint(ilen);
+		if (ilen > PROTO_FRAG_BYTES || ((w0 >> 32) & 0xff & ~(uint64_t)WIRE_ITEM_FLAGS_ALL) ||
+		    fp > len - off || node >= taker.nnodes || !taker.valid[node])
+			return -EPROTO;
+		off += (uint32_t)fp;
 		n++;
 	}
-	if (ret < 0)
-		return -EPROTO;
 	/* Room to keep the rest, should some items not go on now, before any
 	 * goes on: a frame that cannot be taken must be refused whole (the
 	 * link drops and the frame comes again), since one half passed on

@@ -229,7 +229,7 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	struct ctl_attached_wire a;
 	uint8_t buf[128];
 	int fds[3], ret;
-	struct ep *ep;
+	struct ep *ep = NULL;        /* (LTO cannot see that ep_open sets it) */
 	ssize_t n;
 
 	if (size > PROTO_MAX_RANKS) {

@@ -132,7 +132,7 @@ static void release_device(void)
  * being retried (dev.retrying) its absence is logged at debug level only. */
 static int start(void)
 {
-	struct ibv_context *ctx;
+	struct ibv_context *ctx = NULL;
 	int ret;
 
 	ret = verbs_cm_bind(dev.retrying ? LOG_DEBUG : LOG_NOTICE, &ctx);
