@@ -36,7 +36,7 @@ expect "a sleeper learns that the daemon went away: $(grep poll: "$TMP/sleeper.l
 # library sees that the daemon has a core of its own; sharing CPU 1, one
 # sched_yield each, and a look at the socket (a read and a poll) at most
 # every 64 calls.
-if taskset -c 0 true 2>/dev/null && taskset -c 1 true 2>/dev/null && command -v strace >/dev/null; then
+if runs_on 0 1 && command -v strace >/dev/null; then
 	printf 'daemon: { cpus = "1"; };\n' >"$TMP/cpu1.conf"
 	start_daemon n1 --config "$TMP/cpu1.conf" || exit 1
 	export FERRY_RUNTIME_DIR=$TMP/n1
