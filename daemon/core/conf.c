@@ -523,8 +523,10 @@ void conf_cpus_str(const cpu_set_t *set, char *buf, size_t len)
 	}
 }
 
-/* The CPUs of daemon.cpus must exist and be ours to run on: ferryd would
- * otherwise fail to pin itself, or pin itself to fewer CPUs than asked. */
+/* The CPUs of daemon.cpus must exist and be among those ferryd was started
+ * on: it narrows what whoever started it gave it (taskset, CPUAffinity=, a
+ * cpuset), never widens it.  Otherwise it would fail to pin itself, or pin
+ * itself to fewer CPUs than asked. */
 static int cpus_check(struct parse *p, const config_setting_t *s, const cpu_set_t *cpus)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
