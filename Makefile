@@ -184,6 +184,11 @@ $(BUILD)/tests/ft_rdmaflood: tests/progs/ft_rdmaflood.c proto/wire.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libibverbs librdmacm)
 
+# ft_deny runs a program under a seccomp filter that kills one call.
+$(BUILD)/tests/ft_deny: tests/progs/ft_deny.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libseccomp)
+
 # ft_mitm relays and attacks a link between two daemons.
 $(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC)
 	@mkdir -p $(@D)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct parse {
 	struct conf *c;
@@ -423,6 +424,136 @@ static int parse_topology(struct parse *p, const config_setting_t *root)
 	return 0;
 }
 
+/* daemon.cpus: a CPU list as taskset -c and systemd's CPUAffinity= take it,
+ * numbers and ranges separated by commas ("1", "2-3,6"), spaces allowed
+ * around them.  CPUs named twice (as in "0-3,2") count once, as there.
+ * Returns 0 with the CPUs in *set, or -EINVAL with what is wrong in why. */
+static int cpus_parse(const char *s, cpu_set_t *set, char *why, size_t len)
+{
+	const char *q = s;
+
+	CPU_ZERO(set);
+	while (*q == ' ' || *q == '\t')
+		q++;
+	if (!*q) {
+		snprintf(why, len, "the list is empty; leave 'daemon.cpus' out to run on every CPU");
+		return -EINVAL;
+	}
+	for (;;) {
+		long range[2];
+
+		for (int i = 0; i < 2; i++) {
+			const char *start;
+
+			while (*q == ' ' || *q == '\t')
+				q++;
+			start = q;
+			range[i] = 0;
+			while (*q >= '0' && *q <= '9' && range[i] <= CPU_SETSIZE)
+				range[i] = range[i] * 10 + (*q++ - '0');
+			while (*q >= '0' && *q <= '9')  /* too large anyway */
+				q++;
+			if (q == start) {
+				snprintf(why, len, "expected a CPU number at %s%.32s%s", *q ? "\"" : "the end",
+					 q, *q ? "\"" : "");
+				return -EINVAL;
+			}
+			if (range[i] >= CPU_SETSIZE) {
+				snprintf(why, len, "CPU %.*s is beyond CPU_SETSIZE (ferryd takes CPUs 0 to %d)",
+					 (int)(q - start), start, CPU_SETSIZE - 1);
+				return -EINVAL;
+			}
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (i == 1 || *q != '-') {
+				if (i == 0)
+					range[1] = range[0];
+				break;
+			}
+			q++;
+		}
+		if (range[1] < range[0]) {
+			snprintf(why, len, "the range %ld-%ld goes down", range[0], range[1]);
+			return -EINVAL;
+		}
+		for (long cpu = range[0]; cpu <= range[1]; cpu++)
+			CPU_SET((size_t)cpu, set);
+		if (!*q)
+			return 0;
+		if (*q != ',') {
+			snprintf(why, len, "expected \",\" or \"-\" at \"%.32s\"", q);
+			return -EINVAL;
+		}
+		q++;
+	}
+}
+
+void conf_cpus_str(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t off = 0;
+	int first = -1;
+
+	if (len)
+		buf[0] = '\0';
+	if (CPU_COUNT(set) == 0) {
+		snprintf(buf, len, "none");
+		return;
+	}
+	for (int cpu = 0; cpu <= CPU_SETSIZE; cpu++) {
+		int in = cpu < CPU_SETSIZE && CPU_ISSET((size_t)cpu, set);
+		char item[32];
+		int n;
+
+		if (in && first < 0)
+			first = cpu;
+		if (in || first < 0)
+			continue;
+		if (first == cpu - 1)
+			n = snprintf(item, sizeof(item), "%s%d", off ? "," : "", first);
+		else
+			n = snprintf(item, sizeof(item), "%s%d-%d", off ? "," : "", first, cpu - 1);
+		/* What does not fit ends in "...", never in half a number. */
+		if (off + (size_t)n + sizeof(",...") > len) {
+			snprintf(buf + off, len - off, "%s...", off ? "," : "");
+			return;
+		}
+		memcpy(buf + off, item, (size_t)n + 1);
+		off += (size_t)n;
+		first = -1;
+	}
+}
+
+/* The CPUs of daemon.cpus must exist and be among those ferryd was started
+ * on: it narrows what whoever started it gave it (taskset, CPUAffinity=, a
+ * cpuset), never widens it.  Otherwise it would fail to pin itself, or pin
+ * itself to fewer CPUs than asked. */
+static int cpus_check(struct parse *p, const config_setting_t *s, const cpu_set_t *cpus)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	cpu_set_t allowed, missing;
+	char list[256], mine[256];
+
+	for (int cpu = CPU_SETSIZE - 1; cpu >= 0 && ncpus > 0; cpu--) {
+		if (!CPU_ISSET((size_t)cpu, cpus))
+			continue;
+		if (cpu >= ncpus)
+			return invalid(p, s, "'daemon.cpus' names CPU %d, but this machine has CPUs 0 to %ld",
+				    cpu, ncpus - 1);
+		break;
+	}
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return 0;       /* nothing to compare with; sched_setaffinity will say */
+	CPU_XOR(&missing, cpus, &allowed);     /* missing: in cpus, not in allowed */
+	CPU_AND(&missing, &missing, cpus);
+	if (CPU_COUNT(&missing) == 0)
+		return 0;
+	conf_cpus_str(&missing, list, sizeof(list));
+	conf_cpus_str(&allowed, mine, sizeof(mine));
+	return invalid(p, s, "'daemon.cpus' names CPU%s %s, where ferryd may not run: it may run on %s "
+		    "(as whoever started it allows: taskset, CPUAffinity=, the cgroup's cpuset)",
+		    CPU_COUNT(&missing) > 1 ? "s" : "", list, mine);
+}
+
 /* A per-user limit left unset is a share of its node-wide limit, so that
  * lowering the node-wide one lowers it too; one set explicitly must not
  * exceed the node-wide one.  *user holds what was read, if anything. */
@@ -467,14 +598,14 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 						NULL };
 	static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
 	static const char *const log_keys[] = { "level", NULL };
-	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", NULL };
+	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", "cpus", NULL };
 	/* in the order of enum sandbox_mode */
 	static const char *const seccomp_modes[] = { "kill", "log", "off", NULL };
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
-	const config_setting_t *s, *integ_s, *enc_s;
-	char level[32];
+	const config_setting_t *s, *integ_s, *enc_s, *cpus_s;
+	char level[32], cpus[256], why[128];
 	int ret, integ = -1;
 
 	if ((ret = get_group(p, root, "aggregation", &g)) < 0 ||
@@ -541,10 +672,15 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (g && (ret = check_keys(p, g, dmn_keys)) < 0) ||
 	    (ret = get_str(p, g, "runtime_dir", c->runtime_dir, sizeof(c->runtime_dir) - 32, &s)) < 0 ||
 	    (ret = GET_INT(p, g, "spin_us", 0, 100000, c->spin_us)) < 0 ||
-	    (ret = get_enum(p, g, "seccomp", seccomp_modes, &c->seccomp)) < 0)
+	    (ret = get_enum(p, g, "seccomp", seccomp_modes, &c->seccomp)) < 0 ||
+	    (ret = get_str(p, g, "cpus", cpus, sizeof(cpus), &cpus_s)) < 0)
 		return ret;
 	if (s && c->runtime_dir[0] != '/')
 		return invalid(p, s, "'daemon.runtime_dir' must be an absolute path");
+	if (cpus_s && cpus_parse(cpus, &c->cpus, why, sizeof(why)) < 0)
+		return invalid(p, cpus_s, "'daemon.cpus' is \"%s\": %s", cpus, why);
+	if (cpus_s)
+		return cpus_check(p, cpus_s, &c->cpus);
 	return 0;
 }
 

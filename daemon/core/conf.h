@@ -9,6 +9,7 @@
 #include "../../proto/job.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,7 @@ struct conf {
 	char runtime_dir[PATH_MAX];
 	uint32_t spin_us;
 	int seccomp;                    /* enum sandbox_mode (core/sandbox.h) */
+	cpu_set_t cpus;                 /* daemon.cpus; empty: not pinned (the default) */
 };
 
 /* Fills c with the built-in defaults: a one-node cluster on localhost. */
@@ -81,6 +83,10 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
 int conf_load_string(struct conf *c, const char *text, const char *name, char *err, size_t errlen);
 
 void conf_free(struct conf *c);
+
+/* Writes set in the CPU-list syntax of daemon.cpus ("1", "2-3,6"; "none"
+ * if it is empty) into buf, cut short if len is too small. */
+void conf_cpus_str(const cpu_set_t *set, char *buf, size_t len);
 
 /* Name of the node's host:port, for logs. */
 const char *conf_physical_name(int physical);

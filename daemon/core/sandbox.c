@@ -37,6 +37,7 @@ static const struct call {
 } calls[] = {
 #define CALL(n) { #n, 0 },
 #define START(n)
+#define NOUNIT(n)
 #ifdef FERRY_SANITIZERS
 #define SAN(n) { #n, 1 },
 #else
@@ -45,6 +46,7 @@ static const struct call {
 #include "sandbox.def"
 #undef CALL
 #undef START
+#undef NOUNIT
 #undef SAN
 };
 

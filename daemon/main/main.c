@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,32 @@ static int resolve_self(const struct conf *c, long node_opt, uint32_t *self)
 		return -EINVAL;
 	}
 	*self = (uint32_t)found;
+	return 0;
+}
+
+/* daemon.cpus: from here on ferryd runs on those CPUs only (and first
+ * touches its memory there).  Under the unit, CPUAffinity= pins it before it
+ * starts and the unit's filter has no sched_setaffinity (core/sandbox.def):
+ * the call is made only when it changes something. */
+static int pin_cpus(const struct conf *c)
+{
+	cpu_set_t now;
+	char cpus[256];
+	int ret;
+
+	if (CPU_COUNT(&c->cpus) == 0)
+		return 0;
+	conf_cpus_str(&c->cpus, cpus, sizeof(cpus));
+	if (sched_getaffinity(0, sizeof(now), &now) == 0 && CPU_EQUAL(&now, &c->cpus)) {
+		log_notice("pinned to CPUs %s (already, by whoever started ferryd)", cpus);
+		return 0;
+	}
+	if (sched_setaffinity(0, sizeof(c->cpus), &c->cpus) < 0) {
+		ret = -errno;
+		log_err("daemon.cpus %s: sched_setaffinity: %m", cpus);
+		return ret;
+	}
+	log_notice("pinned to CPUs %s", cpus);
 	return 0;
 }
 
@@ -310,7 +337,7 @@ int main(int argc, char **argv)
 	}
 	log_init("ferryd", ferryd.conf.log_level);
 	ret = 1;                /* until the loop ran */
-	if (resolve_self(&ferryd.conf, node, &ferryd.self) < 0)
+	if (resolve_self(&ferryd.conf, node, &ferryd.self) < 0 || pin_cpus(&ferryd.conf) < 0)
 		goto free_conf;
 	ferryd.start_ns = loop_now_ns();
 	query_init(&ferryd.conf, ferryd.self, ferryd.start_ns, &ferryd.stopping);

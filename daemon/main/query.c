@@ -17,6 +17,8 @@
 #include "../../proto/ctl.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,14 +41,20 @@ void query_init(const struct conf *c, uint32_t self, uint64_t start_ns, const in
 int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *out)
 {
 	const struct conf *c = daemon_state.conf;
-	char dims[128];
+	char dims[128], cpu_list[256];
+	cpu_set_t cpus;
 
 	route_dims_str(&c->route, dims, sizeof(dims));
 	switch (what) {
 	case CTL_Q_STATUS:
-		fprintf(out, "ferryd node %u of %u (cluster \"%s\"), pid %d, up %llu s%s\n", daemon_state.self,
-			c->nnodes, c->cluster_name, (int)getpid(),
-			(unsigned long long)((loop_now_ns() - daemon_state.start_ns) / 1000000000u),
+		/* The CPUs it runs on: daemon.cpus, or those it was started on. */
+		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+			conf_cpus_str(&cpus, cpu_list, sizeof(cpu_list));
+		else
+			snprintf(cpu_list, sizeof(cpu_list), "?");
+		fprintf(out, "ferryd node %u of %u (cluster \"%s\"), pid %d, up %llu s, on CPUs %s%s\n",
+			daemon_state.self, c->nnodes, c->cluster_name, (int)getpid(),
+			(unsigned long long)((loop_now_ns() - daemon_state.start_ns) / 1000000000u), cpu_list,
 			*daemon_state.stopping ? ", stopping" : "");
 		fprintf(out, "topology: %s, %s %s; transport %s%s\n", conf_physical_name(c->physical),
 			c->physical == CONF_SWITCHED ? "virtual grid" : "routing over", dims, peer_transport_name(),

@@ -19,7 +19,7 @@ void topology_print(FILE *out, const struct conf *c)
 	const struct route *r = &c->route;
 	uint32_t *peers = calloc(r->nnodes, sizeof(*peers));
 	uint32_t maxp = 0, maxh = 0;
-	char dims[128];
+	char dims[128], cpus[256];
 
 	route_dims_str(r, dims, sizeof(dims));
 	fprintf(out, "cluster \"%s\": %u node%s, %s network\n", c->cluster_name, c->nnodes,
@@ -57,6 +57,8 @@ void topology_print(FILE *out, const struct conf *c)
 		(unsigned long long)c->memory_bytes, (unsigned long long)c->pending_bytes,
 		(unsigned long long)c->link_bytes);
 	fprintf(out, "security: %s\n", c->key_file[0] ? c->key_file : "no key_file: insecure mode");
-	fprintf(out, "daemon: runtime_dir %s, spin_us %u\n", c->runtime_dir, c->spin_us);
+	conf_cpus_str(&c->cpus, cpus, sizeof(cpus));
+	fprintf(out, "daemon: runtime_dir %s, spin_us %u, cpus %s\n", c->runtime_dir, c->spin_us,
+		CPU_COUNT(&c->cpus) ? cpus : "unset (not pinned)");
 	free(peers);
 }

@@ -60,6 +60,16 @@ w integrity-no-key <<<$'security: {\n  integrity = true;\n};'
 bad integrity-no-key 2 "'security.integrity' needs 'security.key_file'"
 w relative-dir <<<$'daemon: { runtime_dir = "run"; };'
 bad relative-dir 1 "'daemon.runtime_dir' must be an absolute path"
+w cpus-syntax <<<$'daemon: {\n  cpus = "1-";\n};'
+bad cpus-syntax 2 "'daemon.cpus' is \"1-\": expected a CPU number at the end"
+w cpus-range <<<$'daemon: {\n  cpus = "0,3-2";\n};'
+bad cpus-range 2 "'daemon.cpus' is \"0,3-2\": the range 3-2 goes down"
+w cpus-empty <<<$'daemon: {\n  cpus = "";\n};'
+bad cpus-empty 2 "'daemon.cpus' is \"\": the list is empty; leave 'daemon.cpus' out to run on every CPU"
+w cpus-setsize <<<$'daemon: {\n  cpus = "0,4096";\n};'
+bad cpus-setsize 2 "'daemon.cpus' is \"0,4096\": CPU 4096 is beyond CPU_SETSIZE \(ferryd takes CPUs 0 to 1023\)"
+w cpus-number <<<$'daemon: {\n  cpus = 1;\n};'
+bad cpus-number 2 "'daemon.cpus' must be a string, not an integer"
 out=$("$F" --check-config "$TMP/missing.conf" 2>&1)
 expect "a missing file is named" bash -c "[[ '$out' == '$TMP/missing.conf:0: cannot open: No such file or directory' ]]"
 

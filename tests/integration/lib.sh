@@ -123,6 +123,19 @@ stop_daemon() {
 # stat NAME KEY: one counter from ferryctl stats.
 stat() { "$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 
+# runs_on N...: this test runs on CPUs N... (among others), so the daemons
+# it starts do too: ferryd takes no CPU outside those it was started on.
+runs_on() {
+	local cpu item found
+	for cpu in "$@"; do
+		found=1
+		for item in $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$$/status" | tr ',' ' '); do
+			[ "$cpu" -ge "${item%-*}" ] && [ "$cpu" -le "${item#*-}" ] && found=0
+		done
+		[ $found = 0 ] || return 1
+	done
+}
+
 # Number of open file descriptors of a process.
 nfds() { ls "/proc/$1/fd" | wc -l; }
 

@@ -3,8 +3,8 @@
 # ferry_poll wakes when items come, a sender whose ring is full sleeps until
 # the daemon makes room (tests/progs/ft_poll.c says what it checks), a
 # sleeper learns that the daemon went away; an empty ferry_recv(..., 0)
-# makes no system call when the daemon has a core of its own, and yields
-# (one sched_yield) when it shares ours.
+# makes no system call when the daemon has a core of its own (daemon.cpus),
+# and yields (one sched_yield) when it shares ours.
 . "$(dirname "$0")/lib.sh"
 
 # Small rings and queues: the sender's ring fills quickly.
@@ -32,13 +32,14 @@ expect "a sleeper learns that the daemon went away: $(grep poll: "$TMP/sleeper.l
 	grep -q "^poll: -104 " "$TMP/sleeper.log"
 
 # System calls of 100000 empty ferry_recv(..., 0), counted by strace: with the
-# daemon on CPU 1 and the program on CPU 0, (nearly) none; sharing CPU 1,
-# one sched_yield each, and a look at the socket (a read and a poll) at
-# most every 64 calls.
-if [ "$(nproc)" -ge 2 ] && command -v strace >/dev/null; then
-	start_daemon n1 || exit 1
+# daemon on CPU 1 (daemon.cpus) and the program on CPU 0, (nearly) none: the
+# library sees that the daemon has a core of its own; sharing CPU 1, one
+# sched_yield each, and a look at the socket (a read and a poll) at most
+# every 64 calls.
+if runs_on 0 1 && command -v strace >/dev/null; then
+	printf 'daemon: { cpus = "1"; };\n' >"$TMP/cpu1.conf"
+	start_daemon n1 --config "$TMP/cpu1.conf" || exit 1
 	export FERRY_RUNTIME_DIR=$TMP/n1
-	taskset -p 2 "$(dpid n1)" >/dev/null
 	strace -f -c -o "$TMP/own.strace" taskset -c 0 "$BUILD/tests/ft_poll" --job e1 --empty 100000 >/dev/null
 	calls=$(awk '$NF == "total" { print $(NF-2) }' "$TMP/own.strace")
 	expect "daemon on a core of its own: 100000 empty receives made $calls system calls (open and close included)" \
@@ -49,6 +50,6 @@ if [ "$(nproc)" -ge 2 ] && command -v strace >/dev/null; then
 	expect "daemon sharing the core: $yields sched_yield and ${reads:-0} reads for 100000 empty receives" \
 		test "${yields:-0}" -ge 90000 -a "${reads:-0}" -lt 2000
 else
-	echo "ok - $TEST: # SKIP counting system calls needs 2 CPUs and strace"
+	echo "ok - $TEST: # SKIP counting system calls needs 2 CPUs (0 and 1) and strace"
 fi
 finish

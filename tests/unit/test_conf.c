@@ -218,6 +218,145 @@ TEST(each_mistake_has_its_message)
 		2, "mismatched element type in array");   /* libconfig's own check */
 }
 
+/* list parses, and its set written back as a list is want. */
+static int cpus_are(const char *list, const char *want)
+{
+	cpu_set_t set;
+	char why[128], back[256];
+
+	if (cpus_parse(list, &set, why, sizeof(why)) < 0) {
+		fprintf(stderr, "    \"%s\": %s\n", list, why);
+		return 0;
+	}
+	conf_cpus_str(&set, back, sizeof(back));
+	if (strcmp(back, want) != 0)
+		fprintf(stderr, "    \"%s\": got %s, want %s\n", list, back, want);
+	return strcmp(back, want) == 0;
+}
+
+/* The list must be refused, saying what. */
+static int cpus_refused(const char *list, const char *what)
+{
+	cpu_set_t set;
+	char why[128] = "";
+
+	if (cpus_parse(list, &set, why, sizeof(why)) != -EINVAL || !strstr(why, what)) {
+		fprintf(stderr, "    \"%s\": got \"%s\", want ...%s\n", list, why, what);
+		return 0;
+	}
+	return 1;
+}
+
+/* daemon.cpus's syntax alone (CPUs this machine need not have). */
+TEST(cpu_lists)
+{
+	cpu_set_t set;
+	char s[16];
+
+	CHECK(cpus_are("1", "1"));
+	CHECK(cpus_are("0", "0"));
+	CHECK(cpus_are("2-3,6", "2-3,6"));
+	CHECK(cpus_are("6,2-3", "2-3,6"));
+	CHECK(cpus_are("0-3", "0-3"));
+	CHECK(cpus_are("4-4", "4"));
+	CHECK(cpus_are("0,2,4", "0,2,4"));
+	CHECK(cpus_are(" 1 - 2 , 8 ", "1-2,8"));
+	CHECK(cpus_are("1023", "1023"));                 /* the last of CPU_SETSIZE */
+	CHECK(cpus_are("0-1023", "0-1023"));
+	/* twice or overlapping, as taskset -c and CPUAffinity= take them */
+	CHECK(cpus_are("1,1", "1"));
+	CHECK(cpus_are("0-3,2", "0-3"));
+	CHECK(cpus_are("0-2,1-4", "0-4"));
+	CHECK(cpus_refused("", "the list is empty"));
+	CHECK(cpus_refused("  ", "the list is empty"));
+	CHECK(cpus_refused("a", "expected a CPU number at \"a\""));
+	CHECK(cpus_refused("1-", "expected a CPU number at the end"));
+	CHECK(cpus_refused("-1", "expected a CPU number at \"-1\""));
+	CHECK(cpus_refused("1,", "expected a CPU number at the end"));
+	CHECK(cpus_refused("1,,2", "expected a CPU number at \",2\""));
+	CHECK(cpus_refused("+1", "expected a CPU number"));
+	CHECK(cpus_refused("0x1", "expected \",\" or \"-\" at \"x1\""));
+	CHECK(cpus_refused("1 2", "expected \",\" or \"-\" at \"2\""));
+	CHECK(cpus_refused("1;2", "expected \",\" or \"-\" at \";2\""));
+	CHECK(cpus_refused("0-10:2", "expected \",\" or \"-\" at \":2\""));  /* no strides */
+	CHECK(cpus_refused("3-1", "the range 3-1 goes down"));
+	CHECK(cpus_refused("1024", "CPU 1024 is beyond CPU_SETSIZE (ferryd takes CPUs 0 to 1023)"));
+	CHECK(cpus_refused("0-1024", "CPU 1024 is beyond CPU_SETSIZE"));
+	CHECK(cpus_refused("99999999999999999999999", "CPU 99999999999999999999999 is beyond CPU_SETSIZE"));
+	CPU_ZERO(&set);
+	conf_cpus_str(&set, s, sizeof(s));
+	CHECK(strcmp(s, "none") == 0);
+	for (int cpu = 0; cpu < 20; cpu += 2)
+		CPU_SET((size_t)cpu, &set);
+	conf_cpus_str(&set, s, sizeof(s));             /* cut short: "...", never half a number */
+	CHECK(strcmp(s, "0,2,4,6,8,...") == 0);
+	conf_cpus_str(&set, s, 6);
+	CHECK(strcmp(s, "0,...") == 0);
+}
+
+/* daemon.cpus in a file: the CPUs this machine has and lets us run on. */
+TEST(cpus_option)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	cpu_set_t mine, one, missing;
+	struct conf c;
+	char text[320], what[320], list[256];
+	int first = -1, other = -1;
+
+	CHECK_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET((size_t)cpu, &mine)) {
+			if (first < 0)
+				first = cpu;
+			else if (other < 0)
+				other = cpu;
+		}
+	CHECK_EQ(parse(&c, ""), 0);
+	CHECK_EQ(CPU_COUNT(&c.cpus), 0);                /* the default: not pinned */
+	conf_free(&c);
+	snprintf(text, sizeof(text), "daemon: { cpus = \"%d\"; };", first);
+	CHECK_EQ(parse(&c, text), 0);
+	CHECK_EQ(CPU_COUNT(&c.cpus), 1);
+	CHECK(CPU_ISSET((size_t)first, &c.cpus));
+	conf_free(&c);
+	conf_cpus_str(&mine, list, sizeof(list));       /* every CPU we may use, as a list */
+	snprintf(text, sizeof(text), "daemon: { cpus = \"%s\"; };", list);
+	CHECK_EQ(parse(&c, text), 0);
+	CHECK(CPU_EQUAL(&c.cpus, &mine));
+	conf_free(&c);
+
+	rejects("daemon: {\n cpus = \"\";\n};", 2, "'daemon.cpus' is \"\": the list is empty");
+	rejects("daemon: {\n cpus = 1;\n};", 2, "'daemon.cpus' must be a string, not an integer");
+	rejects("daemon: {\n\n cpus = \"1-x\";\n};", 3, "'daemon.cpus' is \"1-x\": expected a CPU number at \"x\"");
+	rejects("daemon: { cpus = \"2-1\"; };", 1, "'daemon.cpus' is \"2-1\": the range 2-1 goes down");
+	rejects("daemon: { cpus = \"4096\"; };", 1, "'daemon.cpus' is \"4096\": CPU 4096 is beyond CPU_SETSIZE");
+	if (ncpus > 0 && ncpus < CPU_SETSIZE) {
+		snprintf(text, sizeof(text), "daemon: {\n cpus = \"0,%ld\";\n};", ncpus);
+		snprintf(what, sizeof(what), "'daemon.cpus' names CPU %ld, but this machine has CPUs 0 to %ld",
+			 ncpus, ncpus - 1);
+		rejects(text, 2, what);
+	}
+
+	/* CPUs we may not run on: made so by running this test on one CPU. */
+	if (other < 0)
+		SKIP("refusing CPUs we may not use needs 2 CPUs to run on");
+	CPU_ZERO(&one);
+	CPU_SET((size_t)first, &one);
+	CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+	snprintf(text, sizeof(text), "daemon: { cpus = \"%d\"; };", other);
+	snprintf(what, sizeof(what), "'daemon.cpus' names CPU %d, where ferryd may not run: it may run on %d "
+		 "(as whoever started it allows", other, first);
+	rejects(text, 1, what);
+	snprintf(text, sizeof(text), "daemon: { cpus = \"%d-%d\"; };", first, other);
+	CPU_ZERO(&missing);
+	for (int cpu = first + 1; cpu <= other; cpu++)
+		CPU_SET((size_t)cpu, &missing);
+	conf_cpus_str(&missing, list, sizeof(list));
+	snprintf(what, sizeof(what), "names CPU%s %s, where", CPU_COUNT(&missing) > 1 ? "s" : "", list);
+	rejects(text, 1, what);
+	CHECK_EQ(sched_setaffinity(0, sizeof(mine), &mine), 0);
+}
+
 TEST(shipped_files_load)
 {
 	static const char *const files[] = { "conf/ferry.conf", "conf/torus-8x8.conf", "conf/torus-4x8x8.conf",
@@ -245,6 +384,8 @@ int main(void)
 	RUN(topologies_resolve);
 	RUN(frame_integrity_is_on_with_a_key_unless_turned_off);
 	RUN(each_mistake_has_its_message);
+	RUN(cpu_lists);
+	RUN(cpus_option);
 	RUN(shipped_files_load);
 	return check_done();
 }
