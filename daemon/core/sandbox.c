@@ -37,7 +37,6 @@ static const struct call {
 } calls[] = {
 #define CALL(n) { #n, 0 },
 #define START(n)
-#define NOUNIT(n)
 #ifdef FERRY_SANITIZERS
 #define SAN(n) { #n, 1 },
 #else
@@ -46,7 +45,6 @@ static const struct call {
 #include "sandbox.def"
 #undef CALL
 #undef START
-#undef NOUNIT
 #undef SAN
 };
 

@@ -2,8 +2,7 @@
 # daemon.cpus, core specialisation: a daemon told to run on CPU 1 runs there
 # only, and says so (its log, ferryctl status, --check-config); one started on
 # CPU 1 already (as the unit's CPUAffinity= starts it) makes no
-# sched_setaffinity call, so the unit's filter, which has none, lets it run;
-# CPUs it may not use are refused.  The client's side, a process on CPU 0 that
+# sched_setaffinity call; CPUs it may not use are refused.  The client's side, a process on CPU 0 that
 # finds the daemon off its cores and makes no system call for an empty
 # receive, where it would yield: poll.sh.
 . "$(dirname "$0")/lib.sh"
@@ -36,9 +35,9 @@ expect "unpinned: status shows the CPUs it was started on ($(allowed "$(dpid n1)
 expect "... and logs nothing about pinning" not grep -q pinned "$TMP/n1.log"
 expect "unpinned daemon exits cleanly" stop_daemon n1
 
-# As under the unit: CPUAffinity=1 has pinned it before it starts (taskset
-# here), and its system call filter has no sched_setaffinity (ft_deny kills
-# the process on that call, as the unit's filter does).
+# Pinned before it starts (CPUAffinity=1 under the unit; taskset here), it
+# makes no call: under a filter without sched_setaffinity (ft_deny kills the
+# process on that call) it runs.
 SAVED=("${FERRYD[@]}")
 FERRYD=(taskset -c 1 "$BUILD/tests/ft_deny" sched_setaffinity "${SAVED[@]}")
 start_daemon unit --config "$TMP/cpu1.conf"
@@ -48,13 +47,13 @@ expect "... on CPU 1" test "$(allowed "$(dpid unit)")" = 1
 expect "... and says it found itself pinned" \
 	grep -q '^<5>ferryd: pinned to CPUs 1 (already, by whoever started ferryd)$' "$TMP/unit.log"
 expect "... and exits cleanly" stop_daemon unit
-# The same filter without CPUAffinity=: daemon.cpus needs the call, which
-# kills it (what the unit's comment warns of; and ft_deny does deny).
+# (ft_deny does deny: started on every CPU under that filter, daemon.cpus
+# needs the call, and the daemon is killed making it.)
 mkdir -p "$TMP/killed" && daemon_owns "$TMP/killed"
 timeout 20 "$BUILD/tests/ft_deny" sched_setaffinity "${SAVED[@]}" --config "$TMP/cpu1.conf" \
 	--runtime-dir "$TMP/killed" >"$TMP/killed.log" 2>&1
 rc=$?
-expect "started on every CPU under that filter, it is killed making the call (exit $rc: SIGSYS)" \
+expect "... where the call is needed, that filter kills it (exit $rc: SIGSYS): the check above could fail" \
 	test $rc = $((128 + 31))
 FERRYD=("${SAVED[@]}")
 
