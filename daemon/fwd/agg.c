@@ -112,6 +112,13 @@ void agg_flush_all(int reason)
 		flush(&agg.peers[i], reason);
 }
 
+void agg_flush_serials(const uint32_t *put_serial, int reason)
+{
+	for (uint32_t i = 0; i < peer_count(); i++)
+		if (agg.peers[i].hop.buf && agg.peers[i].hop.serial == put_serial[i])
+			flush(&agg.peers[i], reason);
+}
+
 void agg_flush_toward(uint32_t node, int reason)
 {
 	flush(agg.next[node], reason);
@@ -184,6 +191,8 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 		a->hop.buf = frame_alloc(agg.conf->buffer_bytes);
 		if (!a->hop.buf)
 			return -EAGAIN;
+		if (++a->hop.serial == 0)
+			a->hop.serial = 1;      /* 0 means "none" (agg_flush_serials) */
 		/* How far agg_reserve may fill it: not (nearly) full, and not
 		 * past half the link's limit (what agg_item asks of an item
 		 * that starts here).  Exact enough for good: while a buffer
@@ -226,8 +235,10 @@ int agg_init(const struct conf *c, uint32_t self)
 	agg.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*agg.peers));
 	if (!agg.next || !agg.peers)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < peer_count(); i++)
+	for (uint32_t i = 0; i < peer_count(); i++) {
 		agg.peers[i].p = peer_at(i);
+		agg.peers[i].hop.idx = i;
+	}
 	for (uint32_t n = 0; n < c->nnodes; n++) {
 		uint32_t hop;
 

@@ -78,6 +78,8 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 struct agg_hop {
 	struct frame *buf;              /* frame being filled, not yet sequenced; or NULL */
 	uint32_t fill_to;               /* agg_reserve may fill buf up to this length */
+	uint32_t idx;                   /* the peer's index */
+	uint32_t serial;                /* buf's: one more for every buffer opened, from 1 */
 };
 extern struct agg_hop **agg_hops;       /* by destination node: its next hop's */
 extern uint32_t agg_alone;              /* items with a bigger footprint go alone */
@@ -85,13 +87,12 @@ extern uint32_t agg_dropping;           /* large items being dropped whole (agg_
 					 * there are any, passing items take agg_item */
 
 /* The common case of agg_item for an item that starts here: room for it in
- * the buffer of its next hop.  Returns where its wire_item_footprint(len)
+ * the buffer of h, its next hop's (agg_hops[node]).  Returns where its wire_item_footprint(len)
  * bytes go, already counted in the buffer (the caller writes them at once),
  * or NULL: then call agg_item, which also handles new and full buffers,
  * large items and backpressure.  Inline: it runs once per item. */
-static inline uint8_t *agg_reserve(uint32_t node, uint32_t len)
+static inline uint8_t *agg_reserve_hop(struct agg_hop *h, uint32_t len)
 {
-	struct agg_hop *h = agg_hops[node];
 	struct frame *f = h->buf;
 	uint32_t fp = (uint32_t)wire_item_footprint(len);
 	uint8_t *slot;
@@ -104,12 +105,26 @@ static inline uint8_t *agg_reserve(uint32_t node, uint32_t len)
 	return slot;
 }
 
+static inline uint8_t *agg_reserve(uint32_t node, uint32_t len)
+{
+	return agg_reserve_hop(agg_hops[node], len);
+}
+
 /* 1 while the link toward node is above the level at which senders that
  * were refused resume. */
 int agg_link_full(uint32_t node);
 
 /* Sends every partly filled buffer now; or the one toward node. */
 void agg_flush_all(int reason);
+
+/* Flushes the buffers an endpoint put items into and that have not left
+ * since: put_serial has peer_count() entries, by peer index, each the
+ * serial of the buffer toward that peer that last took one of its items
+ * (0: none), which the caller records as it puts items (agg_hop).  So a
+ * FLUSH or DONE sends what that endpoint needs sent, and leaves the other
+ * buffers to fill: one chatty process does not defeat aggregation for the
+ * whole node. */
+void agg_flush_serials(const uint32_t *put_serial, int reason);
 void agg_flush_toward(uint32_t node, int reason);
 
 /* Items this node sent on in frames, all sources (counted as a frame leaves). */

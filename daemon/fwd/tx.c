@@ -6,6 +6,7 @@
 #include "../local/endpoint.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 /* Records a TX ring may hand over per poll round, so that one busy sender
  * cannot starve the others. */
@@ -68,7 +69,8 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 		return -EAGAIN;
 	} else if (node != JOB_NO_NODE && node != drainer.self) {
 		/* The flags are the same bits in both layouts (wire.h). */
-		uint8_t *slot = agg_reserve(node, rec->len);
+		struct agg_hop *hop = agg_hops[node];
+		uint8_t *slot = agg_reserve_hop(hop, rec->len);
 
 		if (slot) {
 			wire_put_item(slot, rec->len, rec->flags, j->gen, rec->channel, node, j->id, rec->dst,
@@ -86,6 +88,8 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 				return -EAGAIN;
 			}
 		}
+		if (s->put_serial)
+			s->put_serial[hop->idx] = hop->serial;  /* for FLUSH and DONE */
 	} else {
 		/* The rank left: the item is accounted as arrived, so that
 		 * steps can still end. */
@@ -112,7 +116,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 	const struct job_rank *ranks = j->ranks;
 	uint64_t size = r->size, tail = r->tail, head = r->head, bytes = 0;
 	uint64_t gen = (uint64_t)j->gen << 40, job = (uint64_t)j->id << 32, src = (uint64_t)s->rank << 32;
-	uint32_t nranks = j->size, self = drainer.self, n = 0;
+	uint32_t nranks = j->size, self = drainer.self, n = 0, *put = s->put_serial;
 
 	static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, flags) == 5 &&
 		      offsetof(struct proto_rec, channel) == 6 && offsetof(struct proto_rec, dst) == 8 &&
@@ -120,6 +124,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 	while (n < budget) {
 		uint64_t pos = tail & (size - 1), avail = head - tail, w0, w1, fp;
 		uint32_t len, dst, node;
+		struct agg_hop *hop;
 		struct ep *d;
 		uint8_t *slot;
 
@@ -154,8 +159,12 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			goto next;
 		}
 		node = ranks[dst].node;
-		if (node == self || node == JOB_NO_NODE || !(slot = agg_reserve(node, len)))
+		if (node == self || node == JOB_NO_NODE || !put)
 			break;
+		hop = agg_hops[node];
+		if (!(slot = agg_reserve_hop(hop, len)))
+			break;
+		put[hop->idx] = hop->serial;
 		/* The wire header: the record's first word with the flags
 		 * moved into the kind's byte and the generation into the
 		 * flags' (wire.h, wire_put_item); node and job; dst and us. */
@@ -177,6 +186,15 @@ next:
 	j->sent += n;
 	*bytes_p += bytes;
 	return n;
+}
+
+/* FLUSH and DONE: what s has put into buffers leaves now (agg_flush_serials). */
+static void flush_for(struct ep *s)
+{
+	if (s->put_serial)
+		agg_flush_serials(s->put_serial, AGG_FLUSH_EXPLICIT);
+	else if (s->put_serial_failed)
+		agg_flush_all(AGG_FLUSH_EXPLICIT);
 }
 
 /* Takes records out of s's TX ring and passes them on.  Returns 1 if it did
@@ -207,6 +225,10 @@ static int drain(struct ep *s)
 		if (job_xoff(j, s->blocked_rank))
 			return 0;
 		s->blocked_rank = EP_NO_RANK;
+	}
+	if (!s->put_serial && !s->put_serial_failed && peer_count()) {
+		s->put_serial = calloc(peer_count(), sizeof(*s->put_serial));
+		s->put_serial_failed = !s->put_serial;
 	}
 	fast = j->ready && !j->stale && !j->nxoff && !lost_node(j);
 	for (uint32_t i = 0; i < DRAIN_BUDGET && !s->failed; i++) {
@@ -250,7 +272,7 @@ static int drain(struct ep *s)
 			break;
 		case PROTO_REC_FLUSH:
 			tx_stats.flushes++;
-			agg_flush_all(AGG_FLUSH_EXPLICIT);
+			flush_for(s);
 			break;
 		case PROTO_REC_DONE:
 			/* The end of this rank's step: its items so far are
@@ -259,7 +281,7 @@ static int drain(struct ep *s)
 				s->done_step = j->step;
 				j->done++;
 			}
-			agg_flush_all(AGG_FLUSH_EXPLICIT);
+			flush_for(s);
 			break;
 		default:
 			ep_fail(s, "record kind not allowed in a TX ring");

@@ -357,6 +357,7 @@ void ep_close(struct ep *ep)
 	close(ep->efd_daemon);
 	munmap(ep->region, ep->region_bytes);
 	user_give_endpoint(ep->user);
+	free(ep->put_serial);
 	free(ep);
 }
 

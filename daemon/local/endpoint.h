@@ -68,6 +68,10 @@ struct ep {
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
 	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
+	uint32_t *put_serial;           /* fwd/agg.h agg_flush_serials: by peer, the buffer that
+					 * last took an item of this endpoint; NULL until its
+					 * first drain (allocated there, freed by ep_close) */
+	int put_serial_failed;          /* ... could not be allocated: FLUSH flushes all */
 
 	/* Receiving from other nodes (fwd/flow.h): its queue went past
 	 * pending_bytes with items from the network, and the job's other

@@ -4,7 +4,7 @@
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
  *             [--until-quiet] [--end-step] [--start-after FILE]
- *             [--send-delay-us D] [--recv-timeout MS]
+ *             [--send-delay-us D] [--recv-timeout MS] [--flush-each]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
@@ -13,7 +13,8 @@
  * --wait-file is the same).  Rank 0 with --hold-until prints "rank 0 open"
  * once ferry_open has returned and sends nothing until FILE exists (at most
  * 120 s); --start-after FILE is the same without the line.  With
- * --send-delay-us rank 0 waits D us after each item it sent.
+ * --send-delay-us rank 0 waits D us after each item it sent; --flush-each:
+ * it calls ferry_flush after each.
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
@@ -44,11 +45,12 @@ int main(int argc, char **argv)
 		{ "abandon", required_argument, NULL, 'A' }, { "until-quiet", no_argument, NULL, 'Q' },
 		{ "wait-file", required_argument, NULL, 'H' }, { "end-step", no_argument, NULL, 'E' },
 		{ "start-after", required_argument, NULL, 'S' }, { "send-delay-us", required_argument, NULL, 'D' },
-		{ "recv-timeout", required_argument, NULL, 'T' }, { NULL, 0, NULL, 0 },
+		{ "recv-timeout", required_argument, NULL, 'T' }, { "flush-each", no_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
 	long items = 100000, len = 64, delay = 0, send_delay = 0;
-	int forever = 0, quiet = 0, end_step = 0, recv_timeout = 10000, opt, ret;
+	int forever = 0, quiet = 0, end_step = 0, recv_timeout = 10000, flush_each = 0, opt, ret;
 	long abandon = -1;
 	const char *hold = NULL, *start_after = NULL;
 	uint8_t *buf;
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 		case 'S': start_after = optarg; break;
 		case 'D': send_delay = arg_long("--send-delay-us", optarg); break;
 		case 'T': recv_timeout = (int)arg_long("--recv-timeout", optarg); break;
+		case 'F': flush_each = 1; break;
 		default: return 2;
 		}
 	}
@@ -117,6 +120,10 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			i++;
+			if (flush_each && (ret = ferry_flush(f)) < 0) {
+				fprintf(stderr, "rank 0: ferry_flush: %s: %s\n", ferry_strerror(ret), ferry_last_error());
+				return 1;
+			}
 			if (send_delay)
 				usleep((useconds_t)send_delay);
 		}
