@@ -30,14 +30,16 @@ static struct {
 	struct rx_peer *peers;          /* by peer index */
 } taker;
 
-/* An item for a rank here, of job j (NULL: not here).  w0 and w2 are the
+/* An item for a rank here, of job j (NULL: not here), whose size and rank
+ * table the caller keeps at hand (jsize 0 for none).  w0 and w2 are the
  * first and last words of its wire header (len, flags, gen, channel; dst,
  * src).  Returns 0 (delivered, queued, or dropped for a rank that is not
  * here) or -EAGAIN: its queue is full, try again later. */
-static inline int deliver(struct job *j, uint64_t w0, uint64_t w2, const void *payload)
+static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *jranks, uint64_t w0, uint64_t w2,
+			  const void *payload)
 {
 	uint32_t len = (uint32_t)w0, dst = (uint32_t)w2, src = (uint32_t)(w2 >> 32);
-	struct ep *d = j && dst < j->size && src < j->size ? j->ranks[dst].ep : NULL;
+	struct ep *d = dst < jsize && src < jsize ? jranks[dst].ep : NULL;
 	struct proto_rec rec, *slot;
 
 	if (__builtin_expect(d && !d->pending.count, 1) && (slot = ring_reserve_fast(&d->rx, len)) != NULL) {
@@ -87,6 +89,8 @@ static inline int deliver(struct job *j, uint64_t w0, uint64_t w2, const void *p
 static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off)
 {
 	uint64_t delivered = 0, forwarded = 0, jkey = 0;
+	uint32_t self = taker.self, jsize = 0;
+	const struct job_rank *jranks = NULL;
 	struct job *j = NULL;
 
 	static_assert(offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, job) == 12 &&
@@ -104,18 +108,20 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 		__builtin_memcpy(&w2, p + 16, 8);
 		node = (uint32_t)w1;
 		job = (uint32_t)(w1 >> 32);
-		if (node == taker.self && job != 0) {
+		if (node == self && job != 0) {
 			/* Key: job id and generation, never 0 for a job. */
 			uint64_t key = w1 >> 32 << 8 | ((w0 >> 40) & 0xff);
 
 			if (key != jkey) {
 				j = job_by_id(job, (uint8_t)(w0 >> 40));
 				jkey = key;
+				jsize = j ? j->size : 0;
+				jranks = j ? j->ranks : NULL;
 			}
-			if (deliver(j, w0, w2, payload) < 0)
+			if (deliver(j, jsize, jranks, w0, w2, payload) < 0)
 				break;
 			delivered++;
-		} else if (node == taker.self) {
+		} else if (node == self) {
 			if (ctlq_push((uint32_t)w2, (uint32_t)(w2 >> 32), payload, (uint32_t)w0) < 0)
 				break;
 		} else if (job != 0 && agg_dropping == 0 && (slot = agg_reserve(node, (uint32_t)w0)) != NULL) {
