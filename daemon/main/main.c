@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 		goto fini_loop;
 	if (auth_init(ferryd.conf.key_file) < 0)
 		goto fini_signals;
-	frame_init(ferryd.conf.buffer_bytes);
+	frame_init(ferryd.conf.buffer_bytes, ferryd.conf.link_bytes);
 	if (peer_init(&ferryd.conf, ferryd.self, NULL, &fwd_peer_events) < 0)
 		goto fini_frames;
 	if (ep_init(&ferryd.conf, ferryd.self) < 0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FREE_BYTES (4u << 20)   /* standard frames kept for reuse, in bytes */
+#define FREE_BYTES (4u << 20)   /* frames of a class kept for reuse, in bytes, at least */
 
 uint64_t frame_mem_bytes;
 
@@ -15,6 +15,7 @@ struct frame_pool {
 	uint32_t cap;           /* data bytes of a frame of this class */
 	struct frame *free;
 	uint32_t nfree;
+	uint64_t keep;          /* bytes of free frames kept for reuse */
 };
 
 static struct {
@@ -29,7 +30,7 @@ static struct frame_pool *pool_for(uint32_t cap)
 	return NULL;
 }
 
-void frame_init(uint32_t body_bytes)
+void frame_init(uint32_t body_bytes, uint64_t link_bytes)
 {
 	uint32_t piece = (uint32_t)(sizeof(struct wire_frame_hdr) + wire_item_footprint(PROTO_FRAG_BYTES));
 
@@ -38,6 +39,13 @@ void frame_init(uint32_t body_bytes)
 	pools.pool[0].cap = (uint32_t)sizeof(struct wire_frame_hdr) + (body_bytes > 4096 ? body_bytes : 4096) +
 			    WIRE_TAG_BYTES;
 	pools.pool[1].cap = piece + WIRE_TAG_BYTES > pools.pool[0].cap ? piece + WIRE_TAG_BYTES : pools.pool[0].cap;
+	/* Pieces of large items: as many as a link may hold unacknowledged
+	 * (limits.link_bytes, and the one that takes it past), so that a stream of large items reuses the same
+	 * frames, and on verbs their registrations, instead of freeing the
+	 * ones beyond 4 MiB as they are acknowledged and registering new ones
+	 * (ibv_reg_mr pins and maps: far dearer than the copy). */
+	pools.pool[0].keep = FREE_BYTES;
+	pools.pool[1].keep = link_bytes + pools.pool[1].cap > FREE_BYTES ? link_bytes + pools.pool[1].cap : FREE_BYTES;
 }
 
 static void release_memory(struct frame *f)
@@ -104,7 +112,7 @@ void frame_free(struct frame *f)
 		return;
 	}
 
-	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= FREE_BYTES) {
+	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= pool->keep) {
 		f->next = pool->free;
 		pool->free = f;
 		pool->nfree++;

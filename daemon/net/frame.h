@@ -61,8 +61,9 @@ extern uint64_t frame_mem_bytes;
 
 /* Sets the standard body size (aggregation.buffer_bytes, at least 4 KiB).
  * Frames of that size and frames for one maximal piece of a large item are
- * kept for reuse. */
-void frame_init(uint32_t body_bytes);
+ * kept for reuse: 4 MiB of the first, and of the second as much as a link
+ * may hold unacknowledged (link_bytes, limits.link_bytes) if that is more. */
+void frame_init(uint32_t body_bytes, uint64_t link_bytes);
 void frame_fini(void);
 
 /* A frame with room for at least body bytes of body (a standard frame if that

@@ -289,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake.used_dead = 0;
 	if (loop_init(0, &hooks) < 0)
 		abort();
-	frame_init(conf.buffer_bytes);
+	frame_init(conf.buffer_bytes, conf.link_bytes);
 	if (peer_init(&conf, 1, &fake_transport, &fwd_peer_events) < 0 || ep_init(&conf, 1) < 0 ||
 	    fwd_init(&conf, 1) < 0 || cluster_init(&conf, 1) < 0)
 		abort();

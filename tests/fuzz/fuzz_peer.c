@@ -298,7 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake.connects = 0;
 	if (loop_init(0, &hooks) < 0)
 		abort();
-	frame_init(confs[fake.frames].buffer_bytes);
+	frame_init(confs[fake.frames].buffer_bytes, confs[fake.frames].link_bytes);
 	if (peer_init(&confs[fake.frames], 1, &fake_transport, &events) < 0)
 		abort();
 	while (left)

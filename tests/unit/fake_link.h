@@ -465,7 +465,7 @@ static inline int fake_daemon(struct conf *c, const char *cluster, const char *e
 		fprintf(stderr, "cannot start the loop or auth\n");
 		return -1;
 	}
-	frame_init(c->buffer_bytes);
+	frame_init(c->buffer_bytes, c->link_bytes);
 	return 0;
 }
 

@@ -185,7 +185,7 @@ TEST(every_frame_went_back)
 
 int main(void)
 {
-	frame_init(16384);
+	frame_init(16384, 8u << 20);
 	RUN(numbers_from_one_and_encodes_headers);
 	RUN(written_bytes_move_the_cursor_across_frames);
 	RUN(acks_free_written_frames_and_refuse_unwritten_ones);
