@@ -22,6 +22,15 @@ expect "... the sender slept on a full ring and was woken" grep -q "^ok sender: 
 expect "... the receiver was woken by an item" grep -q "^ok receiver: woken by the first item" "$TMP/pp.log"
 expect "nothing dropped" test "$(stat n0 items_dropped)" = 0
 
+# ferry_fd() armed by an empty ferry_recv(..., 0), then a ferry_step_wait
+# that slept (it sets and clears the same RX flag): the next empty
+# ferry_recv(..., 0) must leave the fd armed, or an event loop waiting on it
+# never hears of the next item.
+prog ft_poll --job fw --fdwake >"$TMP/fw.log" 2>&1
+rc=$?
+sed 's/^/# /' "$TMP/fw.log"
+expect "ferry_fd() wakes for an item after a ferry_step_wait that slept" test $rc = 0
+
 # A sleeper whose daemon goes away: ferry_poll returns -ECONNRESET.
 bg sleeper.log prog ft_poll --job sl --sleeper
 sp=$LASTPID
