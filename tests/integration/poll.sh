@@ -58,6 +58,25 @@ if runs_on 0 1 && command -v strace >/dev/null; then
 	reads=$(awk '$NF == "read" { print $(NF-1) }' "$TMP/shared.strace")
 	expect "daemon sharing the core: $yields sched_yield and ${reads:-0} reads for 100000 empty receives" \
 		test "${yields:-0}" -ge 90000 -a "${reads:-0}" -lt 2000
+	# The same daemon socket-activated, as packaging/ferryd.socket starts
+	# it: the listening socket is the activator's (systemd's, pid 1), so the
+	# client's SO_PEERCRED names the activator, not ferryd (ft_activate
+	# stays the listener's owner as systemd does).  The activator may run
+	# on every CPU; ferryd still has CPU 1 to itself, and the library must
+	# still see that.
+	mkdir -p "$TMP/sa"
+	bg sa.log taskset -c 0,1 "$BUILD/tests/ft_activate" "$TMP/sa/ferryd.sock" \
+		"${FERRYD[@]}" --runtime-dir "$TMP/sa" --config "$TMP/cpu1.conf"
+	sa=$LASTPID
+	wait_for '[ -S "$TMP/sa/ferryd.sock" ]'
+	export FERRY_RUNTIME_DIR=$TMP/sa
+	strace -f -c -o "$TMP/sa.strace" taskset -c 0 "$BUILD/tests/ft_poll" --job e3 --empty 100000 >/dev/null
+	calls=$(awk '$NF == "total" { print $(NF-2) }' "$TMP/sa.strace")
+	expect "socket-activated daemon on a core of its own: 100000 empty receives made $calls system calls" \
+		test "${calls:-999999}" -lt 1000
+	sapid=$("$BUILD/ferryctl" --runtime-dir "$TMP/sa" status | sed -n 's/.*, pid \([0-9]*\),.*/\1/p')
+	[ -n "$sapid" ] && kill -TERM "$sapid"
+	wait "$sa"
 else
 	echo "ok - $TEST: # SKIP counting system calls needs 2 CPUs (0 and 1) and strace"
 fi
