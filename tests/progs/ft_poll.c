@@ -309,6 +309,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		ret = ferry_poll(f, FERRY_POLLIN, -1);
 		printf("poll: %d %s\n", ret, ret < 0 ? ferry_strerror(ret) : "");
+		fflush(stdout);
+		ferry_close(f);         /* (LeakSanitizer: exit 1 with stdout unflushed) */
 		return 0;
 	}
 	if (pipe(p1) < 0 || pipe(p2) < 0)
