@@ -31,6 +31,13 @@ rc=$?
 sed 's/^/# /' "$TMP/fw.log"
 expect "ferry_fd() wakes for an item after a ferry_step_wait that slept" test $rc = 0
 
+# ... and across a ferry_poll(FERRY_POLLOUT, 0) that asks whether there is
+# room to send, as an event loop that also sends does.
+prog ft_poll --job fp --fdwake-poll >"$TMP/fp.log" 2>&1
+rc=$?
+sed 's/^/# /' "$TMP/fp.log"
+expect "ferry_fd() wakes for an item after a ferry_poll(FERRY_POLLOUT, 0)" test $rc = 0
+
 # A sleeper whose daemon goes away: ferry_poll returns -ECONNRESET.
 bg sleeper.log prog ft_poll --job sl --sleeper
 sp=$LASTPID
