@@ -98,8 +98,11 @@ deps:
 # Not in sanitizer builds, which gain nothing from it and build slower, nor
 # with clang (make check's second compiler, for its warnings), whose LTO
 # objects are bitcode that plain archives and links cannot use.
+# Which compiler CC is, from what it says it is: "cc" is clang on some
+# systems (update-alternatives), and clang refuses -ffat-lto-objects.
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | head -n 1 | grep -qi clang && echo 1)
 ifneq ($(SAN),1)
-ifeq ($(findstring clang,$(CC)),)
+ifneq ($(CC_IS_CLANG),1)
 LTO        := -flto=auto -ffat-lto-objects
 endif
 endif

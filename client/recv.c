@@ -418,6 +418,13 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 	if (!f->step_done)
 		return conn_seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
 	ferry_release(f);
+	if (f->armed) {
+		/* ferry_recv left the RX flag set for ferry_fd(); the sleep
+		 * below sets and clears it, so the next ferry_recv must arm
+		 * it again rather than trust it (its no-system-call path). */
+		ring_consumer_awake(&f->rx);
+		f->armed = 0;
+	}
 	for (;;) {
 		int ret, wait;
 

@@ -22,10 +22,13 @@
 #include "../../daemon/fwd/ctlq.h"
 #include "../../daemon/fwd/fwd.h"
 #include "../../daemon/local/endpoint.h"
+#include "../../daemon/local/session.h"
 #include "../../daemon/net/peer.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define JOB_ID 4097u            /* home node 1, index 1 */
@@ -268,6 +271,22 @@ static int open_client(int c)
 	return 0;
 }
 
+/* The session layer, with no client ever connecting: the cluster layer tells
+ * it when a job becomes ready (a GO), and it must be set up for that
+ * (sess_job_ready).  A listening socket on an abstract address the kernel
+ * picks. */
+static int sessions_up(void)
+{
+	static const struct sess_events no_events = { 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) < 0 || listen(fd, 1) < 0 ||
+	    sess_init(&conf, 1, fd, NULL, &no_events) < 0)
+		return -1;
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct loop_hooks hooks = { 0 };
@@ -291,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	frame_init(conf.buffer_bytes, conf.link_bytes);
 	if (peer_init(&conf, 1, &fake_transport, &fwd_peer_events) < 0 || ep_init(&conf, 1) < 0 ||
-	    fwd_init(&conf, 1) < 0 || cluster_init(&conf, 1) < 0)
+	    fwd_init(&conf, 1) < 0 || cluster_init(&conf, 1) < 0 || sessions_up() < 0)
 		abort();
 	link0 = fake_accept();
 	link3 = fake.connected[3];
@@ -308,6 +327,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		one();
 
 	cluster_fini();
+	sess_fini();
 	for (int c = 0; c < 2; c++) {
 		munmap(client[c].map, client[c].bytes);
 		ep_close(client[c].ep);

@@ -22,6 +22,22 @@ expect "... the sender slept on a full ring and was woken" grep -q "^ok sender: 
 expect "... the receiver was woken by an item" grep -q "^ok receiver: woken by the first item" "$TMP/pp.log"
 expect "nothing dropped" test "$(stat n0 items_dropped)" = 0
 
+# ferry_fd() armed by an empty ferry_recv(..., 0), then a ferry_step_wait
+# that slept (it sets and clears the same RX flag): the next empty
+# ferry_recv(..., 0) must leave the fd armed, or an event loop waiting on it
+# never hears of the next item.
+prog ft_poll --job fw --fdwake >"$TMP/fw.log" 2>&1
+rc=$?
+sed 's/^/# /' "$TMP/fw.log"
+expect "ferry_fd() wakes for an item after a ferry_step_wait that slept" test $rc = 0
+
+# ... and across a ferry_poll(FERRY_POLLOUT, 0) that asks whether there is
+# room to send, as an event loop that also sends does.
+prog ft_poll --job fp --fdwake-poll >"$TMP/fp.log" 2>&1
+rc=$?
+sed 's/^/# /' "$TMP/fp.log"
+expect "ferry_fd() wakes for an item after a ferry_poll(FERRY_POLLOUT, 0)" test $rc = 0
+
 # A sleeper whose daemon goes away: ferry_poll returns -ECONNRESET.
 bg sleeper.log prog ft_poll --job sl --sleeper
 sp=$LASTPID
@@ -49,6 +65,25 @@ if runs_on 0 1 && command -v strace >/dev/null; then
 	reads=$(awk '$NF == "read" { print $(NF-1) }' "$TMP/shared.strace")
 	expect "daemon sharing the core: $yields sched_yield and ${reads:-0} reads for 100000 empty receives" \
 		test "${yields:-0}" -ge 90000 -a "${reads:-0}" -lt 2000
+	# The same daemon socket-activated, as packaging/ferryd.socket starts
+	# it: the listening socket is the activator's (systemd's, pid 1), so the
+	# client's SO_PEERCRED names the activator, not ferryd (ft_activate
+	# stays the listener's owner as systemd does).  The activator may run
+	# on every CPU; ferryd still has CPU 1 to itself, and the library must
+	# still see that.
+	mkdir -p "$TMP/sa"
+	bg sa.log taskset -c 0,1 "$BUILD/tests/ft_activate" "$TMP/sa/ferryd.sock" \
+		"${FERRYD[@]}" --runtime-dir "$TMP/sa" --config "$TMP/cpu1.conf"
+	sa=$LASTPID
+	wait_for '[ -S "$TMP/sa/ferryd.sock" ]'
+	export FERRY_RUNTIME_DIR=$TMP/sa
+	strace -f -c -o "$TMP/sa.strace" taskset -c 0 "$BUILD/tests/ft_poll" --job e3 --empty 100000 >/dev/null
+	calls=$(awk '$NF == "total" { print $(NF-2) }' "$TMP/sa.strace")
+	expect "socket-activated daemon on a core of its own: 100000 empty receives made $calls system calls" \
+		test "${calls:-999999}" -lt 1000
+	sapid=$("$BUILD/ferryctl" --runtime-dir "$TMP/sa" status | sed -n 's/.*, pid \([0-9]*\),.*/\1/p')
+	[ -n "$sapid" ] && kill -TERM "$sapid"
+	wait "$sa"
 else
 	echo "ok - $TEST: # SKIP counting system calls needs 2 CPUs (0 and 1) and strace"
 fi

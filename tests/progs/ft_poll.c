@@ -7,6 +7,15 @@
  *   ft_poll --job J --sleeper    one rank alone: prints "sleeping", then
  *                                ferry_poll(FERRY_POLLIN, -1); prints what it
  *                                returned ("poll: -ECONNRESET ...")
+ *   ft_poll --job J --fdwake     two processes: rank 1 arms ferry_fd() with an
+ *                                empty ferry_recv(..., 0), sleeps in
+ *                                ferry_step_wait, then finds nothing with
+ *                                ferry_recv(..., 0) and waits on ferry_fd()
+ *                                for the item rank 0 sends in the next step:
+ *                                the fd must become readable
+ *   ft_poll --job J --fdwake-poll the same, with ferry_poll(FERRY_POLLOUT, 0)
+ *                                (is there room to send?) between the empty
+ *                                ferry_recv and the wait on ferry_fd()
  *
  * The two-process run (a pipe between them says when to go on) checks:
  * nothing ready without items; unknown events are refused; a timeout is
@@ -21,6 +30,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,15 +215,125 @@ static int sender(const char *job, int to_r, int from_r)
 	return 0;
 }
 
+/* --fdwake, rank 1: the event-loop pattern of ferry.h (ferry_recv until it
+ * returns 0, then wait on ferry_fd()) across a ferry_step_wait that slept. */
+static int fdwake_receiver(const char *job, int to_s, int from_s)
+{
+	ferry_t *f = open_rank(job, 1, 2);
+	struct ferry_item it[4];
+	struct pollfd pfd;
+	double t0;
+	int ret;
+
+	(void)from_s;
+	who = "fdwake receiver";
+	ret = ferry_recv(f, it, 4, 0);
+	CHECK(ret == 0, "nothing yet: ferry_recv(..., 0) = %d (arms ferry_fd)", ret);
+	CHECK(ferry_done(f) == 0, "done with step 1");
+	say(to_s, 'x');
+	t0 = now_s();
+	ret = ferry_step_wait(f, 30000);
+	CHECK(ret == 0 && now_s() - t0 >= 0.1, "step 1 ends after %.3f s asleep in ferry_step_wait", now_s() - t0);
+	ret = ferry_recv(f, it, 4, 0);
+	CHECK(ret == 0, "nothing yet in step 2: ferry_recv(..., 0) = %d", ret);
+	say(to_s, 'y');
+	pfd = (struct pollfd){ .fd = ferry_fd(f), .events = POLLIN };
+	t0 = now_s();
+	ret = poll(&pfd, 1, 5000);
+	CHECK(ret == 1, "ferry_fd() readable when the item came, after %.3f s (poll = %d)", now_s() - t0, ret);
+	t0 = now_s();
+	do
+		ret = ferry_recv(f, it, 4, 1000);
+	while (ret == 0 && now_s() - t0 < 5);
+	CHECK(ret == 1 && it[0].src == 0 && it[0].len == LEN, "the item: %d", ret);
+	ferry_release(f);
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step 2 ends");
+	ferry_close(f);
+	return 0;
+}
+
+/* --fdwake, rank 0: ends step 1 once rank 1 sleeps in ferry_step_wait, sends
+ * one item once rank 1 waits on its fd. */
+static int fdwake_sender(const char *job, int to_r, int from_r)
+{
+	ferry_t *f = open_rank(job, 0, 2);
+	uint8_t buf[LEN];
+
+	(void)to_r;
+	who = "fdwake sender";
+	hear(from_r, 'x');
+	usleep(300000);         /* rank 1 is asleep in ferry_step_wait by now */
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step 1 ends");
+	hear(from_r, 'y');
+	usleep(300000);         /* rank 1 waits on ferry_fd() by now */
+	fill_item(buf, 0, 1, 0, LEN);
+	CHECK(ferry_send(f, 1, 0, buf, LEN) == 0 && ferry_flush(f) == 0, "item sent in step 2");
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step 2 ends");
+	ferry_close(f);
+	return 0;
+}
+
+/* --fdwake-poll, rank 1: an event loop that receives through ferry_fd() and
+ * asks ferry_poll(FERRY_POLLOUT, 0) whether it may send: the question must
+ * not disarm the fd that the empty ferry_recv armed. */
+static int fdpoll_receiver(const char *job, int to_s, int from_s)
+{
+	ferry_t *f = open_rank(job, 1, 2);
+	struct ferry_item it[4];
+	struct pollfd pfd;
+	double t0;
+	int ret;
+
+	(void)from_s;
+	who = "fdwake-poll receiver";
+	ret = ferry_recv(f, it, 4, 0);
+	CHECK(ret == 0, "nothing yet: ferry_recv(..., 0) = %d (arms ferry_fd)", ret);
+	ret = ferry_poll(f, FERRY_POLLOUT, 0);
+	CHECK(ret == FERRY_POLLOUT, "room to send: ferry_poll(POLLOUT, 0) = %d", ret);
+	say(to_s, 'y');
+	pfd = (struct pollfd){ .fd = ferry_fd(f), .events = POLLIN };
+	t0 = now_s();
+	ret = poll(&pfd, 1, 5000);
+	CHECK(ret == 1, "ferry_fd() readable when the item came, after %.3f s (poll = %d)", now_s() - t0, ret);
+	t0 = now_s();
+	do
+		ret = ferry_recv(f, it, 4, 1000);
+	while (ret == 0 && now_s() - t0 < 5);
+	CHECK(ret == 1 && it[0].src == 0 && it[0].len == LEN, "the item: %d", ret);
+	ferry_release(f);
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step ends");
+	ferry_close(f);
+	return 0;
+}
+
+/* --fdwake-poll, rank 0: one item once rank 1 waits on its fd. */
+static int fdpoll_sender(const char *job, int to_r, int from_r)
+{
+	ferry_t *f = open_rank(job, 0, 2);
+	uint8_t buf[LEN];
+
+	(void)to_r;
+	who = "fdwake-poll sender";
+	hear(from_r, 'y');
+	usleep(300000);         /* rank 1 waits on ferry_fd() by now */
+	fill_item(buf, 0, 1, 0, LEN);
+	CHECK(ferry_send(f, 1, 0, buf, LEN) == 0 && ferry_flush(f) == 0, "item sent");
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step ends");
+	ferry_close(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "job", required_argument, NULL, 'j' }, { "empty", required_argument, NULL, 'e' },
-		{ "sleeper", no_argument, NULL, 's' }, { NULL, 0, NULL, 0 },
+		{ "sleeper", no_argument, NULL, 's' }, { "fdwake", no_argument, NULL, 'w' },
+		{ "fdwake-poll", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *job = "poll";
 	long empty = -1;
-	int sleeper = 0, opt, p1[2], p2[2], st, ret;
+	int sleeper = 0, fdwake = 0, opt, p1[2], p2[2], st, ret;
 	pid_t child;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -221,6 +341,8 @@ int main(int argc, char **argv)
 		case 'j': job = optarg; break;
 		case 'e': empty = arg_long("--empty", optarg); break;
 		case 's': sleeper = 1; break;
+		case 'w': fdwake = 1; break;
+		case 'P': fdwake = 2; break;
 		default: return 2;
 		}
 	}
@@ -242,6 +364,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		ret = ferry_poll(f, FERRY_POLLIN, -1);
 		printf("poll: %d %s\n", ret, ret < 0 ? ferry_strerror(ret) : "");
+		fflush(stdout);
+		ferry_close(f);         /* (LeakSanitizer: exit 1 with stdout unflushed) */
 		return 0;
 	}
 	if (pipe(p1) < 0 || pipe(p2) < 0)
@@ -251,8 +375,8 @@ int main(int argc, char **argv)
 	if (child < 0)
 		return 1;
 	if (child == 0)
-		return receiver(job, p1[1], p2[0]);
-	ret = sender(job, p2[1], p1[0]);
+		return (fdwake == 2 ? fdpoll_receiver : fdwake ? fdwake_receiver : receiver)(job, p1[1], p2[0]);
+	ret = (fdwake == 2 ? fdpoll_sender : fdwake ? fdwake_sender : sender)(job, p2[1], p1[0]);
 	if (waitpid(child, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return 1;
 	return ret;
