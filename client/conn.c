@@ -124,8 +124,16 @@ int conn_connect(struct ferry *f, const char *dir)
 	f->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (f->sock < 0)
 		return conn_seterr(-errno, "socket: %s", strerror(errno));
-	if (connect(f->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+	if (connect(f->sock, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		int one = 1;
+
+		/* Every message from the daemon then says which process sent
+		 * it (poll_setup wants ferryd's CPUs; SO_PEERCRED names whoever
+		 * listened, systemd under socket activation).  Without it we
+		 * merely do not learn that. */
+		(void)setsockopt(f->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 		return 0;
+	}
 	err = errno;
 	if (err == ENOENT)
 		return conn_seterr(-ENOENT,
@@ -142,7 +150,7 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 
 	for (;;) {
 		union {
-			char buf[CMSG_SPACE(3 * sizeof(int))];
+			char buf[CMSG_SPACE(3 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
 			struct cmsghdr align;
 		} cbuf;
 		struct iovec iov = { .iov_base = f->in + f->in_len, .iov_len = sizeof(f->in) - f->in_len };
@@ -172,6 +180,18 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS &&
+			    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+				struct ucred cred;
+
+				/* The kernel's word for who sent it (SO_PASSCRED):
+				 * ferryd itself, also where another process made
+				 * the listening socket (socket activation). */
+				memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
+				if (cred.pid > 0)
+					f->daemon_pid = cred.pid;
+				continue;
+			}
 			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 				continue;
 			for (size_t i = 0; i < n; i++) {

@@ -149,13 +149,19 @@ int ferry_step_wait(ferry_t *f, int timeout_ms);
  * The loop of an application that streams items (README, "Sending and
  * receiving"):
  *
- *   for (;;) {
- *       while (have_item && ferry_send(f, dst, ch, buf, len) == 0) ...;
+ *   while (!finished) {
+ *       int ret = 0;
+ *       while (have_item && (ret = ferry_send(f, dst, ch, buf, len)) == 0) ...;
  *       n = ferry_recv(f, it, 256, 0);       // cheap when nothing came
- *       ... use it[0..n-1] ...
- *       if (n == 0 && have_item)             // refused, nothing to do
- *           ferry_poll(f, FERRY_POLLIN | FERRY_POLLOUT, -1);
+ *       ... use it[0..n-1], then ferry_release(f) ...
+ *       if (n == 0 && (ret == -EAGAIN || !have_item))   // nothing to do
+ *           ferry_poll(f, FERRY_POLLIN | (have_item ? FERRY_POLLOUT : 0), -1);
  *   }
+ *
+ * Items of the last ferry_recv not yet released keep their room in the RX
+ * ring: release them before waiting for FERRY_POLLIN, or a full ring can
+ * keep what is to come out for good.  ferry_poll leaves ferry_fd() armed as
+ * ferry_recv left it.
  *
  * Waiting this way matters where the application shares cores with ferryd:
  * a process spinning on -EAGAIN takes the CPU from the daemon that would

@@ -129,7 +129,6 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	ret = conn_connect(f, dir);
 	if (ret < 0)
 		goto err;
-	poll_setup(f);
 
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
 	len = (int)n;
@@ -191,6 +190,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			ret = watch_both(f);
 			if (ret < 0)
 				goto err;
+			poll_setup(f);          /* once the daemon's messages said who it is */
 			break;
 		} else {
 			ret = conn_seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);

@@ -38,6 +38,7 @@ struct ferry {
 	unsigned flags;
 	unsigned spin_us;       /* spin this long before sleeping (poll_setup) */
 	int shares_cores;       /* the daemon may run on our cores (poll_setup) */
+	pid_t daemon_pid;       /* ferryd's, from its messages' credentials; 0: unknown */
 	uint32_t want_room;     /* payload bytes of the record ferry_send last refused */
 	uint64_t checked_ns;    /* when an empty ferry_recv last asked the socket */
 	uint32_t empty_calls;   /* ... and how many empty calls were made since */
@@ -118,6 +119,11 @@ static inline void conn_wake(int efd)
  * own, else not at all (spinning would take the CPU from the daemon we wait
  * for). */
 void poll_setup(struct ferry *f);
+
+/* For a call that found f->armed set (ferry_recv armed ferry_fd()) and may
+ * have cleared the RX flag or read the eventfd since: arms them again, and
+ * makes the fd readable if records came meanwhile. */
+void poll_rearm(struct ferry *f);
 
 /* --- send.c --- */
 

@@ -30,13 +30,18 @@ void poll_setup(struct ferry *f)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	cpu_set_t mine, daemon, both;
+	pid_t pid = f->daemon_pid;
 	int env;
 
+	/* The daemon's pid from the credentials of its messages (conn.c);
+	 * failing that, whoever made the listening socket, which is ferryd
+	 * unless it was socket-activated. */
+	if (pid <= 0 && getsockopt(f->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		pid = cred.pid;
 	/* Unless we learn otherwise, the daemon shares our cores. */
 	f->shares_cores = 1;
-	if (getsockopt(f->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0 &&
-	    sched_getaffinity(0, sizeof(mine), &mine) == 0 &&
-	    sched_getaffinity(cred.pid, sizeof(daemon), &daemon) == 0) {
+	if (pid > 0 && sched_getaffinity(0, sizeof(mine), &mine) == 0 &&
+	    sched_getaffinity(pid, sizeof(daemon), &daemon) == 0) {
 		CPU_AND(&both, &mine, &daemon);
 		f->shares_cores = CPU_COUNT(&both) != 0;
 	}
@@ -82,22 +87,39 @@ static void disarm(struct ferry *f, unsigned events)
 		ring_producer_awake(&f->tx);
 }
 
+void poll_rearm(struct ferry *f)
+{
+	if (ring_consumer_sleep(&f->rx))
+		conn_wake(f->efd_client);       /* records are there: the fd must say so */
+	f->armed = 1;
+}
+
+static int poll_wait(struct ferry *f, unsigned events, int timeout_ms);
+
 FERRY_API int ferry_poll(ferry_t *f, unsigned events, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
-	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
-	unsigned r;
+	int was_armed = f->armed, ret;
 
 	if (events & ~(FERRY_POLLIN | FERRY_POLLOUT))
 		return conn_seterr(-EINVAL, "ferry_poll: unknown events 0x%x", events);
 	if (f->dead)
 		return f->dead;
-	if (f->armed) {
-		/* ferry_recv left the RX flag set for ferry_fd(): from here on
-		 * this call owns the flag and the eventfd. */
-		ring_consumer_awake(&f->rx);
-		f->armed = 0;
-	}
+	/* ferry_recv may have left the RX flag set for ferry_fd(): this call
+	 * may clear it, and its waits may take the eventfd's count; hand both
+	 * back as they would have been (poll_rearm). */
+	f->armed = 0;
+	ret = poll_wait(f, events, timeout_ms);
+	if (was_armed && !f->dead)
+		poll_rearm(f);
+	return ret;
+}
+
+static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+	unsigned r;
+
 	for (;;) {
 		int ret, wait;
 

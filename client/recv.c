@@ -14,11 +14,14 @@
 #include <string.h>
 
 /* How often an empty ferry_recv(..., 0) that finds nothing new asks the
- * socket after all (the daemon may have gone away): once a millisecond has
- * passed and there were that many calls (a yield can take longer than a
- * millisecond where many processes share the cores). */
-#define RECV_CHECK_NS    1000000u
-#define RECV_CHECK_CALLS 64u
+ * socket after all (the daemon may have gone away, or a stale eventfd count
+ * keeps ferry_fd() readable): once a millisecond has passed and there were
+ * that many calls (a yield can take longer than a millisecond where many
+ * processes share the cores), or at most every RECV_CHECK_MAX_NS (a program
+ * that polls now and then learns of a dead daemon within that). */
+#define RECV_CHECK_NS      1000000u
+#define RECV_CHECK_CALLS   64u
+#define RECV_CHECK_MAX_NS  50000000u
 
 /* A large item being put back together from its fragments.  Items of one
  * source arrive in the order it sent them, and the fragments of one item one
@@ -299,9 +302,9 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * away, and reset the eventfd: a wake-up that raced with an
 		 * earlier call's reset can leave it readable with nothing to
 		 * read, and a program sleeping on ferry_fd() would spin. */
-		uint64_t now = proto_now_ns();
+		uint64_t now = proto_now_ns(), since = now - f->checked_ns;
 
-		if (++f->empty_calls < RECV_CHECK_CALLS || now - f->checked_ns < RECV_CHECK_NS) {
+		if (since < RECV_CHECK_NS || (++f->empty_calls < RECV_CHECK_CALLS && since < RECV_CHECK_MAX_NS)) {
 			/* A program that tries again at once would keep
 			 * the CPU from a daemon that shares our cores: the
 			 * sustained all-to-all of make bench ran 10x

@@ -13,8 +13,23 @@
 /* Every fragment of the largest item has an index (proto/ring.h). */
 static_assert(FERRY_MAX_ITEM / PROTO_FRAG_BYTES <= PROTO_REC_FRAG_MAX + 1, "fragment indexes");
 
-/* Waits for room for a record of len bytes in the TX ring. */
+static int wait_room_armed(struct ferry *f, uint32_t len);
+
+/* Waits for room for a record of len bytes in the TX ring; its waits may
+ * take the eventfd count that was to make ferry_fd() readable, so an armed
+ * fd is armed again after (poll_rearm). */
 static int wait_room(struct ferry *f, uint32_t len)
+{
+	int was_armed = f->armed, ret;
+
+	f->armed = 0;
+	ret = wait_room_armed(f, len);
+	if (was_armed && !f->dead)
+		poll_rearm(f);
+	return ret;
+}
+
+static int wait_room_armed(struct ferry *f, uint32_t len)
 {
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 

@@ -40,8 +40,9 @@
 /* 2: job generations (wire_item.gen and the control items' gen).
  * 3: frame integrity (hdr.flags, the tag, HELLO flags INTEGRITY/ENCRYPT).
  * 4: JOIN and LEAVE carry the node's incarnation; LOST has its own layout
- *    (a link down, or a node restarted as a new incarnation). */
-#define WIRE_VERSION    4
+ *    (a link down, or a node restarted as a new incarnation).
+ * 5: WIRE_FRAME_URGENT. */
+#define WIRE_VERSION    5
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -60,7 +61,12 @@ enum wire_kind {
 enum wire_frame_flags {
 	WIRE_FRAME_MAC    = 1u << 0,    /* the body ends with a WIRE_TAG_BYTES tag */
 	WIRE_FRAME_SEALED = 1u << 1,    /* and the rest of it is encrypted (needs MAC) */
-	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED,
+	/* Sent at once for a FLUSH or DONE (or a control message): the next
+	 * node sends the items it passes on from it at once too, rather than
+	 * when its buffers fill or its flush timer fires.  A hint only. */
+	WIRE_FRAME_URGENT = 1u << 2,
+	WIRE_FRAME_SECURITY = WIRE_FRAME_MAC | WIRE_FRAME_SEALED,
+	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED | WIRE_FRAME_URGENT,
 };
 
 struct wire_frame_hdr {

@@ -98,6 +98,7 @@ static void flush(struct agg_peer *a, int reason)
 		return;
 	a->hop.buf = NULL;
 	agg_items_routed += f->nitems;
+	f->urgent = reason == AGG_FLUSH_EXPLICIT;       /* the next node passes it on at once too */
 	switch (reason) {
 	case AGG_FLUSH_FULL: a->flush_full++; break;
 	case AGG_FLUSH_TIMER: a->flush_timer++; break;
@@ -117,6 +118,11 @@ void agg_flush_serials(const uint32_t *put_serial, int reason)
 	for (uint32_t i = 0; i < peer_count(); i++)
 		if (agg.peers[i].hop.buf && agg.peers[i].hop.serial == put_serial[i])
 			flush(&agg.peers[i], reason);
+}
+
+void agg_flush_hop(struct agg_hop *h, int reason)
+{
+	flush(&agg.peers[h->idx], reason);
 }
 
 void agg_flush_toward(uint32_t node, int reason)

@@ -126,6 +126,7 @@ void agg_flush_all(int reason);
  * whole node. */
 void agg_flush_serials(const uint32_t *put_serial, int reason);
 void agg_flush_toward(uint32_t node, int reason);
+void agg_flush_hop(struct agg_hop *h, int reason);
 
 /* Items this node sent on in frames, all sources (counted as a frame leaves). */
 extern uint64_t agg_items_routed;

@@ -15,6 +15,7 @@ struct rx_peer {
 	struct frame *spare;            /* room for the rest of the next frame, should it stall */
 	struct frame *stalled;          /* rest of a taken frame not yet passed on */
 	uint32_t stalled_off;           /* offset of the next item in stalled's body */
+	int stalled_urgent;             /* ... which was WIRE_FRAME_URGENT */
 	uint64_t items_recv;            /* items in frames taken from this peer */
 	uint64_t items_forwarded;       /* ... of which went on to another peer */
 	uint64_t items_delivered;       /* ... of which were for this node */
@@ -82,15 +83,49 @@ static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *
 	return flow_park(d, &rec, payload);
 }
 
+/* The next hops an urgent frame's items went on to (pass_on), to be
+ * flushed after it; more than fit: all of them. */
+struct touched {
+	struct agg_hop *hop[8];
+	uint32_t n;
+	int all;
+};
+
+static void touch(struct touched *t, struct agg_hop *h)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->hop[i] == h)
+			return;
+	if (t->n < sizeof(t->hop) / sizeof(t->hop[0]))
+		t->hop[t->n++] = h;
+	else
+		t->all = 1;
+}
+
+static void flush_touched(const struct touched *t)
+{
+	if (t->all) {
+		agg_flush_all(AGG_FLUSH_EXPLICIT);
+		return;
+	}
+	for (uint32_t i = 0; i < t->n; i++)
+		agg_flush_hop(t->hop[i], AGG_FLUSH_EXPLICIT);
+}
+
 /* Passes on the items of body from offset off.  Returns the offset of the
  * first item that could not go on now, len when all went.  The body was
  * validated whole (rx_frame), so items are read without checks, the header
- * as three words; the job is looked up once per run of items of one job. */
-static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off)
+ * as three words; the job is looked up once per run of items of one job.
+ * urgent: the frame was (WIRE_FRAME_URGENT): the buffers its items went
+ * into leave at once too, so that a FLUSH or DONE reaches the end of the
+ * route without waiting for a flush timer at every hop. */
+static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off,
+			int urgent)
 {
 	uint64_t delivered = 0, forwarded = 0, jkey = 0;
 	uint32_t self = taker.self, jsize = 0;
 	const struct job_rank *jranks = NULL;
+	struct touched t = { .n = 0 };
 	struct job *j = NULL;
 
 	static_assert(offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, job) == 12 &&
@@ -130,6 +165,8 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			 * all, in one copy. */
 			proto_copy(slot, p, wire_item_footprint((uint32_t)w0));
 			forwarded++;
+			if (urgent)
+				touch(&t, agg_hops[node]);
 		} else {
 			struct wire_item it;
 
@@ -137,16 +174,20 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			if (agg_item(&it, payload, from->dim, job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
 				break;
 			forwarded++;
+			if (urgent)
+				touch(&t, agg_hops[node]);
 		}
 		off += (uint32_t)wire_item_footprint((uint32_t)w0);
 	}
 	r->items_delivered += delivered;
 	r->items_forwarded += forwarded;
 	rx_items_local += delivered;
+	if (t.n || t.all)
+		flush_touched(&t);
 	return off;
 }
 
-int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
+int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 {
 	struct rx_peer *r = &taker.peers[p->idx];
 	uint32_t off = 0, n = 0, done;
@@ -187,7 +228,7 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 		}
 	}
 	r->items_recv += n;
-	done = pass_on(p, r, body, len, 0);
+	done = pass_on(p, r, body, len, 0, urgent);
 	if (done == len)
 		return 0;
 	/* Keep the rest; reading from this peer pauses until it has gone on. */
@@ -196,6 +237,7 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len)
 	memcpy(r->stalled->data + sizeof(struct wire_frame_hdr), body + done, len - done);
 	r->stalled->len = (uint32_t)(sizeof(struct wire_frame_hdr) + len - done);
 	r->stalled_off = 0;
+	r->stalled_urgent = urgent;
 	r->stalls++;
 	return 1;
 }
@@ -213,7 +255,7 @@ int rx_poll(void)
 			continue;
 		body = r->stalled->data + sizeof(struct wire_frame_hdr);
 		len = r->stalled->len - (uint32_t)sizeof(struct wire_frame_hdr);
-		done = pass_on(peer_at(i), r, body, len, r->stalled_off);
+		done = pass_on(peer_at(i), r, body, len, r->stalled_off, r->stalled_urgent);
 		if (done != r->stalled_off)
 			work = 1;
 		if (done < len) {

@@ -27,10 +27,12 @@
 int rx_init(const struct conf *c, uint32_t self);
 void rx_fini(void);
 
-/* The peer layer's rx event (struct peer_events): a DATA body from p.
- * Returns 0 (every item went on), 1 (some are kept: p takes no more until
- * they went on), or -EPROTO (malformed; nothing of it was used). */
-int rx_frame(struct peer *p, const uint8_t *body, uint32_t len);
+/* The peer layer's rx event (struct peer_events): a DATA body from p;
+ * urgent (WIRE_FRAME_URGENT): the buffers its passing items go into leave
+ * at once, marked urgent in turn.  Returns 0 (every item went on), 1 (some
+ * are kept: p takes no more until they went on), or -EPROTO (malformed;
+ * nothing of it was used). */
+int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent);
 
 /* Loop hook: passes on the items kept back.  Returns 1 if any went on. */
 int rx_poll(void);

@@ -95,6 +95,7 @@ struct frame *frame_alloc(uint32_t body)
 	}
 	f->next = NULL;
 	f->seq = 0;
+	f->urgent = 0;
 	f->len = sizeof(struct wire_frame_hdr);
 	f->nitems = 0;
 	memset(f->data, 0, sizeof(struct wire_frame_hdr));

@@ -42,6 +42,7 @@ struct frame {
 	uint32_t nitems;        /* items in the body (statistics) */
 	uint32_t lkey;          /* a transport's registration key (verbs), with reg */
 	uint32_t holds;         /* work requests still reading it (frame_hold) */
+	int urgent;             /* peer_send: mark it WIRE_FRAME_URGENT */
 	int orphan;             /* freed by its owner while held: the last unhold frees it */
 	struct frame_reg *reg;  /* the transport's registration, or NULL */
 	uint8_t data[];         /* wire_frame_hdr, then the body */

@@ -116,7 +116,7 @@ void peer_send(struct peer *p, struct frame *f)
 {
 	assert(f->cap - f->len >= peers.trailer);       /* frame_alloc keeps the tag's room */
 	f->len += peers.trailer;
-	seq_push(&p->seq, f, peers.frame_flags);
+	seq_push(&p->seq, f, (uint16_t)(peers.frame_flags | (f->urgent ? WIRE_FRAME_URGENT : 0)));
 	p->st.frames_sent++;
 	p->st.bytes_sent += f->len;
 	p->st.items_sent += f->nitems;
@@ -608,7 +608,7 @@ static int open_frame(struct link *l, const struct wire_frame_hdr *h, uint8_t *f
 
 	if (p->rx_opened)
 		return 0;
-	if ((h->flags & WIRE_FRAME_FLAGS_ALL) != peers.frame_flags) {
+	if ((h->flags & WIRE_FRAME_SECURITY) != peers.frame_flags) {
 		log_rl_warn("peer %u: a frame (kind %u) with flags 0x%x, where this link has 0x%x (%s); closing the link",
 			    p->node, h->kind, h->flags, peers.frame_flags,
 			    peers.frame_flags ? "every frame is authenticated" : "no frame has a tag");
@@ -654,7 +654,7 @@ static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint
 	}
 	if (p->rx_held)
 		return 0;
-	ret = peers.ev->rx(p, body, len);
+	ret = peers.ev->rx(p, body, len, (h->flags & WIRE_FRAME_URGENT) != 0);
 	if (ret < 0) {
 		log_rl_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
 		return -EPROTO;

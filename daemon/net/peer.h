@@ -91,11 +91,12 @@ struct peer {
 
 /* What the layer above does with what arrives. */
 struct peer_events {
-	/* A DATA body (len bytes) from p, in order.  Returns 0 when its items
-	 * went on, 1 when the layer keeps some of them for later (p then takes
-	 * no more until peer_resume_rx), -EPROTO if it is malformed (nothing of
-	 * it was used; the link is dropped and the frame comes again). */
-	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len);
+	/* A DATA body (len bytes) from p, in order; urgent: the frame was
+	 * marked WIRE_FRAME_URGENT.  Returns 0 when its items went on, 1 when
+	 * the layer keeps some of them for later (p then takes no more until
+	 * peer_resume_rx), -EPROTO if it is malformed (nothing of it was used;
+	 * the link is dropped and the frame comes again). */
+	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len, int urgent);
 	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
 	 * (and again every PEER_LOST_AGAIN_NS until it is up again: then
 	 * found; the peer may be alive, and

@@ -29,9 +29,10 @@ static struct {
 	int answer;             /* 0 taken, 1 held, -EPROTO */
 } above;
 
-static int above_rx(struct peer *p, const uint8_t *body, uint32_t len)
+static int above_rx(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 {
 	(void)p;
+	(void)urgent;
 	above.calls++;
 	above.last_len = len;
 	memcpy(above.last, body, len < sizeof(above.last) ? len : sizeof(above.last));
