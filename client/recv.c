@@ -211,8 +211,8 @@ static int collect_fast(struct ferry *f, struct ferry_item *items, int max)
 			avail = (head = r->head) - tail;
 		if (avail < sizeof(struct proto_rec) || size - pos < sizeof(struct proto_rec))
 			break;
-		__builtin_memcpy(&w0, data + pos, 8);
-		__builtin_memcpy(&w1, data + pos + 8, 8);
+		w0 = ring_word(data + pos);
+		w1 = ring_word(data + pos + 8);
 		len = (uint32_t)w0;
 		src = (uint32_t)(w1 >> 32);
 		fp = ring_footprint(len);

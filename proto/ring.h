@@ -328,6 +328,16 @@ static inline int ring_readable(const struct ring *r)
 	return r->head != r->tail || atomic_load_explicit(&r->sh->head, memory_order_relaxed) != r->tail;
 }
 
+/* One 8-byte word of a record in shared memory (p 8-aligned, as record
+ * headers are), read exactly once: a relaxed atomic load, so that the
+ * compiler can neither read it twice (a check on one value and a use of
+ * another that the other side wrote in between) nor tear it.  The same
+ * single move as a plain load. */
+static inline uint64_t ring_word(const uint8_t *p)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_RELAXED);
+}
+
 /* Consumer: reads the producer's head again, for a caller that keeps its
  * own copy of tail (the records before tail are taken).  Returns 0 with
  * r->head updated, or -EPROTO if the head is impossible (ring_peek then

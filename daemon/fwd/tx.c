@@ -132,8 +132,8 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			avail = (head = r->head) - tail;
 		if (avail < sizeof(struct proto_rec) || size - pos < sizeof(struct proto_rec))
 			break;
-		__builtin_memcpy(&w0, data + pos, 8);
-		__builtin_memcpy(&w1, data + pos + 8, 8);
+		w0 = ring_word(data + pos);     /* the client may write it meanwhile */
+		w1 = ring_word(data + pos + 8);
 		len = (uint32_t)w0;
 		dst = (uint32_t)w1;
 		fp = ring_footprint(len);
