@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # tests/bench/lib.sh - sourced by the benchmark families (a2a.sh,
 # latency.sh, rate.sh, bw.sh, security.sh), each run as FAMILY.sh BUILD OUT
 # [quick].  Sets BUILD, OUT, QUICK, RUNS (5; 1 with quick), B (the
