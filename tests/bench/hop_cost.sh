@@ -19,13 +19,15 @@
 # no cluster key (frames carry no tag), the daemon under valgrind (so its
 # clients publish with a fence: valgrind does not implement membarrier).
 #
-# The counts are the same from run to run as long as the receiving process
-# keeps up.  When it does not (the machine is busy: the receiver waits for a
-# core while the daemon delivers), its RX ring fills and the destination's
-# daemon parks items in its memory and moves them later (ep_deliver_slow,
-# recq, ep_flush_pending): about twice the instructions per item.  So every
-# run says how many items waited in daemon memory (the daemon's
-# items_queued), and each role prints the median of the runs where none
+# The counts are the same from run to run while the destination delivers
+# straight into the receiver's RX ring.  In some runs (on an idle machine
+# too, and with the receiver spinning) that ring fills once and from then on
+# every item is parked in the daemon's memory and moved later
+# (ep_deliver_slow, recq, ep_flush_pending): about twice the instructions
+# per item, items_queued = N - 32768 exactly.  Without valgrind no item
+# waits in the same stream, so it is how the daemon runs under valgrind, not
+# the path a real stream takes.  Every run says whether items waited (the
+# daemon's items_queued); each role prints the median of the runs where none
 # did (the fast path), "fast" or "slow" for each run, and the median of all.
 set -u
 BUILD=${1:?usage: hop_cost.sh BUILD [N1 N2 [REPEAT]]}

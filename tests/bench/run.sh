@@ -18,9 +18,12 @@
 # together, in the core layouts of lib.sh ("pinned", "shared").  A family
 # should take at most 10 minutes in full mode on a 2-core machine
 # (FAMILY_BUDGET_S); OUT/families.csv has their wall times, and the summary
-# says when one went over: shrink it then (fewer runs or points).  They also
-# have the load average before and after each family: the machine may be
-# shared with other work, which slows the timings down and makes them vary.
+# says when one went over: shrink it then (fewer runs or points).  The
+# machine may be shared with other work, which slows the timings down and
+# makes them vary: families.csv also has the CPU time the family's own
+# processes used and the CPU time the rest of the machine's processes used
+# meanwhile (user + system time in /proc/stat, less the family's), and the
+# load average before and after.
 set -u
 BUILD=${1:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
@@ -31,20 +34,30 @@ ALL="a2a latency rate bw security"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
-[ -f "$OUT/families.csv" ] || echo "family,mode,seconds,status,finished,load_before,load_after" >"$OUT/families.csv"
+[ -f "$OUT/families.csv" ] ||
+	echo "family,mode,seconds,status,finished,load_before,load_after,cpu_s,other_cpu_s" >"$OUT/families.csv"
+HZ=$(getconf CLK_TCK)
+# CPU seconds used by every process of the machine, and by the children this
+# shell has waited for (a family and everything it started).
+machine_cpu() { awk -v hz="$HZ" '/^cpu / { printf "%.2f\n", ($2 + $3 + $4) / hz }' /proc/stat; }
+own_cpu() { awk -v hz="$HZ" '{ printf "%.2f\n", ($16 + $17) / hz }' "/proc/$$/stat"; }
 rc=0
 for fam in $FAMILIES; do
 	case " $ALL " in *" $fam "*) ;; *) echo "run.sh: unknown family $fam (known: $ALL)" >&2; exit 2 ;; esac
 	echo "# family $fam ($MODE)" >&2
 	l0=$(cut -d' ' -f1 /proc/loadavg)
+	m0=$(machine_cpu) o0=$(own_cpu)
 	t0=$(date +%s.%N)
 	bash "$HERE/$fam.sh" "$BUILD" "$OUT" $Q
 	st=$?
 	t1=$(date +%s.%N)
+	m1=$(machine_cpu) o1=$(own_cpu)
+	cpu=$(awk -v a="$o0" -v b="$o1" 'BEGIN { printf "%.0f", b - a }')
+	other=$(awk -v a="$m0" -v b="$m1" -v c="$cpu" 'BEGIN { x = b - a - c; printf "%.0f", x < 0 ? 0 : x }')
 	[ $st = 0 ] || rc=1
 	# One row per family: a family run again replaces its row.
 	grep -v "^$fam," "$OUT/families.csv" >"$OUT/families.csv.new"
-	echo "$fam,$MODE,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }'),$([ $st = 0 ] && echo ok || echo "failed ($st)"),$(date -u '+%Y-%m-%d %H:%M UTC'),$l0,$(cut -d' ' -f1 /proc/loadavg)" \
+	echo "$fam,$MODE,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }'),$([ $st = 0 ] && echo ok || echo "failed ($st)"),$(date -u '+%Y-%m-%d %H:%M UTC'),$l0,$(cut -d' ' -f1 /proc/loadavg),$cpu,$other" \
 		>>"$OUT/families.csv.new"
 	mv "$OUT/families.csv.new" "$OUT/families.csv"
 	echo "# family $fam: $(tail -n 1 "$OUT/families.csv" | cut -d, -f3) s" >&2
