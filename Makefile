@@ -9,7 +9,9 @@
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
 #   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
-#                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots)
+#                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
+#                   one family: make bench-a2a, bench-latency, bench-rate,
+#                   bench-bw, bench-security (at most 10 minutes each)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -80,9 +82,11 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
+BENCH_FAMILIES := a2a latency rate bw security
 
 
-.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench soak
+.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench soak \
+	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
 
@@ -267,10 +271,16 @@ $(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libsodium)
 
-bench:
+# make bench runs every family (BENCH_FAMILIES, above) in turn into one
+# directory and one summary; make bench-FAMILY runs one
+# (tests/bench/run.sh says what each measures).
+bench-deps:
 	@packaging/deps.sh bench
-	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW)
-	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick)
+	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW) $(BUILD)/tests/ft_stream
+
+bench $(addprefix bench-,$(BENCH_FAMILIES)): bench-deps
+	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick,full) \
+		$(if $(filter bench,$@),$(BENCH_FAMILIES),$(@:bench-%=%))
 	@ln -sfn $(notdir $(BENCH_OUT)) build/bench/latest
 	@cat $(BENCH_OUT)/summary.md
 

@@ -2,7 +2,7 @@
 # Installs the Debian packages ferry needs to build and test, if any are missing.
 # Idempotent: when everything is present it only checks and exits 0.
 #   packaging/deps.sh            build + test dependencies
-#   packaging/deps.sh bench      also what `make bench` needs (Open MPI, gnuplot)
+#   packaging/deps.sh bench      also what `make bench` needs (Open MPI, gnuplot, valgrind)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
 set -eu
 
@@ -11,7 +11,7 @@ pkgs="make gcc clang libclang-rt-14-dev pkg-config
       iproute2 util-linux procps psmisc systemd strace"
 for extra in "$@"; do
 	case "$extra" in
-	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox" ;;
+	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma)" >&2; exit 2 ;;
 	esac

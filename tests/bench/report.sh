@@ -1,281 +1,478 @@
 #!/bin/bash
-# tests/bench/report.sh OUT - turns the CSVs of a benchmark run into plots
-# (gnuplot, PNG) and summary.md.  Medians over runs, with min and max; ratios
-# are computed run by run (run r of ferry against run r of the comparator)
-# and then summarised the same way.
+# tests/bench/report.sh OUT - turns the CSVs of a benchmark run (whichever
+# families ran: tests/bench/run.sh) into plots (gnuplot, PNG) and summary.md.
+# Medians over runs, with min and max; ratios are computed run by run (run r
+# of ferry against run r of the comparator, in the same layout) and then
+# summarised the same way.  Every figure says its conditions: the core
+# layout (pinned or shared, lib.sh), frame integrity, burst or sustained.
 set -u
 OUT=$1
 cd "$OUT" || exit 1
 
 # stats FILE FILTER-AWK VALUE-COLUMN: "median min max n" of the matching rows.
 stats() {
-	awk -F, -v col="$3" "NR > 1 && ($2) && \$col != \"nan\" { print \$col }" "$1" | sort -g | awk '
+	[ -f "$1" ] || { echo "nan nan nan 0"; return; }
+	awk -F, -v col="$3" "NR > 1 && ($2) && \$col != \"nan\" && \$col != \"\" { print \$col }" "$1" | sort -g | awk '
 		{ v[NR] = $1 } END {
 			if (NR == 0) { print "nan nan nan 0"; exit }
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			print m, v[1], v[NR], NR }'
 }
-fmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "nan") print "n/a"; else printf "%.*f", d, x }'; }
-mill() { awk -v x="$1" 'BEGIN { if (x == "nan") print "n/a"; else printf "%.2f M", x / 1e6 }'; }
+med() { stats "$@" | cut -d' ' -f1; }
+fmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "nan" || x == "") print "n/a"; else printf "%.*f", d, x }'; }
+mill() { awk -v x="$1" 'BEGIN { if (x == "nan" || x == "") print "n/a"; else printf "%.2f M", x / 1e6 }'; }
+range() {       # range "median min max n" FORMATTER [DIGITS [UNIT]]: "m[UNIT] [min..max]"
+	set -- $1 "$2" "${3:-2}" "${4:-}"
+	echo "$($5 "$1" "$6")$7 [$($5 "$2" "$6")..$($5 "$3" "$6")]"
+}
+verdict() { awk -v x="$1" -v op="$2" -v t="$3" 'BEGIN {
+	if (x == "nan" || x == "") { print "n/a"; exit }
+	print ((op == ">=" && x >= t) || (op == "<=" && x <= t)) ? "met" : "not met" }'; }
 
-# ratio_runs FILTER-A FILTER-B: per run, items/s of A over B, in alltoall.csv;
-# prints "median min max n".
+# ratio_runs FILE KEYCOLS VALCOL FILTER-A FILTER-B: per run (rows matched on
+# KEYCOLS, e.g. "5,6,7,8,15"), A's value over B's; "median min max n".
 ratio_runs() {
-	awk -F, "NR > 1 && ($1) { a[\$5\",\"\$6\",\"\$7\",\"\$8] = \$11 }
-		 NR > 1 && ($2) { b[\$5\",\"\$6\",\"\$7\",\"\$8] = \$11 }
-		 END { for (k in a) if ((k in b) && a[k] != \"nan\" && b[k] != \"nan\" && b[k] > 0) print a[k] / b[k] }" \
-		alltoall.csv | sort -g | awk '{ v[NR] = $1 } END {
+	[ -f "$1" ] || { echo "nan nan nan 0"; return; }
+	awk -F, -v keys="$2" -v col="$3" "
+		function key(   k, i, n, c) { n = split(keys, c, \",\"); k = \"\"; for (i = 1; i <= n; i++) k = k \",\" \$c[i]; return k }
+		NR > 1 && ($4) { a[key()] = \$col }
+		NR > 1 && ($5) { b[key()] = \$col }
+		END { for (k in a) if ((k in b) && a[k] != \"nan\" && b[k] != \"nan\" && b[k] > 0) print a[k] / b[k] }" "$1" |
+		sort -g | awk '{ v[NR] = $1 } END {
 			if (NR == 0) { print "nan nan nan 0"; exit }
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			print m, v[1], v[NR], NR }'
 }
+# a2a_ratio VARIANT-A VARIANT-B K LAYOUT: items/s of A over B, K sweep.
+a2a_ratio() {
+	ratio_runs alltoall.csv 5,6,7,8,15 11 \
+		"\$1 == \"K\" && \$2 == \"$1\" && \$7 == $3 && \$15 == \"$4\"" \
+		"\$1 == \"K\" && \$2 == \"$2\" && \$7 == $3 && \$15 == \"$4\""
+}
+xfmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "nan" || x == "") print "n/a"; else printf "%.*f×", d, x }'; }
 
-# Best ferry grid per K (by median), for the headline comparisons.
-best_variant() {   # best_variant K
+LAYOUTS="pinned shared"
+INTEG="integrity off (no cluster key)"
+kind() { if [ "$1" -gt 1024 ]; then echo sustained; else echo burst; fi; }
+
+# Best ferry grid per K and layout (by median), for the targets.
+best_variant() {   # best_variant K LAYOUT
 	local best="" bm=0 v s
 	for v in ferry-d8 ferry-g42 ferry-g222; do
-		s=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $1" 11)
-		s=${s%% *}
+		s=$(med alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $1 && \$15 == \"$2\"" 11)
 		if [ "$s" != nan ] && awk -v a="$s" -v b="$bm" 'BEGIN { exit !(a > b) }'; then best=$v; bm=$s; fi
 	done
-	echo "$best"
+	echo "${best:-ferry-g222}"
 }
 
-# --- data files for gnuplot ---
-KS=$(awk -F, 'NR > 1 && $1 == "K" { print $7 }' alltoall.csv | sort -un)
-VARIANTS=$(awk -F, 'NR > 1 && $1 == "K" { print $2 }' alltoall.csv | awk '!seen[$0]++')
-for v in $VARIANTS; do
-	for K in $KS; do
-		s=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K" 11)
-		q=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K" 13)
-		echo "$K $s ${q%% *}"
-	done >"plot-K-$v.dat"
+# --- data files and plots ---
+KS="" VARIANTS=""
+if [ -f alltoall.csv ]; then
+	KS=$(awk -F, 'NR > 1 && $1 == "K" { print $7 }' alltoall.csv | sort -un)
+	VARIANTS=$(awk -F, 'NR > 1 && $1 == "K" { print $2 }' alltoall.csv | awk '!seen[$0]++')
+	MS=$(awk -F, 'NR > 1 && $1 == "m" { print $6 }' alltoall.csv | sort -un)
+else
+	MS=""
+fi
+plot_lines() {  # plot_lines PREFIX USING [FILTER-CASE]: the plot command over plot-PREFIX-*.dat
+	local first=1 f v
+	printf 'plot '
+	for f in plot-"$1"-*.dat; do
+		[ -s "$f" ] || continue
+		v=${f#plot-"$1"-}; v=${v%.dat}
+		# shellcheck disable=SC2254 # (a pattern: ferry-*)
+		case $v in ${3:-*}) ;; *) continue ;; esac
+		[ $first = 1 ] || printf ', '
+		first=0
+		printf '"%s" using %s with %s title "%s"' "$f" "$2" "${4:-yerrorlines}" "$v"
+	done
+	echo
+}
+rm -f plot-*.dat
+for lay in $LAYOUTS; do
+	for v in $VARIANTS; do
+		for K in $KS; do
+			f="\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K && \$15 == \"$lay\""
+			s=$(stats alltoall.csv "$f" 11)
+			[ "${s##* }" = 0 ] && continue
+			echo "$K $s $(med alltoall.csv "$f" 13)"
+		done >"plot-K$lay-$v.dat"
+	done
 done
-MS=$(awk -F, 'NR > 1 && $1 == "m" { print $6 }' alltoall.csv | sort -un)
-for v in $(awk -F, 'NR > 1 && $1 == "m" { print $2 }' alltoall.csv | awk '!seen[$0]++'); do
+for v in $(awk -F, 'NR > 1 && $1 == "m" { print $2 }' alltoall.csv 2>/dev/null | awk '!seen[$0]++'); do
 	for M in $MS; do echo "$M $(stats alltoall.csv "\$1 == \"m\" && \$2 == \"$v\" && \$6 == $M" 12)"; done >"plot-m-$v.dat"
 done
-
 if command -v gnuplot >/dev/null; then
 	{
+		echo 'set terminal pngcairo size 1400,600 font ",10"'
+		if [ -n "$KS" ]; then
+			echo 'set output "alltoall-K.png"'
+			echo 'set multiplot layout 1,2 title "Fine-grained all-to-all, 16-byte items, 8 nodes x 2 processes, integrity off: items delivered per second (median; bars: min..max). K <= 1024: burst; K = 16384: sustained"'
+			echo 'set xlabel "items per destination (K)"; set ylabel "items delivered per second"'
+			echo 'set logscale xy; set key bottom right font ",9"; set grid; set yrange [1e4:3e8]'
+			for lay in $LAYOUTS; do
+				case $lay in
+				pinned) echo 'set title "pinned: every ferryd on CPU 1, every application process (ferry and MPI) on CPU 0"' ;;
+				shared) echo 'set title "shared: everything on both cores"' ;;
+				esac
+				plot_lines "K$lay" 1:2:3:4
+			done
+			echo 'unset multiplot'
+			echo 'set terminal pngcairo size 900,560 font ",10"'
+			echo 'set output "aggregation-K.png"'
+			echo 'set title "Aggregation: mean items per network frame (median), 8 nodes x 2 processes, 16-byte items, shared"'
+			echo 'set ylabel "items per frame"; unset logscale y; set logscale x; set autoscale y; set key top left'
+			plot_lines Kshared 1:6 'ferry-*' linespoints
+		fi
 		echo 'set terminal pngcairo size 900,560 font ",10"'
-		echo 'set output "alltoall-K.png"'
-		echo 'set title "Fine-grained all-to-all, 16-byte items, 8 nodes x 2 processes (median; bars: min..max)"'
-		echo 'set xlabel "items per destination (K)"; set ylabel "items delivered per second"'
-		echo 'set logscale xy; set key outside right; set grid'
-		printf 'plot '
-		first=1
-		for v in $VARIANTS; do
-			[ $first = 1 ] || printf ', '
-			first=0
-			printf '"plot-K-%s.dat" using 1:2:3:4 with yerrorlines title "%s"' "$v" "$v"
-		done
-		echo
-		echo 'set output "aggregation-K.png"'
-		echo 'set title "Aggregation quality: mean items per network frame (median)"'
-		echo 'set ylabel "items per frame"; unset logscale y; set logscale x'
-		printf 'plot '
-		first=1
-		for v in $VARIANTS; do
-			case $v in ferry-*) ;; *) continue ;; esac
-			[ $first = 1 ] || printf ', '
-			first=0
-			printf '"plot-K-%s.dat" using 1:6 with linespoints title "%s"' "$v" "$v"
-		done
-		echo
 		if [ -n "$MS" ]; then
 			echo 'set output "alltoall-m.png"'
-			echo 'set title "Fine-grained all-to-all, K = 256, 8 nodes x 2 processes: payload bytes per second"'
-			echo 'set xlabel "item size (bytes)"; set ylabel "payload bytes per second"; set logscale xy'
-			printf 'plot '
-			first=1
-			for f in plot-m-*.dat; do
-				v=${f#plot-m-}; v=${v%.dat}
-				[ $first = 1 ] || printf ', '
-				first=0
-				printf '"%s" using 1:2:3:4 with yerrorlines title "%s"' "$f" "$v"
-			done
-			echo
+			echo 'set title "Fine-grained all-to-all, K = 256, 8 nodes x 2 processes, shared, integrity off: payload bytes per second"'
+			echo 'set xlabel "item size (bytes)"; set ylabel "payload bytes per second"; set logscale xy; set autoscale y'
+			plot_lines m 1:2:3:4
 		fi
-		awk -F, 'NR > 1 { print $1 }' latency.csv | awk '!seen[$0]++' | while read -r v; do
-			echo "\"$v\" $(stats latency.csv "\$1 == \"$v\"" 3)"
-		done >plot-latency.dat
-		echo 'set output "latency.png"'
-		echo 'set title "8-byte ping-pong, one-way latency (median; bars: min..max)"'
-		echo 'unset logscale; set logscale y; set ylabel "microseconds"; set xlabel ""; unset key'
-		echo 'set style fill solid 0.5; set boxwidth 0.6; set xtics rotate by -20'
-		echo 'plot "plot-latency.dat" using 0:2:xtic(1) with boxes, "" using 0:2:3:4 with yerrorbars lc rgb "black"'
-		for v in ferry-two-nodes; do
-			for S in $(awk -F, 'NR > 1 && $1 == "ferry-two-nodes" { print $2 }' bandwidth.csv | sort -un); do
-				echo "$S $(stats bandwidth.csv "\$1 == \"$v\" && \$2 == $S" 4)"
-			done >plot-bw.dat
-		done
-		echo "set output \"bandwidth.png\""
-		echo 'set title "Large items between two nodes (median; bars: min..max)"'
-		echo 'unset logscale; set logscale x; set xtics norotate; set xlabel "item size (bytes)"; set ylabel "GB/s"; set key'
-		echo "raw = $(stats bandwidth.csv '$1 == "raw-tcp-loopback"' 4 | cut -d' ' -f1)"
-		echo 'plot "plot-bw.dat" using 1:2:3:4 with yerrorlines title "ferry", raw with lines title "raw TCP loopback stream"'
+		if [ -f latency.csv ]; then
+			awk -F, 'NR > 1 { print $1 }' latency.csv | awk '!seen[$0]++' | while read -r v; do
+				echo "\"$v\" $(stats latency.csv "\$1 == \"$v\" && \$4 == \"pinned\"" 3 | cut -d' ' -f1-3) $(stats latency.csv "\$1 == \"$v\" && \$4 == \"shared\"" 3 | cut -d' ' -f1-3)"
+			done >plot-latency.dat
+			echo 'set output "latency.png"'
+			echo 'set title "8-byte ping-pong, one-way latency, integrity off (median; bars: min..max)"'
+			echo 'unset logscale; set ylabel "microseconds"; set xlabel ""; set key outside below; set grid y; set offsets 0, 0, graph 0.1, 0'
+			echo 'set style data histograms; set style histogram errorbars gap 1 lw 1; set style fill solid 0.6; set xtics rotate by -20; set yrange [0:*]'
+			echo 'plot "plot-latency.dat" using 2:3:4:xtic(1) title "pinned (ferryd on CPU 1, processes on CPU 0)", "" using 5:6:7 title "shared (both cores)"'
+			echo 'set style data points; set xtics norotate; set offsets 0, 0, 0, 0'
+		fi
+		if [ -f bandwidth.csv ]; then
+			for lay in $LAYOUTS; do
+				for S in $(awk -F, 'NR > 1 && $1 == "ferry-two-nodes" { print $2 }' bandwidth.csv | sort -un); do
+					echo "$S $(stats bandwidth.csv "\$1 == \"ferry-two-nodes\" && \$2 == $S && \$5 == \"$lay\"" 4)"
+				done >"plot-bw-$lay.dat"
+			done
+			echo 'set output "bandwidth.png"'
+			echo 'set title "Large items between two nodes, integrity off (median; bars: min..max)"'
+			echo 'unset logscale; set logscale x; set xlabel "item size (bytes)"; set ylabel "GB/s"; set key outside below; set yrange [0:*]'
+			echo "rawp = $(med bandwidth.csv '$1 == "raw-tcp-loopback" && $5 == "pinned"' 4)"
+			echo "raws = $(med bandwidth.csv '$1 == "raw-tcp-loopback" && $5 == "shared"' 4)"
+			echo 'plot "plot-bw-pinned.dat" using 1:2:3:4 with yerrorlines title "ferry, pinned", "plot-bw-shared.dat" using 1:2:3:4 with yerrorlines title "ferry, shared", rawp with lines dt 2 title "raw TCP stream, pinned (both processes on CPU 0)", raws with lines dt 3 title "raw TCP stream, shared"'
+		fi
 	} >plots.gp
+	sed -i 's/^rawp = nan$/rawp = NaN/; s/^raws = nan$/raws = NaN/' plots.gp
 	gnuplot plots.gp 2>gnuplot.log || echo "# gnuplot failed: see $OUT/gnuplot.log" >&2
 fi
 
 # --- summary ---
+HEAD_V=ferry-g222       # the headline grid (2x2x2), as the issue asks
 {
 	echo "# ferry benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo
 	echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)."
-	echo "Local clusters: one ferryd per simulated node on loopback TCP; Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{ print $NF }') with the same processes on the same machine."
-	echo "Medians of $(awk -F, 'NR > 1 { print $8 }' alltoall.csv | sort -un | tail -1) runs, [min..max]; ratios run by run."
+	echo "Local clusters: one ferryd per simulated node on loopback TCP; Open MPI $(mpirun --version 2>/dev/null | head -1 | awk '{ print $NF }') with the same number of processes on the same machine."
 	echo
+	echo "**Conditions** (every figure below says which):"
+	echo
+	echo "- *pinned*: every ferryd on CPU 1 (\`taskset -a -p 2 PID\` once started), every application process on"
+	echo "  CPU 0 (\`taskset -c 0\`): ferry's clients and the comparators' processes alike (Open MPI ranks, raw TCP"
+	echo "  and raw ring processes; their second core is left to the kernel). Spinning processes that share"
+	echo "  CPU 0 yield while they spin (libferry, raw_ring, raw_tcp; Open MPI with \`mpi_yield_when_idle\`)."
+	echo "- *shared*: every process may run on both cores."
+	echo "- *integrity off*: no cluster key, so frames between daemons carry no tag; the security family"
+	echo "  measures what integrity and encryption cost."
+	echo "- *burst*: K ≤ 1024 items per destination; *sustained*: K = 16384 (16 processes: 3.9 M items)."
+	echo "- Medians of the runs, [min..max]; ratios taken run by run, in the same layout."
+	echo
+	if [ -f families.csv ]; then
+		echo "## Families"
+		echo
+		echo "| family | make target | mode | wall time | budget (full mode) | status | CPU time: the family's processes, other processes | load average before, after |"
+		echo "|---|---|---|---|---|---|---|---|"
+		awk -F, 'NR > 1 { b = ($2 == "full") ? ($3 <= 600 ? "within 10 min" : "**over 10 min: shrink it**") : "(quick)";
+			printf "| %s | `make bench-%s` | %s | %d min %02d s | %s | %s | %s s, %s s | %s, %s |\n", $1, $1, $2, $3 / 60, $3 % 60, b, $4, $8, $9, $6, $7 }' families.csv
+		echo
+		echo "(CPU time of other processes: what other work on the machine took from the $(nproc) cores × wall time"
+		echo "while the family ran; from /proc/stat, less the family's own.)"
+		echo
+	fi
+
+	echo "## Headline figures"
+	echo
+	echo "| figure | conditions | ferry | comparator (same run, same layout) | ferry / comparator |"
+	echo "|---|---|---|---|---|"
+	if [ -f alltoall.csv ]; then
+		for K in $(echo "$KS" | awk '$1 >= 1024'); do
+			for lay in $LAYOUTS; do
+				f=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$HEAD_V\" && \$7 == $K && \$15 == \"$lay\"" 11)
+				[ "${f##* }" = 0 ] && continue
+				for c in mpi-isend mpi-alltoallv-1024; do
+					cs=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$c\" && \$7 == $K && \$15 == \"$lay\"" 11)
+					[ "${cs##* }" = 0 ] && continue
+					case $c in
+					mpi-isend) cn="per-item MPI_Isend (TCP)" ;;
+					*) cn="hand-packed MPI_Alltoallv, 1024 items per destination per round (TCP)" ;;
+					esac
+					echo "| all-to-all, 16 B items, 8 nodes × 2, 2×2×2 grid, K=$K (items/s) | $lay, $INTEG, $(kind "$K") | $(range "$f" mill) | $cn: $(range "$cs" mill) | $(range "$(a2a_ratio "$HEAD_V" "$c" "$K" "$lay")" fmt 2 ×) |"
+				done
+			done
+		done
+	fi
+	if [ -f gups.csv ]; then
+		for lay in $LAYOUTS; do
+			f=$(stats gups.csv "\$1 == \"ferry-d4\" && \$9 == \"$lay\"" 8)
+			[ "${f##* }" = 0 ] && continue
+			c=$(stats gups.csv "\$1 == \"mpi-alltoallv-1024\" && \$9 == \"$lay\"" 8)
+			r=$(ratio_runs gups.csv 6,9 8 "\$1 == \"ferry-d4\" && \$9 == \"$lay\"" "\$1 == \"mpi-alltoallv-1024\" && \$9 == \"$lay\"")
+			n=$(awk -F, 'NR == 2 { print $4 }' gups.csv)
+			echo "| RandomAccess-style updates (fb_gups), 4 nodes × 2, 2^$n words per rank, 4× the table (GUPS) | $lay, $INTEG, sustained | $(range "$f" fmt 4) | updates bucketed by hand (about 1024 per destination per round), MPI_Alltoallv (TCP): $(range "$c" fmt 4) | $(range "$r" fmt 2 ×) |"
+		done
+	fi
+	if [ -f latency.csv ]; then
+		for lay in $LAYOUTS; do
+			for p in "ferry-same-node:raw-shm-ring:both ranks on one node:raw shared-memory ring ping-pong" \
+				"ferry-two-node:raw-tcp-loopback:two nodes:raw TCP loopback ping-pong"; do
+				IFS=: read -r a b what cn <<<"$p"
+				f=$(stats latency.csv "\$1 == \"$a\" && \$4 == \"$lay\"" 3)
+				[ "${f##* }" = 0 ] && continue
+				c=$(stats latency.csv "\$1 == \"$b\" && \$4 == \"$lay\"" 3)
+				r=$(ratio_runs latency.csv 2,4 3 "\$1 == \"$a\" && \$4 == \"$lay\"" "\$1 == \"$b\" && \$4 == \"$lay\"")
+				echo "| ping-pong, 8-byte item, one way, $what (µs) | $lay, $INTEG | $(range "$f" fmt 2) | $cn: $(range "$c" fmt 2) | $(range "$r" fmt 1 ×) |"
+			done
+		done
+	fi
+	if [ -f hop_cost.csv ] && [ "$(wc -l <hop_cost.csv)" -gt 1 ]; then
+		# The fast path's medians; where no run of a role took it, all
+		# runs' (and the figure says so).
+		hc() { awk -F, -v r="$1" '$1 == r { print ($2 == "nan" || $2 == "") ? $3 "*" : $2 }' hop_cost.csv; }
+		src=$(hc source) dst=$(hc destination)
+		sd=$(awk -v a="${src%\*}" -v b="${dst%\*}" 'BEGIN { print (a == "" || b == "") ? "nan" : a + b }')
+		slow=""
+		case "$src$dst" in *"*"*) slow=" (*: no run took the fast path, every run had items waiting in daemon memory: the median of all runs)" ;; esac
+		echo "| daemon instructions per 16-byte item per hop, source + destination (callgrind) | TCP loopback, $INTEG, one daemon under valgrind, 50 000 then 250 000 items, runs on the fast path | $(fmt "$sd" 0) ($src + $dst)$slow | goal: ≤ 120 | $(awk -v x="$sd" 'BEGIN { if (x == "nan") print "n/a"; else printf "%.1f× the goal", x / 120 }') |"
+	fi
+	echo
+
 	echo "## Targets"
 	echo
-	echo "| figure | target | measured | verdict |"
-	echo "|---|---|---|---|"
-	for K in $(echo "$KS" | awk '$1 >= 256'); do
-		bv=$(best_variant "$K")
-		r=$(ratio_runs "\$1 == \"K\" && \$2 == \"$bv\" && \$7 == $K" "\$1 == \"K\" && \$2 == \"mpi-isend\" && \$7 == $K")
-		set -- $r nan nan nan
-		echo "| all-to-all, 16 B, 8 nodes, K=$K: ferry ($bv) / per-item MPI_Isend (TCP) | ≥ 10× | $(fmt "$1" 1)× [$(fmt "$2" 1)..$(fmt "$3" 1)] | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x >= 10) ? "met" : "not met" }') |"
-		r=$(ratio_runs "\$1 == \"K\" && \$2 == \"$bv\" && \$7 == $K" "\$1 == \"K\" && \$2 == \"mpi-alltoallv-1024\" && \$7 == $K")
-		set -- $r nan nan nan
-		echo "| all-to-all, 16 B, 8 nodes, K=$K: ferry ($bv) / hand-packed MPI_Alltoallv R=1024 (TCP) | ≥ 1× | $(fmt "$1" 2)× [$(fmt "$2" 2)..$(fmt "$3" 2)] | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x >= 1) ? "met" : "not met" }') |"
-	done
-	s=$(stats rate.csv '$1 == "ferry_send-ns-per-item"' 3); set -- $s nan nan nan
-	echo "| ferry_send of a 16-byte item | ≤ 25 ns | $(fmt "$1" 1) ns [$(fmt "$2" 1)..$(fmt "$3" 1)] | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x <= 25) ? "met" : "not met" }') |"
-	s=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-per-hop"' 3); set -- $s nan nan nan
-	ss=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-send-side"' 3 | cut -d' ' -f1)
-	rs=$(stats rate.csv '$1 == "daemon-cpu-ns-per-item-receive-side"' 3 | cut -d' ' -f1)
-	echo "| daemon routing + aggregation per item per hop (daemon CPU time per item: sending side + receiving side, as an intermediate node does both) | ≤ 50 ns | $(fmt "$1" 0) ns [$(fmt "$2" 0)..$(fmt "$3" 0)] ($(fmt "$ss" 0) + $(fmt "$rs" 0)) | $(awk -v x="$1" 'BEGIN { print (x != "nan" && x <= 50) ? "met" : "not met" }') |"
-	same=$(stats latency.csv '$1 == "ferry-same-node"' 3 | cut -d' ' -f1)
-	ring=$(stats latency.csv '$1 == "raw-shm-ring"' 3 | cut -d' ' -f1)
-	two=$(stats latency.csv '$1 == "ferry-two-node"' 3 | cut -d' ' -f1)
-	tcp=$(stats latency.csv '$1 == "raw-tcp-loopback"' 3 | cut -d' ' -f1)
-	r=$(awk -v a="$same" -v b="$ring" 'BEGIN { print (a == "nan" || b == "nan") ? "nan" : a / b }')
-	echo "| same-node ping-pong through the daemon / raw shared-memory ring ping-pong | ≤ 3× | $(fmt "$r" 1)× ($(fmt "$same") µs vs $(fmt "$ring") µs) | $(awk -v x="$r" 'BEGIN { print (x != "nan" && x <= 3) ? "met" : "not met" }') |"
-	d=$(awk -v a="$two" -v b="$tcp" 'BEGIN { print (a == "nan" || b == "nan") ? "nan" : a - b }')
-	echo "| two-node ping-pong − raw TCP loopback ping-pong | ≤ 5 µs | $(fmt "$d") µs ($(fmt "$two") µs vs $(fmt "$tcp") µs) | $(awk -v x="$d" 'BEGIN { print (x != "nan" && x <= 5) ? "met" : "not met" }') |"
-	raw=$(stats bandwidth.csv '$1 == "raw-tcp-loopback"' 4 | cut -d' ' -f1)
-	bestbw=0; bests=0
-	for S in $(awk -F, 'NR > 1 && $1 == "ferry-two-nodes" { print $2 }' bandwidth.csv | sort -un); do
-		g=$(stats bandwidth.csv "\$1 == \"ferry-two-nodes\" && \$2 == $S" 4 | cut -d' ' -f1)
-		if awk -v a="$g" -v b="$bestbw" 'BEGIN { exit !(a != "nan" && a > b) }'; then bestbw=$g; bests=$S; fi
-	done
-	r=$(awk -v a="$bestbw" -v b="$raw" 'BEGIN { print (b == "nan" || b == 0) ? "nan" : a / b }')
-	echo "| large items between two nodes / raw TCP loopback streaming | ≥ 80 % | $(awk -v x="$r" 'BEGIN { if (x == "nan") print "n/a"; else printf "%.0f %%", 100 * x }') ($(fmt "$bestbw") GB/s with $bests-byte items vs $(fmt "$raw") GB/s) | $(awk -v x="$r" 'BEGIN { print (x != "nan" && x >= 0.8) ? "met" : "not met" }') |"
-	echo
-	echo "## Fine-grained all-to-all, 16-byte items, 8 nodes × 2 processes (items/s)"
-	echo
-	printf '| variant |'; for K in $KS; do printf ' K=%s |' "$K"; done; echo
-	printf '|---|'; for K in $KS; do printf '%s' '---|'; done; echo
-	for v in $VARIANTS; do
-		printf '| %s |' "$v"
-		for K in $KS; do
-			s=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K" 11); set -- $s nan nan nan
-			printf ' %s [%s..%s] |' "$(mill "$1")" "$(mill "$2")" "$(mill "$3")"
+	echo "| figure | conditions | target | measured | verdict |"
+	echo "|---|---|---|---|---|"
+	if [ -f alltoall.csv ]; then
+		for K in $(echo "$KS" | awk '$1 >= 256'); do
+			for lay in $LAYOUTS; do
+				bv=$(best_variant "$K" "$lay")
+				for c in mpi-isend:10:"per-item MPI_Isend (TCP)" mpi-alltoallv-1024:1:"hand-packed MPI_Alltoallv R=1024 (TCP)"; do
+					IFS=: read -r cv t cn <<<"$c"
+					r=$(a2a_ratio "$bv" "$cv" "$K" "$lay")
+					[ "${r##* }" = 0 ] && continue
+					echo "| all-to-all, 16 B, 8 nodes, K=$K: ferry ($bv, the best grid) / $cn | $lay, $INTEG, $(kind "$K") | ≥ $t× | $(range "$r" fmt 2 ×) | $(verdict "${r%% *}" ">=" "$t") |"
+				done
+			done
+		done
+	fi
+	if [ -f rate.csv ]; then
+		for lay in $LAYOUTS; do
+			s=$(stats rate.csv "\$1 == \"ferry_send-ns-per-item\" && \$5 == \"$lay\"" 3)
+			[ "${s##* }" = 0 ] && continue
+			echo "| ferry_send of a 16-byte item | $lay | ≤ 25 ns | $(range "$s" fmt 1) ns | $(verdict "${s%% *}" "<=" 25) |"
+		done
+		for lay in $LAYOUTS; do
+			s=$(stats rate.csv "\$1 == \"daemon-cpu-ns-per-item-per-hop\" && \$5 == \"$lay\"" 3)
+			[ "${s##* }" = 0 ] && continue
+			ss=$(med rate.csv "\$1 == \"daemon-cpu-ns-per-item-send-side\" && \$5 == \"$lay\"" 3)
+			rs=$(med rate.csv "\$1 == \"daemon-cpu-ns-per-item-receive-side\" && \$5 == \"$lay\"" 3)
+			echo "| daemon CPU time per item per hop (sending side + receiving side, as an intermediate node does both; schedstat) | $lay, $INTEG, one stream of 16-byte items | ≤ 50 ns | $(range "$s" fmt 0) ns ($(fmt "$ss" 0) + $(fmt "$rs" 0)) | $(verdict "${s%% *}" "<=" 50) |"
+		done
+	fi
+	if [ -n "${sd:-}" ]; then
+		echo "| daemon instructions per item per hop, source + destination (callgrind) | TCP loopback, $INTEG | ≤ 120 | $(fmt "$sd" 0) | $(verdict "$sd" "<=" 120) |"
+	fi
+	if [ -f latency.csv ]; then
+		for lay in $LAYOUTS; do
+			r=$(ratio_runs latency.csv 2,4 3 "\$1 == \"ferry-same-node\" && \$4 == \"$lay\"" "\$1 == \"raw-shm-ring\" && \$4 == \"$lay\"")
+			[ "${r##* }" = 0 ] && continue
+			echo "| same-node ping-pong through the daemon / raw shared-memory ring ping-pong | $lay, $INTEG | ≤ 3× | $(range "$r" fmt 1 ×) | $(verdict "${r%% *}" "<=" 3) |"
+		done
+		for lay in $LAYOUTS; do
+			two=$(med latency.csv "\$1 == \"ferry-two-node\" && \$4 == \"$lay\"" 3)
+			tcp=$(med latency.csv "\$1 == \"raw-tcp-loopback\" && \$4 == \"$lay\"" 3)
+			[ "$two" = nan ] && continue
+			d=$(awk -v a="$two" -v b="$tcp" 'BEGIN { print (a == "nan" || b == "nan") ? "nan" : a - b }')
+			echo "| two-node ping-pong − raw TCP loopback ping-pong | $lay, $INTEG | ≤ 5 µs | $(fmt "$d") µs ($(fmt "$two") µs vs $(fmt "$tcp") µs) | $(verdict "$d" "<=" 5) |"
+		done
+	fi
+	if [ -f bandwidth.csv ]; then
+		for lay in $LAYOUTS; do
+			raw=$(med bandwidth.csv "\$1 == \"raw-tcp-loopback\" && \$5 == \"$lay\"" 4)
+			bestbw=0 bests=0
+			for S in $(awk -F, 'NR > 1 && $1 == "ferry-two-nodes" { print $2 }' bandwidth.csv | sort -un); do
+				g=$(med bandwidth.csv "\$1 == \"ferry-two-nodes\" && \$2 == $S && \$5 == \"$lay\"" 4)
+				if awk -v a="$g" -v b="$bestbw" 'BEGIN { exit !(a != "nan" && a > b) }'; then bestbw=$g; bests=$S; fi
+			done
+			[ "$bests" = 0 ] && continue
+			r=$(awk -v a="$bestbw" -v b="$raw" 'BEGIN { print (b == "nan" || b == 0) ? "nan" : a / b }')
+			echo "| large items between two nodes / raw TCP loopback streaming | $lay, $INTEG | ≥ 80 % | $(awk -v x="$r" 'BEGIN { if (x == "nan") print "n/a"; else printf "%.0f %%", 100 * x }') ($(fmt "$bestbw") GB/s with $bests-byte items vs $(fmt "$raw") GB/s) | $(verdict "$r" ">=" 0.8) |"
+		done
+	fi
+
+	if [ -f alltoall.csv ]; then
+		echo
+		echo "## Fine-grained all-to-all, 16-byte items, 8 nodes × 2 processes (items/s)"
+		echo
+		echo "Integrity off. K=16384 is the sustained run (3.9 M items), the others bursts. ferry-d8/g42/g222"
+		echo "route over 1-D (direct), 4×2 and 2×2×2 virtual grids; noagg has aggregation off; mpi-isend sends"
+		echo "each item with \`MPI_Isend\`; mpi-alltoallv-R packs R items per destination by hand and calls"
+		echo "\`MPI_Alltoallv\` each round (TCP); mpi-shm over Open MPI's shared memory, the single-host bound."
+		echo
+		printf '| variant | conditions |'; for K in $KS; do printf ' K=%s |' "$K"; done; echo
+		printf '|---|---|'; for K in $KS; do printf '%s' '---|'; done; echo
+		for lay in $LAYOUTS; do
+			for v in $VARIANTS; do
+				[ -s "plot-K$lay-$v.dat" ] || continue
+				printf '| %s | %s |' "$v" "$lay"
+				for K in $KS; do
+					s=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K && \$15 == \"$lay\"" 11)
+					if [ "${s##* }" = 0 ]; then printf ' – |'; else printf ' %s |' "$(range "$s" mill)"; fi
+				done
+				echo
+			done
 		done
 		echo
-	done
-	echo
-	echo "Mean items per network frame (ferry):"
-	echo
-	printf '| variant |'; for K in $KS; do printf ' K=%s |' "$K"; done; echo
-	printf '|---|'; for K in $KS; do printf '%s' '---|'; done; echo
-	for v in $VARIANTS; do
-		case $v in ferry-*) ;; *) continue ;; esac
-		printf '| %s |' "$v"
-		for K in $KS; do
-			s=$(stats alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K" 13)
-			printf ' %s |' "$(fmt "${s%% *}" 1)"
-		done
+		echo "Mean items per network frame (ferry, shared):"
 		echo
-	done
+		printf '| variant |'; for K in $KS; do printf ' K=%s |' "$K"; done; echo
+		printf '|---|'; for K in $KS; do printf '%s' '---|'; done; echo
+		for v in $VARIANTS; do
+			case $v in ferry-*) ;; *) continue ;; esac
+			printf '| %s |' "$v"
+			for K in $KS; do
+				printf ' %s |' "$(fmt "$(med alltoall.csv "\$1 == \"K\" && \$2 == \"$v\" && \$7 == $K && \$15 == \"shared\"" 13)" 1)"
+			done
+			echo
+		done
+	fi
 	if [ -n "$MS" ]; then
 		echo
-		echo "## Item size sweep, K = 256, 8 nodes × 2 processes (items/s)"
+		echo "## Item size sweep, K = 256, 8 nodes × 2 processes (items/s; shared, integrity off, burst)"
 		echo
 		printf '| variant |'; for M in $MS; do printf ' %s B |' "$M"; done; echo
 		printf '|---|'; for M in $MS; do printf '%s' '---|'; done; echo
 		for v in $(awk -F, 'NR > 1 && $1 == "m" { print $2 }' alltoall.csv | awk '!seen[$0]++'); do
 			printf '| %s |' "$v"
 			for M in $MS; do
-				s=$(stats alltoall.csv "\$1 == \"m\" && \$2 == \"$v\" && \$6 == $M" 11)
-				printf ' %s |' "$(mill "${s%% *}")"
+				printf ' %s |' "$(mill "$(med alltoall.csv "\$1 == \"m\" && \$2 == \"$v\" && \$6 == $M" 11)")"
 			done
 			echo
 		done
 		echo
-		echo "## 4 nodes, 16-byte items, K = 256 (items/s)"
+		echo "## 4 nodes, 16-byte items, K = 256 (items/s; shared, integrity off, burst)"
 		echo
 		echo "| variant | 1 process per node | 2 processes per node |"
 		echo "|---|---|---|"
 		for v in $(awk -F, 'NR > 1 && $1 == "N4" { print $2 }' alltoall.csv | awk '!seen[$0]++'); do
-			a=$(stats alltoall.csv "\$1 == \"N4\" && \$2 == \"$v\" && \$4 == 1" 11)
-			b=$(stats alltoall.csv "\$1 == \"N4\" && \$2 == \"$v\" && \$4 == 2" 11)
-			echo "| $v | $(mill "${a%% *}") | $(mill "${b%% *}") |"
+			a=$(med alltoall.csv "\$1 == \"N4\" && \$2 == \"$v\" && \$4 == 1" 11)
+			b=$(med alltoall.csv "\$1 == \"N4\" && \$2 == \"$v\" && \$4 == 2" 11)
+			echo "| $v | $(mill "$a") | $(mill "$b") |"
+		done
+	fi
+	if [ -f gups.csv ]; then
+		echo
+		echo "## RandomAccess-style updates (GUPS: 1e9 updates per second over all ranks)"
+		echo
+		echo "fb_gups: 8 ranks on 4 nodes (direct), $(awk -F, 'NR == 2 { printf "2^%d words per rank, %d updates in all (4× the table)", $4, $5 }' gups.csv),"
+		echo "each update an 8-byte item to the owner of its word, XORed in on arrival, every rank checking it applied"
+		echo "exactly what was sent to it (xorshift values, not HPCC's generator). Comparator: the same updates"
+		echo "bucketed by hand (about 1024 per destination per round) and exchanged with MPI_Alltoallv (mb_gups)."
+		echo "Integrity off."
+		echo
+		echo "| variant | conditions | GUPS | seconds |"
+		echo "|---|---|---|---|"
+		for lay in $LAYOUTS; do
+			for v in ferry-d4 mpi-alltoallv-1024; do
+				s=$(stats gups.csv "\$1 == \"$v\" && \$9 == \"$lay\"" 8)
+				[ "${s##* }" = 0 ] && continue
+				echo "| $v | $lay | $(range "$s" fmt 4) | $(range "$(stats gups.csv "\$1 == \"$v\" && \$9 == \"$lay\"" 7)" fmt 3) |"
+			done
+		done
+	fi
+	if [ -f latency.csv ]; then
+		echo
+		echo "## Latency, 8-byte ping-pong, one way (µs; integrity off)"
+		echo
+		echo "| variant | conditions | median | min | max |"
+		echo "|---|---|---|---|---|"
+		for lay in $LAYOUTS; do
+			awk -F, 'NR > 1 { print $1 }' latency.csv | awk '!seen[$0]++' | while read -r v; do
+				s=$(stats latency.csv "\$1 == \"$v\" && \$4 == \"$lay\"" 3); set -- $s
+				[ "$4" = 0 ] && continue
+				echo "| $v | $lay | $(fmt "$1") | $(fmt "$2") | $(fmt "$3") |"
+			done
+		done
+	fi
+	if [ -f rate.csv ]; then
+		echo
+		echo "## Message rate and hardware limits (integrity off)"
+		echo
+		echo "| figure | conditions | median | min | max | unit |"
+		echo "|---|---|---|---|---|---|"
+		awk -F, 'NR > 1 { print $1 "," $4 "," $5 }' rate.csv | awk '!seen[$0]++' | while IFS=, read -r v u lay; do
+			s=$(stats rate.csv "\$1 == \"$v\" && \$5 == \"$lay\"" 3); set -- $s
+			echo "| $v | $lay | $(fmt "$1" 1) | $(fmt "$2" 1) | $(fmt "$3" 1) | $u |"
+		done
+	fi
+	if [ -f hop_cost.csv ] && [ "$(wc -l <hop_cost.csv)" -gt 1 ]; then
+		echo
+		echo "## Daemon instructions per item per hop (callgrind)"
+		echo
+		echo "tests/bench/hop_cost.sh: one daemon under \`valgrind --tool=callgrind\`, 16-byte items from rank 0 to"
+		echo "rank 1, 50 000 then 250 000 of them, the difference divided by 200 000; TCP on loopback, $INTEG."
+		echo "local: one node, TX ring to RX ring; source, forward, destination: the nodes of a 1×3 mesh."
+		echo "One hop to a neighbour costs source + destination; each node in between adds forward."
+		echo "A run is *fast* when no item waited in the daemon's memory. In *slow* runs the destination's"
+		echo "RX ring filled once and every later item was parked in daemon memory and moved later (about"
+		echo "twice the instructions); that happens only under valgrind (hop_cost.sh says more)."
+		echo
+		echo "| role | instructions per item, fast runs (median) | all runs (median) | runs |"
+		echo "|---|---|---|---|"
+		awk -F, 'NR > 1 { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' hop_cost.csv
+	fi
+	if [ -f bandwidth.csv ]; then
+		echo
+		echo "## Bandwidth (GB/s; integrity off)"
+		echo
+		echo "| variant | conditions | item bytes | median | min | max |"
+		echo "|---|---|---|---|---|---|"
+		awk -F, 'NR > 1 { print $1 "," $2 "," $5 }' bandwidth.csv | awk '!seen[$0]++' | sort -t, -k3,3 -s | while IFS=, read -r v S lay; do
+			s=$(stats bandwidth.csv "\$1 == \"$v\" && \$2 == $S && \$5 == \"$lay\"" 4); set -- $s
+			echo "| $v | $lay | $S | $(fmt "$1") | $(fmt "$2") | $(fmt "$3") |"
 		done
 	fi
 	echo
-	echo "## Latency, 8-byte ping-pong, one way (µs)"
-	echo
-	echo "| variant | median | min | max |"
-	echo "|---|---|---|---|"
-	awk -F, 'NR > 1 { print $1 }' latency.csv | awk '!seen[$0]++' | while read -r v; do
-		s=$(stats latency.csv "\$1 == \"$v\"" 3); set -- $s nan nan nan
-		echo "| $v | $(fmt "$1") | $(fmt "$2") | $(fmt "$3") |"
-	done
-	echo
-	echo "## Message rate and hardware limits"
-	echo
-	echo "| figure | median | min | max | unit |"
-	echo "|---|---|---|---|---|"
-	awk -F, 'NR > 1 { print $1 "," $4 }' rate.csv | awk '!seen[$0]++' | while IFS=, read -r v u; do
-		s=$(stats rate.csv "\$1 == \"$v\"" 3); set -- $s nan nan nan
-		echo "| $v | $(fmt "$1" 1) | $(fmt "$2" 1) | $(fmt "$3" 1) | $u |"
-	done
-	echo
-	echo "## Bandwidth (GB/s)"
-	echo
-	echo "| variant | item bytes | median | min | max |"
-	echo "|---|---|---|---|---|"
-	awk -F, 'NR > 1 { print $1 "," $2 }' bandwidth.csv | awk '!seen[$0]++' | while IFS=, read -r v S; do
-		s=$(stats bandwidth.csv "\$1 == \"$v\" && \$2 == $S" 4); set -- $s nan nan nan
-		echo "| $v | $S | $(fmt "$1") | $(fmt "$2") | $(fmt "$3") |"
-	done
-	echo
-	echo "Plots: alltoall-K.png, aggregation-K.png, alltoall-m.png, latency.png, bandwidth.png."
+	echo "Plots: $(ls ./*.png 2>/dev/null | sed 's|^\./||' | tr '\n' ' ')"
 	echo
 	cat <<'WHY'
 ## Why the targets that are not met are not (profiled on this kind of machine)
 
 These VMs have 2 cores and no hardware performance counters (`perf stat` says
-"not supported"), so the profiles below are instruction counts from
-`valgrind --tool=callgrind` and CPU time from `/proc/PID/schedstat`.
+"not supported"), so the profiles are instruction counts from callgrind
+(above) and CPU time from `/proc/PID/schedstat`.
 
 - **Hand-packed MPI_Alltoallv at large K.** The MPI program packs 1024 items
   per destination into one buffer and hands the kernel a few large messages:
   each item is touched about once, for a few nanoseconds.  Through ferry each
-  item is handled by the sending process (`ferry_send`, ~60 instructions on
-  its fast path), the sending daemon (~180 instructions: ring read, route,
-  copy into the aggregation buffer), the receiving daemon (~175: take the
-  frame apart, copy into the RX ring) and the receiving process, and here all
-  8 daemons and 16 processes share 2 cores, so every instruction is paid from
-  the same CPU budget (about 270 ns of CPU per item in total, 200 of it in the
-  daemons).  ferry is ahead while the data per destination is small (K up to
-  about 64 here, where the application cannot fill large packets itself: the
-  case TRAM addresses), and 13-16x ahead of per-item sends everywhere; with
-  the daemons on cores of their own, as on a real cluster, the comparison
-  shifts in ferry's favour.
-- **Daemon routing + aggregation per item per hop.** ~95 ns of daemon CPU per
-  item for both halves of a hop (sending + receiving side), about 180
-  instructions each; the rest of the time is cache-line transfers between the
-  client's core and the daemon's (every ring record is written on one core
-  and read on the other).  The TRAM thesis measured ~300 ns per routing step.
-- **Latency.** The raw comparators run 2 busy-polling processes on 2 cores;
-  a ping-pong through ferry needs 3 (same node) or 4 (two nodes) processes on
-  the same 2 cores, so every hop waits for the scheduler.  Spinning clients
-  and daemons yield the CPU between polls (without that the same-node
-  ping-pong took 102 us); with a core per process the hop costs would be the
-  ring and TCP figures measured here.
+  item is handled by the sending process (`ferry_send`), the sending daemon
+  (ring read, route, copy into the aggregation buffer), the receiving daemon
+  (take the frame apart, copy into the RX ring) and the receiving process:
+  several hundred instructions per item (the callgrind table above), where
+  the goal is 120 per hop.  With 8 daemons and 16 processes on 2 cores every
+  one of them comes out of the same CPU budget; pinned, the daemons have one
+  core between 8 of them and the 16 processes the other.  ferry is ahead
+  while the data per destination is small (the case TRAM addresses) and far
+  ahead of per-item sends everywhere.
+- **Daemon CPU per item per hop.** Instructions (above) plus cache-line
+  transfers between the client's core and the daemon's: every ring record is
+  written on one core and read on the other.  The TRAM thesis measured
+  ~300 ns per routing step.
+- **Latency.** Shared, a ping-pong through ferry needs 3 (same node) or 4
+  (two nodes) busy processes on 2 cores where the raw comparators need 2, so
+  hops wait for the scheduler; pinned, the two ranks share CPU 0 and the
+  comparators' two processes do too, so every hop is a switch on CPU 0.
 - **Bandwidth.** A large item is copied 6 times (client -> TX ring -> frame ->
   kernel -> daemon buffer -> RX ring -> reassembly buffer) against raw TCP's 2,
   by 4 processes against 2, on 2 cores.

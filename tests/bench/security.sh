@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/bench/security.sh BUILD OUT [quick] - what frame integrity and
 # encryption (security.integrity, security.encrypt; daemon/net/auth.h) cost.
-# make bench runs it (tests/bench/run.sh); it also runs alone.
+# make bench and make bench-security run it (tests/bench/run.sh); it also
+# runs alone.  Layout: shared (every process may run on both cores; lib.sh).
 #
 # Three 2-node clusters on loopback TCP, all with a cluster key: frames not
 # authenticated (integrity = false), authenticated (the default) and
@@ -36,6 +37,7 @@ cpu_ns() { cut -d' ' -f1 "/proc/$(dpid "$1")/schedstat"; }
 log "security: three 2-node clusters (frames plain, authenticated, encrypted)"
 "$BUILD/ferryctl" keygen >"$TMP/bench.key"
 chmod 600 "$TMP/bench.key"
+daemon_owns "$TMP/bench.key"    # (run as root, the daemons run as a user of their own)
 VARIANTS="off mac encrypt"
 for v in $VARIANTS; do
 	case $v in
@@ -132,6 +134,7 @@ cell() {        # cell VARIANT MEASURE SCALE [BASE]
 	echo "AES-NI $(grep -qw aes /proc/cpuinfo && echo yes || echo no)), one process per node unless said, libsodium $(pkg-config --modversion libsodium 2>/dev/null);"
 	echo "all three with a cluster key: *off* is \`security.integrity = false\`, *integrity* the default,"
 	echo "*encrypt* \`security.encrypt = true\` (ChaCha20-Poly1305: a tag per frame; encrypted bodies)."
+	echo "Layout: shared (daemons and processes on both cores, as the kernel decides); TCP on loopback."
 	echo "Medians of $RUNS runs [min..max]; after the comma, the ratio to *off*, run by run."
 	echo
 	echo "| figure | off | integrity | encrypt |"

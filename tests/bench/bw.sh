@@ -1,0 +1,31 @@
+#!/bin/bash
+# tests/bench/bw.sh BUILD OUT [quick] - the bandwidth family (make bench-bw):
+# large items between two nodes through ferry against a raw TCP stream on
+# loopback, pinned and shared taking turns run by run (lib.sh).  Writes
+# OUT/bandwidth.csv.  No cluster key: integrity off.
+. "$(dirname "$0")/lib.sh" "$@"
+
+BW=$OUT/bandwidth.csv
+echo "variant,item_bytes,run,gbytes_per_s,layout" >"$BW"
+log "bandwidth: large items between two nodes, pinned and shared"
+cluster bw 2 'topology: { virtual = "direct"; };'
+MB=512
+[ -n "$QUICK" ] && MB=128
+JOBN=0
+for run in $(seq "$RUNS"); do
+	for lay in pinned shared; do
+		layout "$lay"
+		for S in 65536 262144 1048576 4194304; do
+			JOBN=$((JOBN + 1))
+			FERRY_JOB=w$JOBN FERRY_RANK=0 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/bw_n0 \
+				"${APP[@]}" "$B/fb_bw" $S $MB >/dev/null 2>&1 &
+			peer=$!
+			g=$(FERRY_JOB=w$JOBN FERRY_RANK=1 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/bw_n1 \
+				"${APP[@]}" "$B/fb_bw" $S $MB | val gbytes_per_s)
+			wait $peer
+			echo "ferry-two-nodes,$S,$run,${g:-nan},$LAYOUT" >>"$BW"
+		done
+		echo "raw-tcp-loopback,1048576,$run,$("${APP[@]}" "$B/raw_tcp" stream $((MB * 2)) | val gbytes_per_s),$LAYOUT" >>"$BW"
+	done
+done
+end_cluster
