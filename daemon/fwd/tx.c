@@ -305,7 +305,9 @@ int tx_poll(void)
 	for (struct ep *s = ep_first(); s; s = s->next) {
 		if (s->failed)
 			continue;
-		if (s->pending.count) {
+		/* (Also when the queue is empty but XOFF is still on: a
+		 * delivery can drain the queue itself, ep_deliver_slow.) */
+		if (s->pending.count || s->xoff) {
 			work |= ep_flush_pending(s);
 			flow_check(s);
 		}

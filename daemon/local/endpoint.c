@@ -71,6 +71,15 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 {
 	uint64_t fp = ring_footprint(rec->len), cost;
 
+	/* Room may have come since the loop's last turn: what is queued goes
+	 * first, and if that was all, this record goes straight into the ring
+	 * as usual.  Without this, a receiver that fell behind once kept its
+	 * daemon queueing every item (twice the work each) for as long as
+	 * items kept coming faster than one queue flush per loop turn.  (The
+	 * queue may so drain outside tx_poll, which then sends XON: it looks
+	 * at every endpoint whose XOFF is on.) */
+	if (d->pending.count && !d->failed)
+		ep_flush_pending(d);
 	if (!d->failed && !d->pending.count) {
 		struct proto_rec *slot = ring_reserve_fast(&d->rx, rec->len);
 		int ret = slot ? 0 : ring_reserve(&d->rx, rec->len, &slot);
