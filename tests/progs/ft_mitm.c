@@ -171,7 +171,7 @@ static void frame_ab(struct conn *c, uint8_t *f, size_t n)
 		data_frames++;
 		plaintext += reads_as_items(f + sizeof(h), h.len - tag);
 	}
-	c->flags = h.flags;
+	c->flags = h.flags & WIRE_FRAME_SECURITY;     /* not URGENT: only DATA may be */
 	c->data_ab++;
 	c->last_seq_ab = h.seq;
 	if (c->attack < 0 && c->data_ab >= TRIGGER && next_attack < nattacks)
