@@ -477,6 +477,28 @@ These VMs have 2 cores and no hardware performance counters (`perf stat` says
   kernel -> daemon buffer -> RX ring -> reassembly buffer) against raw TCP's 2,
   by 4 processes against 2, on 2 cores.
 WHY
+	if [ -f knobs.csv ]; then
+		echo
+		echo "## Aggregation knobs (items/s; all-to-all 8 nodes × 2, 2×2×2 grid, 16 B; pinned, integrity off)"
+		echo
+		echo "Medians [min..max] per aggregation.buffer_bytes and aggregation.flush_us (defaults 16384 and 200);"
+		echo "items per network frame in parentheses."
+		echo
+		ks=$(awk -F, 'NR > 1 { print $3 }' knobs.csv | sort -un)
+		echo "| buffer_bytes | flush_us |$(for K in $ks; do printf ' K=%s |' "$K"; done)"
+		echo "|---|---|$(for K in $ks; do printf -- '---|'; done)"
+		for bb in $(awk -F, 'NR > 1 { print $1 }' knobs.csv | sort -un); do
+			for fu in $(awk -F, 'NR > 1 { print $2 }' knobs.csv | sort -un); do
+				row="| $bb | $fu |"
+				for K in $ks; do
+					st=$(stats knobs.csv "\$1 == $bb && \$2 == $fu && \$3 == $K" 7)
+					ipf=$(med knobs.csv "\$1 == $bb && \$2 == $fu && \$3 == $K" 8)
+					row="$row $(range "$st" mill) ($(fmt "$ipf" 0)) |"
+				done
+				echo "$row"
+			done
+		done
+	fi
 	if [ -f security.md ]; then
 		echo
 		cat security.md
