@@ -215,13 +215,37 @@ static int sender(const char *job, int to_r, int from_r)
 	return 0;
 }
 
+/* The fd-wake receivers' common end, ferry_fd() armed: says 'y' to the
+ * sender, waits on the fd (at most 5 s) for its one item, takes it, ends
+ * the step. */
+static int fd_gets_item(ferry_t *f, int to_s)
+{
+	struct ferry_item it[4];
+	struct pollfd pfd = { .fd = ferry_fd(f), .events = POLLIN };
+	double t0;
+	int ret;
+
+	say(to_s, 'y');
+	t0 = now_s();
+	ret = poll(&pfd, 1, 5000);
+	CHECK(ret == 1, "ferry_fd() readable when the item came, after %.3f s (poll = %d)", now_s() - t0, ret);
+	t0 = now_s();
+	do
+		ret = ferry_recv(f, it, 4, 1000);
+	while (ret == 0 && now_s() - t0 < 5);
+	CHECK(ret == 1 && it[0].src == 0 && it[0].len == LEN, "the item: %d", ret);
+	ferry_release(f);
+	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "the last step ends");
+	ferry_close(f);
+	return 0;
+}
+
 /* --fdwake, rank 1: the event-loop pattern of ferry.h (ferry_recv until it
  * returns 0, then wait on ferry_fd()) across a ferry_step_wait that slept. */
 static int fdwake_receiver(const char *job, int to_s, int from_s)
 {
 	ferry_t *f = open_rank(job, 1, 2);
 	struct ferry_item it[4];
-	struct pollfd pfd;
 	double t0;
 	int ret;
 
@@ -236,20 +260,7 @@ static int fdwake_receiver(const char *job, int to_s, int from_s)
 	CHECK(ret == 0 && now_s() - t0 >= 0.1, "step 1 ends after %.3f s asleep in ferry_step_wait", now_s() - t0);
 	ret = ferry_recv(f, it, 4, 0);
 	CHECK(ret == 0, "nothing yet in step 2: ferry_recv(..., 0) = %d", ret);
-	say(to_s, 'y');
-	pfd = (struct pollfd){ .fd = ferry_fd(f), .events = POLLIN };
-	t0 = now_s();
-	ret = poll(&pfd, 1, 5000);
-	CHECK(ret == 1, "ferry_fd() readable when the item came, after %.3f s (poll = %d)", now_s() - t0, ret);
-	t0 = now_s();
-	do
-		ret = ferry_recv(f, it, 4, 1000);
-	while (ret == 0 && now_s() - t0 < 5);
-	CHECK(ret == 1 && it[0].src == 0 && it[0].len == LEN, "the item: %d", ret);
-	ferry_release(f);
-	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step 2 ends");
-	ferry_close(f);
-	return 0;
+	return fd_gets_item(f, to_s);
 }
 
 /* --fdwake, rank 0: ends step 1 once rank 1 sleeps in ferry_step_wait, sends
@@ -280,8 +291,6 @@ static int fdpoll_receiver(const char *job, int to_s, int from_s)
 {
 	ferry_t *f = open_rank(job, 1, 2);
 	struct ferry_item it[4];
-	struct pollfd pfd;
-	double t0;
 	int ret;
 
 	(void)from_s;
@@ -290,20 +299,7 @@ static int fdpoll_receiver(const char *job, int to_s, int from_s)
 	CHECK(ret == 0, "nothing yet: ferry_recv(..., 0) = %d (arms ferry_fd)", ret);
 	ret = ferry_poll(f, FERRY_POLLOUT, 0);
 	CHECK(ret == FERRY_POLLOUT, "room to send: ferry_poll(POLLOUT, 0) = %d", ret);
-	say(to_s, 'y');
-	pfd = (struct pollfd){ .fd = ferry_fd(f), .events = POLLIN };
-	t0 = now_s();
-	ret = poll(&pfd, 1, 5000);
-	CHECK(ret == 1, "ferry_fd() readable when the item came, after %.3f s (poll = %d)", now_s() - t0, ret);
-	t0 = now_s();
-	do
-		ret = ferry_recv(f, it, 4, 1000);
-	while (ret == 0 && now_s() - t0 < 5);
-	CHECK(ret == 1 && it[0].src == 0 && it[0].len == LEN, "the item: %d", ret);
-	ferry_release(f);
-	CHECK(ferry_done(f) == 0 && ferry_step_wait(f, 30000) == 0, "step ends");
-	ferry_close(f);
-	return 0;
+	return fd_gets_item(f, to_s);
 }
 
 /* --fdwake-poll, rank 0: one item once rank 1 waits on its fd. */
