@@ -164,7 +164,9 @@ static void frame_in(void)
 	}
 	if (!(next() & 31) && len > 8)
 		body[next() % len] ^= next();   /* and sometimes a damaged one */
+	fake.data_flags = next() & 1 ? WIRE_FRAME_URGENT : 0;   /* its next hops flush what it brought */
 	fake_arrive(fl, WIRE_DATA, ++seq_in[from3 ? 3 : 0], 0, body, (uint32_t)len);
+	fake.data_flags = 0;
 }
 
 /* Records from client c into its TX ring. */

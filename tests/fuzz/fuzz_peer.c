@@ -42,11 +42,12 @@ static struct {
 	unsigned long up[3], sealed_taken, tampered_refused;
 } reached;
 
-static int above_rx(struct peer *p, const uint8_t *body, uint32_t len)
+static int above_rx(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 {
 	(void)p;
 	(void)body;
 	(void)len;
+	(void)urgent;
 	if (tampering)
 		abort();        /* a frame that fails its check reached the layer above */
 	return answer;
@@ -149,7 +150,7 @@ static void one(void)
 			arrive(k, kind, seq, ack, body, len);  /* sealed as the other end would, when up */
 		} else {        /* not sealed: flags from the input, no tag or a made-up one */
 			uint8_t frame[sizeof(struct wire_frame_hdr) + sizeof(body)];
-			struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .flags = how & 3,
+			struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .flags = how & 7,
 						    .len = len, .seq = seq, .ack = ack };
 
 			wire_encode_hdr(frame, &h);

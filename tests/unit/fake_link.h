@@ -67,6 +67,7 @@ static struct {
 	int connects;
 	int used_dead;                  /* contract violations: ops on a dead link */
 	int frames;                     /* enum auth_frames of the daemon under test */
+	uint16_t data_flags;            /* fake_arrive: more flags on DATA frames (URGENT) */
 } fake;
 
 /* The daemon wrote a frame (sealed): the other end reads it. */
@@ -283,6 +284,8 @@ static inline int fake_arrive(struct fake_link *fl, uint8_t kind, uint64_t seq, 
 
 	if (seal)
 		h.flags = fl->remote.mode == AUTH_FRAMES_ENCRYPT ? WIRE_FRAME_MAC | WIRE_FRAME_SEALED : WIRE_FRAME_MAC;
+	if (kind == WIRE_DATA)
+		h.flags |= fake.data_flags;
 	wire_encode_hdr(frame, &h);
 	if (len)
 		memcpy(frame + sizeof(h), body, len);
