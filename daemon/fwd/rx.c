@@ -29,6 +29,11 @@ static struct {
 	uint32_t nnodes;
 	uint8_t *valid;                 /* nnodes entries: items for that node may come */
 	struct rx_peer *peers;          /* by peer index */
+	/* pass_on of an urgent frame: the hops it touched (touch) */
+	struct agg_hop **touched;       /* peer_count() entries */
+	uint32_t ntouched;
+	uint32_t *mark;                 /* by peer index */
+	uint32_t mark_now;              /* one more per urgent pass_on */
 } taker;
 
 /* An item for a rank here, of job j (NULL: not here), whose size and rank
@@ -84,32 +89,22 @@ static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *
 }
 
 /* The next hops an urgent frame's items went on to (pass_on), to be
- * flushed after it; more than fit: all of them. */
-struct touched {
-	struct agg_hop *hop[8];
-	uint32_t n;
-	int all;
-};
-
-static void touch(struct touched *t, struct agg_hop *h)
+ * flushed after it: exactly those, never more (a frame must not make the
+ * node send buffers it put nothing into).  taker.touched lists them, each
+ * once: taker.mark[hop index] == taker.mark_now marks the ones listed. */
+static void touch(struct agg_hop *h)
 {
-	for (uint32_t i = 0; i < t->n; i++)
-		if (t->hop[i] == h)
-			return;
-	if (t->n < sizeof(t->hop) / sizeof(t->hop[0]))
-		t->hop[t->n++] = h;
-	else
-		t->all = 1;
+	if (taker.mark[h->idx] == taker.mark_now)
+		return;
+	taker.mark[h->idx] = taker.mark_now;
+	taker.touched[taker.ntouched++] = h;
 }
 
-static void flush_touched(const struct touched *t)
+static void flush_touched(void)
 {
-	if (t->all) {
-		agg_flush_all(AGG_FLUSH_EXPLICIT);
-		return;
-	}
-	for (uint32_t i = 0; i < t->n; i++)
-		agg_flush_hop(t->hop[i], AGG_FLUSH_EXPLICIT);
+	for (uint32_t i = 0; i < taker.ntouched; i++)
+		agg_flush_hop(taker.touched[i], AGG_FLUSH_EXPLICIT);
+	taker.ntouched = 0;
 }
 
 /* Passes on the items of body from offset off.  Returns the offset of the
@@ -125,8 +120,13 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 	uint64_t delivered = 0, forwarded = 0, jkey = 0;
 	uint32_t self = taker.self, jsize = 0;
 	const struct job_rank *jranks = NULL;
-	struct touched t = { .n = 0 };
 	struct job *j = NULL;
+
+	if (urgent && ++taker.mark_now == 0) {
+		/* The marks wrapped: none may look current. */
+		memset(taker.mark, 0, peer_count() * sizeof(*taker.mark));
+		taker.mark_now = 1;
+	}
 
 	static_assert(offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, job) == 12 &&
 		      offsetof(struct wire_item, dst) == 16 && offsetof(struct wire_item, src) == 20 &&
@@ -166,7 +166,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			proto_copy(slot, p, wire_item_footprint((uint32_t)w0));
 			forwarded++;
 			if (urgent)
-				touch(&t, agg_hops[node]);
+				touch(agg_hops[node]);
 		} else {
 			struct wire_item it;
 
@@ -175,15 +175,15 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 				break;
 			forwarded++;
 			if (urgent)
-				touch(&t, agg_hops[node]);
+				touch(agg_hops[node]);
 		}
 		off += (uint32_t)wire_item_footprint((uint32_t)w0);
 	}
 	r->items_delivered += delivered;
 	r->items_forwarded += forwarded;
 	rx_items_local += delivered;
-	if (t.n || t.all)
-		flush_touched(&t);
+	if (taker.ntouched)
+		flush_touched();
 	return off;
 }
 
@@ -229,13 +229,13 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 		}
 	}
 	r->items_recv += n;
-	before = rx_items_local;
+	before = ep_stats.items_delivered;
 	done = pass_on(p, r, body, len, 0, urgent);
 	/* What this frame brought is visible to its receivers now, not at the
 	 * end of the loop's turn: a turn that reads many frames off a link
 	 * would otherwise fill an RX ring with records its client cannot see
 	 * yet, and queue the rest (twice the work per item). */
-	if (rx_items_local != before)
+	if (ep_stats.items_delivered != before)        /* records written into rings */
 		ep_publish();
 	if (done == len)
 		return 0;
@@ -294,7 +294,10 @@ int rx_init(const struct conf *c, uint32_t self)
 	taker.nnodes = c->nnodes;
 	taker.valid = calloc(c->nnodes, 1);
 	taker.peers = calloc(peer_count() ? peer_count() : 1, sizeof(*taker.peers));
-	if (!taker.valid || !taker.peers)
+	taker.touched = calloc(peer_count() ? peer_count() : 1, sizeof(*taker.touched));
+	taker.mark = calloc(peer_count() ? peer_count() : 1, sizeof(*taker.mark));
+	taker.ntouched = taker.mark_now = 0;
+	if (!taker.valid || !taker.peers || !taker.touched || !taker.mark)
 		return -ENOMEM;
 	for (uint32_t n = 0; n < c->nnodes; n++)
 		taker.valid[n] = n == self || agg_routable(n);
@@ -311,6 +314,10 @@ void rx_fini(void)
 	}
 	free(taker.peers);
 	free(taker.valid);
+	free(taker.touched);
+	free(taker.mark);
 	taker.peers = NULL;
 	taker.valid = NULL;
+	taker.touched = NULL;
+	taker.mark = NULL;
 }
