@@ -6,10 +6,8 @@
 #include "../proto/clock.h"
 #include "../proto/ring.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <sched.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,9 +196,6 @@ static int collect_fast(struct ferry *f, struct ferry_item *items, int max)
 	uint32_t nranks = f->size;
 	int n = 0;
 
-	static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, flags) == 5 &&
-		      offsetof(struct proto_rec, channel) == 6 && offsetof(struct proto_rec, src) == 12,
-		      "collect_fast reads struct proto_rec's layout");
 	if (f->reasm)
 		return 0;
 	while (n < max) {

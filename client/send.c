@@ -7,7 +7,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 
 /* Every fragment of the largest item has an index (proto/ring.h). */
@@ -93,9 +92,6 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 	 * items) takes the general way, kept out of line so that this path
 	 * saves no registers it does not use. */
 	static_assert(PROTO_FRAG_BYTES == 1u << 16 && FERRY_MAX_CHANNEL == 0xffff, "one shift checks both");
-	static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, channel) == 6 &&
-		      offsetof(struct proto_rec, dst) == 8 && offsetof(struct proto_rec, src) == 12,
-		      "ferry_send writes struct proto_rec's layout");
 	/* (An item of exactly PROTO_FRAG_BYTES takes the general way.) */
 	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size && !(f->step_done | f->dead), 1) &&
 	    (rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {

@@ -125,6 +125,11 @@ struct proto_rec {
 	uint32_t src;           /* source rank; on TX the daemon overrides it */
 };
 static_assert(sizeof(struct proto_rec) == 16, "ring record layout");
+/* The per-item loops read and write the header as two little-endian words
+ * (ferry_send, collect_fast, ferryd's drain_fast, wire.h's conversions). */
+static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, flags) == 5 &&
+	      offsetof(struct proto_rec, channel) == 6 && offsetof(struct proto_rec, dst) == 8 &&
+	      offsetof(struct proto_rec, src) == 12, "struct proto_rec's words");
 
 /* The shared header in front of each ring's data.  head and tail change all
  * the time, each on its own line; the flags change only when a side goes to

@@ -344,27 +344,42 @@ static inline size_t wire_encode_item(void *buf, const struct wire_item *it, con
 	return fp;
 }
 
-/* wire_encode_item with the header's fields given one by one: the header is
- * three words stored straight into the frame, never a struct in memory
- * first (the per-item path at the source node, fwd/tx.c). */
-static inline size_t wire_put_item(uint8_t *p, uint32_t len, uint8_t flags, uint8_t gen, uint16_t channel,
-				   uint32_t node, uint32_t job, uint32_t dst, uint32_t src, const void *payload)
+/* The per-item paths move headers between the two layouts as 64-bit words
+ * (proto/ring.h struct proto_rec: len, kind, flags, channel | dst, src;
+ * struct wire_item: len, flags, gen, channel | node, job | dst, src): the
+ * first words differ only in the bytes 4 and 5, the last words are the
+ * same.  These two are the only places that know it. */
+static_assert(offsetof(struct wire_item, flags) == 4 && offsetof(struct wire_item, gen) == 5 &&
+	      offsetof(struct wire_item, channel) == 6 && offsetof(struct wire_item, node) == 8 &&
+	      offsetof(struct wire_item, job) == 12 && offsetof(struct wire_item, dst) == 16 &&
+	      offsetof(struct wire_item, src) == 20, "struct wire_item's words");
+
+/* Appends the item of an ITEM record whose header words are rec_w0 and
+ * dst_src (src: the sender's rank) at p, for node and job (generation gen),
+ * as wire_encode_item would: the header as three words stored straight into
+ * the frame, the padding zeroed.  Returns the bytes written. */
+static inline size_t wire_put_rec_item(uint8_t *p, uint64_t rec_w0, uint8_t gen, uint32_t node, uint32_t job,
+				       uint64_t dst_src, const void *payload)
 {
-	uint64_t w0 = len | (uint64_t)flags << 32 | (uint64_t)gen << 40 | (uint64_t)channel << 48;
+	uint32_t len = (uint32_t)rec_w0;
+	uint64_t w0 = (rec_w0 & 0xffff0000ffffffffull) | ((rec_w0 >> 8) & 0xff00000000ull) | (uint64_t)gen << 40;
 	uint64_t w1 = node | (uint64_t)job << 32;
-	uint64_t w2 = dst | (uint64_t)src << 32;
 	size_t fp = wire_item_footprint(len);
 
-	static_assert(offsetof(struct wire_item, gen) == 5 && offsetof(struct wire_item, channel) == 6 &&
-		      offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, dst) == 16,
-		      "wire_put_item writes struct wire_item's layout");
 	__builtin_memcpy(p, &w0, 8);
 	__builtin_memcpy(p + 8, &w1, 8);
-	__builtin_memcpy(p + 16, &w2, 8);
+	__builtin_memcpy(p + 16, &dst_src, 8);
 	if (len & 7)    /* zero the padding: the payload overwrites the rest of the word */
 		__builtin_memset(p + fp - 8, 0, 8);
 	proto_copy(p + sizeof(struct wire_item), payload, len);
 	return fp;
+}
+
+/* The first word of the ITEM record for an item whose first wire header
+ * word is wire_w0 (the record's second word is the wire's third). */
+static inline uint64_t wire_rec_word0(uint64_t wire_w0)
+{
+	return (wire_w0 & 0xffff0000ffffffffull) | ((wire_w0 & 0xff00000000ull) << 8) | (uint64_t)PROTO_REC_ITEM << 32;
 }
 
 /* The item header at p of a body that wire_next_item has validated whole

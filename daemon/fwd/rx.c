@@ -49,20 +49,7 @@ static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *
 	struct proto_rec rec, *slot;
 
 	if (__builtin_expect(d && !d->pending.count, 1) && (slot = ring_reserve_fast(&d->rx, len)) != NULL) {
-		/* The record header: the wire's first word with the flags
-		 * moved up into their byte and the kind in theirs (the
-		 * reverse of fwd/tx.c's drain_fast); dst and src as they
-		 * are. */
-		uint64_t r0 = (w0 & 0xffff0000ffffffffull) | ((w0 & 0xff00000000ull) << 8) |
-			      (uint64_t)PROTO_REC_ITEM << 32;
-
-		__builtin_memcpy(slot, &r0, 8);
-		__builtin_memcpy((uint8_t *)slot + 8, &w2, 8);
-		proto_copy((uint8_t *)(slot + 1), payload, len);
-		d->rx_dirty = 1;
-		d->items_received++;
-		j->ringed++;
-		ep_stats.items_delivered++;
+		ep_put_words(d, slot, wire_rec_word0(w0), w2, payload, len);
 		return 0;
 	}
 	if (!d) {
@@ -127,10 +114,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 		memset(taker.mark, 0, peer_count() * sizeof(*taker.mark));
 		taker.mark_now = 1;
 	}
-
-	static_assert(offsetof(struct wire_item, node) == 8 && offsetof(struct wire_item, job) == 12 &&
-		      offsetof(struct wire_item, dst) == 16 && offsetof(struct wire_item, src) == 20 &&
-		      offsetof(struct wire_item, gen) == 5, "pass_on reads struct wire_item's layout");
+	/* (The header's words: proto/wire.h, before wire_put_rec_item.) */
 	while (off < len) {
 		const uint8_t *p = body + off;
 		const void *payload = p + sizeof(struct wire_item);

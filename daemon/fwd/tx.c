@@ -73,8 +73,10 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 		uint8_t *slot = agg_reserve_hop(hop, rec->len);
 
 		if (slot) {
-			wire_put_item(slot, rec->len, rec->flags, j->gen, rec->channel, node, j->id, rec->dst,
-				      rec->src, payload);
+			uint64_t w[2];
+
+			__builtin_memcpy(w, rec, sizeof(w));
+			wire_put_rec_item(slot, w[0], j->gen, node, j->id, w[1], payload);
 		} else {
 			struct wire_item it = {
 				.len = rec->len, .flags = rec->flags, .channel = rec->channel, .node = node,
@@ -115,12 +117,10 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 	const uint8_t *data = r->data;
 	const struct job_rank *ranks = j->ranks;
 	uint64_t size = r->size, tail = r->tail, head = r->head, bytes = 0;
-	uint64_t gen = (uint64_t)j->gen << 40, job = (uint64_t)j->id << 32, src = (uint64_t)s->rank << 32;
-	uint32_t nranks = j->size, self = drainer.self, n = 0, *put = s->put_serial;
+	uint64_t src = (uint64_t)s->rank << 32;
+	uint32_t nranks = j->size, self = drainer.self, job = j->id, n = 0, *put = s->put_serial;
+	uint8_t gen = j->gen;
 
-	static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec, flags) == 5 &&
-		      offsetof(struct proto_rec, channel) == 6 && offsetof(struct proto_rec, dst) == 8 &&
-		      offsetof(struct proto_rec, src) == 12, "drain_fast reads struct proto_rec's layout");
 	while (n < budget) {
 		uint64_t pos = tail & (size - 1), avail = head - tail, w0, w1, fp;
 		uint32_t len, dst, node;
@@ -148,14 +148,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 
 			if (d->pending.count || !(rs = ring_reserve_fast(&d->rx, len)))
 				break;
-			w1 = dst | src;
-			__builtin_memcpy(rs, &w0, 8);
-			__builtin_memcpy((uint8_t *)rs + 8, &w1, 8);
-			proto_copy((uint8_t *)(rs + 1), data + pos + sizeof(struct proto_rec), len);
-			d->rx_dirty = 1;
-			d->items_received++;
-			j->ringed++;
-			ep_stats.items_delivered++;
+			ep_put_words(d, rs, w0, dst | src, data + pos + sizeof(struct proto_rec), len);
 			goto next;
 		}
 		node = ranks[dst].node;
@@ -165,18 +158,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 		if (!(slot = agg_reserve_hop(hop, len)))
 			break;
 		put[hop->idx] = hop->serial;
-		/* The wire header: the record's first word with the flags
-		 * moved into the kind's byte and the generation into the
-		 * flags' (wire.h, wire_put_item); node and job; dst and us. */
-		w0 = (w0 & 0xffff0000ffffffffull) | ((w0 >> 8) & 0xff00000000ull) | gen;
-		__builtin_memcpy(slot, &w0, 8);
-		w0 = node | job;
-		__builtin_memcpy(slot + 8, &w0, 8);
-		w1 = dst | src;
-		__builtin_memcpy(slot + 16, &w1, 8);
-		if (len & 7)
-			__builtin_memset(slot + sizeof(struct wire_item) + (fp - sizeof(struct proto_rec)) - 8, 0, 8);
-		proto_copy(slot + sizeof(struct wire_item), data + pos + sizeof(struct proto_rec), len);
+		wire_put_rec_item(slot, w0, gen, node, job, dst | src, data + pos + sizeof(struct proto_rec));
 next:
 		tail += fp;
 		bytes += len;

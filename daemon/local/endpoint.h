@@ -130,6 +130,21 @@ uint64_t ep_region_bytes(void);
  * (small control records). */
 int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force);
 
+/* Writes an item record whose header is the two words w0, w1 (and len
+ * payload bytes) into a reserved RX ring slot, and accounts it: ep_put for
+ * the per-item loops (fwd/tx.c drain_fast, fwd/rx.c deliver). */
+static inline void ep_put_words(struct ep *d, struct proto_rec *slot, uint64_t w0, uint64_t w1, const void *payload,
+				uint32_t len)
+{
+	__builtin_memcpy(slot, &w0, 8);
+	__builtin_memcpy((uint8_t *)slot + 8, &w1, 8);
+	proto_copy((uint8_t *)(slot + 1), payload, len);
+	d->rx_dirty = 1;
+	d->items_received++;
+	d->job->ringed++;
+	ep_stats.items_delivered++;
+}
+
 /* Copies a record into a reserved RX ring slot and accounts it. */
 static inline void ep_put(struct ep *d, struct proto_rec *slot, const struct proto_rec *rec, const void *payload)
 {
