@@ -177,12 +177,17 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 
 # ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
-$(BUILD)/tests/ft_raw $(BUILD)/tests/ft_conns: $(BUILD)/tests/%: tests/progs/%.c $(PROTO_SRC)
+# Programs and harnesses built from several sources in one command get no
+# usable .d file (each source's dependencies overwrite the last's), so they
+# depend on every header there is: a changed header must rebuild them.
+ALL_HDR    := $(wildcard proto/*.h client/*.h daemon/*/*.h tests/unit/*.h)
+
+$(BUILD)/tests/ft_raw $(BUILD)/tests/ft_conns: $(BUILD)/tests/%: tests/progs/%.c $(PROTO_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
 
 # ft_peer pretends to be a daemon on a link.
-$(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC)
+$(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC) $(call pkglibs,libsodium)
 
@@ -197,7 +202,7 @@ $(BUILD)/tests/ft_deny: tests/progs/ft_deny.c
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libseccomp)
 
 # ft_mitm relays and attacks a link between two daemons.
-$(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC)
+$(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
 
@@ -215,25 +220,25 @@ FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefine
 # tests, with the modules it needs compiled in.
 FUZZ_PEER_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
                  $(wildcard daemon/net/*.c)
-$(BUILD)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/unit/fake_link.h $(FUZZ_PEER_SRC)
+$(BUILD)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(FUZZ_PEER_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_PEER_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
 # The data path (forwarding, cluster control items, TX draining) runs the
 # whole daemon library on that transport.
 FUZZ_FWD_SRC := $(PROTO_SRC) $(PLAN_SRC) $(DAEMON_LIB_SRC)
-$(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c tests/unit/fake_link.h $(FUZZ_FWD_SRC)
+$(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c $(FUZZ_FWD_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_FWD_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
 # The control-socket sessions over real sockets, with the local layer under them.
 FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
                     $(wildcard daemon/local/*.c)
-$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC)
+$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 

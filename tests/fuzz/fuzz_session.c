@@ -71,10 +71,9 @@ static void rank_joined(struct job *j, uint32_t rank)
 	(void)rank;
 }
 
-static void rank_left(struct job *j, uint32_t rank)
+static void rank_left(struct ep *ep)
 {
-	(void)j;
-	(void)rank;
+	(void)ep;
 }
 
 static const struct sess_events events = { .rank_joined = rank_joined, .rank_left = rank_left };
