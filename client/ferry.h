@@ -53,6 +53,17 @@ typedef struct ferry ferry_t;
  * receives only between sends, receivers whose RX rings are full can stop
  * the senders for good.  Such programs use ferry_poll instead. */
 #define FERRY_BLOCKING  0x1u
+/* FERRY_BATCH: items of up to FERRY_BATCH_ITEM bytes are kept in this
+ * process, per destination rank, and handed to ferryd a batch at a time: a
+ * fraction of the cost per item in ferry_send and in every daemon on the
+ * way (README, "Batches").  Order and exactly-once delivery are as without
+ * it.  An item leaves the process when its rank's batch is full, or when
+ * the program runs out of other things to do: ferry_recv finding nothing to
+ * receive (and every 16th ferry_recv that does), ferry_poll, ferry_flush,
+ * ferry_done, ferry_close.  A program that sends and then waits for
+ * something outside libferry calls ferry_flush first. */
+#define FERRY_BATCH     0x2u
+#define FERRY_BATCH_ITEM 256u
 
 struct ferry_opts {
 	const char *job;        /* job name; NULL: $FERRY_JOB, then Slurm's
@@ -65,7 +76,7 @@ struct ferry_opts {
 				 * 0: $FERRY_TIMEOUT_MS, else 60000; < 0: forever */
 	const char *runtime_dir;/* where ferryd's socket is; NULL: $FERRY_RUNTIME_DIR,
 				 * else /run/ferry */
-	unsigned flags;         /* FERRY_BLOCKING */
+	unsigned flags;         /* FERRY_BLOCKING, FERRY_BATCH */
 };
 
 /* One received item.  data points into shared memory (or, for items above
@@ -98,8 +109,10 @@ int ferry_size(const ferry_t *f);
  * -EAGAIN when the ring is full (try again after receiving: the daemon is
  * applying backpressure) unless FERRY_BLOCKING; -EINVAL bad rank or channel;
  * -EMSGSIZE len > FERRY_MAX_ITEM; -ECONNRESET the daemon went away.
- * Items above 64 KiB: once the first piece is in, the call waits for room
- * for the rest. */
+ * Items above 64 KiB: once the first piece is in, the call returns; the
+ * library keeps a copy of the rest and hands it over as the ring makes room
+ * (in later calls: ferry_send says -EAGAIN until it is all in).  With
+ * FERRY_BLOCKING the call waits for room for the rest instead. */
 int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
 
 /* Asks the daemon to send everything this endpoint has sent so far without
@@ -123,6 +136,9 @@ void ferry_release(ferry_t *f);
  * the return of ferry_step_wait, ferry_send returns -EBUSY.  Steps repeat:
  * the next ferry_send starts the next step.  ferry_done returns -EALREADY if
  * called twice in a step; ferry_step_wait -EINVAL without ferry_done.
+ * ferry_done never waits: what it cannot hand over now for want of room
+ * (its DONE record last) ferry_step_wait hands over, receiving meanwhile
+ * (ferry_recv and ferry_poll also do when they find nothing to receive).
  * A step that can never complete fails instead of waiting for ever:
  * ferry_step_wait returns -EPIPE when a rank left the job (within about 2 s
  * of its exit), -EHOSTDOWN when a node or link the job needs was lost (a

@@ -53,10 +53,31 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	return 0;
 }
 
+/* FERRY_BATCH: a batch per destination rank, of 1 MiB / size bytes (at
+ * least 512, at most PROTO_BATCH_MAX), or $FERRY_BATCH_BYTES within those
+ * bounds; the buffers themselves come with a rank's first item. */
+static int batch_setup(struct ferry *f)
+{
+	int env;
+	uint32_t cap = (1u << 20) / f->size;
+
+	if (conn_env_int("FERRY_BATCH_BYTES", &env) == 1)
+		cap = (uint32_t)env;
+	cap &= ~7u;
+	cap = cap < 512 ? 512 : cap > PROTO_BATCH_MAX ? PROTO_BATCH_MAX : cap;
+	f->batch_cap = cap;
+	f->batch = calloc(f->size, sizeof(*f->batch));
+	f->batch_open = calloc(f->size, sizeof(*f->batch_open));
+	if (!f->batch || !f->batch_open)
+		return conn_seterr(-ENOMEM, "out of memory for batches");
+	return 0;
+}
+
 static void destroy(struct ferry *f)
 {
 	ferry_release(f);
 	rx_free(f);
+	batch_free(f);
 	if (f->region)
 		munmap(f->region, f->region_bytes);
 	if (f->efd_client >= 0)
@@ -191,6 +212,8 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			if (ret < 0)
 				goto err;
 			poll_setup(f);          /* once the daemon's messages said who it is */
+			if ((f->flags & FERRY_BATCH) && (ret = batch_setup(f)) < 0)
+				goto err;
 			break;
 		} else {
 			ret = conn_seterr(-EPROTO, "unexpected control message %u from ferryd", m.type);

@@ -57,6 +57,31 @@ struct ferry {
 	char fail_text[192];    /* ... and what the daemon said happened */
 	struct ferry_item *stash;       /* items copied out of the ring while waiting */
 	size_t stash_head, stash_len, stash_cap;
+	/* The rest of a large item whose first piece is in the TX ring
+	 * (send.c): it goes in as the ring makes room, before anything else
+	 * is sent, so that ferry_send never waits without FERRY_BLOCKING. */
+	uint8_t *large;         /* its bytes from the next piece on */
+	uint32_t large_left;    /* bytes of it still to go; 0: none */
+	uint32_t large_base;    /* offset in the item of large[0] */
+	uint32_t large_at;      /* ... and of the next piece */
+	uint32_t large_dst;
+	uint16_t large_channel;
+	int done_held;          /* ferry_done's DONE record, after all of that */
+	/* FERRY_BATCH (send.c) */
+	struct batch *batch;    /* by destination rank; NULL without FERRY_BATCH */
+	uint32_t batch_cap;     /* bytes of item records one batch holds */
+	uint32_t *batch_open;   /* the ranks whose batch holds records */
+	uint32_t nbatch_open;
+	uint32_t recv_unflushed;        /* ferry_recv calls since batches were pushed */
+	int tx_armed;           /* producer_waiting set for batches the ring had no room for */
+};
+
+/* Records for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
+ * until the first item), as they will lie in the receiver's RX ring. */
+struct batch {
+	uint32_t fill;
+	uint32_t open_idx;      /* where the rank is in batch_open while fill > 0 */
+	uint8_t *buf;
 };
 
 /* --- conn.c: errors, the environment, the control socket --- */
@@ -131,6 +156,32 @@ void poll_rearm(struct ferry *f);
  * says), then a wait until the daemon has taken every TX record, at most
  * timeout_ms (-1: forever).  Returns 0 or -errno. */
 int tx_drain(struct ferry *f, int timeout_ms);
+
+/* Output the process still holds: the rest of a large item, open batches
+ * (FERRY_BATCH), the DONE of ferry_done. */
+static inline int out_pending(const struct ferry *f)
+{
+	return f->large_left != 0 || f->nbatch_open != 0 || f->done_held;
+}
+
+/* Hands what out_pending says to the daemon (block: waiting for room in
+ * the TX ring, else as much as fits now): the rest of a large item first,
+ * then every open batch.  Returns 0 when nothing is left, -EAGAIN when the
+ * ring had no room (f->want_room says how much it needs), or the error
+ * that ended the session. */
+int out_flush(struct ferry *f, int block);
+
+/* For a call about to sleep until the daemon wakes it, or to tell the
+ * application that there is nothing to receive: out_flush without
+ * waiting, and if something stays for want of room, sets the TX ring's
+ * producer_waiting so that room wakes us too (ferry_fd() included;
+ * f->tx_armed, which out_disarm clears).  Returns 1 if the caller must not
+ * sleep (room came, or output left), 0 to sleep, or an error. */
+int out_arm(struct ferry *f);
+void out_disarm(struct ferry *f);
+
+/* Frees the batches. */
+void batch_free(struct ferry *f);
 
 /* --- recv.c --- */
 

@@ -121,19 +121,31 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 	unsigned r;
 
 	for (;;) {
+		unsigned want = events;
 		int ret, wait;
 
+		if (out_pending(f)) {
+			/* Waiting: what is batched leaves first, and room for
+			 * what the ring cannot take yet is waited for too. */
+			ret = out_flush(f, 0);
+			if (ret < 0 && ret != -EAGAIN)
+				return ret;
+			if (out_pending(f))
+				want |= FERRY_POLLOUT;
+		}
 		if ((r = ready(f, events)) != 0 || events == 0 || timeout_ms == 0)
 			break;
+		if (want != events && ready(f, FERRY_POLLOUT))
+			continue;
 		if (proto_now_ns() < spin_until) {
 			sched_yield();
 			continue;
 		}
-		if (arm(f, events))
+		if (arm(f, want))
 			continue;
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
-		disarm(f, events);
+		disarm(f, want);
 		if (ret == -ETIMEDOUT)
 			return (int)ready(f, events);
 		if (ret < 0)

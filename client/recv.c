@@ -19,6 +19,8 @@
  * that polls now and then learns of a dead daemon within that). */
 #define RECV_CHECK_NS      1000000u
 #define RECV_CHECK_CALLS   64u
+/* FERRY_BATCH: ferry_recv pushes batches at least every this many calls. */
+#define RECV_BATCH_CALLS   16u
 #define RECV_CHECK_MAX_NS  50000000u
 
 /* A large item being put back together from its fragments.  Items of one
@@ -288,6 +290,14 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 	if (max <= 0)
 		return conn_seterr(-EINVAL, "max must be positive");
 	ferry_release(f);
+	if (out_pending(f) && ++f->recv_unflushed >= RECV_BATCH_CALLS) {
+		/* A program that always finds something to receive still
+		 * sends what it batched, now and then (ferry.h FERRY_BATCH). */
+		int ret = out_flush(f, 0);
+
+		if (ret < 0 && ret != -EAGAIN)
+			return ret;
+	}
 	if (f->stash_len > f->stash_head)
 		return from_stash(f, items, max);
 	if (f->armed && timeout_ms == 0 && !f->dead && !ring_readable(&f->rx)) {
@@ -298,7 +308,12 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * earlier call's reset can leave it readable with nothing to
 		 * read, and a program sleeping on ferry_fd() would spin. */
 		uint64_t now = proto_now_ns(), since = now - f->checked_ns;
+		int ret;
 
+		/* Nothing to receive: what is batched leaves (and if the
+		 * ring has no room, room makes ferry_fd() readable). */
+		if (out_pending(f) && (ret = out_arm(f)) < 0)
+			return ret;
 		if (since < RECV_CHECK_NS || (++f->empty_calls < RECV_CHECK_CALLS && since < RECV_CHECK_MAX_NS)) {
 			/* A program that tries again at once would keep
 			 * the CPU from a daemon that shares our cores: the
@@ -319,6 +334,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 
 		(void)r;
 		ring_consumer_awake(&f->rx);
+		out_disarm(f);
 		f->armed = 0;
 		conn_check(f);        /* items still in the ring come first */
 	}
@@ -338,6 +354,15 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		 * waiting, or the daemon could never deliver the rest. */
 		if (ring_release(&f->rx))
 			conn_wake(f->efd_daemon);
+		if (out_pending(f)) {
+			/* Nothing to receive: what is batched leaves now; if
+			 * the ring has no room for it, room wakes us too. */
+			ret = out_arm(f);
+			if (ret < 0)
+				return ret;
+			if (ret == 1)
+				continue;
+		}
 		if (spin_until && proto_now_ns() < spin_until) {
 			/* Poll, but let the daemon (or anyone) have the CPU.
 			 * Only when the daemon has cores of its own (poll.c):
@@ -357,6 +382,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = conn_wait(f, wait);
 		ring_consumer_awake(&f->rx);
+		out_disarm(f);
 		if (ret == -ETIMEDOUT)
 			return 0;
 		if (ret < 0)
@@ -424,11 +450,17 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		f->armed = 0;
 	}
 	for (;;) {
-		int ret, wait;
+		int ret, wait, out = 0;
 
 		ret = stash_ring(f);
 		if (ret < 0)
 			return ret;
+		/* What ferry_done left (its DONE at least) goes in first,
+		 * as the ring makes room (and room wakes us, out_arm). */
+		if (out_pending(f) && (out = out_arm(f)) < 0)
+			return out;
+		if (out == 1)
+			continue;
 		if (f->completed >= f->step) {
 			f->step++;
 			f->step_done = 0;
@@ -445,10 +477,12 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		if (timeout_ms >= 0 && wait == 0) {
 			ring_consumer_awake(&f->rx);
+			out_disarm(f);
 			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
 		}
 		ret = conn_wait(f, wait);
 		ring_consumer_awake(&f->rx);
+		out_disarm(f);
 		if (ret < 0 && ret != -ETIMEDOUT)
 			return ret;
 	}

@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Every fragment of the largest item has an index (proto/ring.h). */
@@ -81,11 +82,172 @@ static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, u
 	return 0;
 }
 
+/* --- FERRY_BATCH ---
+ *
+ * Ownership: f->batch[r].buf belongs to the handle (batch_free); a batch is
+ * open (its rank in f->batch_open) exactly while fill > 0, and leaves only
+ * whole, as one BATCH record (proto/ring.h "Batches"), so that the order of
+ * one rank's items is the order of its records in the TX ring. */
+
+static_assert(FERRY_BATCH_ITEM <= PROTO_BATCH_ITEM_MAX, "a batched item fits a batch");
+
+static void batch_close(struct ferry *f, uint32_t dst)
+{
+	struct batch *b = &f->batch[dst];
+	uint32_t last = f->batch_open[--f->nbatch_open];
+
+	f->batch_open[b->open_idx] = last;
+	f->batch[last].open_idx = b->open_idx;
+	b->fill = 0;
+}
+
+/* Hands rank dst's batch to the daemon (if it holds anything). */
+static int batch_push(struct ferry *f, uint32_t dst, int block)
+{
+	struct batch *b = &f->batch[dst];
+	int ret;
+
+	if (!b->fill)
+		return 0;
+	ret = put_rec(f, PROTO_REC_BATCH, 0, dst, 0, b->buf, b->fill, block);
+	if (ret == 0)
+		batch_close(f, dst);
+	return ret;
+}
+
+/* The rest of the large item (f->large) into the ring, piece by piece. */
+static int large_push(struct ferry *f, int block)
+{
+	while (f->large_left) {
+		uint32_t done = f->large_at, piece = f->large_left < PROTO_FRAG_BYTES ? f->large_left : PROTO_FRAG_BYTES;
+		uint8_t frag = (uint8_t)((done / PROTO_FRAG_BYTES) << 1);      /* PROTO_REC_FRAG */
+		const uint8_t *p = f->large + (done - f->large_base);
+		int ret = put_rec(f, PROTO_REC_ITEM, frag | (piece < f->large_left ? PROTO_REC_MORE : 0),
+				  f->large_dst, f->large_channel, p, piece, block);
+
+		if (ret < 0)
+			return ret;
+		f->large_at += piece;
+		f->large_left -= piece;
+	}
+	free(f->large);
+	f->large = NULL;
+	return 0;
+}
+
+int out_flush(struct ferry *f, int block)
+{
+	int ret;
+
+	f->recv_unflushed = 0;
+	if (f->large_left && (ret = large_push(f, block)) < 0)
+		return ret;
+	while (f->nbatch_open)
+		if ((ret = batch_push(f, f->batch_open[f->nbatch_open - 1], block)) < 0)
+			return ret;
+	if (f->done_held) {
+		if ((ret = put_rec(f, PROTO_REC_DONE, 0, 0, 0, NULL, 0, block)) < 0)
+			return ret;
+		f->done_held = 0;
+	}
+	return 0;
+}
+
+int out_arm(struct ferry *f)
+{
+	int ret;
+
+	if (!out_pending(f))
+		return 0;
+	ret = out_flush(f, 0);
+	if (ret == 0) {
+		out_disarm(f);
+		return 1;       /* they left: what the caller waits for may follow */
+	}
+	if (ret != -EAGAIN)
+		return ret;
+	if (ring_producer_sleep(&f->tx, f->want_room))
+		return 1;
+	f->tx_armed = 1;
+	return 0;
+}
+
+void out_disarm(struct ferry *f)
+{
+	if (f->tx_armed) {
+		ring_producer_awake(&f->tx);
+		f->tx_armed = 0;
+	}
+}
+
+void batch_free(struct ferry *f)
+{
+	free(f->large);
+	f->large = NULL;
+	f->large_left = 0;
+	for (uint32_t r = 0; f->batch && r < f->size; r++)
+		free(f->batch[r].buf);
+	free(f->batch);
+	free(f->batch_open);
+	f->batch = NULL;
+	f->batch_open = NULL;
+}
+
+/* A small item into rank dst's batch: the batch goes first if it is full. */
+static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void *buf, uint32_t len)
+{
+	struct batch *b = &f->batch[dst];
+	uint32_t fp = (uint32_t)ring_footprint(len);
+	uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48, w1 = dst | f->src_word;
+	int ret;
+
+	if (b->fill + fp > f->batch_cap && (ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
+		return ret;
+	if (!b->buf && !(b->buf = malloc(f->batch_cap)))
+		return conn_seterr(-ENOMEM, "out of memory for a batch");
+	if (!b->fill) {
+		b->open_idx = f->nbatch_open;
+		f->batch_open[f->nbatch_open++] = dst;
+	}
+	memcpy(b->buf + b->fill, &w0, 8);
+	memcpy(b->buf + b->fill + 8, &w1, 8);
+	if (len & 7)    /* the receiver sees the padding: no stale bytes of ours */
+		memset(b->buf + b->fill + fp - 8, 0, 8);
+	proto_copy(b->buf + b->fill + sizeof(struct proto_rec), buf, len);
+	b->fill += fp;
+	return 0;
+}
+
 static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
 
 FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len)
 {
 	struct proto_rec *rec;
+
+	if (f->batch) {
+		/* FERRY_BATCH's fast path: the item into its rank's open
+		 * batch, in this process's memory. */
+		struct batch *b;
+		uint32_t fp;
+
+		if (__builtin_expect(len <= FERRY_BATCH_ITEM && channel <= FERRY_MAX_CHANNEL && dst < f->size &&
+				     !(f->step_done | f->dead | f->large_left), 1) &&
+		    (b = &f->batch[dst])->fill != 0 &&
+		    b->fill + (fp = (uint32_t)ring_footprint((uint32_t)len)) <= f->batch_cap) {
+			uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
+			uint64_t w1 = dst | f->src_word;
+			uint8_t *p = b->buf + b->fill;
+
+			memcpy(p, &w0, 8);
+			memcpy(p + 8, &w1, 8);
+			if (len & 7)
+				memset(p + fp - 8, 0, 8);
+			proto_copy(p + sizeof(struct proto_rec), buf, len);
+			b->fill += fp;
+			return 0;
+		}
+		return send_slow(f, dst, channel, buf, len);
+	}
 
 	/* Fast path, the reason ferry exists: a small item, room in the ring.
 	 * Everything unusual (errors, a full ring, the end of the ring, large
@@ -93,7 +255,8 @@ FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void 
 	 * saves no registers it does not use. */
 	static_assert(PROTO_FRAG_BYTES == 1u << 16 && FERRY_MAX_CHANNEL == 0xffff, "one shift checks both");
 	/* (An item of exactly PROTO_FRAG_BYTES takes the general way.) */
-	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size && !(f->step_done | f->dead), 1) &&
+	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size &&
+			     !(f->step_done | f->dead | f->large_left), 1) &&
 	    (rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {
 		/* The header as two words: len, kind, flags 0, channel; dst, us. */
 		uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
@@ -124,13 +287,50 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 		return conn_seterr(-EINVAL, "channel %u is above %u", channel, FERRY_MAX_CHANNEL);
 	if (len > FERRY_MAX_ITEM)
 		return conn_seterr(-EMSGSIZE, "item of %zu bytes is above FERRY_MAX_ITEM (%u)", len, FERRY_MAX_ITEM);
+	if (f->dead)
+		return f->dead;
+	/* The rest of a large item goes first; nothing passes it. */
+	if (f->large_left && (ret = large_push(f, f->flags & FERRY_BLOCKING)) < 0) {
+		if (ret == -EAGAIN)
+			f->want_room = f->large_left < PROTO_FRAG_BYTES ? f->large_left : PROTO_FRAG_BYTES;
+		return ret;
+	}
+	if (f->batch) {
+		if (len <= FERRY_BATCH_ITEM)
+			return batch_add(f, dst, (uint16_t)channel, buf, (uint32_t)len);
+		/* Too big for a batch: after what the batch holds. */
+		if ((ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
+			return ret;
+	}
 	if (len <= PROTO_FRAG_BYTES)
 		return put_rec(f, PROTO_REC_ITEM, 0, dst, (uint16_t)channel, buf, (uint32_t)len,
 			       f->flags & FERRY_BLOCKING);
-	/* A large item: once its first piece is in, the rest must follow (the
-	 * receiver reassembles the pieces of one sender in order). */
-	ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES,
-		      f->flags & FERRY_BLOCKING);
+	/* A large item: once its first piece is in, the rest must follow
+	 * before anything else (the receiver reassembles the pieces of one
+	 * sender in order).  With FERRY_BLOCKING they go in now; else what
+	 * does not fit yet is copied and goes in as the daemon makes room
+	 * (out_flush): waiting here, not receiving, could wait for ever on a
+	 * daemon that waits for us to take items (our own, even). */
+	if (!(f->flags & FERRY_BLOCKING)) {
+		void *rest = malloc(len - PROTO_FRAG_BYTES);
+
+		if (!rest)
+			return conn_seterr(-ENOMEM, "out of memory for a large item");
+		ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES, 0);
+		if (ret < 0) {
+			free(rest);
+			return ret;
+		}
+		memcpy(rest, p + PROTO_FRAG_BYTES, len - PROTO_FRAG_BYTES);
+		f->large = rest;
+		f->large_base = f->large_at = PROTO_FRAG_BYTES;
+		f->large_left = (uint32_t)(len - PROTO_FRAG_BYTES);
+		f->large_dst = dst;
+		f->large_channel = (uint16_t)channel;
+		ret = large_push(f, 0);
+		return ret == -EAGAIN ? 0 : ret;
+	}
+	ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES, 1);
 	if (ret < 0)
 		return ret;
 	for (size_t off = PROTO_FRAG_BYTES; off < len; off += PROTO_FRAG_BYTES) {
@@ -147,6 +347,10 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 
 FERRY_API int ferry_flush(ferry_t *f)
 {
+	int ret;
+
+	if (out_pending(f) && (ret = out_flush(f, f->flags & FERRY_BLOCKING)) < 0)
+		return ret;
 	return put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
 }
 
@@ -156,12 +360,17 @@ FERRY_API int ferry_done(ferry_t *f)
 
 	if (f->step_done)
 		return conn_seterr(-EALREADY, "ferry_done was already called in step %u", f->step);
-	/* The DONE record must get in (the daemon counts this rank's items up
-	 * to it), so wait for room whatever FERRY_BLOCKING says. */
-	ret = put_rec(f, PROTO_REC_DONE, 0, 0, 0, NULL, 0, 1);
-	if (ret == 0)
-		f->step_done = 1;
-	return ret;
+	if (f->dead)
+		return f->dead;
+	/* The DONE record goes in after everything this rank sent in the
+	 * step (the daemon counts its items up to it): now if there is room,
+	 * else from ferry_step_wait (or ferry_recv, ferry_poll), which
+	 * receive while they wait.  Waiting here, not receiving, could wait
+	 * for ever on a daemon that waits for us to take items. */
+	f->step_done = 1;
+	f->done_held = 1;
+	ret = out_flush(f, 0);
+	return ret == -EAGAIN ? 0 : ret;
 }
 
 /* Waits until the daemon has taken every TX record, at most timeout_ms. */
@@ -189,7 +398,10 @@ static int wait_tx_empty(struct ferry *f, int timeout_ms)
 
 int tx_drain(struct ferry *f, int timeout_ms)
 {
-	int ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 1);
+	int ret = out_pending(f) ? out_flush(f, 1) : 0;
+
+	if (ret == 0)
+		ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 1);
 
 	if (ret == 0)
 		ret = wait_tx_empty(f, timeout_ms);

@@ -98,7 +98,8 @@ enum proto_rec_kind {
 				 * later one: channel is the errno (EPIPE: a rank
 				 * left, EHOSTDOWN: a node was lost), src the rank
 				 * that left or UINT32_MAX, the payload a message */
-	PROTO_REC_KIND_MAX = PROTO_REC_FAIL,
+	PROTO_REC_BATCH = 7,    /* TX only: items for rank dst (see "Batches") */
+	PROTO_REC_KIND_MAX = PROTO_REC_BATCH,
 };
 
 enum proto_rec_flags {
@@ -154,6 +155,46 @@ static_assert(offsetof(struct proto_ring_shared, consumer_sleeping) == 2 * PROTO
 	      "flags on their own line");
 static_assert(offsetof(struct proto_ring_shared, producer_fences) == 2 * PROTO_CACHELINE + 12,
 	      "flag layout");
+
+/* Batches.  A client that opened with FERRY_BATCH keeps small items per
+ * destination rank in its own memory and hands them over as one BATCH record
+ * (client/send.c): dst is their rank, flags 0, channel 0, and the payload
+ * (at most PROTO_BATCH_MAX bytes) is the items' own records back to back,
+ * exactly as they will lie in the receiver's RX ring: kind ITEM, flags 0,
+ * dst and src the batch's, len at most PROTO_BATCH_ITEM_MAX.  So the daemons
+ * route a batch once, carry it as one wire element (WIRE_ITEM_BATCH) and
+ * write it into the RX ring with one copy.  proto_batch_check validates the
+ * records; it must run on memory the other side cannot change (a copy),
+ * since what it checks is then used unchecked. */
+#define PROTO_BATCH_MAX       4096u
+#define PROTO_BATCH_ITEM_MAX  (PROTO_BATCH_MAX - 2 * 16u)
+
+/* Checks the len bytes of item records at p (8-aligned) as a batch for the
+ * record header word w1 (dst | src << 32).  Returns how many records there
+ * are (>= 1), or 0 if they are not a valid batch. */
+static inline uint32_t proto_batch_check(const uint8_t *p, uint32_t len, uint64_t w1)
+{
+	uint32_t off = 0, n = 0;
+
+	if (len == 0 || len > PROTO_BATCH_MAX || (len & 7))
+		return 0;
+	while (off < len) {
+		uint64_t w0, v1, fp;
+
+		if (len - off < 16)
+			return 0;
+		__builtin_memcpy(&w0, p + off, 8);
+		__builtin_memcpy(&v1, p + off + 8, 8);
+		/* kind ITEM and flags 0 in one compare; the channel is free */
+		fp = 16 + (((w0 & 0xffffffffu) + 7) & ~(uint64_t)7);
+		if (((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || v1 != w1 ||
+		    (uint32_t)w0 > PROTO_BATCH_ITEM_MAX || fp > len - off)
+			return 0;
+		off += (uint32_t)fp;
+		n++;
+	}
+	return n;
+}
 
 /* A side's private view of a ring. */
 struct ring {

@@ -41,8 +41,9 @@
  * 3: frame integrity (hdr.flags, the tag, HELLO flags INTEGRITY/ENCRYPT).
  * 4: JOIN and LEAVE carry the node's incarnation; LOST has its own layout
  *    (a link down, or a node restarted as a new incarnation).
- * 5: WIRE_FRAME_URGENT. */
-#define WIRE_VERSION    5
+ * 5: WIRE_FRAME_URGENT.
+ * 6: WIRE_ITEM_BATCH. */
+#define WIRE_VERSION    6
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -83,7 +84,13 @@ static_assert(sizeof(struct wire_frame_hdr) == 24, "wire frame header layout");
 enum wire_item_flags {
 	WIRE_ITEM_MORE = 1u << 0,       /* fragment; more of the item follow */
 	WIRE_ITEM_FRAG_MASK = 0x3fu << 1,       /* its index in the item (PROTO_REC_FRAG) */
-	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE | WIRE_ITEM_FRAG_MASK,
+	/* A batch (proto/ring.h "Batches"), never with other flags: len is
+	 * the bytes of its item records (a multiple of 8, at most
+	 * PROTO_BATCH_MAX), channel how many there are, dst and src theirs;
+	 * never for job 0.  It travels as one element, and its records go
+	 * into the receiver's RX ring as they are.  wire_batch_ok checks it. */
+	WIRE_ITEM_BATCH = 1u << 7,
+	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE | WIRE_ITEM_FRAG_MASK | WIRE_ITEM_BATCH,
 };
 #define WIRE_ITEM_FRAG(flags) (((uint32_t)(flags) & WIRE_ITEM_FRAG_MASK) >> 1)
 /* An item's flags are its ring record's, bit for bit. */
@@ -105,6 +112,36 @@ static_assert(sizeof(struct wire_item) == 24, "wire item layout");
 static inline size_t wire_item_footprint(uint32_t len)
 {
 	return sizeof(struct wire_item) + (((size_t)len + 7) & ~(size_t)7);
+}
+
+/* For an element whose header words are w0 (len, flags, gen, channel), w1
+ * (node, job) and w2 (dst, src) and whose payload (in memory the sender
+ * cannot change) follows: 1 if it is not a batch, or a valid one; 0 if it
+ * is a malformed batch. */
+static inline int wire_batch_ok(uint64_t w0, uint64_t w1, uint64_t w2, const uint8_t *payload)
+{
+	uint32_t k;
+
+	if (!((w0 >> 32) & WIRE_ITEM_BATCH))
+		return 1;
+	k = ((w0 >> 32) & 0xff) == WIRE_ITEM_BATCH && (w1 >> 32) != 0 ? proto_batch_check(payload, (uint32_t)w0, w2) : 0;
+	return k != 0 && k == (uint32_t)(w0 >> 48);
+}
+
+/* What a node that only passes a batch on checks of it: its header (the
+ * destination checks the rest, wire_batch_ok). */
+static inline int wire_batch_header_ok(uint64_t w0, uint64_t w1)
+{
+	uint32_t len = (uint32_t)w0;
+
+	return ((w0 >> 32) & 0xff) == WIRE_ITEM_BATCH && (w1 >> 32) != 0 && len && len <= PROTO_BATCH_MAX &&
+	       !(len & 7) && (w0 >> 48) != 0;
+}
+
+/* Items an element carries: a batch's records, else 1. */
+static inline uint32_t wire_item_count(const struct wire_item *it)
+{
+	return it->flags & WIRE_ITEM_BATCH ? it->channel : 1;
 }
 
 /* --- link handshake ---------------------------------------------------- */
@@ -375,6 +412,31 @@ static inline size_t wire_put_rec_item(uint8_t *p, uint64_t rec_w0, uint8_t gen,
 	return fp;
 }
 
+/* A batch (WIRE_ITEM_BATCH) of the len bytes of item records at recs
+ * (client memory: it may change them meanwhile) for node and job
+ * (generation gen), whose records say dst_src (the record header's second
+ * word: dst, src), at p (wire_item_footprint(len) bytes): the records are
+ * copied first and checked in the copy (proto_batch_check), then the
+ * header is written.  Returns how many items it holds, or 0 if they are
+ * not a valid batch (p then holds garbage). */
+static inline uint32_t wire_put_batch(uint8_t *p, const uint8_t *recs, uint32_t len, uint8_t gen, uint32_t node,
+				      uint32_t job, uint64_t dst_src)
+{
+	uint64_t w0, w1 = node | (uint64_t)job << 32;
+	uint32_t k;
+
+	if (len > PROTO_BATCH_MAX)
+		return 0;
+	__builtin_memcpy(p + sizeof(struct wire_item), recs, len);
+	if (!(k = proto_batch_check(p + sizeof(struct wire_item), len, dst_src)))
+		return 0;
+	w0 = len | (uint64_t)WIRE_ITEM_BATCH << 32 | (uint64_t)gen << 40 | (uint64_t)k << 48;
+	__builtin_memcpy(p, &w0, 8);
+	__builtin_memcpy(p + 8, &w1, 8);
+	__builtin_memcpy(p + 16, &dst_src, 8);
+	return k;
+}
+
 /* The first word of the ITEM record for an item whose first wire header
  * word is wire_w0 (the record's second word is the wire's third). */
 static inline uint64_t wire_rec_word0(uint64_t wire_w0)
@@ -406,6 +468,13 @@ static inline int wire_next_item(const void *body, size_t len, size_t *off,
 	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) ||
 	    wire_item_footprint(it->len) > len - *off)
 		return -EPROTO;
+	{
+		uint64_t w[3];
+
+		__builtin_memcpy(w, it, sizeof(w));
+		if (!wire_batch_ok(w[0], w[1], w[2], p + *off + sizeof(*it)))
+			return -EPROTO;
+	}
 	*payload_p = p + *off + sizeof(*it);
 	*off += wire_item_footprint(it->len);
 	return 1;

@@ -148,12 +148,67 @@ static void on_flush_timer(struct loop_timer *t)
 		loop_timer_arm(t, next - now, on_flush_timer, NULL);
 }
 
+/* An item too big to share a frame: one of its own, after what is buffered. */
+static int alone(struct agg_peer *a, const struct wire_item *it, const void *payload)
+{
+	size_t fp = wire_item_footprint(it->len);
+	struct frame *f;
+
+	flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */
+	f = frame_alloc((uint32_t)fp);
+	if (!f)
+		return -EAGAIN;
+	f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
+	f->nitems = wire_item_count(it);
+	peer_send(a->p, f);
+	agg_items_routed += f->nitems;
+	return 0;
+}
+
+/* Room for fp bytes in a's buffer (flushed first if they do not fit, opened
+ * if there is none): the slot, counted as one item; NULL if no buffer could
+ * be had. */
+static uint8_t *open_slot(struct agg_peer *a, size_t fp)
+{
+	struct frame *f;
+	uint8_t *slot;
+
+	if (a->hop.buf && frame_room(a->hop.buf) < fp)
+		flush(a, AGG_FLUSH_FULL);
+	if (!a->hop.buf) {
+		uint64_t backlog = peer_backlog(a->p);
+
+		a->hop.buf = frame_alloc(agg.conf->buffer_bytes);
+		if (!a->hop.buf)
+			return NULL;
+		if (++a->hop.serial == 0)
+			a->hop.serial = 1;      /* 0 means "none" (agg_flush_serials) */
+		/* How far agg_reserve may fill it: not (nearly) full, and not
+		 * past half the link's limit (what agg_item asks of an item
+		 * that starts here).  Exact enough for good: while a buffer
+		 * is open nothing else is queued for the peer (only flush and
+		 * large items, which flush first, call peer_send), so the
+		 * backlog only shrinks. */
+		a->hop.fill_to = agg.fill_max;
+		if (backlog + a->hop.fill_to > agg.limit / 2)
+			a->hop.fill_to = backlog < agg.limit / 2 ? (uint32_t)(agg.limit / 2 - backlog) : 0;
+		a->since_ns = loop_now_ns();
+		if (!agg.flush_timer.armed)
+			loop_timer_arm(&agg.flush_timer, (uint64_t)agg.conf->flush_us * 1000u, on_flush_timer, NULL);
+	}
+	f = a->hop.buf;
+	slot = f->data + f->len;
+	f->len += (uint32_t)fp;
+	f->nitems++;
+	return slot;
+}
+
 int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass)
 {
 	struct agg_peer *a = agg.next[it->node];
 	size_t fp = wire_item_footprint(it->len);
 	uint64_t limit = from_dim >= 0 && from_dim == a->p->dim ? agg.limit : agg.limit / 2;
-	struct frame *f;
+	uint8_t *slot;
 
 	if (klass == AGG_CONTROL)
 		limit = agg.limit + AGG_CONTROL_RESERVE;
@@ -178,47 +233,28 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 		}
 		return -EAGAIN;
 	}
-	if (fp > agg.alone) {
-		flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */
-		f = frame_alloc((uint32_t)fp);
-		if (!f)
-			return -EAGAIN;
-		f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
-		f->nitems = 1;
-		peer_send(a->p, f);
-		agg_items_routed++;
-		return 0;
-	}
-	if (a->hop.buf && frame_room(a->hop.buf) < fp)
-		flush(a, AGG_FLUSH_FULL);
-	if (!a->hop.buf) {
-		uint64_t backlog = peer_backlog(a->p);
-
-		a->hop.buf = frame_alloc(agg.conf->buffer_bytes);
-		if (!a->hop.buf)
-			return -EAGAIN;
-		if (++a->hop.serial == 0)
-			a->hop.serial = 1;      /* 0 means "none" (agg_flush_serials) */
-		/* How far agg_reserve may fill it: not (nearly) full, and not
-		 * past half the link's limit (what agg_item asks of an item
-		 * that starts here).  Exact enough for good: while a buffer
-		 * is open nothing else is queued for the peer (only flush and
-		 * large items, which flush first, call peer_send), so the
-		 * backlog only shrinks. */
-		a->hop.fill_to = agg.fill_max;
-		if (backlog + a->hop.fill_to > agg.limit / 2)
-			a->hop.fill_to = backlog < agg.limit / 2 ? (uint32_t)(agg.limit / 2 - backlog) : 0;
-		a->since_ns = loop_now_ns();
-		if (!agg.flush_timer.armed)
-			loop_timer_arm(&agg.flush_timer, (uint64_t)agg.conf->flush_us * 1000u, on_flush_timer, NULL);
-	}
-	f = a->hop.buf;
-	f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
-	f->nitems++;
-	if (f->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
+	if (fp > agg.alone)
+		return alone(a, it, payload);
+	slot = open_slot(a, fp);
+	if (!slot)
+		return -EAGAIN;
+	wire_encode_item(slot, it, payload);
+	a->hop.buf->nitems += wire_item_count(it) - 1;
+	if (a->hop.buf->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
 		flush(a, AGG_FLUSH_FULL);       /* not even an empty item fits any more */
 	return 0;
 }
+
+uint8_t *agg_slot(uint32_t node, uint32_t len)
+{
+	struct agg_peer *a = agg.next[node];
+	size_t fp = wire_item_footprint(len);
+
+	if (queued(a) >= agg.limit / 2 || fp > agg.alone)
+		return NULL;
+	return open_slot(a, fp);
+}
+
 
 void agg_write_peer_stats(FILE *out, const struct peer *p)
 {

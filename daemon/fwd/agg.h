@@ -105,6 +105,20 @@ static inline uint8_t *agg_reserve_hop(struct agg_hop *h, uint32_t len)
 	return slot;
 }
 
+/* Room for an element of len payload bytes from an endpoint here (as
+ * agg_item(.., -1, AGG_DATA) finds it, flushing the buffer toward node if
+ * it is full and opening one): the slot (counted as one item), or NULL if
+ * the link toward node is full (try again later). */
+uint8_t *agg_slot(uint32_t node, uint32_t len);
+
+/* Gives back the last agg_reserve_hop(h, len) or agg_slot(node, len), which
+ * nothing may follow. */
+static inline void agg_unreserve_hop(struct agg_hop *h, uint32_t len)
+{
+	h->buf->len -= (uint32_t)wire_item_footprint(len);
+	h->buf->nitems--;
+}
+
 static inline uint8_t *agg_reserve(uint32_t node, uint32_t len)
 {
 	return agg_reserve_hop(agg_hops[node], len);

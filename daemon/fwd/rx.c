@@ -15,6 +15,7 @@ struct rx_peer {
 	struct frame *spare;            /* room for the rest of the next frame, should it stall */
 	struct frame *stalled;          /* rest of a taken frame not yet passed on */
 	uint32_t stalled_off;           /* offset of the next item in stalled's body */
+	uint32_t stalled_inner;         /* ... and if it is a batch, of its next record */
 	int stalled_urgent;             /* ... which was WIRE_FRAME_URGENT */
 	uint64_t items_recv;            /* items in frames taken from this peer */
 	uint64_t items_forwarded;       /* ... of which went on to another peer */
@@ -73,6 +74,41 @@ static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *
 		return 0;
 	/* Its queue is full: hold back that rank's senders, not the link. */
 	return flow_park(d, &rec, payload);
+}
+
+/* A batch for a rank here (wire.h WIRE_ITEM_BATCH; validated whole by
+ * rx_frame): its records go into the RX ring as they are, in one copy,
+ * when nothing is queued for the rank and they fit before the end of the
+ * ring; else one at a time as deliver takes them, from record *inner on
+ * (an offset in recs), which is kept between calls when one could not go
+ * now.  Returns 0 (all taken) or -EAGAIN. */
+static int deliver_batch(struct job *j, uint32_t jsize, const struct job_rank *jranks, uint64_t w0, uint64_t w2,
+			 const uint8_t *recs, uint32_t *inner)
+{
+	uint32_t len = (uint32_t)w0, dst = (uint32_t)w2, src = (uint32_t)(w2 >> 32);
+	struct ep *d = dst < jsize && src < jsize ? jranks[dst].ep : NULL;
+	struct proto_rec *slot;
+
+	/* A record of len - 16 payload bytes takes exactly len bytes. */
+	if (*inner == 0 && d && !d->pending.count &&
+	    (slot = ring_reserve_fast(&d->rx, len - (uint32_t)sizeof(struct proto_rec))) != NULL) {
+		ep_put_batch(d, slot, recs, len, (uint32_t)(w0 >> 48));
+		return 0;
+	}
+	while (*inner < len) {
+		const uint8_t *p = recs + *inner;
+		uint64_t r0, r1;
+
+		__builtin_memcpy(&r0, p, 8);
+		__builtin_memcpy(&r1, p + 8, 8);
+		/* As a wire header's first word: the record's kind byte
+		 * cleared, its flags (0) where the wire has them. */
+		if (deliver(j, jsize, jranks, r0 & 0xffff0000ffffffffull, r1, p + sizeof(struct proto_rec)) < 0)
+			return -EAGAIN;
+		*inner += (uint32_t)ring_footprint((uint32_t)r0);
+	}
+	*inner = 0;
+	return 0;
 }
 
 /* The next hops an urgent frame's items went on to (pass_on), to be
@@ -137,9 +173,15 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 				jsize = j ? j->size : 0;
 				jranks = j ? j->ranks : NULL;
 			}
-			if (deliver(j, jsize, jranks, w0, w2, payload) < 0)
-				break;
-			delivered++;
+			if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
+				if (deliver_batch(j, jsize, jranks, w0, w2, payload, &r->stalled_inner) < 0)
+					break;
+				delivered += w0 >> 48;
+			} else {
+				if (deliver(j, jsize, jranks, w0, w2, payload) < 0)
+					break;
+				delivered++;
+			}
 		} else if (node == self) {
 			if (ctlq_push((uint32_t)w2, (uint32_t)(w2 >> 32), payload, (uint32_t)w0) < 0)
 				break;
@@ -148,6 +190,10 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			 * next hop: the item goes on as it came, header and
 			 * all, in one copy. */
 			proto_copy(slot, p, wire_item_footprint((uint32_t)w0));
+			if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
+				agg_hops[node]->buf->nitems += (uint32_t)(w0 >> 48) - 1;
+				forwarded += (w0 >> 48) - 1;
+			}
 			forwarded++;
 			if (urgent)
 				touch(agg_hops[node]);
@@ -157,7 +203,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			wire_item_at(p, &it);
 			if (agg_item(&it, payload, from->dim, job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
 				break;
-			forwarded++;
+			forwarded += wire_item_count(&it);
 			if (urgent)
 				touch(agg_hops[node]);
 		}
@@ -195,6 +241,17 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 		if (ilen > PROTO_FRAG_BYTES || ((w0 >> 32) & 0xff & ~(uint64_t)WIRE_ITEM_FLAGS_ALL) ||
 		    fp > len - off || node >= taker.nnodes || !taker.valid[node])
 			return -EPROTO;
+		if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
+			/* A batch: its records are checked where they are
+			 * delivered; passing through, its header. */
+			uint64_t w2;
+
+			__builtin_memcpy(&w2, body + off + 16, 8);
+			if (node == taker.self ? !wire_batch_ok(w0, w1, w2, body + off + sizeof(struct wire_item))
+					       : !wire_batch_header_ok(w0, w1))
+				return -EPROTO;
+			n += (uint32_t)(w0 >> 48) - 1;
+		}
 		off += (uint32_t)fp;
 		n++;
 	}
@@ -213,6 +270,7 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 		}
 	}
 	r->items_recv += n;
+	r->stalled_inner = 0;
 	before = ep_stats.items_delivered;
 	done = pass_on(p, r, body, len, 0, urgent);
 	/* What this frame brought is visible to its receivers now, not at the

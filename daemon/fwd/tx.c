@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Records a TX ring may hand over per poll round, so that one busy sender
  * cannot starve the others. */
@@ -102,6 +103,100 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 	return 0;
 }
 
+/* A BATCH record (proto/ring.h "Batches") that drain_fast did not take.
+ * The whole batch is copied and checked first, in memory of our own (the
+ * client may change its ring meanwhile): it is taken whole or refused
+ * whole, and nothing of a malformed one goes anywhere.  Then, for a rank
+ * here, into its RX ring in one piece; for a rank on another node, into a
+ * frame in one piece (a buffer opened or flushed for it if need be); else
+ * (a queue for the rank, XOFF, a job in trouble, no room before the end of
+ * the RX ring) one record at a time through route_item, from s->batch_off
+ * on (a batch taken in part is copied and checked again when its turn
+ * comes back; what was taken stays taken).  Adds the items taken and their
+ * bytes.  Returns 0 (all taken: s->batch_off is 0 again), -EAGAIN (try
+ * again later) or -EPROTO (the session failed). */
+static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *recs, uint64_t *items_p,
+		       uint64_t *bytes_p)
+{
+	static uint8_t scratch[PROTO_BATCH_MAX] __attribute__((aligned(8)));
+	struct job *j = s->job;
+	uint64_t w1 = b->dst | (uint64_t)s->rank << 32;
+	uint32_t k, node;
+	struct ep *d;
+
+	if (b->len == 0 || b->len > PROTO_BATCH_MAX || (b->len & 7) || b->channel || b->dst >= j->size) {
+		ep_fail(s, "malformed batch in TX ring");
+		return -EPROTO;
+	}
+	if (!j->ready) {
+		ep_fail(s, "batch before the job was ready");
+		return -EPROTO;
+	}
+	memcpy(scratch, recs, b->len);
+	if (!(k = proto_batch_check(scratch, b->len, w1))) {
+		ep_fail(s, "malformed batch in TX ring");
+		return -EPROTO;
+	}
+	if (s->batch_off) {
+		/* Where we stopped must still be where a record starts. */
+		uint32_t o = 0;
+
+		while (o < s->batch_off && o < b->len)
+			o += (uint32_t)ring_footprint(*(const uint32_t *)(const void *)(scratch + o));
+		if (o != s->batch_off) {
+			ep_fail(s, "TX ring changed under a batch being taken");
+			return -EPROTO;
+		}
+	}
+	d = j->ranks[b->dst].ep;
+	node = j->ranks[b->dst].node;
+	if (s->batch_off == 0 && d && !d->pending.count) {
+		struct proto_rec *slot = ring_reserve_fast(&d->rx, b->len - (uint32_t)sizeof(struct proto_rec));
+
+		if (slot) {
+			ep_put_batch(d, slot, scratch, b->len, k);
+			goto taken;
+		}
+	}
+	if (s->batch_off == 0 && !d && !j->stale && !lost_node(j) && wire_item_footprint(b->len) <= agg_alone &&
+	    !(j->nxoff && job_xoff(j, b->dst)) && node != JOB_NO_NODE && node != drainer.self) {
+		uint8_t *slot = agg_slot(node, b->len);
+		struct agg_hop *hop = agg_hops[node];
+
+		if (!slot) {
+			s->blocked_node = node;
+			return -EAGAIN;
+		}
+		wire_put_batch(slot, scratch, b->len, j->gen, node, j->id, w1);        /* checked: k */
+		hop->buf->nitems += k - 1;
+		if (s->put_serial)
+			s->put_serial[hop->idx] = hop->serial;
+		goto taken;
+	}
+	while (s->batch_off < b->len) {
+		uint32_t off = s->batch_off, len;
+		struct proto_rec rec;
+		uint64_t r0;
+
+		memcpy(&r0, scratch + off, 8);
+		len = (uint32_t)r0;
+		rec = (struct proto_rec){ .len = len, .kind = PROTO_REC_ITEM, .channel = (uint16_t)(r0 >> 48),
+					  .dst = b->dst, .src = s->rank };
+		if (route_item(s, &rec, scratch + off + sizeof(struct proto_rec)) < 0)
+			return -EAGAIN;
+		s->batch_off = off + (uint32_t)ring_footprint(len);
+		(*items_p)++;
+		*bytes_p += len;
+	}
+	s->batch_off = 0;
+	return 0;
+taken:
+	j->sent += k;
+	*items_p += k;
+	*bytes_p += b->len - k * sizeof(struct proto_rec);
+	return 0;
+}
+
 /* The per-item loop of the common case, kept tight (each instruction here
  * runs once per item; make bench-rate counts them): item records for ranks
  * here whose RX ring has room and nothing queued, and for ranks on other
@@ -111,12 +206,12 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
  * header as three.  Stops at the first record it does not handle, which
  * drain's general path then takes, or after budget records.  Returns the
  * number of records taken; adds their payload bytes to *bytes_p. */
-static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_t *bytes_p)
+static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_t *items_p, uint64_t *bytes_p)
 {
 	struct ring *r = &s->tx;
 	const uint8_t *data = r->data;
 	const struct job_rank *ranks = j->ranks;
-	uint64_t size = r->size, tail = r->tail, head = r->head, bytes = 0;
+	uint64_t size = r->size, tail = r->tail, head = r->head, bytes = 0, items = 0;
 	uint64_t src = (uint64_t)s->rank << 32;
 	uint32_t nranks = j->size, self = drainer.self, job = j->id, n = 0, *put = s->put_serial;
 	uint8_t gen = j->gen;
@@ -137,6 +232,36 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 		len = (uint32_t)w0;
 		dst = (uint32_t)w1;
 		fp = ring_footprint(len);
+		if (__builtin_expect(((w0 >> 32) & 0xffff) == PROTO_REC_BATCH, 0)) {
+			/* A batch for a rank on another node: its records go
+			 * into the frame as they are, and are checked there,
+			 * where the client cannot change them.  The general
+			 * path takes the rest (drain_batch), and fails the
+			 * session for a batch that is not valid. */
+			uint32_t k;
+
+			if (fp > avail || fp > size - pos || dst >= nranks || len > PROTO_BATCH_MAX ||
+			    (w0 >> 48) || s->batch_off || ranks[dst].ep)
+				break;
+			node = ranks[dst].node;
+			if (node == self || node == JOB_NO_NODE || !put)
+				break;
+			hop = agg_hops[node];
+			if (!(slot = agg_reserve_hop(hop, len)))
+				break;
+			if (!(k = wire_put_batch(slot, data + pos + sizeof(struct proto_rec), len, gen, node, job,
+						 dst | src))) {
+				agg_unreserve_hop(hop, len);
+				break;
+			}
+			hop->buf->nitems += k - 1;
+			put[hop->idx] = hop->serial;
+			tail += fp;
+			bytes += len - k * sizeof(struct proto_rec);
+			items += k;
+			n++;
+			continue;
+		}
 		/* What ring_peek checks, and a rank of the job. */
 		if (((w0 >> 32) & 0xff) != PROTO_REC_ITEM || ((w0 >> 40) & 0xff & ~(uint64_t)PROTO_REC_FLAGS_ALL) ||
 		    len > PROTO_FRAG_BYTES || fp > avail || fp > size - pos || dst >= nranks)
@@ -162,10 +287,12 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 next:
 		tail += fp;
 		bytes += len;
+		items++;
 		n++;
 	}
 	r->tail = tail;
-	j->sent += n;
+	j->sent += items;
+	*items_p += items;
 	*bytes_p += bytes;
 	return n;
 }
@@ -219,9 +346,8 @@ static int drain(struct ep *s)
 		int ret;
 
 		if (fast) {
-			uint32_t k = drain_fast(s, j, DRAIN_BUDGET - i, &bytes);
+			uint32_t k = drain_fast(s, j, DRAIN_BUDGET - i, &items, &bytes);
 
-			items += k;
 			work |= k != 0;
 			if ((i += k) == DRAIN_BUDGET)
 				break;
@@ -251,6 +377,15 @@ static int drain(struct ep *s)
 			}
 			items++;
 			bytes += rec.len;
+			break;
+		case PROTO_REC_BATCH:
+			ret = drain_batch(s, &rec, payload, &items, &bytes);
+			if (ret == -EPROTO)
+				return 1;
+			if (ret < 0) {
+				tx_stats.stalls++;
+				goto out;
+			}
 			break;
 		case PROTO_REC_FLUSH:
 			tx_stats.flushes++;

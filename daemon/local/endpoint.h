@@ -68,6 +68,8 @@ struct ep {
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
 	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
+	uint32_t batch_off;             /* fwd/tx.c: records of the BATCH at the TX tail taken so
+					 * far (bytes of its payload); 0 when none are */
 	uint32_t *put_serial;           /* fwd/agg.h agg_flush_serials: by peer, the buffer that
 					 * last took an item of this endpoint; NULL until its
 					 * first drain (allocated there, freed by ep_close) */
@@ -143,6 +145,18 @@ static inline void ep_put_words(struct ep *d, struct proto_rec *slot, uint64_t w
 	d->items_received++;
 	d->job->ringed++;
 	ep_stats.items_delivered++;
+}
+
+/* Copies count item records (len bytes, validated: proto_batch_check) into
+ * a reserved RX ring slot of len bytes and accounts them. */
+static inline void ep_put_batch(struct ep *d, struct proto_rec *slot, const uint8_t *recs, uint32_t len,
+				uint32_t count)
+{
+	__builtin_memcpy(slot, recs, len);
+	d->rx_dirty = 1;
+	d->items_received += count;
+	d->job->ringed += count;
+	ep_stats.items_delivered += count;
 }
 
 /* Copies a record into a reserved RX ring slot and accounts it. */

@@ -4,7 +4,8 @@
  * cluster layer's handling of control items (cluster/: JOIN, TABLE, STEP,
  * XOFF, FAIL, ... with fields from the input, mostly well-formed), and a
  * client's TX ring drained by fwd/tx.c (records of any kind, any rank) while
- * the client consumes its RX ring or not.  Real endpoints (memfd rings,
+ * the client consumes its RX ring or not; batches (FERRY_BATCH) both ways,
+ * well-formed or damaged.  Real endpoints (memfd rings,
  * local/), the real peer layer over the in-memory transport of
  * tests/unit/fake_link.h.
  *
@@ -127,6 +128,28 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 	return (uint32_t)len;
 }
 
+/* Item records of a batch for dst from src (proto/ring.h "Batches") into
+ * buf, mostly well-formed; sometimes one byte of them damaged.  Returns
+ * their bytes (at most PROTO_BATCH_MAX, at least one record). */
+static uint32_t batch_recs(uint8_t *buf, uint32_t dst, uint32_t src)
+{
+	uint32_t n = 1 + next() % 12, off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct proto_rec r = { .len = next() & 7 ? next() % 40 : next() % 400, .kind = PROTO_REC_ITEM,
+				       .channel = next(), .dst = dst, .src = src };
+
+		if (off + ring_footprint(r.len) > PROTO_BATCH_MAX)
+			break;
+		memcpy(buf + off, &r, sizeof(r));
+		memset(buf + off + sizeof(r), next(), ring_footprint(r.len) - sizeof(r));
+		off += (uint32_t)ring_footprint(r.len);
+	}
+	if (!(next() & 15))
+		buf[next() % off] ^= next();
+	return off;
+}
+
 /* A DATA frame from node 0 or 3 with items made from the input. */
 static void frame_in(void)
 {
@@ -153,6 +176,17 @@ static void frame_in(void)
 			it.dst = 1 + next() % WIRE_CTL_TYPE_MAX;
 			it.src = from3 ? 3 : next() % 4;
 			it.len = ctl_payload(it.dst, payload, sizeof(payload));
+		} else if (!(next() & 3)) {
+			/* A batch (wire.h WIRE_ITEM_BATCH), for here or
+			 * passing through; its count right or not. */
+			uint32_t k = 0;
+
+			it.len = batch_recs(payload, it.dst, it.src);
+			for (uint32_t o = 0; o < it.len; o += (uint32_t)ring_footprint(((struct proto_rec *)(payload + o))->len))
+				if (++k > 1000 || ((struct proto_rec *)(payload + o))->len > PROTO_BATCH_MAX)
+					break;
+			it.flags = next() & 15 ? WIRE_ITEM_BATCH : WIRE_ITEM_BATCH | next();
+			it.channel = (uint16_t)(next() & 15 ? k : next());
 		} else {
 			it.len = next() & 15 ? next() % 200 : (uint32_t)next() << 8;
 			for (uint32_t b = 0; b < it.len && b < 64; b++)
@@ -175,10 +209,23 @@ static void tx_records(int c)
 	int n = 1 + next() % 32;
 
 	for (int i = 0; i < n; i++) {
-		uint8_t kind = next() & 7 ? PROTO_REC_ITEM : next() % 8;
+		uint8_t kind = next() & 7 ? PROTO_REC_ITEM : next() % 9;
 		uint32_t len = next() & 15 ? next() % 100 : (uint32_t)next() << 8;
 		struct proto_rec *r;
 
+		if (kind == PROTO_REC_BATCH && (next() & 3)) {
+			/* A batch as libferry writes one (FERRY_BATCH), for
+			 * a rank here, there, or none; sometimes damaged. */
+			static uint8_t recs[PROTO_BATCH_MAX];
+			uint32_t dst = next() & 15 ? next() % 4 : next32();
+
+			len = batch_recs(recs, dst, next() & 15 ? (uint32_t)c : next() % 4);
+			if (ring_reserve(&client[c].tx, len, &r) < 0)
+				break;
+			*r = (struct proto_rec){ .len = len, .kind = kind, .dst = dst };
+			memcpy(r + 1, recs, len);
+			continue;
+		}
 		if (kind != PROTO_REC_ITEM)
 			len = 0;
 		if (ring_reserve(&client[c].tx, len, &r) < 0)

@@ -4,8 +4,9 @@
  * asked.
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
- *               [--steps S] [--sync] [--seed X] [--quiet]
+ *               [--steps S] [--sync] [--seed X] [--quiet] [--batch]
  *
+ * --batch opens with FERRY_BATCH.
  * Without --rank/--size the rank and size come from the environment.
  * K items go to every rank (itself too) per step; lengths are L, or uniform in
  * [L, M] when --len-max is given (M above 64 KiB exercises large items).
@@ -168,7 +169,8 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "items", required_argument, NULL, 'k' },
 		{ "len", required_argument, NULL, 'l' }, { "len-max", required_argument, NULL, 'm' },
 		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
-		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' }, { NULL, 0, NULL, 0 },
+		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' },
+		{ "batch", no_argument, NULL, 'B' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
 	struct ferry_opts fo = { 0 };
@@ -192,6 +194,7 @@ int main(int argc, char **argv)
 		case 'x': o.seed = (uint64_t)arg_long("--seed", optarg); break;
 		case 'q': o.quiet = 1; break;
 		case 'y': o.sync = 1; break;
+		case 'B': fo.flags |= FERRY_BATCH; break;
 		default: return 2;
 		}
 	}

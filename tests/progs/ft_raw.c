@@ -11,6 +11,10 @@
  *   head-garbage  join, then publish a TX head far beyond the ring
  *   tail-garbage  join, let the RX ring fill up (someone must send to us),
  *                 then publish an RX tail beyond the head
+ *   batch-spoof   once the job is ready, a BATCH record (FERRY_BATCH) for
+ *                 rank SIZE-1 whose second item claims another sender
+ *   batch-overrun ... whose last item runs past the end of the batch
+ *   batch-smuggle ... whose second item is for another rank
  *   self-tail     alone in a job of one rank: fill the RX ring with items to
  *                 ourselves, publish an impossible RX tail, publish one more
  *                 item to ourselves and close the socket at once (hardening
@@ -151,6 +155,37 @@ int main(int argc, char **argv)
 		ring_publish(&tx);
 	} else if (strcmp(mode, "head-garbage") == 0) {
 		atomic_store(&tx.sh->head, tx.size * 3 + 8);
+	} else if (strncmp(mode, "batch-", 6) == 0) {
+		/* Three 16-byte items for rank size - 1 from us, one of them
+		 * broken as the mode says; with a whole item before it. */
+		uint8_t recs[3 * 32] = { 0 };
+		struct proto_rec *rec;
+		uint64_t one = 1;
+
+		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		for (int i = 0; i < 3; i++)
+			*(struct proto_rec *)(recs + 32 * i) = (struct proto_rec){
+				.len = 16, .kind = PROTO_REC_ITEM, .dst = size - 1, .src = rank };
+		if (strcmp(mode, "batch-spoof") == 0)
+			((struct proto_rec *)(recs + 32))->src = rank + 1;
+		else if (strcmp(mode, "batch-overrun") == 0)
+			((struct proto_rec *)(recs + 64))->len = 24;
+		else if (strcmp(mode, "batch-smuggle") == 0)
+			((struct proto_rec *)(recs + 32))->dst = size;  /* not even a rank */
+		else {
+			fprintf(stderr, "ft_raw: unknown mode %s\n", mode);
+			return 2;
+		}
+		if (ring_reserve(&tx, sizeof(recs), &rec) != 0)
+			return 2;
+		*rec = (struct proto_rec){ .len = sizeof(recs), .kind = PROTO_REC_BATCH, .dst = size - 1 };
+		memcpy(rec + 1, recs, sizeof(recs));
+		ring_publish(&tx);
+		if (write(fds[2], &one, sizeof(one)) < 0)
+			die("eventfd write");
 	} else if (strcmp(mode, "self-tail") == 0) {
 		uint8_t payload[64] = { 1 };
 		uint64_t one = 1, fp = ring_footprint(sizeof(payload));

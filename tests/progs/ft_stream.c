@@ -4,7 +4,7 @@
  *   ft_stream --job J --rank R [--items N] [--len L] [--recv-delay-us D]
  *             [--blocking] [--forever] [--hold-until FILE] [--abandon M]
  *             [--until-quiet] [--end-step] [--start-after FILE]
- *             [--send-delay-us D] [--recv-timeout MS] [--flush-each]
+ *             [--send-delay-us D] [--recv-timeout MS] [--flush-each] [--batch]
  *
  * Rank 0 sends N items (or forever); with -EAGAIN it waits 50 us and retries,
  * counting how often.  Rank 1 receives N items, checking order and payload,
@@ -14,7 +14,7 @@
  * once ferry_open has returned and sends nothing until FILE exists (at most
  * 120 s); --start-after FILE is the same without the line.  With
  * --send-delay-us rank 0 waits D us after each item it sent; --flush-each:
- * it calls ferry_flush after each.
+ * it calls ferry_flush after each.  --batch: opens with FERRY_BATCH.
  * --abandon M: rank 0 exits (no ferry_close) at its first -EAGAIN after M
  * items, its TX ring full, printing "rank 0 abandoned after N items"; M = -2
  * (--abandon stuck): once -EAGAIN has lasted 300 ms, the daemon taking no
@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 		{ "wait-file", required_argument, NULL, 'H' }, { "end-step", no_argument, NULL, 'E' },
 		{ "start-after", required_argument, NULL, 'S' }, { "send-delay-us", required_argument, NULL, 'D' },
 		{ "recv-timeout", required_argument, NULL, 'T' }, { "flush-each", no_argument, NULL, 'F' },
+		{ "batch", no_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { .size = 2 };
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
 		case 'D': send_delay = arg_long("--send-delay-us", optarg); break;
 		case 'T': recv_timeout = (int)arg_long("--recv-timeout", optarg); break;
 		case 'F': flush_each = 1; break;
+		case 'B': fo.flags |= FERRY_BATCH; break;
 		default: return 2;
 		}
 	}

@@ -199,9 +199,118 @@ TEST(frame_items_round_trip_and_truncation)
 		else
 			CHECK_EQ(r, -EPROTO);
 	}
-	((struct wire_item *)body)->flags = 0x80;       /* no such flag */
+	((struct wire_item *)body)->flags = WIRE_ITEM_BATCH;    /* an empty batch: none such */
 	off = 0;
 	CHECK_EQ(wire_next_item(body, len, &off, &it, &p), -EPROTO);
+}
+
+/* n item records for dst, src as a client writes a batch: lengths 0, 5,
+ * 16, 21, ... (i * 5 + (i & 1) * 11 bytes), payload bytes i, padding zero.
+ * Returns the bytes written. */
+static uint32_t make_batch(uint8_t *buf, uint32_t n, uint32_t dst, uint32_t src)
+{
+	uint32_t off = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct proto_rec r = { .len = i * 5 + (i & 1) * 11, .kind = PROTO_REC_ITEM, .channel = (uint16_t)i,
+				       .dst = dst, .src = src };
+
+		memcpy(buf + off, &r, sizeof(r));
+		memset(buf + off + sizeof(r), 0, ring_footprint(r.len) - sizeof(r));
+		memset(buf + off + sizeof(r), (int)i, r.len);
+		off += (uint32_t)ring_footprint(r.len);
+	}
+	return off;
+}
+
+TEST(batches_checked_and_carried)
+{
+	static uint8_t recs[PROTO_BATCH_MAX + 64], frame[PROTO_BATCH_MAX + 256];
+	uint64_t w1 = 4 | (uint64_t)9 << 32;
+	uint32_t len = make_batch(recs, 20, 4, 9), k;
+	struct wire_item it;
+	const void *p;
+	size_t off = 0;
+
+	CHECK_EQ(proto_batch_check(recs, len, w1), 20);
+	/* Another rank's records, another sender's, a length past the end,
+	 * a flag, another kind, an empty or unaligned batch: not a batch. */
+	CHECK_EQ(proto_batch_check(recs, len, w1 + 1), 0);
+	CHECK_EQ(proto_batch_check(recs, len, w1 + ((uint64_t)1 << 32)), 0);
+	CHECK_EQ(proto_batch_check(recs, len - 8, w1), 0);
+	CHECK_EQ(proto_batch_check(recs, 0, w1), 0);
+	recs[16 + 5] = 1;               /* the second record's flags (the first is empty) */
+	CHECK_EQ(proto_batch_check(recs, len, w1), 0);
+	recs[16 + 5] = 0;
+	recs[16 + 16] = 0xff;           /* its payload: anything goes */
+	CHECK_EQ(proto_batch_check(recs, len, w1), 20);
+	((struct proto_rec *)recs)->flags = PROTO_REC_MORE;
+	CHECK_EQ(proto_batch_check(recs, len, w1), 0);
+	((struct proto_rec *)recs)->flags = 0;
+	((struct proto_rec *)recs)->kind = PROTO_REC_FLUSH;
+	CHECK_EQ(proto_batch_check(recs, len, w1), 0);
+	((struct proto_rec *)recs)->kind = PROTO_REC_ITEM;
+	((struct proto_rec *)recs)->len = PROTO_BATCH_ITEM_MAX + 1;
+	CHECK_EQ(proto_batch_check(recs, len, w1), 0);
+	((struct proto_rec *)recs)->len = 0;
+	CHECK_EQ(proto_batch_check(recs, len, w1), 20);
+	/* The largest batch is taken, one byte more is not. */
+	{
+		struct proto_rec big = { .len = PROTO_BATCH_MAX - 16, .kind = PROTO_REC_ITEM, .dst = 4, .src = 9 };
+
+		memcpy(recs, &big, sizeof(big));
+		CHECK_EQ(proto_batch_check(recs, PROTO_BATCH_MAX, w1), 0);       /* above PROTO_BATCH_ITEM_MAX */
+		big.len = PROTO_BATCH_ITEM_MAX;
+		memcpy(recs, &big, sizeof(big));
+		CHECK_EQ(proto_batch_check(recs, (uint32_t)ring_footprint(big.len), w1), 1);
+		CHECK_EQ(proto_batch_check(recs, PROTO_BATCH_MAX + 8, w1), 0);
+	}
+
+	/* Into a frame and out again, as the daemons carry it. */
+	len = make_batch(recs, 20, 4, 9);
+	k = (uint32_t)wire_put_batch(frame, recs, len, 7, 3, 0x1001, w1);
+	CHECK_EQ(k, 20);
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), 1);
+	CHECK_EQ(it.flags, WIRE_ITEM_BATCH);
+	CHECK_EQ(it.channel, 20);
+	CHECK_EQ(it.node, 3);
+	CHECK_EQ(it.job, 0x1001);
+	CHECK_EQ(it.gen, 7);
+	CHECK_EQ(it.dst, 4);
+	CHECK_EQ(it.src, 9);
+	CHECK_EQ(wire_item_count(&it), 20);
+	CHECK(memcmp(p, recs, len) == 0);
+	CHECK_EQ(off, wire_item_footprint(len));
+	/* A count that is not the records', a batch of job 0, a batch with
+	 * another flag, a record changed on the way: refused. */
+	((struct wire_item *)frame)->channel = 19;
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
+	((struct wire_item *)frame)->channel = 20;
+	((struct wire_item *)frame)->job = 0;
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
+	((struct wire_item *)frame)->job = 0x1001;
+	((struct wire_item *)frame)->flags = WIRE_ITEM_BATCH | WIRE_ITEM_MORE;
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
+	((struct wire_item *)frame)->flags = WIRE_ITEM_BATCH;
+	((struct proto_rec *)(frame + sizeof(struct wire_item)))->src = 8;
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
+	/* Records that are not a batch never make a frame element. */
+	CHECK_EQ(wire_put_batch(frame, recs, len, 7, 3, 0x1001, w1 + 1), 0);
+	CHECK_EQ(wire_put_batch(frame, recs, PROTO_BATCH_MAX + 8, 7, 3, 0x1001, w1), 0);
+	/* What a node passing a batch on checks. */
+	{
+		uint64_t h0 = len | (uint64_t)WIRE_ITEM_BATCH << 32 | (uint64_t)20 << 48, h1 = 3 | (uint64_t)0x1001 << 32;
+
+		CHECK(wire_batch_header_ok(h0, h1));
+		CHECK(!wire_batch_header_ok(h0, 3));                            /* job 0 */
+		CHECK(!wire_batch_header_ok(h0 + 4, h1));                       /* unaligned */
+		CHECK(!wire_batch_header_ok(h0 & 0xffffffffffffull, h1));      /* count 0 */
+		CHECK(!wire_batch_header_ok(h0 | (uint64_t)WIRE_ITEM_MORE << 32, h1));
+	}
 }
 
 static struct wire_hello good_hello(void)
@@ -382,6 +491,7 @@ int main(void)
 	RUN(job_names);
 	RUN(frame_header_round_trip_and_checks);
 	RUN(frame_items_round_trip_and_truncation);
+	RUN(batches_checked_and_carried);
 	RUN(hello_round_trip_and_checks);
 	RUN(control_items_round_trip);
 	return check_done();

@@ -7,6 +7,8 @@
 #include "check.h"
 #include "../../client/conn.c"
 #include "../../client/recv.c"
+#include "../../client/send.c"      /* FERRY_BATCH: ferry_recv pushes batches */
+#include "../../client/poll.c"
 
 #include <stdlib.h>
 

@@ -1,0 +1,103 @@
+#!/bin/bash
+# FERRY_BATCH (ferry.h; README "Batches"): libferry hands small items over a
+# batch per destination rank at a time, the daemons route a batch once and
+# carry it whole, the destination writes it into the RX ring in one copy.
+# Every guarantee holds as without it: each item exactly once, in order per
+# sender, steps, backpressure; a batched item leaves the process when the
+# program runs out of other things to do; a client that writes a malformed
+# batch loses its session, nobody else does.
+. "$(dirname "$0")/lib.sh"
+
+# --- one node --------------------------------------------------------------
+echo 'limits: { ring_bytes = 262144; pending_bytes = 262144; };' >"$TMP/small.conf"
+chmod 644 "$TMP/small.conf"
+start_daemon n0 --config "$TMP/small.conf" || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n0
+
+expect "one node, 4 ranks (to themselves too), 16..300 B items (some too big to batch), 3 steps" \
+	run_job b4 4 --items 3000 --len 16 --len-max 300 --steps 3 --sync --batch
+expect "one node, items of 16 B to 200 KB around batches (pieces keep their place), 2 steps" \
+	run_job bbig 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch
+expect "a job of one rank sends to itself" run_job bone 1 --items 5000 --len 16 --steps 2 --sync --batch
+expect "a batched and an unbatched rank in one job" \
+	bash -c "'$BUILD/tests/ft_alltoall' --job bmix --rank 0 --size 2 --items 4000 --len 16 --sync --batch --quiet &
+		 '$BUILD/tests/ft_alltoall' --job bmix --rank 1 --size 2 --items 4000 --len 16 --sync --quiet; r=\$?;
+		 wait \$!; [ \$? = 0 ] && [ \$r = 0 ]"
+
+# pair NAME MODE [ARGS]: both ranks of ft_batch.
+pair() {
+	local job=$1 r0
+	shift
+	bg "$job.1.log" prog ft_batch --job "$job" --rank 1 "$@"
+	local p1=$LASTPID
+	prog ft_batch --job "$job" --rank 0 "$@" >"$TMP/$job.0.log" 2>&1
+	r0=$?
+	wait "$p1"
+	local r1=$?
+	[ $r0 = 0 ] && [ $r1 = 0 ] || { sed 's/^/#   /' "$TMP/$job".*.log; return 1; }
+}
+expect "ping-pong: an item waiting in a batch leaves when ferry_recv finds nothing (200 round trips)" \
+	pair pp --mode recv --rounds 200
+expect "ping-pong: ... when the program waits in ferry_poll" pair ppp --mode poll --rounds 200
+expect "ping-pong: ... when ferry_recv(..., 0) found nothing and the program sleeps on ferry_fd()" \
+	pair ppf --mode fd --rounds 200
+expect "ferry_flush sends it to a receiver while the sender sleeps outside libferry" pair pfl --mode flush
+expect "zero-length items, batched, to another rank and to itself: each once, in order" \
+	pair pz --mode zero --rounds 20000
+expect "a sender whose TX ring is full waits in ferry_poll with batches open; room lets them go" \
+	pair pfull --mode full
+
+# A sender of batches against a slow receiver: the daemon parks, XOFFs, and
+# delivers record by record from a half-taken batch; nothing lost, in order.
+bg slow1.log prog ft_stream --job bslow --rank 1 --items 200000 --len 16 --recv-delay-us 200
+s1=$LASTPID
+prog ft_stream --job bslow --rank 0 --items 200000 --len 16 --batch >"$TMP/slow0.log" 2>&1
+s0=$?
+wait $s1
+expect "a slow receiver: 200000 batched items, all in order (backpressure, no loss)" test $s0 = 0 -a $? = 0
+
+# Malformed batches: the client loses its session, the daemon says why.
+bg bystanders.log prog ft_alltoall --job by --rank 0 --size 1 --items 30000 --len 16 --steps 2 --sync --batch
+by=$LASTPID
+killed=$(stat n0 sessions_killed)
+for mode in batch-spoof batch-overrun batch-smuggle; do
+	expect "$mode, to itself: the daemon closes that client's connection" prog ft_raw "$TMP/n0" "$mode" "r$mode" 0 1
+	killed=$((killed + 1))
+done
+expect "each was counted as misbehaving" test "$(stat n0 sessions_killed)" = $killed
+expect "the log says why (malformed batch in TX ring)" grep -q "malformed batch in TX ring" "$TMP/n0.log"
+wait $by
+expect "the bystander job went on, every item once and in order" test $? = 0
+expect "daemon exits cleanly" stop_daemon n0
+
+# --- a cluster ---------------------------------------------------------------
+start_cluster bc 8 "topology: { virtual = [2, 2, 2]; };" || exit 1
+expect "8 nodes (2x2x2) x 2 ranks, batched, 16..64 B, 3 steps: every item exactly once and in order" \
+	run_cluster_job bc jbc 8 2 --items 2000 --len 16 --len-max 64 --steps 3 --sync --batch
+sent=$(peer_sum bc 8 items_sent)
+frames=$(peer_sum bc 8 frames_sent)
+# Every item for a rank on another node crosses at least one link.
+expect "batched items were counted as items ($sent in $frames frames)" test "$sent" -ge $((16 * 14 * 2000 * 3))
+expect "no retransmissions, duplicates or drops" \
+	test "$(peer_sum bc 8 retransmits)$(peer_sum bc 8 duplicates)$(cstat bc 8 items_dropped)" = 000
+
+# A stream two hops away (node 0 to node 7: through two other nodes), whose
+# receiver is slow: batches pass through whole, and wait.
+FERRY_RUNTIME_DIR=$TMP/bc_n7 bg far1.log prog ft_stream --job bfar --rank 1 --items 100000 --len 16 --recv-delay-us 100
+f1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/bc_n0 prog ft_stream --job bfar --rank 0 --items 100000 --len 16 --batch >"$TMP/far0.log" 2>&1
+f0=$?
+wait $f1
+expect "100000 batched items three hops away to a slow receiver, all in order" test $f0 = 0 -a $? = 0
+
+# A malformed batch for a rank on another node: caught before it leaves.
+FERRY_RUNTIME_DIR=$TMP/bc_n1 bg remote1.log prog ft_stream --job rbatch-spoof --rank 1 --forever --until-quiet
+rb=$LASTPID
+expect "batch-spoof, to another node: the daemon closes that client's connection" \
+	prog ft_raw "$TMP/bc_n0" batch-spoof rbatch-spoof 0 2
+expect "... and says why" grep -q "malformed batch in TX ring" "$TMP/bc_n0.log"
+wait $rb
+expect "... and nothing of it reached rank 1 on node 1 (not even the valid items before the bad one)" \
+	grep -q "rank 1 got 0" "$TMP/remote1.log"
+expect "daemons exit cleanly" stop_cluster bc 8
+finish
