@@ -36,7 +36,9 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	    (a->tx_off < a->rx_off ? a->tx_off + ring_bytes(a->tx_size) > a->rx_off
 				   : a->rx_off + ring_bytes(a->rx_size) > a->tx_off))
 		return conn_seterr(-EPROTO, "ferryd sent an invalid shared-memory layout");
-	f->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	/* Mapped whole now (ferryd allocated the pages): no page faults while
+	 * the first items go through. */
+	f->region = mmap(NULL, a->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0);
 	if (f->region == MAP_FAILED) {
 		f->region = NULL;
 		return conn_seterr(-errno, "mmap of the shared rings: %s", strerror(errno));
