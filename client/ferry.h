@@ -116,7 +116,12 @@ int ferry_size(const ferry_t *f);
 int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
 
 /* Asks the daemon to send everything this endpoint has sent so far without
- * waiting for aggregation buffers to fill.  Returns 0 or -errno. */
+ * waiting for aggregation buffers to fill, after handing over what the
+ * process still holds (FERRY_BATCH's batches, the rest of a large item).
+ * Returns 0 or -errno: -EAGAIN (without FERRY_BLOCKING) when the ring had
+ * no room for all of that, some of which is then still in the process:
+ * call it again, or wait in ferry_poll, which hands it over as room
+ * comes. */
 int ferry_flush(ferry_t *f);
 
 /* Receives up to max items, waiting up to timeout_ms (0: do not wait, < 0:

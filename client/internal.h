@@ -152,9 +152,10 @@ void poll_rearm(struct ferry *f);
 
 /* --- send.c --- */
 
-/* For ferry_close: a FLUSH record (waiting for room whatever FERRY_BLOCKING
- * says), then a wait until the daemon has taken every TX record, at most
- * timeout_ms (-1: forever).  Returns 0 or -errno. */
+/* For ferry_close: what the process holds and a FLUSH record, as room
+ * comes, then a wait until the daemon has taken every TX record, all within
+ * timeout_ms (-1: forever), dropping what arrives meanwhile.  Returns 0 or
+ * -errno. */
 int tx_drain(struct ferry *f, int timeout_ms);
 
 /* Output the process still holds: the rest of a large item, open batches
@@ -188,6 +189,9 @@ void batch_free(struct ferry *f);
 /* Frees what the receiving side keeps: items being reassembled, held[] and
  * the stash.  For closing, after ferry_release. */
 void rx_free(struct ferry *f);
+
+/* For closing: takes whatever the RX ring holds and drops it. */
+void rx_discard(struct ferry *f);
 
 /* What poll() is to wait for a deadline (proto_now_ms() time): -1 (for ever)
  * if forever, else the milliseconds left, 0 once it passed.  The clock is

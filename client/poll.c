@@ -135,7 +135,9 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 		}
 		if ((r = ready(f, events)) != 0 || events == 0 || timeout_ms == 0)
 			break;
-		if (want != events && ready(f, FERRY_POLLOUT))
+		/* Room for what we hold: push it (not ready(), which says
+		 * POLLOUT once the step is done, DONE held or not). */
+		if (want != events && ring_has_room(&f->tx, f->want_room) != 0)
 			continue;
 		if (proto_now_ns() < spin_until) {
 			sched_yield();

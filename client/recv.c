@@ -61,6 +61,17 @@ FERRY_API void ferry_release(ferry_t *f)
 		conn_wake(f->efd_daemon);
 }
 
+static int collect(struct ferry *f, struct ferry_item *items, int max);
+
+void rx_discard(struct ferry *f)
+{
+	struct ferry_item it[64];
+
+	ferry_release(f);
+	while (collect(f, it, 64) > 0)
+		ferry_release(f);
+}
+
 void rx_free(struct ferry *f)
 {
 	while (f->reasm) {
@@ -300,7 +311,9 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 	}
 	if (f->stash_len > f->stash_head)
 		return from_stash(f, items, max);
-	if (f->armed && timeout_ms == 0 && !f->dead && !ring_readable(&f->rx)) {
+	/* (Not when room for held output may have woken us: the slow way
+	 * resets the eventfd.) */
+	if (f->armed && timeout_ms == 0 && !f->dead && !f->tx_armed && !ring_readable(&f->rx)) {
 		/* Nothing came since the last call found nothing: say so without
 		 * a system call (but a yield where the daemon needs our cores),
 		 * the common case of a program that polls while it sends.  Now and then ask the socket whether the daemon went
@@ -311,10 +324,13 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		int ret;
 
 		/* Nothing to receive: what is batched leaves (and if the
-		 * ring has no room, room makes ferry_fd() readable). */
+		 * ring has no room, room makes ferry_fd() readable).  If
+		 * room came just now, out_arm cleared the flag again and the
+		 * output is still held: the slow way sends it. */
 		if (out_pending(f) && (ret = out_arm(f)) < 0)
 			return ret;
-		if (since < RECV_CHECK_NS || (++f->empty_calls < RECV_CHECK_CALLS && since < RECV_CHECK_MAX_NS)) {
+		if ((!out_pending(f) || f->tx_armed) &&
+		    (since < RECV_CHECK_NS || (++f->empty_calls < RECV_CHECK_CALLS && since < RECV_CHECK_MAX_NS))) {
 			/* A program that tries again at once would keep
 			 * the CPU from a daemon that shares our cores: the
 			 * sustained all-to-all of make bench ran 10x

@@ -391,37 +391,43 @@ FERRY_API int ferry_done(ferry_t *f)
 	return ret == -EAGAIN ? 0 : ret;
 }
 
-/* Waits until the daemon has taken every TX record, at most timeout_ms. */
-static int wait_tx_empty(struct ferry *f, int timeout_ms)
+/* ferry_close: hands over what the process holds and a FLUSH, as room
+ * comes, then waits until the daemon has taken every TX record; all within
+ * timeout_ms (< 0: no limit).  Items that arrive meanwhile are dropped
+ * (rx_discard): a closing endpoint takes no more, and the daemon may need
+ * room in our RX ring (for our own items, even) before it can take ours. */
+int tx_drain(struct ferry *f, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms < 0 ? 0 : proto_now_ms() + (uint64_t)timeout_ms;
+	int sent = 0;
 
 	for (;;) {
-		int ret, wait;
+		int ret, wait, empty = 0;
 
-		if (ring_producer_sleep_empty(&f->tx)) {
+		if (!sent) {
+			ret = out_flush(f, 0);
+			if (ret == 0)
+				ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 0);
+			if (ret == 0)
+				sent = 1;
+			else if (ret != -EAGAIN)
+				return ret;
+		}
+		rx_discard(f);
+		/* Sleep until the daemon takes records (room, or all taken). */
+		if (sent ? (empty = ring_producer_sleep_empty(&f->tx)) : ring_producer_sleep(&f->tx, f->want_room)) {
+			if (!empty)
+				continue;
 			if (f->tx.tail != f->tx.head)
 				return conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
 			return 0;
 		}
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
-		ret = conn_wait(f, wait);
+		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
 		ring_producer_awake(&f->tx);
 		if (ret == -ETIMEDOUT)
 			return conn_seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
 		if (ret < 0)
 			return ret;
 	}
-}
-
-int tx_drain(struct ferry *f, int timeout_ms)
-{
-	int ret = out_pending(f) ? out_flush(f, 1) : 0;
-
-	if (ret == 0)
-		ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 1);
-
-	if (ret == 0)
-		ret = wait_tx_empty(f, timeout_ms);
-	return ret;
 }

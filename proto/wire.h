@@ -92,6 +92,9 @@ enum wire_item_flags {
 	WIRE_ITEM_BATCH = 1u << 7,
 	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE | WIRE_ITEM_FRAG_MASK | WIRE_ITEM_BATCH,
 };
+/* Every bit of the byte is taken: no flags byte is unknown any more, and a
+ * new kind of element needs a new field (and WIRE_VERSION). */
+static_assert(WIRE_ITEM_FLAGS_ALL == 0xff, "the flags byte is full");
 #define WIRE_ITEM_FRAG(flags) (((uint32_t)(flags) & WIRE_ITEM_FRAG_MASK) >> 1)
 /* An item's flags are its ring record's, bit for bit. */
 static_assert((int)WIRE_ITEM_MORE == (int)PROTO_REC_MORE && (int)WIRE_ITEM_FRAG_MASK == (int)PROTO_REC_FRAG_MASK,
@@ -126,16 +129,6 @@ static inline int wire_batch_ok(uint64_t w0, uint64_t w1, uint64_t w2, const uin
 		return 1;
 	k = ((w0 >> 32) & 0xff) == WIRE_ITEM_BATCH && (w1 >> 32) != 0 ? proto_batch_check(payload, (uint32_t)w0, w2) : 0;
 	return k != 0 && k == (uint32_t)(w0 >> 48);
-}
-
-/* What a node that only passes a batch on checks of it: its header (the
- * destination checks the rest, wire_batch_ok). */
-static inline int wire_batch_header_ok(uint64_t w0, uint64_t w1)
-{
-	uint32_t len = (uint32_t)w0;
-
-	return ((w0 >> 32) & 0xff) == WIRE_ITEM_BATCH && (w1 >> 32) != 0 && len && len <= PROTO_BATCH_MAX &&
-	       !(len & 7) && (w0 >> 48) != 0;
 }
 
 /* Items an element carries: a batch's records, else 1. */

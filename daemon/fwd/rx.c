@@ -238,17 +238,18 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent)
 		ilen = (uint32_t)w0;
 		node = (uint32_t)w1;
 		fp = wire_item_footprint(ilen);
-		if (ilen > PROTO_FRAG_BYTES || ((w0 >> 32) & 0xff & ~(uint64_t)WIRE_ITEM_FLAGS_ALL) ||
-		    fp > len - off || node >= taker.nnodes || !taker.valid[node])
+		/* (Every bit of the flags byte has a meaning: wire.h.) */
+		if (ilen > PROTO_FRAG_BYTES || fp > len - off || node >= taker.nnodes || !taker.valid[node])
 			return -EPROTO;
 		if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
-			/* A batch: its records are checked where they are
-			 * delivered; passing through, its header. */
+			/* A batch: checked whole here too when it only passes
+			 * through, since what a node passes on, the next must
+			 * take (a frame refused there would come again for
+			 * ever, and with it everything it carries). */
 			uint64_t w2;
 
 			__builtin_memcpy(&w2, body + off + 16, 8);
-			if (node == taker.self ? !wire_batch_ok(w0, w1, w2, body + off + sizeof(struct wire_item))
-					       : !wire_batch_header_ok(w0, w1))
+			if (!wire_batch_ok(w0, w1, w2, body + off + sizeof(struct wire_item)))
 				return -EPROTO;
 			n += (uint32_t)(w0 >> 48) - 1;
 		}

@@ -138,7 +138,8 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 		return -EPROTO;
 	}
 	if (s->batch_off) {
-		/* Where we stopped must still be where a record starts. */
+		/* Where we stopped must still be where a record starts (drain
+		 * checked that the tail has not moved). */
 		uint32_t o = 0;
 
 		while (o < s->batch_off && o < b->len)
@@ -185,6 +186,7 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 		if (route_item(s, &rec, scratch + off + sizeof(struct proto_rec)) < 0)
 			return -EAGAIN;
 		s->batch_off = off + (uint32_t)ring_footprint(len);
+		s->batch_tail = s->tx.tail;
 		(*items_p)++;
 		*bytes_p += len;
 	}
@@ -256,6 +258,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			}
 			hop->buf->nitems += k - 1;
 			put[hop->idx] = hop->serial;
+			tx_stats.batches_in++;
 			tail += fp;
 			bytes += len - k * sizeof(struct proto_rec);
 			items += k;
@@ -339,7 +342,8 @@ static int drain(struct ep *s)
 		s->put_serial = calloc(peer_count(), sizeof(*s->put_serial));
 		s->put_serial_failed = !s->put_serial;
 	}
-	fast = j->ready && !j->stale && !j->nxoff && !lost_node(j);
+	/* (Not while a batch is half taken: its rest comes first.) */
+	fast = j->ready && !j->stale && !j->nxoff && !lost_node(j) && !s->batch_off;
 	for (uint32_t i = 0; i < DRAIN_BUDGET && !s->failed; i++) {
 		struct proto_rec rec;
 		const void *payload;
@@ -359,6 +363,12 @@ static int drain(struct ep *s)
 			break;
 		if (ret < 0) {
 			ep_fail(s, "garbage in TX ring");
+			return 1;
+		}
+		if (__builtin_expect(s->batch_off != 0, 0) &&
+		    (rec.kind != PROTO_REC_BATCH || s->tx.tail != s->batch_tail)) {
+			/* The client rewrote the batch we were taking. */
+			ep_fail(s, "TX ring changed under a batch being taken");
 			return 1;
 		}
 		switch (rec.kind) {
@@ -386,6 +396,7 @@ static int drain(struct ep *s)
 				tx_stats.stalls++;
 				goto out;
 			}
+			tx_stats.batches_in++;
 			break;
 		case PROTO_REC_FLUSH:
 			tx_stats.flushes++;

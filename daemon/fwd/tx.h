@@ -27,6 +27,7 @@ struct tx_stats {
 	uint64_t bytes_in;
 	uint64_t stalls;                /* TX draining stopped for backpressure */
 	uint64_t flushes;               /* FLUSH records seen */
+	uint64_t batches_in;            /* BATCH records taken (FERRY_BATCH); their items are in items_in */
 };
 extern struct tx_stats tx_stats;
 

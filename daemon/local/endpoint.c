@@ -495,6 +495,19 @@ uint64_t ep_tx_abandon(struct ep *ep)
 		if (ep->failed || ring_peek(&ep->tx, &rec, &payload) <= 0)
 			break;
 		n += rec.kind == PROTO_REC_ITEM;
+		if (rec.kind == PROTO_REC_BATCH && rec.len <= PROTO_BATCH_MAX) {
+			/* Its items not taken yet (past batch_off), counted in
+			 * a copy: the client may be writing the ring. */
+			uint8_t copy[PROTO_BATCH_MAX] __attribute__((aligned(8)));
+			uint32_t k, o = 0;
+
+			memcpy(copy, payload, rec.len);
+			k = proto_batch_check(copy, rec.len, rec.dst | (uint64_t)ep->rank << 32);
+			for (; k && o < ep->batch_off && o < rec.len; k--)
+				o += (uint32_t)ring_footprint(*(const uint32_t *)(const void *)(copy + o));
+			n += k;
+			ep->batch_off = 0;
+		}
 		ring_consume(&ep->tx, &rec);
 	}
 	ep_stats.items_lost += n;

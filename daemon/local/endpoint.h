@@ -70,6 +70,7 @@ struct ep {
 	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
 	uint32_t batch_off;             /* fwd/tx.c: records of the BATCH at the TX tail taken so
 					 * far (bytes of its payload); 0 when none are */
+	uint64_t batch_tail;            /* ... the TX tail (counter) it was at then */
 	uint32_t *put_serial;           /* fwd/agg.h agg_flush_serials: by peer, the buffer that
 					 * last took an item of this endpoint; NULL until its
 					 * first drain (allocated there, freed by ep_close) */

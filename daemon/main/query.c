@@ -90,13 +90,13 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)sess_stats.joins_refused,
 			(unsigned long long)sess_stats.accept_paused);
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
-			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\n",
+			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\nbatches_in %llu\n",
 			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,
 			(unsigned long long)ep_stats.items_delivered,
 			(unsigned long long)ep_stats.items_queued,
 			(unsigned long long)ep_stats.items_dropped, (unsigned long long)ep_stats.items_lost,
 			(unsigned long long)tx_stats.stalls,
-			(unsigned long long)tx_stats.flushes);
+			(unsigned long long)tx_stats.flushes, (unsigned long long)tx_stats.batches_in);
 		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
 			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
 		fprintf(out, "items_parked %llu\nflow_xoff_sent %llu\nflow_xon_sent %llu\nflow_xoff_received %llu\n"

@@ -14,8 +14,15 @@ chmod 644 "$TMP/small.conf"
 start_daemon n0 --config "$TMP/small.conf" || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 
+b0=$(stat n0 batches_in)
 expect "one node, 4 ranks (to themselves too), 16..300 B items (some too big to batch), 3 steps" \
 	run_job b4 4 --items 3000 --len 16 --len-max 300 --steps 3 --sync --batch
+# 4 x 4 x 3000 x 3 items, most of them small enough to batch: if they were
+# sent one by one (FERRY_BATCH ignored) there would be no BATCH record.
+b1=$(stat n0 batches_in)
+expect "... and they travelled in batches ($((b1 - b0)) BATCH records)" test $((b1 - b0)) -ge 100
+expect "a job without FERRY_BATCH sends no batch" run_job nob 2 --items 2000 --len 16 --steps 2 --sync
+expect "... (batches_in unchanged: $(stat n0 batches_in))" test "$(stat n0 batches_in)" = "$b1"
 expect "one node, items of 16 B to 200 KB around batches (pieces keep their place), 2 steps" \
 	run_job bbig 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch
 expect "a job of one rank sends to itself" run_job bone 1 --items 5000 --len 16 --steps 2 --sync --batch
@@ -46,6 +53,12 @@ expect "zero-length items, batched, to another rank and to itself: each once, in
 	pair pz --mode zero --rounds 20000
 expect "a sender whose TX ring is full waits in ferry_poll with batches open; room lets them go" \
 	pair pfull --mode full
+expect "ferry_close with a full TX ring of items to oneself, batches and a large item held: returns" \
+	pair pclose --mode closefull
+expect "ferry_done that cannot hand its DONE over yet: ferry_poll waits its second without spinning" \
+	pair pdone --mode donepoll
+expect "... and ferry_step_wait hands it over: rank 1 got all $(sed -n 's/^count //p' "$TMP/pdone.0.log") items" \
+	test "$(sed -n 's/^count //p' "$TMP/pdone.0.log")" = "$(sed -n 's/^count //p' "$TMP/pdone.1.log")"
 
 # A sender of batches against a slow receiver: the daemon parks, XOFFs, and
 # delivers record by record from a half-taken batch; nothing lost, in order.
@@ -74,6 +87,7 @@ expect "daemon exits cleanly" stop_daemon n0
 start_cluster bc 8 "topology: { virtual = [2, 2, 2]; };" || exit 1
 expect "8 nodes (2x2x2) x 2 ranks, batched, 16..64 B, 3 steps: every item exactly once and in order" \
 	run_cluster_job bc jbc 8 2 --items 2000 --len 16 --len-max 64 --steps 3 --sync --batch
+expect "... in batches ($(cstat bc 8 batches_in) BATCH records)" test "$(cstat bc 8 batches_in)" -ge 1000
 sent=$(peer_sum bc 8 items_sent)
 frames=$(peer_sum bc 8 frames_sent)
 # Every item for a rank on another node crosses at least one link.

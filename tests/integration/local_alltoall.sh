@@ -16,8 +16,8 @@ start_job jb 2 --items 5000
 expect "two jobs at once, with the same rank numbers, do not mix" wait_job ja
 expect "... and the second job too" wait_job jb
 
-expect "daemon counted every item it delivered ($(stat n0 items_delivered))" \
-	test "$(stat n0 items_delivered)" -ge $((100*2 + 4*20000*3 + 64*2000*3 + 9*30*2))
+delivered=$(stat n0 items_delivered)
+expect "daemon counted every item it delivered ($delivered)" test "$delivered" -ge $((100*2 + 4*20000*3 + 64*2000*3 + 9*30*2))
 expect "nothing dropped" test "$(stat n0 items_dropped)" = 0
 expect "daemon exits cleanly on SIGTERM" stop_daemon n0
 
@@ -34,6 +34,10 @@ export FERRY_RUNTIME_DIR=$TMP/n1
 for i in 1 2 3 4 5 6; do
 	expect "small rings, 3 processes, 16 B to 200 KB items to each other and themselves, 2 steps (run $i)" \
 		run_job small$i 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync
+done
+for i in 1 2 3; do
+	expect "... the same with FERRY_BATCH (run $i)" \
+		run_job smallb$i 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch
 done
 expect "daemon n1 exits cleanly" stop_daemon n1
 finish

@@ -23,6 +23,11 @@ check bad-item   "peer 0: malformed frame 1"
 check bad-seq    "peer 0: frame 5 out of sequence \(expected 1\)"
 check bad-ack    "peer 0 acknowledges frame 1000, but only 0 went out"
 check bad-node   "peer 0: malformed frame 1"
+# A malformed batch passing through must be refused by the node it passes
+# (node 1), not by the destination (node 2): refused there, the frame node 1
+# built around it would come again for ever, and the link 1-2 with it.
+check bad-batch  "peer 0: malformed frame 1"
+expect "bad-batch: node 2 never saw it (refused nothing)" not grep -q "malformed frame" "$TMP/pf_n2.log"
 expect "a peer that behaves keeps its link" prog ft_peer 127.0.0.1 "$port1" good 0 1 pf
 expect "nodes 1 and 2 kept their own link up" link_up pf_n2 1
 

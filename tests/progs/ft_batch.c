@@ -13,8 +13,20 @@
  *   flush    rank 0 sends one item, calls ferry_flush, then sleeps 3 s
  *            without calling libferry; rank 1 must have it within 2 s
  *   zero     each rank sends N zero-length items to the other and N to
- *            itself, on channels 0..N-1 in turn, then ferry_done and
- *            ferry_step_wait; each must receive 2N, in order per sender
+ *            itself, on channels 0..N-1 in turn (receiving when refused),
+ *            then ferry_done and ferry_step_wait; each must receive 2N, in
+ *            order per sender
+ *   donepoll rank 0 sends 16-byte items numbered from 0 until its TX ring
+ *            stays full for 0.3 s (rank 1 takes nothing for 3 s), calls
+ *            ferry_done (which cannot hand its DONE over yet), then
+ *            ferry_poll(FERRY_POLLIN, 1000): it must wait about a second,
+ *            not spin (CPU time below 0.3 s), then ferry_step_wait.
+ *            Rank 1 then takes everything.  Each prints "count N".
+ *   closefull rank 0 sends to itself, without receiving, until its TX
+ *            ring stays full for 0.3 s (batches and a large item's rest
+ *            held too), then ferry_close: it must return 0 within 5 s (it
+ *            drops what comes to it meanwhile; the daemon waits for that
+ *            room before it takes the rest).  Rank 1 only opens and closes.
  *   full     rank 0 fills its TX ring with batches while rank 1 takes
  *            nothing for 1 s, then waits in ferry_poll(FERRY_POLLIN) with
  *            batches still open (the ring has no room for them); rank 1
@@ -30,6 +42,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int rank;
@@ -130,33 +143,92 @@ int main(int argc, char **argv)
 		uint32_t next[2] = { 0, 0 };
 		long got = 0;
 
-		for (long i = 0; i < rounds; i++)
-			for (int d = 0; d < 2; d++)
-				while ((ret = ferry_send(f, (uint32_t)d, (uint32_t)(i & 0xffff), NULL, 0)) == -EAGAIN)
-					ferry_poll(f, FERRY_POLLOUT, 1000);
-		if (ret < 0)
-			FAIL("ferry_send: %s", ferry_strerror(ret));
-		if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
-			FAIL("step: %s", ferry_strerror(ret));
-		for (;;) {
-			struct ferry_item it[64];
-			int n = ferry_recv(f, it, 64, 0);
+		int done = 0;
 
+		for (long i = 0; i < rounds || !done;) {
+			struct ferry_item it[64];
+			int n;
+
+			ret = 0;
+			while (i < rounds && (ret = ferry_send(f, (uint32_t)(i & 1), (uint32_t)((i / 2) & 0xffff),
+							       NULL, 0)) == 0)
+				i++;
+			if (ret < 0 && ret != -EAGAIN)
+				FAIL("ferry_send: %s", ferry_strerror(ret));
+			if (i == rounds && !done) {
+				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
+					FAIL("step: %s", ferry_strerror(ret));
+				done = 1;
+			}
+			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
+				for (int k = 0; k < n; k++) {
+					if (it[k].len != 0 || it[k].src > 1 || it[k].channel != (next[it[k].src] & 0xffff))
+						FAIL("item %ld: len %u from %u on channel %u, expected an empty one on %u",
+						     got, it[k].len, it[k].src, it[k].channel, next[it[k].src & 1] & 0xffff);
+					next[it[k].src]++;
+					got++;
+				}
+				if (!done)
+					break;
+			}
 			if (n < 0)
 				FAIL("ferry_recv: %s", ferry_strerror(n));
-			if (n == 0)
-				break;
-			for (int k = 0; k < n; k++) {
-				if (it[k].len != 0 || it[k].src > 1 || it[k].channel != (next[it[k].src] & 0xffff))
-					FAIL("item %ld: len %u from %u on channel %u, expected an empty one on %u", got,
-					     it[k].len, it[k].src, it[k].channel, next[it[k].src & 1] & 0xffff);
-				next[it[k].src]++;
-				got++;
-			}
 		}
-		if (got != 2 * rounds)
-			FAIL("received %ld empty items, expected %ld", got, 2 * rounds);
+		if (got != rounds)
+			FAIL("received %ld empty items, expected %ld", got, rounds);
 		printf("rank %d ok: zero: %ld empty items, in order\n", rank, got);
+	} else if (!strcmp(mode, "donepoll")) {
+		uint8_t item[16] = { 0 };
+		uint32_t count = 0;
+
+		if (rank == 0) {
+			double stuck = 0, t0, c0;
+
+			while (!stuck || now_s() - stuck < 0.3) {
+				memcpy(item, &count, 4);
+				if ((ret = ferry_send(f, 1, 0, item, sizeof(item))) == 0) {
+					count++;
+					stuck = 0;
+				} else if (ret == -EAGAIN) {
+					if (!stuck)
+						stuck = now_s();
+					usleep(1000);
+				} else {
+					FAIL("ferry_send: %s", ferry_strerror(ret));
+				}
+			}
+			if ((ret = ferry_done(f)) < 0)
+				FAIL("ferry_done: %s", ferry_strerror(ret));
+			t0 = now_s();
+			c0 = (double)clock() / CLOCKS_PER_SEC;
+			ret = ferry_poll(f, FERRY_POLLIN, 1000);
+			t0 = now_s() - t0;
+			c0 = (double)clock() / CLOCKS_PER_SEC - c0;
+			if (ret != 0)
+				FAIL("ferry_poll returned %d: nothing was to come", ret);
+			if (t0 < 0.9 || t0 > 3 || c0 > 0.3)
+				FAIL("ferry_poll(FERRY_POLLIN, 1000) took %.2f s, %.2f s of CPU", t0, c0);
+			if ((ret = ferry_step_wait(f, 30000)) < 0)
+				FAIL("ferry_step_wait: %s", ferry_strerror(ret));
+			printf("rank 0 ok: donepoll: ferry_poll waited %.2f s using %.3f s of CPU\n", t0, c0);
+		} else {
+			struct ferry_item it[64];
+			int n;
+
+			sleep(3);
+			if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
+				FAIL("step: %s", ferry_strerror(ret));
+			while ((n = ferry_recv(f, it, 64, 0)) > 0)
+				for (int k = 0; k < n; k++) {
+					uint32_t v;
+
+					memcpy(&v, it[k].data, 4);
+					if (v != count++)
+						FAIL("item %u carried %u", count - 1, v);
+				}
+			printf("rank 1 ok: donepoll: received all, in order\n");
+		}
+		printf("count %u\n", count);
 	} else if (!strcmp(mode, "full")) {
 		uint8_t item[16] = { 0 };
 		uint32_t sent = 0;
@@ -209,6 +281,35 @@ int main(int argc, char **argv)
 				FAIL("answer: %s", ferry_strerror(ret));
 			printf("rank 1 ok: full: %u items in order\n", got);
 		}
+	} else if (!strcmp(mode, "closefull")) {
+		if (rank == 0) {
+			static uint8_t big[200000];
+			double stuck = 0, t0;
+			long sent = 0;
+
+			while (!stuck || now_s() - stuck < 0.3) {
+				/* every 100th a large item, whose rest may stay held */
+				ret = ferry_send(f, 0, 0, big, sent % 100 == 99 ? sizeof(big) : 16);
+				if (ret == 0) {
+					sent++;
+					stuck = 0;
+				} else if (ret == -EAGAIN) {
+					if (!stuck)
+						stuck = now_s();
+					usleep(1000);
+				} else {
+					FAIL("ferry_send: %s", ferry_strerror(ret));
+				}
+			}
+			t0 = now_s();
+			ret = ferry_close(f);
+			t0 = now_s() - t0;
+			if (ret < 0 || t0 > 5)
+				FAIL("ferry_close: %s after %.2f s (%ld items sent)", ferry_strerror(ret), t0, sent);
+			printf("rank 0 ok: closefull: %ld items to itself, ferry_close took %.2f s\n", sent, t0);
+			return 0;
+		}
+		printf("rank 1 ok: closefull\n");
 	} else {
 		FAIL("unknown mode %s", mode);
 	}

@@ -17,6 +17,9 @@
  *   bad-seq      full handshake, then DATA frame 5 where 1 is due
  *   bad-ack      full handshake, then an ACK for frames never sent
  *   bad-node     full handshake, then an item for a node that does not exist
+ *   bad-batch    full handshake, then a batch (WIRE_ITEM_BATCH) passing
+ *                through to node TO + 1, its header right, its second item
+ *                claiming another sender
  *   good         full handshake, then wait: the daemon must keep the link
  * Exits 0 if the daemon closed the connection within 10 s (for good: if it
  * kept it 2 s), 1 if not, 2 on setup errors.
@@ -188,6 +191,17 @@ int main(int argc, char **argv)
 
 		memcpy(body, &it, sizeof(it));
 		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 8);
+	} else if (strcmp(mode, "bad-batch") == 0) {
+		/* Two 8-byte items of job 4097 from rank 0 to rank 1. */
+		struct wire_item it = { .len = 48, .flags = WIRE_ITEM_BATCH, .channel = 2, .node = mine.to + 1,
+					.job = 4097, .dst = 1, .src = 0 };
+		struct proto_rec r = { .len = 8, .kind = PROTO_REC_ITEM, .dst = 1, .src = 0 };
+
+		memcpy(body, &it, sizeof(it));
+		memcpy(body + sizeof(it), &r, sizeof(r));
+		r.src = 7;
+		memcpy(body + sizeof(it) + 24, &r, sizeof(r));
+		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 48);
 	} else {
 		fprintf(stderr, "ft_peer: unknown mode %s\n", mode);
 		return 2;

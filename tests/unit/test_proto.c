@@ -301,15 +301,18 @@ TEST(batches_checked_and_carried)
 	/* Records that are not a batch never make a frame element. */
 	CHECK_EQ(wire_put_batch(frame, recs, len, 7, 3, 0x1001, w1 + 1), 0);
 	CHECK_EQ(wire_put_batch(frame, recs, PROTO_BATCH_MAX + 8, 7, 3, 0x1001, w1), 0);
-	/* What a node passing a batch on checks. */
+	/* The count must be the records': fewer or more, refused. */
 	{
-		uint64_t h0 = len | (uint64_t)WIRE_ITEM_BATCH << 32 | (uint64_t)20 << 48, h1 = 3 | (uint64_t)0x1001 << 32;
+		uint64_t w[3];
 
-		CHECK(wire_batch_header_ok(h0, h1));
-		CHECK(!wire_batch_header_ok(h0, 3));                            /* job 0 */
-		CHECK(!wire_batch_header_ok(h0 + 4, h1));                       /* unaligned */
-		CHECK(!wire_batch_header_ok(h0 & 0xffffffffffffull, h1));      /* count 0 */
-		CHECK(!wire_batch_header_ok(h0 | (uint64_t)WIRE_ITEM_MORE << 32, h1));
+		wire_put_batch(frame, recs, len, 7, 3, 0x1001, w1);
+		memcpy(w, frame, sizeof(w));
+		CHECK(wire_batch_ok(w[0], w[1], w[2], frame + sizeof(struct wire_item)));
+		CHECK(!wire_batch_ok(w[0] + ((uint64_t)1 << 48), w[1], w[2], frame + sizeof(struct wire_item)));
+		CHECK(!wire_batch_ok(w[0] - ((uint64_t)1 << 48), w[1], w[2], frame + sizeof(struct wire_item)));
+		CHECK(!wire_batch_ok(w[0] | ((uint64_t)400 << 48), w[1], w[2], frame + sizeof(struct wire_item)));
+		/* An item that is not a batch is none of its business. */
+		CHECK(wire_batch_ok(16, 3 | (uint64_t)0x1001 << 32, w1, frame));
 	}
 }
 
