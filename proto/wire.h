@@ -412,10 +412,12 @@ static inline size_t wire_put_rec_item(uint8_t *p, uint64_t rec_w0, uint8_t gen,
  * copied first and checked in the copy (proto_batch_check), then the
  * header is written.  Returns how many items it holds, or 0 if they are
  * not a valid batch (p then holds garbage). */
+static inline void wire_put_batch_header(uint8_t *p, uint32_t len, uint32_t k, uint8_t gen, uint32_t node,
+					 uint32_t job, uint64_t dst_src);
+
 static inline uint32_t wire_put_batch(uint8_t *p, const uint8_t *recs, uint32_t len, uint8_t gen, uint32_t node,
 				      uint32_t job, uint64_t dst_src)
 {
-	uint64_t w0, w1 = node | (uint64_t)job << 32;
 	uint32_t k;
 
 	if (len > PROTO_BATCH_MAX)
@@ -423,11 +425,20 @@ static inline uint32_t wire_put_batch(uint8_t *p, const uint8_t *recs, uint32_t 
 	__builtin_memcpy(p + sizeof(struct wire_item), recs, len);
 	if (!(k = proto_batch_check(p + sizeof(struct wire_item), len, dst_src)))
 		return 0;
-	w0 = len | (uint64_t)WIRE_ITEM_BATCH << 32 | (uint64_t)gen << 40 | (uint64_t)k << 48;
+	wire_put_batch_header(p, len, k, gen, node, job, dst_src);
+	return k;
+}
+
+/* The header of a batch of k records (len bytes, checked) at p. */
+static inline void wire_put_batch_header(uint8_t *p, uint32_t len, uint32_t k, uint8_t gen, uint32_t node,
+					 uint32_t job, uint64_t dst_src)
+{
+	uint64_t w0 = len | (uint64_t)WIRE_ITEM_BATCH << 32 | (uint64_t)gen << 40 | (uint64_t)k << 48;
+	uint64_t w1 = node | (uint64_t)job << 32;
+
 	__builtin_memcpy(p, &w0, 8);
 	__builtin_memcpy(p + 8, &w1, 8);
 	__builtin_memcpy(p + 16, &dst_src, 8);
-	return k;
 }
 
 /* The first word of the ITEM record for an item whose first wire header

@@ -42,7 +42,7 @@ static struct {
  * first and last words of its wire header (len, flags, gen, channel; dst,
  * src).  Returns 0 (delivered, queued, or dropped for a rank that is not
  * here) or -EAGAIN: its queue is full, try again later. */
-static inline int deliver(struct job *j, uint32_t jsize, const struct job_rank *jranks, uint64_t w0, uint64_t w2,
+static inline __attribute__((always_inline)) int deliver(struct job *j, uint32_t jsize, const struct job_rank *jranks, uint64_t w0, uint64_t w2,
 			  const void *payload)
 {
 	uint32_t len = (uint32_t)w0, dst = (uint32_t)w2, src = (uint32_t)(w2 >> 32);

@@ -168,7 +168,9 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 			s->blocked_node = node;
 			return -EAGAIN;
 		}
-		wire_put_batch(slot, scratch, b->len, j->gen, node, j->id, w1);        /* checked: k */
+		/* (scratch is checked: k records) */
+		memcpy(slot + sizeof(struct wire_item), scratch, b->len);
+		wire_put_batch_header(slot, b->len, k, j->gen, node, j->id, w1);
 		hop->buf->nitems += k - 1;
 		if (s->put_serial)
 			s->put_serial[hop->idx] = hop->serial;
