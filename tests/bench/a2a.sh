@@ -10,13 +10,15 @@
 #            aggregation off (bursts only), against per-item MPI_Isend and
 #            hand-packed MPI_Alltoallv (64 or 1024 items per destination per
 #            round) over TCP, and the latter over Open MPI's shared memory;
-#            pinned and shared, taking turns run by run.
+#            pinned and shared, taking turns run by run.  On the direct
+#            and the 2x2x2 grid also with FERRY_BATCH (ferry-batch-*).
 #   sweep m  the item size, K = 256 (shared; not in quick).
 #   sweep N4 4 nodes, 1 and 2 processes per node, K = 256 (shared; not in
 #            quick).
 #   gups     fb_gups, 4 nodes x 2 processes, 2^20 words per rank, 4 x the
 #            table in updates, against mb_gups (MPI_Alltoallv of buckets of
-#            about 1024 per destination) over TCP; pinned and shared.
+#            about 1024 per destination) over TCP; pinned and shared; ferry
+#            with and without FERRY_BATCH.
 # No cluster key: frames carry no tag (integrity off; security.sh says what
 # it costs).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -50,6 +52,11 @@ for grid in "d8:\"direct\"" "g42:[4, 2]" "g222:[2, 2, 2]" "noagg:[2, 2, 2]"; do
 			layout "$lay"
 			for K in $ks; do
 				row K "ferry-$name" 8 2 16 "$K" "$run" "$(ferry_a2a 2 "$K" 16)"
+				# FERRY_BATCH (README, "Batches"), on the
+				# direct and the 2x2x2 grid
+				case $name in d8|g222)
+					row K "ferry-batch-$name" 8 2 16 "$K" "$run" "$(ferry_a2a 2 "$K" 16 --batch)" ;;
+				esac
 			done
 		done
 	done
@@ -113,6 +120,7 @@ for run in $(seq "$RUNS"); do
 	for lay in $LAYOUTS; do
 		layout "$lay"
 		grow ferry-d4 "$run" "$(ferry_job fb_gups 2 --log2 "$LOG2")"
+		grow ferry-batch-d4 "$run" "$(ferry_job fb_gups 2 --log2 "$LOG2" --batch)"
 		e=$(mpi mb_gups 8 "$MPI_TCP" --log2 "$LOG2" | val elapsed_s)
 		[ -n "$e" ] || { log "mb_gups failed ($LAYOUT): $(head -3 "$TMP/mpi.err")"; e=nan; }
 		grow mpi-alltoallv-1024 "$run" "$e"

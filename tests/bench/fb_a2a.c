@@ -3,7 +3,10 @@
  * rank, destinations in random order, and the step ends with ferry_done /
  * ferry_step_wait.  The ranks start together (an empty step first).
  *
- *   fb_a2a --items K --len M [--spin]   (job, rank, size from FERRY_JOB/RANK/SIZE)
+ *   fb_a2a --items K --len M [--spin] [--batch]   (job, rank, size from FERRY_JOB/RANK/SIZE)
+ *
+ * --batch opens with FERRY_BATCH (libferry hands items over a batch per
+ * destination rank at a time).
  *
  * A rank that can neither send nor receive sleeps in ferry_poll; --spin
  * makes it try again at once instead (how programs were written before
@@ -21,7 +24,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "items", required_argument, NULL, 'k' }, { "len", required_argument, NULL, 'm' },
-		{ "spin", no_argument, NULL, 's' },
+		{ "spin", no_argument, NULL, 's' }, { "batch", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long K = 64, M = 16;
@@ -30,6 +33,7 @@ int main(int argc, char **argv)
 	uint32_t *order, me, P;
 	uint64_t total, sent = 0, got = 0, rs;
 	double t0, t1;
+	struct ferry_opts fo = { 0 };
 	ferry_t *f;
 	int opt, ret, refused, spin = 0;
 
@@ -38,12 +42,13 @@ int main(int argc, char **argv)
 		case 'k': K = arg_long("--items", optarg); break;
 		case 'm': M = arg_long("--len", optarg); break;
 		case 's': spin = 1; break;
+		case 'b': fo.flags |= FERRY_BATCH; break;
 		default: return 2;
 		}
 	}
 	if (M < 1 || M > (long)sizeof(buf))
 		return 2;
-	ret = ferry_open(&f, NULL);
+	ret = ferry_open(&f, &fo);
 	if (ret < 0) {
 		fprintf(stderr, "ferry_open: %s\n", ferry_last_error());
 		return 1;

@@ -3,7 +3,7 @@
  * random 64-bit values, each as an 8-byte item to the rank that owns the word
  * it names; the owner XORs it into that word on arrival.
  *
- *   fb_gups [--log2 n] [--factor F] [--spin]
+ *   fb_gups [--log2 n] [--factor F] [--spin] [--batch]
  *       (job, rank, size from FERRY_JOB/RANK/SIZE)
  *
  * Table: 2^n words per rank (n = 20 unless said: 8 MiB), word i of rank r
@@ -20,7 +20,7 @@
  * The loop is the one the README recommends ("Sending and receiving"): send
  * until ferry refuses (-EAGAIN), take what came with ferry_recv(..., 0), and
  * sleep in ferry_poll only when refused and nothing came (--spin: try again
- * at once instead, for comparison).  Then each rank sends every other rank,
+ * at once instead, for comparison; --batch: FERRY_BATCH).  Then each rank sends every other rank,
  * on channel 1, how many updates it sent it; ferry_done / ferry_step_wait end
  * the step, and every rank checks that it applied exactly that many from each.
  *
@@ -138,8 +138,9 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "log2", required_argument, NULL, 'n' }, { "factor", required_argument, NULL, 'F' },
-		{ "spin", no_argument, NULL, 's' }, { NULL, 0, NULL, 0 },
+		{ "spin", no_argument, NULL, 's' }, { "batch", no_argument, NULL, 'b' }, { NULL, 0, NULL, 0 },
 	};
+	struct ferry_opts fo = { 0 };
 	long log2n = 20, factor = 4;
 	int opt, ret = 0, spin = 0, pending = 0;
 	struct gups g = { 0 };
@@ -154,12 +155,13 @@ int main(int argc, char **argv)
 		case 'n': log2n = arg_long("--log2", optarg); break;
 		case 'F': factor = arg_long("--factor", optarg); break;
 		case 's': spin = 1; break;
+		case 'b': fo.flags |= FERRY_BATCH; break;
 		default: return 2;
 		}
 	}
 	if (log2n < 1 || log2n > 32 || factor < 1)
 		return 2;
-	if (ferry_open(&g.f, NULL) < 0) {
+	if (ferry_open(&g.f, &fo) < 0) {
 		fprintf(stderr, "ferry_open: %s\n", ferry_last_error());
 		return 1;
 	}

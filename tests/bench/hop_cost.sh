@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/bench/hop_cost.sh BUILD [N1 N2 [REPEAT]] - daemon instructions per item
-# per hop, counted by callgrind (instruction counts do not depend on how busy
+# per hop (with BATCH=1 in the environment: the sender opens with
+# FERRY_BATCH), counted by callgrind (instruction counts do not depend on how busy
 # the machine is, unlike timings).
 #
 # One daemon runs under `valgrind --tool=callgrind`; ft_stream sends N1, then
@@ -90,7 +91,7 @@ instructions() {
 		>"$TMP/$name.r1" 2>&1 &
 	local r1=$!
 	FERRY_RUNTIME_DIR=$TMP/${name}_n$src "$BUILD/tests/ft_stream" --job s --rank 0 --items "$n" --len 16 \
-		--blocking >"$TMP/$name.r0" 2>&1 || { echo "hop_cost: sender failed" >&2; cat "$TMP/$name.r0" >&2; return 1; }
+		--blocking ${BATCH:+--batch} >"$TMP/$name.r0" 2>&1 || { echo "hop_cost: sender failed" >&2; cat "$TMP/$name.r0" >&2; return 1; }
 	wait "$r1" || { echo "hop_cost: receiver failed" >&2; cat "$TMP/$name.r1" >&2; return 1; }
 	queued=$(stat "${name}_n$vgnode" items_queued)
 	for k in $(seq 0 $((nodes - 1))); do

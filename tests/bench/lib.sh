@@ -116,13 +116,15 @@ ferry_job() {
 	echo "$worst"
 }
 
-# ferry_a2a PPN K M: fb_a2a on the current cluster; prints
-# "seconds items items_per_frame frames_per_item_hop".
+# ferry_a2a PPN K M [FB_A2A OPTIONS...]: fb_a2a on the current cluster
+# (--batch: FERRY_BATCH); prints "seconds items items_per_frame
+# frames_per_item_hop".
 ferry_a2a() {
 	local ppn=$1 K=$2 M=$3 P s0 s1 t
+	shift 3
 	P=$((CLN * ppn))
 	s0=$(cluster_stats)
-	t=$(ferry_job fb_a2a "$ppn" --items "$K" --len "$M")
+	t=$(ferry_job fb_a2a "$ppn" --items "$K" --len "$M" "$@")
 	s1=$(cluster_stats)
 	awk -v t="$t" -v n=$((P * (P - 1) * K)) -v s0="$s0" -v s1="$s1" 'BEGIN {
 		split(s0, a, " "); split(s1, b, " ");

@@ -7,7 +7,9 @@
 # machine does without ferry (a raw shared-memory ring, memcpy; shared); and
 # the daemon's instructions per item per hop, counted by callgrind
 # (hop_cost.sh: TCP on loopback, no cluster key, so frames carry no tag).
-# Writes OUT/rate.csv and OUT/hop_cost.csv.  No cluster key: integrity off.
+# Each also with FERRY_BATCH (ferry_send-batch-*, ferry-batch-*,
+# hop_cost_batch.csv).  Writes OUT/rate.csv, OUT/hop_cost.csv and
+# OUT/hop_cost_batch.csv.  No cluster key: integrity off.
 . "$(dirname "$0")/lib.sh" "$@"
 
 RATE=$OUT/rate.csv
@@ -23,22 +25,24 @@ JOBN=0
 for run in $(seq "$RUNS"); do
 	for lay in pinned shared; do
 		layout "$lay"
-		for pair in "same:0:0" "two:0:1"; do
-			IFS=: read -r v n0 n1 <<<"$pair"
+		for pair in "same:0:0:" "two:0:1:" "same:0:0:batch" "two:0:1:batch"; do
+			IFS=: read -r v n0 n1 b <<<"$pair"
 			JOBN=$((JOBN + 1))
 			c0=$(cpu_ns rate_n0) c1=$(cpu_ns rate_n1)
 			FERRY_JOB=r$JOBN FERRY_RANK=1 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n1 \
-				"${APP[@]}" "$B/fb_rate" --items $NI >"$TMP/rate.recv" 2>&1 &
+				"${APP[@]}" "$B/fb_rate" --items $NI ${b:+--batch} >"$TMP/rate.recv" 2>&1 &
 			peer=$!
 			out=$(FERRY_JOB=r$JOBN FERRY_RANK=0 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n0 \
-				"${APP[@]}" "$B/fb_rate" --items $NI)
+				"${APP[@]}" "$B/fb_rate" --items $NI ${b:+--batch})
 			wait $peer
+			b=${b:+-batch}          # FERRY_BATCH: the variants' names say so
 			if [ $v = same ]; then
-				rrow ferry_send-ns-per-item "$run" "$(val send_ns_per_item <<<"$out")" ns
-				rrow ferry_send-items-per-s "$run" "$(val send_items_per_s <<<"$out")" items/s
+				rrow "ferry_send$b-ns-per-item" "$run" "$(val send_ns_per_item <<<"$out")" ns
+				rrow "ferry_send$b-cpu-ns-per-item" "$run" "$(val send_cpu_ns_per_item <<<"$out")" ns
+				rrow "ferry_send$b-items-per-s" "$run" "$(val send_items_per_s <<<"$out")" items/s
 			fi
-			rrow "ferry-$v-node-delivered-items-per-s" "$run" "$(val recv_items_per_s <"$TMP/rate.recv")" items/s
-			if [ $v = two ]; then
+			rrow "ferry$b-$v-node-delivered-items-per-s" "$run" "$(val recv_items_per_s <"$TMP/rate.recv")" items/s
+			if [ $v = two ] && [ -z "$b" ]; then
 				# Daemon CPU per item: the sender's daemon routes,
 				# aggregates and writes; the receiver's reads, takes
 				# frames apart and delivers.  A daemon at an
@@ -64,10 +68,14 @@ end_cluster
 # quick too, and the fast path's median apart from all runs'.
 log "daemon instructions per item per hop (callgrind)"
 if [ -n "$QUICK" ]; then hc=(50000 250000 3); else hc=(50000 250000 5); fi
-echo "role,fast_path_instructions_per_item,all_runs_instructions_per_item,runs" >"$OUT/hop_cost.csv"
-if bash "$HERE/hop_cost.sh" "$BUILD" "${hc[@]}" >"$OUT/hop_cost.txt" 2>"$TMP/hop_cost.err"; then
-	awk 'NR > 2 { r = $4; for (i = 5; i <= NF; i++) r = r " " $i; print $1 "," $2 "," $3 "," r }' \
-		"$OUT/hop_cost.txt" >>"$OUT/hop_cost.csv"
-else
-	log "hop_cost.sh failed: $(head -3 "$TMP/hop_cost.err")"
-fi
+# hop_cost.csv: items sent one by one; hop_cost_batch.csv: with
+# FERRY_BATCH (README, "Batches").
+for hcb in "" _batch; do
+	echo "role,fast_path_instructions_per_item,all_runs_instructions_per_item,runs" >"$OUT/hop_cost$hcb.csv"
+	if BATCH=${hcb:+1} bash "$HERE/hop_cost.sh" "$BUILD" "${hc[@]}" >"$OUT/hop_cost$hcb.txt" 2>"$TMP/hop_cost.err"; then
+		awk 'NR > 2 { r = $4; for (i = 5; i <= NF; i++) r = r " " $i; print $1 "," $2 "," $3 "," r }' \
+			"$OUT/hop_cost$hcb.txt" >>"$OUT/hop_cost$hcb.csv"
+	else
+		log "hop_cost.sh${hcb:+ (batch)} failed: $(head -3 "$TMP/hop_cost.err")"
+	fi
+done
