@@ -83,6 +83,38 @@ static uint32_t wait_one(ferry_t *f, const char *mode)
 	return v;
 }
 
+/* Sends 16-byte items numbered from 0 to dst (with large, every 100th is
+ * an item of 200 KB instead, whose rest may stay held) until -EAGAIN has
+ * lasted 0.3 s: the TX ring is full and stays so.  Returns how many went. */
+static uint32_t send_until_stuck(ferry_t *f, uint32_t dst, int large)
+{
+	static uint8_t big[200000];
+	uint8_t item[16] = { 0 };
+	uint32_t count = 0;
+	double stuck = 0;
+
+	while (!stuck || now_s() - stuck < 0.3) {
+		int ret;
+
+		memcpy(item, &count, 4);
+		if (large && count % 100 == 99)
+			ret = ferry_send(f, dst, 0, big, sizeof(big));
+		else
+			ret = ferry_send(f, dst, 0, item, sizeof(item));
+		if (ret == 0) {
+			count++;
+			stuck = 0;
+		} else if (ret == -EAGAIN) {
+			if (!stuck)
+				stuck = now_s();
+			usleep(1000);
+		} else {
+			FAIL("ferry_send: %s", ferry_strerror(ret));
+		}
+	}
+	return count;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -178,25 +210,12 @@ int main(int argc, char **argv)
 			FAIL("received %ld empty items, expected %ld", got, rounds);
 		printf("rank %d ok: zero: %ld empty items, in order\n", rank, got);
 	} else if (!strcmp(mode, "donepoll")) {
-		uint8_t item[16] = { 0 };
 		uint32_t count = 0;
 
 		if (rank == 0) {
-			double stuck = 0, t0, c0;
+			double t0, c0;
 
-			while (!stuck || now_s() - stuck < 0.3) {
-				memcpy(item, &count, 4);
-				if ((ret = ferry_send(f, 1, 0, item, sizeof(item))) == 0) {
-					count++;
-					stuck = 0;
-				} else if (ret == -EAGAIN) {
-					if (!stuck)
-						stuck = now_s();
-					usleep(1000);
-				} else {
-					FAIL("ferry_send: %s", ferry_strerror(ret));
-				}
-			}
+			count = send_until_stuck(f, 1, 0);
 			if ((ret = ferry_done(f)) < 0)
 				FAIL("ferry_done: %s", ferry_strerror(ret));
 			t0 = now_s();
@@ -283,25 +302,9 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(mode, "closefull")) {
 		if (rank == 0) {
-			static uint8_t big[200000];
-			double stuck = 0, t0;
-			long sent = 0;
+			long sent = send_until_stuck(f, 0, 1);
+			double t0 = now_s();
 
-			while (!stuck || now_s() - stuck < 0.3) {
-				/* every 100th a large item, whose rest may stay held */
-				ret = ferry_send(f, 0, 0, big, sent % 100 == 99 ? sizeof(big) : 16);
-				if (ret == 0) {
-					sent++;
-					stuck = 0;
-				} else if (ret == -EAGAIN) {
-					if (!stuck)
-						stuck = now_s();
-					usleep(1000);
-				} else {
-					FAIL("ferry_send: %s", ferry_strerror(ret));
-				}
-			}
-			t0 = now_s();
 			ret = ferry_close(f);
 			t0 = now_s() - t0;
 			if (ret < 0 || t0 > 5)
