@@ -193,12 +193,28 @@ void batch_free(struct ferry *f)
 	f->batch_open = NULL;
 }
 
+/* Writes the record of an item (fp bytes: its footprint) for rank dst at
+ * p, in a batch: what ferry_send's fast path and batch_add both do. */
+static inline void batch_write(struct ferry *f, uint8_t *p, uint32_t fp, uint32_t dst, uint32_t channel,
+			       const void *buf, size_t len)
+{
+	uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
+	uint64_t w1 = dst | f->src_word, zero = 0;
+
+	/* The padding zeroed first (the receiver sees it: no stale bytes of
+	 * ours): the header or the payload overwrites all of that word but
+	 * the padding. */
+	memcpy(p + fp - 8, &zero, 8);
+	memcpy(p, &w0, 8);
+	memcpy(p + 8, &w1, 8);
+	proto_copy(p + sizeof(struct proto_rec), buf, len);
+}
+
 /* A small item into rank dst's batch: the batch goes first if it is full. */
 static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void *buf, uint32_t len)
 {
 	struct batch *b = &f->batch[dst];
 	uint32_t fp = (uint32_t)ring_footprint(len);
-	uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48, w1 = dst | f->src_word;
 	int ret;
 
 	if (b->fill + fp > f->batch_cap && (ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
@@ -209,11 +225,7 @@ static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void
 		b->open_idx = f->nbatch_open;
 		f->batch_open[f->nbatch_open++] = dst;
 	}
-	memcpy(b->buf + b->fill, &w0, 8);
-	memcpy(b->buf + b->fill + 8, &w1, 8);
-	if (len & 7)    /* the receiver sees the padding: no stale bytes of ours */
-		memset(b->buf + b->fill + fp - 8, 0, 8);
-	proto_copy(b->buf + b->fill + sizeof(struct proto_rec), buf, len);
+	batch_write(f, b->buf + b->fill, fp, dst, channel, buf, len);
 	b->fill += fp;
 	return 0;
 }
@@ -236,16 +248,7 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 		fill = b->fill;
 		fp = (uint32_t)ring_footprint((uint32_t)len);
 		if (__builtin_expect(fill != 0 && fill + fp <= f->batch_cap, 1)) {
-			uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
-			uint64_t w1 = dst | f->src_word, zero = 0;
-			uint8_t *p = b->buf + fill;
-
-			/* The padding zeroed first: the header or the payload
-			 * overwrites all of that word but the padding. */
-			memcpy(p + fp - 8, &zero, 8);
-			memcpy(p, &w0, 8);
-			memcpy(p + 8, &w1, 8);
-			proto_copy(p + sizeof(struct proto_rec), buf, len);
+			batch_write(f, b->buf + fill, fp, dst, channel, buf, len);
 			b->fill = fill + fp;
 			return 0;
 		}

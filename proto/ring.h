@@ -250,6 +250,24 @@ static inline uint64_t ring_footprint(uint32_t len)
 	return sizeof(struct proto_rec) + (((uint64_t)len + 7) & ~(uint64_t)7);
 }
 
+/* For records at p that proto_batch_check accepted (len bytes): how many
+ * of them lie before offset off, in *before; returns 1 if off is where one
+ * starts (or len), 0 if it falls inside one or past len. */
+static inline int proto_batch_at(const uint8_t *p, uint32_t len, uint32_t off, uint32_t *before)
+{
+	uint32_t o = 0, n = 0;
+
+	while (o < off && o < len) {
+		uint32_t rlen;
+
+		__builtin_memcpy(&rlen, p + o, 4);
+		o += (uint32_t)ring_footprint(rlen);
+		n++;
+	}
+	*before = n;
+	return o == off;
+}
+
 /* Returns 1 if size is a valid ring data size. */
 int ring_size_ok(uint64_t size);
 

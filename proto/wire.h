@@ -469,8 +469,8 @@ static inline int wire_next_item(const void *body, size_t len, size_t *off,
 	if (*off > len || len - *off < sizeof(*it))
 		return -EPROTO;
 	__builtin_memcpy(it, p + *off, sizeof(*it));
-	if (it->len > PROTO_FRAG_BYTES || (it->flags & ~WIRE_ITEM_FLAGS_ALL) ||
-	    wire_item_footprint(it->len) > len - *off)
+	/* (Every bit of the flags byte has a meaning: no unknown flag.) */
+	if (it->len > PROTO_FRAG_BYTES || wire_item_footprint(it->len) > len - *off)
 		return -EPROTO;
 	{
 		uint64_t w[3];

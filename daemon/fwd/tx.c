@@ -121,7 +121,7 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 	static uint8_t scratch[PROTO_BATCH_MAX] __attribute__((aligned(8)));
 	struct job *j = s->job;
 	uint64_t w1 = b->dst | (uint64_t)s->rank << 32;
-	uint32_t k, node;
+	uint32_t k, node, taken;
 	struct ep *d;
 
 	if (b->len == 0 || b->len > PROTO_BATCH_MAX || (b->len & 7) || b->channel || b->dst >= j->size) {
@@ -137,17 +137,11 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 		ep_fail(s, "malformed batch in TX ring");
 		return -EPROTO;
 	}
-	if (s->batch_off) {
-		/* Where we stopped must still be where a record starts (drain
-		 * checked that the tail has not moved). */
-		uint32_t o = 0;
-
-		while (o < s->batch_off && o < b->len)
-			o += (uint32_t)ring_footprint(*(const uint32_t *)(const void *)(scratch + o));
-		if (o != s->batch_off) {
-			ep_fail(s, "TX ring changed under a batch being taken");
-			return -EPROTO;
-		}
+	/* Where we stopped must still be where a record starts (drain
+	 * checked that the tail has not moved). */
+	if (s->batch_off && !proto_batch_at(scratch, b->len, s->batch_off, &taken)) {
+		ep_fail(s, "TX ring changed under a batch being taken");
+		return -EPROTO;
 	}
 	d = j->ranks[b->dst].ep;
 	node = j->ranks[b->dst].node;
@@ -201,6 +195,19 @@ taken:
 	return 0;
 }
 
+/* drain_fast: room for an element of len payload bytes in the buffer
+ * toward node (*hop_p), or NULL when the general path must take it (the
+ * node is this one or none, FLUSH bookkeeping is missing, or the buffer
+ * is full or absent). */
+static inline uint8_t *reserve_toward(uint32_t node, uint32_t self, const uint32_t *put, uint32_t len,
+				      struct agg_hop **hop_p)
+{
+	if (node == self || node == JOB_NO_NODE || !put)
+		return NULL;
+	*hop_p = agg_hops[node];
+	return agg_reserve_hop(*hop_p, len);
+}
+
 /* The per-item loop of the common case, kept tight (each instruction here
  * runs once per item; make bench-rate counts them): item records for ranks
  * here whose RX ring has room and nothing queued, and for ranks on other
@@ -248,10 +255,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			    (w0 >> 48) || s->batch_off || ranks[dst].ep)
 				break;
 			node = ranks[dst].node;
-			if (node == self || node == JOB_NO_NODE || !put)
-				break;
-			hop = agg_hops[node];
-			if (!(slot = agg_reserve_hop(hop, len)))
+			if (!(slot = reserve_toward(node, self, put, len, &hop)))
 				break;
 			if (!(k = wire_put_batch(slot, data + pos + sizeof(struct proto_rec), len, gen, node, job,
 						 dst | src))) {
@@ -282,10 +286,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			goto next;
 		}
 		node = ranks[dst].node;
-		if (node == self || node == JOB_NO_NODE || !put)
-			break;
-		hop = agg_hops[node];
-		if (!(slot = agg_reserve_hop(hop, len)))
+		if (!(slot = reserve_toward(node, self, put, len, &hop)))
 			break;
 		put[hop->idx] = hop->serial;
 		wire_put_rec_item(slot, w0, gen, node, job, dst | src, data + pos + sizeof(struct proto_rec));

@@ -499,13 +499,13 @@ uint64_t ep_tx_abandon(struct ep *ep)
 			/* Its items not taken yet (past batch_off), counted in
 			 * a copy: the client may be writing the ring. */
 			uint8_t copy[PROTO_BATCH_MAX] __attribute__((aligned(8)));
-			uint32_t k, o = 0;
+			uint32_t k, taken = 0;
 
 			memcpy(copy, payload, rec.len);
 			k = proto_batch_check(copy, rec.len, rec.dst | (uint64_t)ep->rank << 32);
-			for (; k && o < ep->batch_off && o < rec.len; k--)
-				o += (uint32_t)ring_footprint(*(const uint32_t *)(const void *)(copy + o));
-			n += k;
+			if (k)
+				proto_batch_at(copy, rec.len, ep->batch_off, &taken);
+			n += k - taken;
 			ep->batch_off = 0;
 		}
 		ring_consume(&ep->tx, &rec);
