@@ -591,7 +591,7 @@ static int per_user_limits(struct parse *p, const config_setting_t *g)
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
-	static const char *const tr_keys[] = { "kind", "device", NULL };
+	static const char *const tr_keys[] = { "kind", "device", "tcp_congestion", NULL };
 	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
 						"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
 						"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
@@ -604,7 +604,7 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
-	const config_setting_t *s, *integ_s, *enc_s, *cpus_s;
+	const config_setting_t *s, *integ_s, *enc_s, *cpus_s, *cc_s;
 	char level[32], cpus[256], why[128];
 	int ret, integ = -1;
 
@@ -617,8 +617,13 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	if ((ret = get_group(p, root, "transport", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, tr_keys)) < 0) ||
 	    (ret = get_enum(p, g, "kind", transports, &c->transport)) < 0 ||
-	    (ret = get_str(p, g, "device", c->verbs_device, sizeof(c->verbs_device), NULL)) < 0)
+	    (ret = get_str(p, g, "device", c->verbs_device, sizeof(c->verbs_device), NULL)) < 0 ||
+	    (ret = get_str(p, g, "tcp_congestion", c->tcp_congestion, sizeof(c->tcp_congestion), &cc_s)) < 0)
 		return ret;
+	/* A name as the kernel's congestion control modules have (TCP_CA_NAME_MAX 16). */
+	if (cc_s && strspn(c->tcp_congestion, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(c->tcp_congestion))
+		return invalid(p, cc_s, "'transport.tcp_congestion' is \"%s\", not a congestion control's name "
+			       "(lower-case letters, digits and '_'; \"\" keeps the system's)", c->tcp_congestion);
 
 	if ((ret = get_group(p, root, "limits", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, lim_keys)) < 0) ||
@@ -699,6 +704,8 @@ void conf_defaults(struct conf *c)
 	c->buffer_bytes = 16384;
 	c->flush_us = 200;
 	c->transport = CONF_TRANSPORT_AUTO;
+	/* Not the system's default when that is BBR: see conf/ferry.conf. */
+	strcpy(c->tcp_congestion, "cubic");
 	c->max_clients = 256;
 	c->max_unjoined = 64;
 	c->ring_bytes = 1 << 20;

@@ -79,6 +79,7 @@ static struct {
 	struct loop_timer accept_retry; /* out of fds: accepting resumes */
 	const struct link_events *ev;   /* the peer layer's, for every link */
 	const struct conf *conf;
+	const char *cc;                 /* congestion control set on every link, or NULL (the system's) */
 	struct link_tcp *links;         /* live ones, newest first */
 } tcp = { .lfd = -1 };
 
@@ -457,6 +458,34 @@ static void sock_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	if (tcp.cc)
+		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, tcp.cc, (socklen_t)strlen(tcp.cc));
+}
+
+/* transport.tcp_congestion, tried on the listening socket once: a name the
+ * kernel does not have, or may not give this process (one outside
+ * net.ipv4.tcp_allowed_congestion_control needs CAP_NET_ADMIN), is said
+ * once, and the links keep the system's default.  Why there is a setting at
+ * all: conf/ferry.conf. */
+static void congestion_init(int lfd, const char *name)
+{
+	char cur[16] = "";
+	socklen_t len = sizeof(cur) - 1;
+
+	tcp.cc = NULL;
+	getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cur, &len);
+	if (!name[0]) {
+		log_info("TCP links: congestion control %s (the system's; transport.tcp_congestion is \"\")", cur);
+		return;
+	}
+	if (setsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {
+		log_warn("TCP links: transport.tcp_congestion \"%s\": %s%s; keeping the system's (%s)", name,
+			 strerror(errno), errno == EPERM ? " (not in net.ipv4.tcp_allowed_congestion_control)" :
+			 errno == ENOENT ? " (no such module loaded)" : "", cur);
+		return;
+	}
+	tcp.cc = name;
+	log_info("TCP links: congestion control %s (transport.tcp_congestion)", name);
 }
 
 static struct link_tcp *new_link(int fd, const char *addr, int outgoing)
@@ -698,6 +727,7 @@ static int tcp_listen(const struct conf *c, uint32_t self, const struct link_eve
 		return -err;
 	}
 	log_info("peer port: listening on %s", addr);
+	congestion_init(fd, c->tcp_congestion);
 	tcp.ev = ev;
 	tcp.conf = c;
 	ret = loop_add(&tcp.lw, fd, EPOLLIN, on_tcp_accept, NULL);

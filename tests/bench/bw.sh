@@ -2,7 +2,8 @@
 # tests/bench/bw.sh BUILD OUT [quick] - the bandwidth family (make bench-bw):
 # large items between two nodes through ferry against a raw TCP stream on
 # loopback, pinned and shared taking turns run by run (lib.sh).  Writes
-# OUT/bandwidth.csv.  No cluster key: integrity off.
+# OUT/bandwidth.csv.  No cluster key: integrity off.  raw-tcp-loopback runs
+# the congestion control of ferry's links, raw-tcp-system-cc the system's.
 . "$(dirname "$0")/lib.sh" "$@"
 
 BW=$OUT/bandwidth.csv
@@ -25,7 +26,10 @@ for run in $(seq "$RUNS"); do
 			wait $peer
 			echo "ferry-two-nodes,$S,$run,${g:-nan},$LAYOUT" >>"$BW"
 		done
+		# The comparator runs the links' congestion control (lib.sh); the
+		# system's default beside it, for information.
 		echo "raw-tcp-loopback,1048576,$run,$("${APP[@]}" "$B/raw_tcp" stream $((MB * 2)) | val gbytes_per_s),$LAYOUT" >>"$BW"
+		echo "raw-tcp-system-cc,1048576,$run,$(RAW_TCP_CC="" "${APP[@]}" "$B/raw_tcp" stream $((MB * 2)) | val gbytes_per_s),$LAYOUT" >>"$BW"
 	done
 done
 end_cluster

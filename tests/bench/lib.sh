@@ -80,6 +80,20 @@ cluster() {
 	CL=$name
 	CLN=$n
 	layout "$LAYOUT"
+	# The raw TCP comparators run the congestion control ferry's links run
+	# (transport.tcp_congestion; under BBR, the default of some systems,
+	# loopback streams run at half the speed: README "TCP links").
+	RAW_TCP_CC=$(link_cc) || { log "cluster $name: cannot tell its links' congestion control"; exit 1; }
+	export RAW_TCP_CC
+	echo "links $RAW_TCP_CC system $(sysctl -n net.ipv4.tcp_congestion_control)" >"$OUT/tcp_congestion.txt"
+}
+# link_cc: the congestion control of the current cluster's link from node 0
+# to node 1, as the kernel reports it.
+link_cc() {
+	local p cc
+	eval "p=\$((CPORT_$CL + 1))"
+	cc=$(ss -tinH state established "( dport = :$p )" | grep -m1 -oE '^[[:space:]]+[a-z0-9_]+ ' | tr -d ' \t')
+	[ -n "$cc" ] && echo "$cc"
 }
 end_cluster() {
 	[ -n "$CL" ] && stop_cluster "$CL" "$CLN" >/dev/null

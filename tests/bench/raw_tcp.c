@@ -21,6 +21,10 @@
  *                          aesgcm-encrypt (AES-256-GCM, where the CPU has it:
  *                          the alternative ferry did not take; else "n/a")
  *
+ * RAW_TCP_CC=NAME in the environment sets that congestion control on both
+ * sockets (make bench gives the one ferry's links use, so that both sides of
+ * a ratio run the same TCP); unset or empty, the system's default.
+ *
  * The ping-pong's busy-polling reads yield the CPU while they find nothing
  * when the process's affinity allows one CPU only (the "pinned" layout of
  * make bench, where both processes share CPU 0), as libferry's spinning
@@ -189,6 +193,18 @@ static int seal_only(size_t body, int mode, long n)
 	return 0;
 }
 
+/* RAW_TCP_CC (see the top); exits if the kernel refuses it, so that no
+ * figure is taken under another congestion control than the one asked for. */
+static void set_cc(int fd)
+{
+	const char *cc = getenv("RAW_TCP_CC");
+
+	if (cc && cc[0] && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) < 0) {
+		fprintf(stderr, "raw_tcp: congestion control %s: %s\n", cc, strerror(errno));
+		exit(2);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -215,12 +231,15 @@ int main(int argc, char **argv)
 	}
 	randombytes_buf(key, sizeof(key));
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd >= 0)
+		set_cc(lfd);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1) < 0 ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0)
 		return 2;
 	child = fork();
 	if (child == 0) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
+		set_cc(fd);
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			return 2;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -265,6 +284,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fd = accept(lfd, NULL, NULL);
+	set_cc(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (!strcmp(argv[1], "pingpong")) {
 		char b[8] = { 0 };

@@ -1,0 +1,44 @@
+#!/bin/bash
+# transport.tcp_congestion: the TCP links between daemons use the congestion
+# control it names ("cubic" unless set), as the kernel reports for both ends
+# of each connection (ss -ti); "" keeps the system's default; a name the
+# kernel does not have is said once, and the links keep the system's default
+# and carry jobs.  Names that cannot be one are refused: config.sh.
+. "$(dirname "$0")/lib.sh"
+
+SYS=$(sysctl -n net.ipv4.tcp_congestion_control)
+# ccs CLUSTER: the congestion controls of the established connections to
+# node 1's peer port (node 0 connects to it), both ends, sorted, one line.
+ccs() {
+	local p
+	eval "p=\$((CPORT_$1 + 1))"
+	ss -tinH state established "( sport = :$p or dport = :$p )" |
+		grep -oE '^[[:space:]]+[a-z0-9_]+ ' | tr -d ' \t' | sort | tr '\n' ' '
+}
+
+expect "default: two daemons link up" start_cluster df 2
+expect "... both ends of the link use cubic ($(ccs df))" test "$(ccs df)" = "cubic cubic "
+expect "... and the log says so" \
+	grep -q '^<6>ferryd: TCP links: congestion control cubic (transport.tcp_congestion)$' "$TMP/df_n0.log"
+expect "default: daemons exit cleanly" stop_cluster df 2
+
+expect "reno: two daemons link up" start_cluster rn 2 'transport: { tcp_congestion = "reno"; };'
+expect "... both ends use reno ($(ccs rn))" test "$(ccs rn)" = "reno reno "
+expect "... and a job runs across them" run_cluster_job rn a2a 2 1 --items 500 --sync
+expect "reno: daemons exit cleanly" stop_cluster rn 2
+
+expect '"": two daemons link up' start_cluster sy 2 'transport: { tcp_congestion = ""; };'
+expect "... both ends use the system's default, $SYS ($(ccs sy))" test "$(ccs sy)" = "$SYS $SYS "
+expect "... and the log says it is the system's" \
+	grep -q "^<6>ferryd: TCP links: congestion control $SYS (the system's" "$TMP/sy_n0.log"
+expect '"": daemons exit cleanly' stop_cluster sy 2
+
+expect "no such module: two daemons link up all the same" \
+	start_cluster nx 2 'transport: { tcp_congestion = "nosuchcc"; };'
+expect "... on the system's default ($(ccs nx))" test "$(ccs nx)" = "$SYS $SYS "
+expect "... said once, as a warning, with the reason" test "$(grep -c \
+	"^<4>ferryd: TCP links: transport.tcp_congestion \"nosuchcc\": No such file or directory (no such module loaded); keeping the system's ($SYS)$" \
+	"$TMP/nx_n0.log")" = 1
+expect "... and a job runs across them" run_cluster_job nx a2a 2 1 --items 500 --sync
+expect "no such module: daemons exit cleanly" stop_cluster nx 2
+finish
