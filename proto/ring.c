@@ -25,7 +25,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 	r->size = size;
 	if (init) {
 		memset(mem, 0, sizeof(struct proto_ring_shared));
-		r->head = r->tail = r->published = 0;
+		r->head = r->tail = r->published = r->published_taken = 0;
 		r->fenceless = 0;
 		set_fast_end(r);
 		return;
@@ -35,6 +35,7 @@ void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 	 * practice, but keep the view consistent anyway. */
 	r->head = atomic_load_explicit(&r->sh->head, memory_order_acquire);
 	r->tail = r->published = atomic_load_explicit(&r->sh->tail, memory_order_acquire);
+	r->published_taken = atomic_load_explicit(&r->sh->taken, memory_order_acquire);
 	r->fenceless = 0;
 	set_fast_end(r);
 }
@@ -138,7 +139,8 @@ int ring_has_room(struct ring *r, uint32_t len)
 int ring_producer_sleep_empty(struct ring *r)
 {
 	producer_arm(r);
-	if (refresh_tail(r) < 0 || r->tail == r->head) {
+	if (refresh_tail(r) < 0 || r->tail == r->head ||
+	    atomic_load_explicit(&r->sh->taken, memory_order_relaxed) == r->head) {
 		atomic_store_explicit(&r->sh->producer_waiting, 0, memory_order_relaxed);
 		return 1;
 	}
@@ -202,12 +204,28 @@ void ring_consume(struct ring *r, const struct proto_rec *rec)
 
 int ring_release(struct ring *r)
 {
-	if (r->tail == r->published)
-		return 0;
-	r->published = r->tail;
-	/* The waker's half of the handshake with ring_producer_sleep: both
-	 * seq_cst, so that the store precedes the load in S. */
-	atomic_store_explicit(&r->sh->tail, r->tail, memory_order_seq_cst);
+	return ring_release_to(r, r->tail);
+}
+
+int ring_release_to(struct ring *r, uint64_t to)
+{
+	assert(to - r->published <= r->tail - r->published);
+	if (r->tail != r->published_taken) {
+		/* Only while loans hold room back does taken run ahead of
+		 * tail; a producer that looks at it waits for empty. */
+		r->published_taken = r->tail;
+		atomic_store_explicit(&r->sh->taken, r->tail, memory_order_seq_cst);
+	}
+	if (to == r->published) {
+		if (r->published_taken == to)
+			return 0;
+		return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
+	}
+	r->published = to;
+	/* The waker's half of the handshake with ring_producer_sleep (and,
+	 * for taken above, ring_producer_sleep_empty): both seq_cst, so that
+	 * the store precedes the load in S. */
+	atomic_store_explicit(&r->sh->tail, to, memory_order_seq_cst);
 	return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
 }
 

@@ -65,6 +65,13 @@
  * that never uses it (not registered, or not offered) answers at once when
  * it attaches.
  *
+ * Taken.  The consumer may read records and still not give their room back
+ * (ferryd sends large pieces straight from a TX ring until the peer has them:
+ * daemon/local/endpoint.h "Loans").  Beside tail it publishes taken, how far
+ * it has read, so that a producer that waits for its records to be taken
+ * (ferry_close) need not wait for the room.  Zero from a consumer that does
+ * not know it (the word was padding): the producer then goes by tail.
+ *
  * Trust.  Each side keeps its own copy of size and of its own counter; counters
  * and records read from shared memory are validated on every read, and record
  * headers are copied out before they are checked, so a peer writing concurrently
@@ -144,6 +151,7 @@ static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec
 struct proto_ring_shared {
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t head;   /* written by the producer */
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t tail;   /* written by the consumer */
+	_Atomic uint64_t taken;         /* consumer: it has read up to here (see "Taken") */
 	_Alignas(PROTO_CACHELINE) _Atomic uint32_t consumer_sleeping; /* consumer waits for records */
 	_Atomic uint32_t producer_waiting;                  /* producer waits for space */
 	_Atomic uint32_t consumer_fences;   /* consumer: 1 while it runs membarrier for the producer */
@@ -151,6 +159,7 @@ struct proto_ring_shared {
 };
 static_assert(sizeof(struct proto_ring_shared) == 3 * PROTO_CACHELINE, "ring header layout");
 static_assert(offsetof(struct proto_ring_shared, tail) == PROTO_CACHELINE, "tail on its own line");
+static_assert(offsetof(struct proto_ring_shared, taken) == PROTO_CACHELINE + 8, "taken beside tail");
 static_assert(offsetof(struct proto_ring_shared, consumer_sleeping) == 2 * PROTO_CACHELINE,
 	      "flags on their own line");
 static_assert(offsetof(struct proto_ring_shared, producer_fences) == 2 * PROTO_CACHELINE + 12,
@@ -204,6 +213,7 @@ struct ring {
 	uint64_t head;          /* producer: next write; consumer: last validated head */
 	uint64_t tail;          /* consumer: next read; producer: last seen tail */
 	uint64_t published;     /* consumer: tail last made visible to the producer */
+	uint64_t published_taken; /* consumer: taken last made visible */
 	uint64_t fast_end;      /* producer: ring_reserve_fast may fill up to this
 				 * counter (the end of the lap, or tail + size if
 				 * that comes first); ring_set_fast_end */
@@ -351,8 +361,9 @@ void ring_producer_awake(struct ring *r);
  * Changes nothing but the cached tail. */
 int ring_has_room(struct ring *r, uint32_t len);
 
-/* Like ring_producer_sleep, but waits until the consumer has taken everything:
- * returns 1 if the ring is empty now (flag cleared), 0 to go to sleep. */
+/* Like ring_producer_sleep, but waits until the consumer has taken everything
+ * (tail, or taken: see "Taken"): returns 1 if it has now (flag cleared), 0 to
+ * go to sleep. */
 int ring_producer_sleep_empty(struct ring *r);
 
 /* --- consumer --- */
@@ -423,6 +434,10 @@ void ring_consume(struct ring *r, const struct proto_rec *rec);
 /* Returns consumed space to the producer.  Returns 1 if the producer waits for
  * space and must be woken, else 0. */
 int ring_release(struct ring *r);
+/* The same, up to the counter to only (published <= to <= tail): a consumer
+ * that still reads records before its tail (ferryd's loans).  Publishes
+ * taken (the tail) too. */
+int ring_release_to(struct ring *r, uint64_t to);
 
 /* Consumer about to sleep: sets consumer_sleeping, fences, and returns 1 if a
  * record arrived meanwhile (flag cleared again; do not sleep).  For a

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* This module's state for one routing peer. */
 struct agg_peer {
@@ -148,21 +149,29 @@ static void on_flush_timer(struct loop_timer *t)
 		loop_timer_arm(t, next - now, on_flush_timer, NULL);
 }
 
-/* An item too big to share a frame: one of its own, after what is buffered. */
-static int alone(struct agg_peer *a, const struct wire_item *it, const void *payload)
+/* An item too big to share a frame: one of its own, after what is buffered;
+ * with a lender x, its payload (and padding) lent rather than copied (see
+ * agg_item_lent).  Returns 0 (copied), 1 (lent) or -EAGAIN. */
+static int alone(struct agg_peer *a, const struct wire_item *it, const void *payload, struct frame_lender *x)
 {
 	size_t fp = wire_item_footprint(it->len);
 	struct frame *f;
 
 	flush(a, AGG_FLUSH_FULL);       /* keep order: what came first leaves first */
-	f = frame_alloc((uint32_t)fp);
+	f = frame_alloc(x ? (uint32_t)sizeof(*it) : (uint32_t)fp);
 	if (!f)
 		return -EAGAIN;
-	f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
 	f->nitems = wire_item_count(it);
+	if (x) {
+		memcpy(f->data + f->len, it, sizeof(*it));
+		f->len += (uint32_t)sizeof(*it);
+		frame_lend(f, payload, (uint32_t)(fp - sizeof(*it)), x);
+	} else {
+		f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
+	}
 	peer_send(a->p, f);
 	agg_items_routed += f->nitems;
-	return 0;
+	return x != NULL;
 }
 
 /* Room for fp bytes in a's buffer (flushed first if they do not fit, opened
@@ -203,7 +212,7 @@ static uint8_t *open_slot(struct agg_peer *a, size_t fp)
 	return slot;
 }
 
-int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass)
+static int item(const struct wire_item *it, const void *payload, int from_dim, int klass, struct frame_lender *x)
 {
 	struct agg_peer *a = agg.next[it->node];
 	size_t fp = wire_item_footprint(it->len);
@@ -234,7 +243,7 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 		return -EAGAIN;
 	}
 	if (fp > agg.alone)
-		return alone(a, it, payload);
+		return alone(a, it, payload, x);
 	slot = open_slot(a, fp);
 	if (!slot)
 		return -EAGAIN;
@@ -243,6 +252,18 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 	if (a->hop.buf->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
 		flush(a, AGG_FLUSH_FULL);       /* not even an empty item fits any more */
 	return 0;
+}
+
+int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass)
+{
+	int ret = item(it, payload, from_dim, klass, NULL);
+
+	return ret < 0 ? ret : 0;
+}
+
+int agg_item_lent(const struct wire_item *it, const void *payload, struct frame_lender *x)
+{
+	return item(it, payload, -1, AGG_DATA, x);
 }
 
 uint8_t *agg_slot(uint32_t node, uint32_t len)

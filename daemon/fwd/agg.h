@@ -73,6 +73,13 @@ enum agg_class {
  * the item and retries). */
 int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass);
 
+/* agg_item for an application item that starts here and whose payload, with
+ * its padding to 8, may be lent by x (net/frame.h "Lent bytes"; only where
+ * peer_takes_lent()) rather than copied: if it goes in a frame of its own,
+ * the frame sends from payload and puts x when it lets go.  Returns 1 (lent:
+ * x is the frame's now), 0 (copied: x was not used) or -EAGAIN. */
+int agg_item_lent(const struct wire_item *it, const void *payload, struct frame_lender *x);
+
 /* Per next hop, what the per-item path needs to add an item to the frame
  * being filled: kept by agg.c, read here only (agg_reserve). */
 struct agg_hop {

@@ -5,6 +5,7 @@
 #include "../core/log.h"
 #include "../local/endpoint.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,51 @@ static int failed_job_item(struct job *j, const struct ep *s, const struct proto
 	j->sent++;
 	log_rl_warn("job %s (failed: %s): item from rank %u to rank %u dropped", j->name, j->fail_text, s->rank,
 		    rec->dst);
+	return 0;
+}
+
+/* Pieces of at least this many bytes go out from the TX ring itself where
+ * frames may lend bytes (net/frame.h "Lent bytes"); smaller ones are copied,
+ * which costs less than the loan. */
+#define LEND_MIN (16u * 1024)
+static_assert(PROTO_BATCH_ITEM_MAX < LEND_MIN, "a batch's items (copies, drain_batch) are never lent");
+
+/* A loan of a piece's bytes, while its frame holds them. */
+struct tx_lend {
+	struct frame_lender x;          /* first: the frame's lender */
+	struct ep_lender *l;
+	uint64_t id;
+};
+
+static void lend_put(struct frame_lender *x)
+{
+	struct tx_lend *t = (struct tx_lend *)x;
+
+	tx_stats.loans_out--;
+	ep_loan_end(t->l, t->id);
+	free(t);
+}
+
+/* agg_item for a piece at s's TX tail, lent if it goes alone; copied if it
+ * does not, or if there is no memory for the loan. */
+static int agg_piece(struct ep *s, const struct wire_item *it, const void *payload)
+{
+	struct tx_lend *t = malloc(sizeof(*t));
+	int ret;
+
+	if (!t || ep_loan(s, &t->l, &t->id) < 0) {
+		free(t);
+		return agg_item(it, payload, -1, AGG_DATA);
+	}
+	t->x.put = lend_put;
+	ret = agg_item_lent(it, payload, &t->x);
+	if (ret <= 0) {
+		ep_loan_cancel(t->l, t->id);
+		free(t);
+		return ret;
+	}
+	tx_stats.pieces_lent++;
+	tx_stats.loans_out++;
 	return 0;
 }
 
@@ -83,8 +129,12 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 				.len = rec->len, .flags = rec->flags, .channel = rec->channel, .node = node,
 				.job = j->id, .gen = j->gen, .dst = rec->dst, .src = rec->src,
 			};
+			/* (route_item runs on the record at the TX tail: drain's
+			 * general path, never on a batch's items.) */
+			int ret = rec->len >= LEND_MIN && peer_takes_lent() ? agg_piece(s, &it, payload) :
+					agg_item(&it, payload, -1, AGG_DATA);
 
-			if (agg_item(&it, payload, -1, AGG_DATA) < 0) {
+			if (ret < 0) {
 				if (lost_node(j))
 					return failed_job_item(j, s, rec);
 				s->blocked_node = node;

@@ -28,6 +28,8 @@ struct tx_stats {
 	uint64_t stalls;                /* TX draining stopped for backpressure */
 	uint64_t flushes;               /* FLUSH records seen */
 	uint64_t batches_in;            /* BATCH records taken (FERRY_BATCH); their items are in items_in */
+	uint64_t pieces_lent;           /* pieces sent straight from TX rings (net/frame.h "Lent bytes") */
+	uint64_t loans_out;             /* ... whose frames still hold them */
 };
 extern struct tx_stats tx_stats;
 

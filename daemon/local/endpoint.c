@@ -3,6 +3,7 @@
 #include "user.h"
 #include "../core/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
@@ -20,7 +21,8 @@ static struct {
 	uint32_t self;
 	struct ep *all;
 	uint32_t count;
-	uint64_t region_bytes;          /* of all endpoints */
+	uint64_t region_bytes;          /* of all endpoints (and lenders that keep one) */
+	struct ep_lender *kept;         /* lenders of closed endpoints with loans out */
 	int membarrier;                 /* we fence for clients before sleeping */
 	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
 } endpoints;
@@ -164,9 +166,115 @@ int ep_flush_pending(struct ep *d)
 	return moved;
 }
 
+/* --- loans (endpoint.h "Loans") --- */
+
+struct ep_lender {
+	struct ep *ep;                  /* NULL once the endpoint is closed */
+	uint64_t *start;                /* by id & (cap - 1): where the loan's record begins */
+	uint8_t *ended;                 /* ... 1 once ep_loan_end */
+	uint64_t first, next;           /* the oldest loan not ended; the next id */
+	uint32_t cap;                   /* a power of two >= next - first */
+	/* Once the endpoint is closed with loans out: */
+	void *region;                   /* its mapping, NULL once unmapped */
+	size_t region_bytes;
+	struct user *user;              /* whose endpoint it still is, NULL once given back */
+	struct ep_lender *next_kept;    /* every such lender (endpoints.kept) */
+};
+
+static void lender_unmap(struct ep_lender *l)
+{
+	if (l->region) {
+		munmap(l->region, l->region_bytes);
+		endpoints.region_bytes -= l->region_bytes;
+		l->region = NULL;
+	}
+	if (l->user) {
+		user_give_endpoint(l->user);
+		l->user = NULL;
+	}
+}
+
+static void lender_free(struct ep_lender *l)
+{
+	free(l->start);
+	free(l->ended);
+	free(l);
+}
+
+int ep_loan(struct ep *ep, struct ep_lender **lp, uint64_t *id)
+{
+	struct ep_lender *l = ep->lender;
+
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->ep = ep;
+		ep->lender = l;
+	}
+	if (l->next - l->first == l->cap) {
+		uint32_t cap = l->cap ? 2 * l->cap : 16;
+		uint64_t *start = malloc(cap * sizeof(*start));
+		uint8_t *ended = malloc(cap);
+
+		if (!start || !ended) {
+			free(start);
+			free(ended);
+			return -ENOMEM;
+		}
+		for (uint64_t i = l->first; i < l->next; i++) {
+			start[i & (cap - 1)] = l->start[i & (l->cap - 1)];
+			ended[i & (cap - 1)] = l->ended[i & (l->cap - 1)];
+		}
+		free(l->start);
+		free(l->ended);
+		l->start = start;
+		l->ended = ended;
+		l->cap = cap;
+	}
+	*id = l->next++;
+	l->start[*id & (l->cap - 1)] = ep->tx.tail;
+	l->ended[*id & (l->cap - 1)] = 0;
+	*lp = l;
+	return 0;
+}
+
+void ep_loan_cancel(struct ep_lender *l, uint64_t id)
+{
+	assert(id + 1 == l->next && !l->ended[id & (l->cap - 1)]);
+	l->next = id;
+}
+
+void ep_loan_end(struct ep_lender *l, uint64_t id)
+{
+	assert(id - l->first < l->next - l->first && !l->ended[id & (l->cap - 1)]);
+	l->ended[id & (l->cap - 1)] = 1;
+	while (l->first != l->next && l->ended[l->first & (l->cap - 1)])
+		l->first++;
+	if (l->ep) {
+		ep_tx_release(l->ep);
+		return;
+	}
+	if (l->first != l->next)
+		return;
+	/* The last loan of a closed endpoint. */
+	for (struct ep_lender **pp = &endpoints.kept; *pp; pp = &(*pp)->next_kept)
+		if (*pp == l) {
+			*pp = l->next_kept;
+			break;
+		}
+	lender_unmap(l);
+	lender_free(l);
+}
+
 void ep_tx_release(struct ep *ep)
 {
-	if (!ep->failed && ring_release(&ep->tx))
+	struct ep_lender *l = ep->lender;
+	uint64_t to = ep->tx.tail;
+
+	if (l && l->first != l->next)
+		to = l->start[l->first & (l->cap - 1)];
+	if (!ep->failed && ring_release_to(&ep->tx, to))
 		wake(ep->efd_client);
 }
 
@@ -364,13 +472,27 @@ void ep_close(struct ep *ep)
 		;
 	*pp = ep->next;
 	endpoints.count--;
-	endpoints.region_bytes -= ep->region_bytes;
 	job_leave(ep->job, ep->rank, ep);
 	loop_del(&ep->efd_w);
 	close(ep->efd_client);
 	close(ep->efd_daemon);
-	munmap(ep->region, ep->region_bytes);
-	user_give_endpoint(ep->user);
+	if (ep->lender && ep->lender->first != ep->lender->next) {
+		/* Frames still send from its TX ring (see Loans). */
+		struct ep_lender *l = ep->lender;
+
+		l->ep = NULL;
+		l->region = ep->region;
+		l->region_bytes = ep->region_bytes;
+		l->user = ep->user;
+		l->next_kept = endpoints.kept;
+		endpoints.kept = l;
+	} else {
+		if (ep->lender)
+			lender_free(ep->lender);
+		endpoints.region_bytes -= ep->region_bytes;
+		munmap(ep->region, ep->region_bytes);
+		user_give_endpoint(ep->user);
+	}
 	free(ep->put_serial);
 	free(ep);
 }
@@ -559,5 +681,9 @@ void ep_fini(void)
 	loop_timer_cancel(&endpoints.recheck);
 	while (endpoints.all)
 		ep_close(endpoints.all);
+	/* Frames that still point into kept regions are only freed from now
+	 * on, never written (see Loans). */
+	for (struct ep_lender *l = endpoints.kept; l; l = l->next_kept)
+		lender_unmap(l);
 	user_fini();
 }

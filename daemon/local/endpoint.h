@@ -20,6 +20,19 @@
  * unusable (a record it cannot accept, an impossible ring index) marks it
  * with ep_fail and goes on; the endpoint stays valid, and stays in its job's
  * rank table, until the session reaps it.
+ *
+ * Loans.  The forwarding layer may send a record's payload straight from
+ * the TX ring (net/frame.h "Lent bytes"): it takes a loan (ep_loan) on the
+ * record at the TX tail before it moves past it, and ends it (ep_loan_end)
+ * when the frame lets go of the bytes, acknowledged or dropped.  Until then
+ * the client does not get that room back: ep_tx_release publishes the tail
+ * only up to the oldest loan not ended.  The loans of one ring are kept by
+ * its struct ep_lender, which belongs to the endpoint; ep_close of an
+ * endpoint with loans out leaves the lender the region (still mapped: frames
+ * point into it) and the user's endpoint (user_take_endpoint: the memory is
+ * the user's until it comes back), and the last ep_loan_end frees them and
+ * the lender.  ep_fini, at exit, unmaps what such lenders hold (no frame is
+ * written any more), and their last ep_loan_end frees only them.
  */
 #ifndef FERRY_LOCAL_ENDPOINT_H
 #define FERRY_LOCAL_ENDPOINT_H
@@ -38,6 +51,7 @@
 
 struct sess;
 struct user;
+struct ep_lender;               /* a TX ring's loans (endpoint.c) */
 
 struct ep {
 	struct ep *next;                /* every endpoint (ep_first) */
@@ -75,6 +89,7 @@ struct ep {
 					 * last took an item of this endpoint; NULL until its
 					 * first drain (allocated there, freed by ep_close) */
 	int put_serial_failed;          /* ... could not be allocated: FLUSH flushes all */
+	struct ep_lender *lender;       /* loans of tx bytes (see Loans); NULL before the first */
 
 	/* Receiving from other nodes (fwd/flow.h): its queue went past
 	 * pending_bytes with items from the network, and the job's other
@@ -219,8 +234,20 @@ static inline int ep_pending_high(const struct ep *d, const struct conf *c)
 	return !d->failed && d->pending.bytes > c->pending_bytes / 2;
 }
 
-/* The records taken from ep's TX ring so far go back to the client as room. */
+/* The records taken from ep's TX ring so far go back to the client as room
+ * (up to the oldest loan not ended: see Loans). */
 void ep_tx_release(struct ep *ep);
+
+/* A loan on the record at ep's TX tail (see Loans), before the caller moves
+ * past it: its bytes stay as they are in the ring, and the room is not given
+ * back, until ep_loan_end(*lp, id).  Returns 0, or -ENOMEM (the caller copies
+ * instead). */
+int ep_loan(struct ep *ep, struct ep_lender **lp, uint64_t *id);
+/* The loan id of l is over.  May free l (and the region of a closed
+ * endpoint): see Loans. */
+void ep_loan_end(struct ep_lender *l, uint64_t id);
+/* Takes back the newest loan of l, id, which was not used after all. */
+void ep_loan_cancel(struct ep_lender *l, uint64_t id);
 
 /* A STEP record for step to every endpoint of j here, behind every item of
  * the step. */

@@ -97,6 +97,9 @@ struct frame *frame_alloc(uint32_t body)
 	f->seq = 0;
 	f->urgent = 0;
 	f->len = sizeof(struct wire_frame_hdr);
+	f->own = 0;
+	f->lent = NULL;
+	f->lender = NULL;
 	f->nitems = 0;
 	memset(f->data, 0, sizeof(struct wire_frame_hdr));
 	return f;
@@ -112,7 +115,13 @@ void frame_free(struct frame *f)
 		f->next = NULL;
 		return;
 	}
+	if (f->lender) {
+		struct frame_lender *x = f->lender;
 
+		f->lender = NULL;
+		f->lent = NULL;
+		x->put(x);
+	}
 	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= pool->keep) {
 		f->next = pool->free;
 		pool->free = f;
@@ -120,6 +129,15 @@ void frame_free(struct frame *f)
 		return;
 	}
 	release_memory(f);
+}
+
+void frame_lend(struct frame *f, const uint8_t *p, uint32_t n, struct frame_lender *x)
+{
+	assert(!f->lent && p && x);
+	f->own = f->len;
+	f->len += n;
+	f->lent = p;
+	f->lender = x;
 }
 
 void frame_hold(struct frame *f)

@@ -5,14 +5,23 @@
  * large item) are allocated for the occasion.  All frame memory is counted in
  * frame_mem_bytes.
  *
- * Frames are daemon memory, and so is everything that goes on the wire:
- * items are copied into frames from the clients' shared-memory rings
- * (fwd/tx.c, proto_copy; their headers are built from a copy of the record
- * that was validated), large items too, piece by piece; no frame points into
- * client memory.  A frame's integrity tag (auth.h) is computed when it goes
- * out, over these bytes: a client that rewrites its ring meanwhile changes
- * nothing that is sent, and cannot make a peer refuse a frame.  Every frame
- * has room for the tag after its body (frame_room does not count it).
+ * Frames are daemon memory: items are copied into frames from the clients'
+ * shared-memory rings (fwd/tx.c, proto_copy; their headers are built from a
+ * copy of the record that was validated).  A frame's integrity tag (auth.h)
+ * is computed when it goes out, over these bytes: a client that rewrites its
+ * ring meanwhile changes nothing that is sent, and cannot make a peer refuse
+ * a frame.  Every frame has room for the tag after its body (frame_room does
+ * not count it).
+ *
+ * Lent bytes, the one exception.  Where frames carry no tag and are not
+ * encrypted, and the transport writes from any memory (TCP), the payload of
+ * a large item's piece is not copied: the frame's header and item header are
+ * its own, and its last bytes are lent (frame_lend) by the client's TX ring,
+ * which holds them until the frame is freed (fwd/lend.c).  Nothing the
+ * daemon or a peer decodes is lent: the bytes are an item's payload, opaque
+ * to every daemon, so a client that rewrites them changes only its own
+ * item.  Transports that seal, encrypt or send from registered memory (verbs)
+ * never see such a frame (transport.sends_lent).
  *
  * Ownership: a frame has one owner at a time, which frees it with frame_free:
  * the aggregation buffer filling it (fwd), then the peer queue it is sequenced
@@ -45,7 +54,20 @@ struct frame {
 	int urgent;             /* peer_send: mark it WIRE_FRAME_URGENT */
 	int orphan;             /* freed by its owner while held: the last unhold frees it */
 	struct frame_reg *reg;  /* the transport's registration, or NULL */
+	/* Lent bytes (above): with lent, bytes own..len of the frame are
+	 * there, not in data, and lender is told when the frame lets go of
+	 * them.  lent and lender are NULL for a frame of its own. */
+	uint32_t own;
+	const uint8_t *lent;
+	struct frame_lender *lender;
 	uint8_t data[];         /* wire_frame_hdr, then the body */
+};
+
+/* Whoever lends bytes to a frame: put is called once, when the frame is
+ * freed (after its last hold), or earlier by the lender itself through
+ * frame_unlend. */
+struct frame_lender {
+	void (*put)(struct frame_lender *x);
 };
 
 /* A transport that sends from registered memory (verbs) registers a frame's
@@ -74,6 +96,21 @@ struct frame *frame_alloc(uint32_t body);
 /* Gives the frame back (to the reuse pool, or its memory, registration
  * first); a held frame only once its last hold goes (see Ownership). */
 void frame_free(struct frame *f);
+/* Makes the n bytes at p the rest of f's body, lent by x (see Lent bytes):
+ * f->len grows by n, and x->put follows when f is freed.  At most one
+ * lender per frame, and nothing may be appended after. */
+void frame_lend(struct frame *f, const uint8_t *p, uint32_t n, struct frame_lender *x);
+/* The bytes of f from off on that are in one piece, in *p; returns how many
+ * (0 at len).  For a transport writing a frame that may have lent bytes. */
+static inline uint32_t frame_bytes_at(const struct frame *f, uint32_t off, const uint8_t **p)
+{
+	if (!f->lent || off < f->own) {
+		*p = f->data + off;
+		return (f->lent ? f->own : f->len) - off;
+	}
+	*p = f->lent + (off - f->own);
+	return f->len - off;
+}
 /* A transport's hold while a work request reads the frame (see Ownership). */
 void frame_hold(struct frame *f);
 /* Drops a hold; frees the frame if its owner freed it meanwhile. */

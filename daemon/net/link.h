@@ -137,6 +137,10 @@ struct transport {
 	/* Transport-wide counters for ferryctl stats, "name value" lines;
 	 * NULL if there are none. */
 	void (*write_stats)(FILE *out);
+	/* 1 if it writes frames with lent bytes (frame.h "Lent bytes") from
+	 * wherever they are; such frames come only where frames are neither
+	 * tagged nor encrypted. */
+	int sends_lent;
 };
 
 extern const struct transport transport_tcp;    /* link_tcp.c */

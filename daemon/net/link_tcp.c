@@ -167,7 +167,7 @@ static int tcp_stage(struct link_tcp *t)
 	uint32_t off;
 
 	while (t->clen - t->coff < STAGE_BYTES && (f = tcp.ev->tx_first(&t->l, &off))) {
-		assert(off == 0);       /* only whole frames are staged */
+		assert(off == 0 && !f->lent);  /* only whole frames of their own are staged */
 		if (cbuf_room(t, f->len) < 0)
 			return -ENOMEM;
 		tcp.ev->tx_seal(&t->l, f->data, t->cbuf + t->clen);
@@ -196,14 +196,24 @@ static int tcp_write(struct link_tcp *t)
 			want += iov[n++].iov_len;
 		}
 		f = t->l.encrypt ? NULL : tcp.ev->tx_first(&t->l, &off);
-		for (; f && n < IOV_MAX_TCP; f = f->next, off = 0) {
+		/* (Room for two pieces of each: a frame with lent bytes.) */
+		for (; f && n < IOV_MAX_TCP - 1; f = f->next, off = 0) {
+			const uint8_t *p;
+			uint32_t k;
+
 			if (f->seq > t->sealed_seq) {
+				/* Untagged if it has lent bytes: this stamps
+				 * the ack into its header only. */
 				tcp.ev->tx_seal(&t->l, f->data, f->data);
 				t->sealed_seq = f->seq;
 			}
-			iov[n].iov_base = f->data + off;
-			iov[n].iov_len = f->len - off;
-			want += iov[n++].iov_len;
+			while ((k = frame_bytes_at(f, off, &p)) > 0) {
+				iov[n].iov_base = (void *)p;
+				iov[n].iov_len = k;
+				want += k;
+				off += k;
+				n++;
+			}
 		}
 		if (n == 0)
 			return 0;
@@ -754,4 +764,5 @@ const struct transport transport_tcp = {
 	.listen = tcp_listen,
 	.connect = tcp_connect,
 	.fini = tcp_fini,
+	.sends_lent = 1,
 };

@@ -112,9 +112,15 @@ struct peer *peer_at(uint32_t i)
 
 /* --- sending --- */
 
+int peer_takes_lent(void)
+{
+	return peers.tr && peers.tr->sends_lent && !peers.frame_flags && !peers.trailer;
+}
+
 void peer_send(struct peer *p, struct frame *f)
 {
-	assert(f->cap - f->len >= peers.trailer);       /* frame_alloc keeps the tag's room */
+	assert(!f->lent || peer_takes_lent());
+	assert(f->lent || f->cap - f->len >= peers.trailer);   /* frame_alloc keeps the tag's room */
 	f->len += peers.trailer;
 	seq_push(&p->seq, f, (uint16_t)(peers.frame_flags | (f->urgent ? WIRE_FRAME_URGENT : 0)));
 	p->st.frames_sent++;

@@ -144,8 +144,13 @@ struct peer *peer_at(uint32_t i);
 
 /* Queues f (a DATA frame: header space, then f->nitems items) for p: it
  * gets the next sequence number, goes out as soon as the link takes it and
- * is freed when p acknowledges it. */
+ * is freed when p acknowledges it (or when its node is forgotten, for
+ * good).  f may have lent bytes (frame.h) only if peer_takes_lent(). */
 void peer_send(struct peer *p, struct frame *f);
+
+/* 1 if frames may have lent bytes: they carry no tag and are not encrypted,
+ * and the transport writes from any memory (TCP). */
+int peer_takes_lent(void);
 
 /* Bytes of frames queued for p and not yet acknowledged, written or not. */
 static inline uint64_t peer_backlog(const struct peer *p)

@@ -397,6 +397,7 @@ again:
 			links.credit_waits++;
 			break;
 		}
+		assert(!f->lent);       /* never here: transport_verbs.sends_lent is 0 */
 		if (f->len > v->peer_max_frame) {
 			verbs_link_fail(v, "frame larger than the peer receives");
 			return;

@@ -495,9 +495,10 @@ These VMs have 2 cores and no hardware performance counters (`perf stat` says
   (two nodes) busy processes on 2 cores where the raw comparators need 2, so
   hops wait for the scheduler; pinned, the two ranks share CPU 0 and the
   comparators' two processes do too, so every hop is a switch on CPU 0.
-- **Bandwidth.** A large item is copied 6 times (client -> TX ring -> frame ->
-  kernel -> daemon buffer -> RX ring -> reassembly buffer) against raw TCP's 2,
-  by 4 processes against 2, on 2 cores.
+- **Bandwidth.** A large item is copied 5 times (client -> TX ring ->
+  kernel -> daemon buffer -> RX ring -> reassembly buffer; with integrity off
+  its pieces go to the socket from the TX ring) against raw TCP's 2, by 4
+  processes against 2, on 2 cores.
 WHY
 	if [ -f knobs.csv ]; then
 		echo

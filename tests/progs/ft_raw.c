@@ -15,6 +15,12 @@
  *                 rank SIZE-1 whose second item claims another sender
  *   batch-overrun ... whose last item runs past the end of the batch
  *   batch-smuggle ... whose second item is for another rank
+ *   scribble      once the job is ready, for 2 s: whole 64 KiB items to rank
+ *                 SIZE-1, and meanwhile random bytes over the payloads of
+ *                 the last 32 it published, taken by the daemon or not
+ *                 (those it sends straight from the ring: lent bytes,
+ *                 daemon/net/frame.h); prints "scribbled N items" and exits
+ *                 0 (the daemon has no reason to close the connection)
  *   self-tail     alone in a job of one rank: fill the RX ring with items to
  *                 ourselves, publish an impossible RX tail, publish one more
  *                 item to ourselves and close the socket at once (hardening
@@ -36,6 +42,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static int sock;
@@ -186,6 +193,40 @@ int main(int argc, char **argv)
 		ring_publish(&tx);
 		if (write(fds[2], &one, sizeof(one)) < 0)
 			die("eventfd write");
+	} else if (strcmp(mode, "scribble") == 0) {
+		uint8_t *recent[32] = { NULL };
+		uint64_t one = 1, sent = 0, x = 88172645463325252ull;
+		struct timespec t0, t;
+
+		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			struct proto_rec *rec;
+
+			if (ring_reserve(&tx, PROTO_FRAG_BYTES, &rec) == 0) {
+				*rec = (struct proto_rec){ .len = PROTO_FRAG_BYTES, .kind = PROTO_REC_ITEM,
+							   .dst = size - 1 };
+				memset(rec + 1, 0x5a, PROTO_FRAG_BYTES);
+				recent[sent++ % 32] = (uint8_t *)(rec + 1);
+				ring_publish(&tx);
+				if (write(fds[2], &one, sizeof(one)) < 0)
+					die("eventfd write");
+			}
+			for (int i = 0; i < 32; i++) {
+				if (!recent[i])
+					continue;
+				for (uint32_t k = 0; k < PROTO_FRAG_BYTES; k += 8) {
+					x ^= x << 13, x ^= x >> 7, x ^= x << 17;    /* xorshift64 */
+					memcpy(recent[i] + k, &x, 8);
+				}
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
+		printf("scribbled %llu items\n", (unsigned long long)sent);
+		return 0;
 	} else if (strcmp(mode, "self-tail") == 0) {
 		uint8_t payload[64] = { 1 };
 		uint64_t one = 1, fp = ring_footprint(sizeof(payload));

@@ -112,6 +112,14 @@ static inline void fake_kick(struct link *l)
 			fake.ev->tx_seal(l, f->data, out);
 			fake_put(fl, out, f->len);
 			free(out);
+		} else if (f->lent) {   /* lent bytes (frame.h): never tagged */
+			uint8_t *out = malloc(f->len);
+
+			fake.ev->tx_seal(l, f->data, f->data);
+			memcpy(out, f->data, f->own);
+			memcpy(out + f->own, f->lent, f->len - f->own);
+			fake_put(fl, out, f->len);
+			free(out);
 		} else {
 			fake.ev->tx_seal(l, f->data, f->data);
 			fake_put(fl, f->data, f->len);
@@ -221,6 +229,7 @@ static const struct transport fake_transport = {
 	.listen = fake_listen,
 	.connect = fake_connect,
 	.fini = fake_fini,
+	.sends_lent = 1,        /* as TCP: frames without a tag may lend bytes */
 };
 
 /* The connection of an outgoing link is established. */

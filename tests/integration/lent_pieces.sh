@@ -1,0 +1,133 @@
+#!/bin/bash
+# Pieces of large items sent straight from the sender's TX ring (frames with
+# lent bytes, net/frame.h; loans, local/endpoint.h) where frames carry no tag:
+# they arrive whole and in order, the ring's room comes back once the peer
+# has them, and a sender that exits while its pieces are still unacknowledged
+# leaves them in good hands: ferry_close returns once they are taken, its
+# region stays mapped (and its endpoint counted against its user) until the
+# peer acknowledges them, and they arrive intact.  With frame integrity on,
+# nothing is lent.  And a client that rewrites what it lent disturbs only
+# its own items.
+. "$(dirname "$0")/lib.sh"
+
+MB=1048576
+# A node with a single endpoint per user: the kept one counts.
+start_cluster ln 2 'limits: { user_clients = 1; };' || exit 1
+
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg a.1.log prog ft_stream --job a --rank 1 --items 40 --len $MB
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ln_n0 bg a.0.log prog ft_stream --job a --rank 0 --items 40 --len $MB
+r0=$LASTPID
+wait $r0; rc0=$?
+wait $r1; rc1=$?
+expect "40 items of 1 MiB from n0 to n1: sent" test $rc0 = 0
+expect "... and received in order, payloads checked ($(cat "$TMP/a.1.log"))" \
+	grep -q '^rank 1 ok: received 40$' "$TMP/a.1.log"
+expect "... their 640 pieces went out from the TX ring ($(stat ln_n0 pieces_lent) lent)" \
+	test "$(stat ln_n0 pieces_lent)" = 640
+expect "... every loan ended" wait_for '[ "$(stat ln_n0 loans_out)" = 0 ]'
+expect "... and no region is left mapped" wait_for '[ "$(stat ln_n0 memory_region_bytes)" = 0 ]'
+
+# n1's daemon stopped: nothing is acknowledged.  Rank 0 sends 12 pieces'
+# worth (less than its 1 MiB TX ring) and closes.
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg b.1.log prog ft_stream --job b --rank 1 --items 12 --len 65536 \
+	--recv-timeout 30000
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ln_n0 bg b.0.log prog ft_stream --job b --rank 0 --items 12 --len 65536 \
+	--hold-until "$TMP/go"
+r0=$LASTPID
+wait_for "grep -q 'rank 0 open' '$TMP/b.0.log'" || { echo "# rank 0 did not open"; cat "$TMP"/b.*.log; exit 1; }
+lent0=$(stat ln_n0 pieces_lent)
+kill -STOP "$(dpid ln_n1)"
+touch "$TMP/go"
+wait_for "! kill -0 $r0 2>/dev/null"
+exited=$?
+lent=$(($(stat ln_n0 pieces_lent) - lent0))
+out=$(stat ln_n0 loans_out)
+region=$(stat ln_n0 memory_region_bytes)
+eps=$(stat ln_n0 endpoints)
+FERRY_RUNTIME_DIR=$TMP/ln_n0 "$BUILD/tests/ft_open" --job c --size 1 >"$TMP/c.log" 2>&1
+refused=$?
+kill -CONT "$(dpid ln_n1)"
+expect "peer stopped: the sender's ferry_close returned all the same" test $exited = 0
+wait $r0
+expect "... successfully ($(cat "$TMP/b.0.log" | tr '\n' ' '))" test $? = 0
+expect "... its 12 pieces lent ($lent)" test "$lent" = 12
+expect "... still out once it had exited ($out)" test "$out" = 12
+expect "... its endpoint gone ($eps) but its region still mapped ($region bytes)" \
+	test "$eps" = 0 -a "$region" -gt 0
+expect "... and still its user's: another endpoint is refused ($(cat "$TMP/c.log"))" \
+	test $refused = 1 -a "$(grep -c '(EDQUOT): .*limits.user_clients = 1' "$TMP/c.log")" = 1
+wait $r1
+expect "peer continued: all 12 received in order, payloads checked ($(cat "$TMP/b.1.log"))" \
+	grep -q '^rank 1 ok: received 12$' "$TMP/b.1.log"
+expect "... the loans ended" wait_for '[ "$(stat ln_n0 loans_out)" = 0 ]'
+expect "... and the region is unmapped" wait_for '[ "$(stat ln_n0 memory_region_bytes)" = 0 ]'
+expect "... and the user may open an endpoint again" \
+	bash -c "FERRY_RUNTIME_DIR='$TMP/ln_n0' '$BUILD/tests/ft_open' --job d --size 1 >/dev/null"
+
+# The daemon told to stop while a closed endpoint's loans are out: it exits
+# cleanly (the kept region unmapped, its frames freed; the sanitizer build
+# checks both).
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg e.1.log prog ft_stream --job e --rank 1 --items 12 --len 65536 \
+	--recv-timeout 30000
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ln_n0 bg e.0.log prog ft_stream --job e --rank 0 --items 12 --len 65536 \
+	--hold-until "$TMP/go2"
+r0=$LASTPID
+wait_for "grep -q 'rank 0 open' '$TMP/e.0.log'" || { echo "# rank 0 did not open"; cat "$TMP"/e.*.log; exit 1; }
+kill -STOP "$(dpid ln_n1)"
+touch "$TMP/go2"
+wait_for "! kill -0 $r0 2>/dev/null"
+out=$(stat ln_n0 loans_out)
+stop_daemon ln_n0
+stopped=$?
+kill -CONT "$(dpid ln_n1)"
+expect "stopped with loans out ($out): n0 exits cleanly" test "$out" -gt 0 -a $stopped = 0
+kill "$r1" 2>/dev/null
+wait "$r1" 2>/dev/null
+expect "... and n1 too" stop_daemon ln_n1
+
+# A client that keeps rewriting the bytes it lent, beside an honest job on
+# the same link: only its own items change; the link and the honest job are
+# not disturbed.
+start_cluster ln 2 || exit 1
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg s.1.log prog ft_stream --job s --rank 1 --hold-until "$TMP/never"
+sink=$LASTPID
+lent0=$(stat ln_n0 pieces_lent)
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg h.1.log prog ft_stream --job h --rank 1 --items 300 --len 200000
+h1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ln_n0 bg h.0.log prog ft_stream --job h --rank 0 --items 300 --len 200000
+h0=$LASTPID
+expect "scribbler: runs its 2 s without losing its session" \
+	bash -c "'$BUILD/tests/ft_raw' '$TMP/ln_n0' scribble s 0 2 >'$TMP/s.0.log'"
+wait $h0
+wait $h1
+# (The honest job's items are 3 pieces of 64 KiB, lent, and one of 3392 bytes.)
+slent=$(($(stat ln_n0 pieces_lent) - lent0 - 900))
+expect "... it sent 64 KiB items ($(cat "$TMP/s.0.log")), and $slent of them were lent" test "$slent" -ge 10
+expect "... the honest job beside it got its 300 items whole, in order ($(cat "$TMP/h.1.log"))" \
+	grep -q '^rank 1 ok: received 300$' "$TMP/h.1.log"
+expect "... over a link that never went down" \
+	test "$(grep -o 'disconnects [0-9]*' <<<"$("$BUILD/ferryctl" --runtime-dir "$TMP/ln_n0" stats)")" = "disconnects 0"
+kill "$sink" 2>/dev/null
+wait "$sink" 2>/dev/null
+expect "daemons exit cleanly" stop_cluster ln 2
+
+# With frame integrity, frames are tagged over bytes of the daemon's own:
+# nothing is lent.
+"$BUILD/ferryctl" keygen >"$TMP/key"
+chmod 600 "$TMP/key"
+daemon_owns "$TMP/key"
+start_cluster ki 2 "security: { key_file = \"$TMP/key\"; };" || exit 1
+FERRY_RUNTIME_DIR=$TMP/ki_n1 bg k.1.log prog ft_stream --job k --rank 1 --items 8 --len $MB
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ki_n0 bg k.0.log prog ft_stream --job k --rank 0 --items 8 --len $MB
+r0=$LASTPID
+wait $r0; rc0=$?
+wait $r1
+expect "integrity on: 8 items of 1 MiB received in order ($(cat "$TMP/k.1.log"))" \
+	grep -q '^rank 1 ok: received 8$' "$TMP/k.1.log"
+expect "... none of their pieces lent" test "$(stat ki_n0 pieces_lent)" = 0
+expect "integrity on: daemons exit cleanly" stop_cluster ki 2
+finish
