@@ -358,6 +358,10 @@ static inline void wire_set_ack(void *hdr, uint64_t ack)
 #error "wire_encode_item/wire_next_item: add byte swapping for big-endian hosts"
 #endif
 
+/* A frame received in place (daemon/net/link.h "Receiving"): what the
+ * transport reads first, the frame header and its first item's header. */
+#define WIRE_STEER_HEAD (sizeof(struct wire_frame_hdr) + sizeof(struct wire_item))
+
 /* Appends an item header and payload at buf (wire_item_footprint(len) bytes,
  * padding zeroed).  Returns the bytes written. */
 static inline size_t wire_encode_item(void *buf, const struct wire_item *it, const void *payload)

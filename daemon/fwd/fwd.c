@@ -27,6 +27,8 @@ static void peer_found(struct peer *p)
 
 const struct peer_events fwd_peer_events = {
 	.rx = rx_frame,
+	.steer = rx_steer,
+	.steered = rx_steered,
 	.lost = peer_lost,
 	.found = peer_found,
 };

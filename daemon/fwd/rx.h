@@ -14,6 +14,12 @@
  *
  * Ownership: the kept rest of a frame is this module's until its last item
  * went on.
+ *
+ * Receiving in place (net/link.h "Receiving"): a frame that is one large
+ * piece for a rank here whose RX ring has room is read by the transport
+ * straight into the ring (rx_steer reserves the record, rx_steered commits
+ * it or gives the room back); the checks are those of the whole frame, on
+ * its headers, and nothing is visible to the client until all of it is in.
  */
 #ifndef FERRY_FWD_RX_H
 #define FERRY_FWD_RX_H
@@ -33,6 +39,12 @@ void rx_fini(void);
  * are kept: p takes no more until they went on), or -EPROTO (malformed;
  * nothing of it was used). */
 int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent);
+
+/* The peer layer's steer and steered events (receiving in place): a piece
+ * for a rank here goes straight into its RX ring.  See rx.c. */
+uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len);
+void rx_steered(struct peer *p, int ok);
+extern uint64_t rx_pieces_steered;
 
 /* Loop hook: passes on the items kept back.  Returns 1 if any went on. */
 int rx_poll(void);

@@ -27,7 +27,11 @@
  * whether it was taken; while the peer cannot take frames the transport stops
  * reading (the kernel's or the HCA's flow control then throttles the sender)
  * until ops->pause(l, 0) and then offers the same frame again.  The peer layer
- * checks (and decrypts) the frame in place, in the transport's buffer.
+ * checks (and decrypts) the frame in place, in the transport's buffer.  A
+ * transport that reads a byte stream (TCP) may instead offer a large frame
+ * whose rest it can read at once to ev->steer(), which may say where that
+ * rest goes (a piece of a large item: the destination's RX ring), and then
+ * reads it there and calls ev->steered(): the payload is copied once less.
  *
  * Ending.  When the connection fails the transport calls ev->down() once;
  * ops->close() ends it without that call.  Either way the link dies at once
@@ -101,6 +105,18 @@ struct link_events {
 	 * must drop the connection (the reason is logged).  May call ops->kick
 	 * on this or another link. */
 	int (*rx)(struct link *l, const struct wire_frame_hdr *h, uint8_t *frame);
+	/* Receiving in place (see Receiving): a DATA frame of an up link with
+	 * header h, of which the first WIRE_STEER_HEAD bytes are at frame
+	 * (the header, then its first item's header) and the rest is waiting
+	 * in the transport, whole.  Returns where the bytes of the frame from
+	 * WIRE_STEER_HEAD on go (the transport reads them there, and then
+	 * calls steered at once, before anything else), or NULL: offer the
+	 * frame whole to rx as usual. */
+	uint8_t *(*steer)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame);
+	/* The bytes steer asked for are there (ok), or could not be read (!ok:
+	 * undone; the transport then ends the link).  Returns 1, or -EPROTO:
+	 * the transport ends the link. */
+	int (*steered)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int ok);
 	/* The connection is gone (l->dead is set; the loop frees l later). */
 	void (*down)(struct link *l, const char *why);
 	/* The first sequenced frame not completely written, *off_p of its

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -64,6 +65,7 @@ struct link_tcp {
 	char addr[80];          /* the other end, for logs */
 	uint8_t *rbuf;          /* received bytes; frames are parsed in place */
 	size_t rcap, rlen, roff;
+	int peek;               /* the last frame was received in place: read the next one's head first */
 	uint8_t *cbuf;                  /* sealed control frames (and encrypted frames) to go out */
 	size_t ccap, clen, coff;
 	uint64_t sealed_seq;            /* sequenced frames up to this one are sealed on this link */
@@ -240,6 +242,54 @@ static int tcp_write(struct link_tcp *t)
 	}
 }
 
+/* Frames of at least this many bytes are offered to be received in place
+ * (link.h "Receiving"): a large item's pieces. */
+#define STEER_FRAME_MIN (16u * 1024)
+
+/* The frame at roff, header h, need bytes in all, is not all in rbuf: if
+ * the socket holds the rest and the peer layer says where it goes, reads
+ * it there.  Returns 1 (taken), 0 (not: it comes through rbuf), -ECANCELED
+ * (the link died meanwhile) or another -errno: the caller ends the link. */
+static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need)
+{
+	size_t have = t->rlen - t->roff, rest = need - have, done = 0;
+	const uint8_t *head = t->rbuf + t->roff;
+	int avail = 0, ret;
+	uint8_t *to;
+
+	if (ioctl(t->fd, FIONREAD, &avail) < 0 || avail < 0 || (size_t)avail < rest)
+		return 0;
+	to = tcp.ev->steer(&t->l, h, head);
+	if (!to)
+		return 0;
+	memcpy(to, head + WIRE_STEER_HEAD, have - WIRE_STEER_HEAD);
+	to += have - WIRE_STEER_HEAD;
+	while (done < rest) {
+		ssize_t n = read(t->fd, to + done, rest - done);
+
+		if (n > 0) {
+			done += (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			/* FIONREAD said it was there: a connection that broke
+			 * meanwhile. */
+			ret = n == 0 ? -ECONNRESET : errno == EAGAIN ? -EIO : -errno;
+			tcp.ev->steered(&t->l, h, head, 0);
+			return ret;
+		}
+	}
+	ret = tcp.ev->steered(&t->l, h, head, 1);
+	if (t->l.dead)
+		return -ECANCELED;
+	if (ret < 0)
+		return ret;
+	t->l.frames_in++;
+	t->roff = t->rlen;      /* the frame began at roff and rbuf ended inside it */
+	t->peek = 1;
+	return 1;
+}
+
 /* Hands every complete frame in rbuf to the peer layer.  Returns 0, or
  * -ECANCELED if the link died meanwhile (touch nothing but its memory), or
  * another -errno: the caller ends the link. */
@@ -261,6 +311,14 @@ static int parse(struct link_tcp *t)
 			return -EPROTO;
 		}
 		if (t->rlen - t->roff < need) {
+			if (need >= STEER_FRAME_MIN && t->l.state == LINK_UP && h.kind == WIRE_DATA &&
+			    t->rlen - t->roff >= WIRE_STEER_HEAD) {
+				ret = steer(t, &h, need);
+				if (ret < 0)
+					return ret;
+				if (ret > 0)
+					continue;
+			}
 			if (need > t->rcap) {
 				uint8_t *b = realloc(t->rbuf, need);
 
@@ -323,6 +381,7 @@ static void on_io(struct loop_watch *w, uint32_t events)
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (;;) {
+			size_t want;
 			ssize_t n;
 
 			if (t->paused)
@@ -338,7 +397,12 @@ static void on_io(struct loop_watch *w, uint32_t events)
 				t->rbuf = b;
 				t->rcap = cap;
 			}
-			n = read(t->fd, t->rbuf + t->rlen, t->rcap - t->rlen);
+			/* After a frame received in place, the next one's head
+			 * only: if it is another large piece, its rest goes
+			 * in place too. */
+			want = t->peek && t->rcap - t->rlen >= WIRE_STEER_HEAD ? WIRE_STEER_HEAD : t->rcap - t->rlen;
+			t->peek = 0;
+			n = read(t->fd, t->rbuf + t->rlen, want);
 			if (n == 0) {
 				tcp_fail(t, "connection closed by the other end");
 				return;
@@ -357,12 +421,13 @@ static void on_io(struct loop_watch *w, uint32_t events)
 			if (ret == -ECANCELED)
 				return;
 			if (ret < 0) {
-				tcp_fail(t, ret == -ENOMEM ? "out of memory" : "protocol error");
+				tcp_fail(t, ret == -ENOMEM ? "out of memory" : ret == -EPROTO ? "protocol error" :
+					 strerror(-ret));
 				return;
 			}
-			if (t->rlen == t->rcap)
+			if (t->rlen == t->rcap || t->peek)
 				continue;       /* a big frame is coming; room was made */
-			if ((size_t)n < 4096)
+			if ((size_t)n < want && (size_t)n < 4096)
 				break;
 		}
 	}

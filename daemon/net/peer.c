@@ -688,6 +688,40 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, uint8_t *fram
 	return ret;
 }
 
+/* Receiving in place (link.h): only the next DATA frame in sequence, on a
+ * link without tags, while the layer above takes frames; anything else
+ * comes whole through link_rx, which says what is wrong with it. */
+static uint8_t *link_steer(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame)
+{
+	struct peer *p = l->peer;
+
+	if (l->state != LINK_UP || !p || peers.frame_flags || (h->flags & WIRE_FRAME_SECURITY) ||
+	    h->kind != WIRE_DATA || p->rx_held || p->rx_opened || seq_check(&p->seq, h->seq) != 1 ||
+	    !peers.ev->steer)
+		return NULL;
+	return peers.ev->steer(p, frame + sizeof(*h), h->len);
+}
+
+static int link_steered(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int ok)
+{
+	struct peer *p = l->peer;
+
+	(void)frame;
+	if (!ok) {
+		peers.ev->steered(p, 0);
+		return 1;
+	}
+	if (take_ack(p, h->ack) < 0) {
+		peers.ev->steered(p, 0);
+		return -EPROTO;
+	}
+	peers.ev->steered(p, 1);
+	seq_taken(&p->seq, h->seq);
+	p->st.frames_recv++;
+	p->st.bytes_recv += sizeof(*h) + h->len;
+	return 1;
+}
+
 void peer_resume_rx(struct peer *p)
 {
 	p->rx_held = 0;
@@ -712,6 +746,8 @@ static const struct link_events link_events = {
 	.connected = link_connected,
 	.accepted = link_accepted,
 	.rx = link_rx,
+	.steer = link_steer,
+	.steered = link_steered,
 	.down = link_down,
 	.tx_first = tx_first,
 	.tx_seal = tx_seal,

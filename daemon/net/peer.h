@@ -97,6 +97,14 @@ struct peer_events {
 	 * peer_resume_rx), -EPROTO if it is malformed (nothing of it was used;
 	 * the link is dropped and the frame comes again). */
 	int (*rx)(struct peer *p, const uint8_t *body, uint32_t len, int urgent);
+	/* Optional, receiving in place (link.h): the next DATA body from p,
+	 * len bytes, of which only the first item's header is at body so far
+	 * (the rest is being read).  Returns where the bytes after that
+	 * header go, or NULL to have the body whole through rx.  steered(p,
+	 * ok) follows at once: they are there (the items went on, as rx
+	 * returning 0 says), or they never came (undo). */
+	uint8_t *(*steer)(struct peer *p, const uint8_t *body, uint32_t len);
+	void (*steered)(struct peer *p, int ok);
 	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
 	 * (and again every PEER_LOST_AGAIN_NS until it is up again: then
 	 * found; the peer may be alive, and

@@ -5,7 +5,9 @@
  * XOFF, FAIL, ... with fields from the input, mostly well-formed), and a
  * client's TX ring drained by fwd/tx.c (records of any kind, any rank) while
  * the client consumes its RX ring or not; batches (FERRY_BATCH) both ways,
- * well-formed or damaged.  Real endpoints (memfd rings,
+ * well-formed or damaged; frames received in place (daemon/net/link.h),
+ * some of whose rest never comes; large pieces sent from the TX ring (lent
+ * bytes, net/frame.h).  Real endpoints (memfd rings,
  * local/), the real peer layer over the in-memory transport of
  * tests/unit/fake_link.h.
  *
@@ -200,8 +202,11 @@ static void frame_in(void)
 	if (!(next() & 31) && len > 8)
 		body[next() % len] ^= next();   /* and sometimes a damaged one */
 	fake.data_flags = next() & 1 ? WIRE_FRAME_URGENT : 0;   /* its next hops flush what it brought */
+	fake.steer = next() & 1;        /* received in place, if the daemon wants it so */
+	fake.steer_fail = fake.steer && !(next() & 15);  /* ... and the rest never comes */
 	fake_arrive(fl, WIRE_DATA, ++seq_in[from3 ? 3 : 0], 0, body, (uint32_t)len);
 	fake.data_flags = 0;
+	fake.steer = fake.steer_fail = 0;
 }
 
 /* Records from client c into its TX ring. */

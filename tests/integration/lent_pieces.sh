@@ -1,7 +1,8 @@
 #!/bin/bash
 # Pieces of large items sent straight from the sender's TX ring (frames with
-# lent bytes, net/frame.h; loans, local/endpoint.h) where frames carry no tag:
-# they arrive whole and in order, the ring's room comes back once the peer
+# lent bytes, net/frame.h; loans, local/endpoint.h) and read straight into
+# the receiver's RX ring (receiving in place, net/link.h) where frames carry
+# no tag: they arrive whole and in order, the ring's room comes back once the peer
 # has them, and a sender that exits while its pieces are still unacknowledged
 # leaves them in good hands: ferry_close returns once they are taken, its
 # region stays mapped (and its endpoint counted against its user) until the
@@ -25,6 +26,8 @@ expect "... and received in order, payloads checked ($(cat "$TMP/a.1.log"))" \
 	grep -q '^rank 1 ok: received 40$' "$TMP/a.1.log"
 expect "... their 640 pieces went out from the TX ring ($(stat ln_n0 pieces_lent) lent)" \
 	test "$(stat ln_n0 pieces_lent)" = 640
+expect "... and $(stat ln_n1 pieces_steered) of them were read straight into the RX ring" \
+	test "$(stat ln_n1 pieces_steered)" -gt 0
 expect "... every loan ended" wait_for '[ "$(stat ln_n0 loans_out)" = 0 ]'
 expect "... and no region is left mapped" wait_for '[ "$(stat ln_n0 memory_region_bytes)" = 0 ]'
 
@@ -114,8 +117,9 @@ kill "$sink" 2>/dev/null
 wait "$sink" 2>/dev/null
 expect "daemons exit cleanly" stop_cluster ln 2
 
-# With frame integrity, frames are tagged over bytes of the daemon's own:
-# nothing is lent.
+# With frame integrity, frames are tagged over bytes of the daemon's own,
+# and checked whole before any of it is used: nothing is lent, nothing is
+# received in place.
 "$BUILD/ferryctl" keygen >"$TMP/key"
 chmod 600 "$TMP/key"
 daemon_owns "$TMP/key"
@@ -129,5 +133,6 @@ wait $r1
 expect "integrity on: 8 items of 1 MiB received in order ($(cat "$TMP/k.1.log"))" \
 	grep -q '^rank 1 ok: received 8$' "$TMP/k.1.log"
 expect "... none of their pieces lent" test "$(stat ki_n0 pieces_lent)" = 0
+expect "... nor received in place" test "$(stat ki_n1 pieces_steered)" = 0
 expect "integrity on: daemons exit cleanly" stop_cluster ki 2
 finish

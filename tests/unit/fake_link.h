@@ -68,6 +68,9 @@ static struct {
 	int used_dead;                  /* contract violations: ops on a dead link */
 	int frames;                     /* enum auth_frames of the daemon under test */
 	uint16_t data_flags;            /* fake_arrive: more flags on DATA frames (URGENT) */
+	int steer;                      /* fake_arrive_raw offers DATA frames to ev->steer first */
+	int steer_fail;                 /* ... and the bytes it asks for then never come */
+	int steered;                    /* frames received in place */
 } fake;
 
 /* The daemon wrote a frame (sealed): the other end reads it. */
@@ -264,8 +267,23 @@ static inline int fake_arrive_raw(struct fake_link *fl, const void *frame, size_
 	if (len < sizeof(h) || wire_decode_hdr(frame, &h) < 0 || sizeof(h) + h.len != len) {
 		ret = -EPROTO;
 	} else {
+		uint8_t *to = NULL;
+
 		fl->in_rx = 1;
-		ret = fake.ev->rx(&fl->l, &h, fl->last);
+		/* Receiving in place (link.h), as TCP does it, for frames of
+		 * any size: the peer layer and the one above decide. */
+		if (fake.steer && h.kind == WIRE_DATA && len >= WIRE_STEER_HEAD && fl->l.state == LINK_UP)
+			to = fake.ev->steer(&fl->l, &h, fl->last);
+		if (to && fake.steer_fail) {
+			fake.ev->steered(&fl->l, &h, fl->last, 0);
+			ret = -EIO;
+		} else if (to) {
+			memcpy(to, fl->last + WIRE_STEER_HEAD, len - WIRE_STEER_HEAD);
+			ret = fake.ev->steered(&fl->l, &h, fl->last, 1);
+			fake.steered += ret == 1;
+		} else {
+			ret = fake.ev->rx(&fl->l, &h, fl->last);
+		}
 		fl->in_rx = 0;
 	}
 
