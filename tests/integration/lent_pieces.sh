@@ -12,15 +12,23 @@
 . "$(dirname "$0")/lib.sh"
 
 MB=1048576
+# stream CLUSTER JOB N LEN: N items of LEN bytes from rank 0 on node 0 to
+# rank 1 on node 1 (ft_stream: rank 1 checks order and payloads; output in
+# $TMP/JOB.R.log); rc0 is rank 0's exit status.
+stream() {
+	local r0 r1
+	FERRY_RUNTIME_DIR=$TMP/$1_n1 bg "$2.1.log" prog ft_stream --job "$2" --rank 1 --items "$3" --len "$4"
+	r1=$LASTPID
+	FERRY_RUNTIME_DIR=$TMP/$1_n0 bg "$2.0.log" prog ft_stream --job "$2" --rank 0 --items "$3" --len "$4"
+	r0=$LASTPID
+	wait "$r0"; rc0=$?
+	wait "$r1"
+}
+
 # A node with a single endpoint per user: the kept one counts.
 start_cluster ln 2 'limits: { user_clients = 1; };' || exit 1
 
-FERRY_RUNTIME_DIR=$TMP/ln_n1 bg a.1.log prog ft_stream --job a --rank 1 --items 40 --len $MB
-r1=$LASTPID
-FERRY_RUNTIME_DIR=$TMP/ln_n0 bg a.0.log prog ft_stream --job a --rank 0 --items 40 --len $MB
-r0=$LASTPID
-wait $r0; rc0=$?
-wait $r1; rc1=$?
+stream ln a 40 $MB
 expect "40 items of 1 MiB from n0 to n1: sent" test $rc0 = 0
 expect "... and received in order, payloads checked ($(cat "$TMP/a.1.log"))" \
 	grep -q '^rank 1 ok: received 40$' "$TMP/a.1.log"
@@ -31,20 +39,27 @@ expect "... and $(stat ln_n1 pieces_steered) of them were read straight into the
 expect "... every loan ended" wait_for '[ "$(stat ln_n0 loans_out)" = 0 ]'
 expect "... and no region is left mapped" wait_for '[ "$(stat ln_n0 memory_region_bytes)" = 0 ]'
 
-# n1's daemon stopped: nothing is acknowledged.  Rank 0 sends 12 pieces'
-# worth (less than its 1 MiB TX ring) and closes.
-FERRY_RUNTIME_DIR=$TMP/ln_n1 bg b.1.log prog ft_stream --job b --rank 1 --items 12 --len 65536 \
-	--recv-timeout 30000
-r1=$LASTPID
-FERRY_RUNTIME_DIR=$TMP/ln_n0 bg b.0.log prog ft_stream --job b --rank 0 --items 12 --len 65536 \
-	--hold-until "$TMP/go"
-r0=$LASTPID
-wait_for "grep -q 'rank 0 open' '$TMP/b.0.log'" || { echo "# rank 0 did not open"; cat "$TMP"/b.*.log; exit 1; }
+# unacked JOB: n1's daemon stopped, so that nothing is acknowledged, rank 0
+# of JOB on n0 sends 12 pieces' worth (less than its 1 MiB TX ring) and
+# closes; exited is 0 if it has exited within 10 s.  Rank 1 waits on n1
+# (r0, r1: their pids).  Whoever calls it continues n1.
+unacked() {
+	FERRY_RUNTIME_DIR=$TMP/ln_n1 bg "$1.1.log" prog ft_stream --job "$1" --rank 1 --items 12 --len 65536 \
+		--recv-timeout 30000
+	r1=$LASTPID
+	FERRY_RUNTIME_DIR=$TMP/ln_n0 bg "$1.0.log" prog ft_stream --job "$1" --rank 0 --items 12 --len 65536 \
+		--hold-until "$TMP/$1.go"
+	r0=$LASTPID
+	wait_for "grep -q 'rank 0 open' '$TMP/$1.0.log'" ||
+		{ echo "# rank 0 did not open"; cat "$TMP/$1".*.log; exit 1; }
+	kill -STOP "$(dpid ln_n1)"
+	touch "$TMP/$1.go"
+	wait_for "! kill -0 $r0 2>/dev/null"
+	exited=$?
+}
+
 lent0=$(stat ln_n0 pieces_lent)
-kill -STOP "$(dpid ln_n1)"
-touch "$TMP/go"
-wait_for "! kill -0 $r0 2>/dev/null"
-exited=$?
+unacked b
 lent=$(($(stat ln_n0 pieces_lent) - lent0))
 out=$(stat ln_n0 loans_out)
 region=$(stat ln_n0 memory_region_bytes)
@@ -72,16 +87,7 @@ expect "... and the user may open an endpoint again" \
 # The daemon told to stop while a closed endpoint's loans are out: it exits
 # cleanly (the kept region unmapped, its frames freed; the sanitizer build
 # checks both).
-FERRY_RUNTIME_DIR=$TMP/ln_n1 bg e.1.log prog ft_stream --job e --rank 1 --items 12 --len 65536 \
-	--recv-timeout 30000
-r1=$LASTPID
-FERRY_RUNTIME_DIR=$TMP/ln_n0 bg e.0.log prog ft_stream --job e --rank 0 --items 12 --len 65536 \
-	--hold-until "$TMP/go2"
-r0=$LASTPID
-wait_for "grep -q 'rank 0 open' '$TMP/e.0.log'" || { echo "# rank 0 did not open"; cat "$TMP"/e.*.log; exit 1; }
-kill -STOP "$(dpid ln_n1)"
-touch "$TMP/go2"
-wait_for "! kill -0 $r0 2>/dev/null"
+unacked e
 out=$(stat ln_n0 loans_out)
 stop_daemon ln_n0
 stopped=$?
@@ -124,12 +130,7 @@ expect "daemons exit cleanly" stop_cluster ln 2
 chmod 600 "$TMP/key"
 daemon_owns "$TMP/key"
 start_cluster ki 2 "security: { key_file = \"$TMP/key\"; };" || exit 1
-FERRY_RUNTIME_DIR=$TMP/ki_n1 bg k.1.log prog ft_stream --job k --rank 1 --items 8 --len $MB
-r1=$LASTPID
-FERRY_RUNTIME_DIR=$TMP/ki_n0 bg k.0.log prog ft_stream --job k --rank 0 --items 8 --len $MB
-r0=$LASTPID
-wait $r0; rc0=$?
-wait $r1
+stream ki k 8 $MB
 expect "integrity on: 8 items of 1 MiB received in order ($(cat "$TMP/k.1.log"))" \
 	grep -q '^rank 1 ok: received 8$' "$TMP/k.1.log"
 expect "... none of their pieces lent" test "$(stat ki_n0 pieces_lent)" = 0
