@@ -4,6 +4,7 @@
  *   ferryctl [--runtime-dir DIR] stats      its counters, one "name value" per line
  *   ferryctl debug kill-link NODE           break the link to a peer (tests)
  *   ferryctl debug forbidden-call           show that ferryd's seccomp filter is on
+ *   ferryctl debug keep-loans               closing clients keep their loans (tests)
  *   ferryctl route ...                      offline: routes through a topology
  *   ferryctl keygen                         a new cluster key
  *
@@ -40,6 +41,9 @@ static void usage(FILE *out)
 		"  debug forbidden-call   make ferryd attempt a system call its seccomp filter\n"
 		"                         forbids (execve): with the filter on, the daemon is\n"
 		"                         killed (systemd restarts it); for root or ferryd's user\n"
+		"  debug keep-loans       from now on, a client that closes with large pieces\n"
+		"                         unacknowledged leaves them in its ring, as when ferryd\n"
+		"                         has no memory to copy them (tests); root or ferryd's user\n"
 		"  route --dims AxBx... [--torus|--mesh|--grid] [--nodes N] --from NODE [--to NODE]\n"
 		"        [--histogram]    offline: the path of one item, or how many network\n"
 		"                         messages (hops) items need to every destination\n"
@@ -308,6 +312,8 @@ int main(int argc, char **argv)
 		return query(dir, CTL_Q_DEBUG, (uint32_t)strtoul(argv[optind + 2], NULL, 10), timeout_ms);
 	if (strcmp(argv[optind], "debug") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "forbidden-call") == 0)
 		return query(dir, CTL_Q_DEBUG, CTL_DEBUG_FORBIDDEN_CALL, timeout_ms);
+	if (strcmp(argv[optind], "debug") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "keep-loans") == 0)
+		return query(dir, CTL_Q_DEBUG, CTL_DEBUG_KEEP_LOANS, timeout_ms);
 	fprintf(stderr, "ferryctl: unknown command '%s'\n", argv[optind]);
 	usage(stderr);
 	return 2;

@@ -59,8 +59,11 @@ enum ctl_query {
 
 /* CTL_Q_DEBUG's arg: a node id (break the link to it), or this: make a
  * system call that ferryd's seccomp filter forbids (it kills the daemon
- * when the filter is on). */
+ * when the filter is on), or this: from now on, endpoints that close keep
+ * their TX rings' loans as when there is no memory to take them back
+ * (daemon/local/endpoint.h "Loans"). */
 #define CTL_DEBUG_FORBIDDEN_CALL 0xffffffffu
+#define CTL_DEBUG_KEEP_LOANS     0xfffffffeu
 
 struct ctl_hdr {
 	uint8_t  version;       /* CTL_VERSION */

@@ -209,24 +209,28 @@ int ring_release(struct ring *r)
 
 int ring_release_to(struct ring *r, uint64_t to)
 {
+	int stored = 0;
+
 	assert(to - r->published <= r->tail - r->published);
-	if (r->tail != r->published_taken) {
-		/* Only while loans hold room back does taken run ahead of
-		 * tail; a producer that looks at it waits for empty. */
+	/* taken says more than the tail only while room is held back (to <
+	 * tail): only then is it stored, so that a ring without loans (every
+	 * RX ring, most TX rings) costs one store, as before. */
+	if (to != r->tail && r->tail != r->published_taken) {
 		r->published_taken = r->tail;
 		atomic_store_explicit(&r->sh->taken, r->tail, memory_order_seq_cst);
+		stored = 1;
 	}
-	if (to == r->published) {
-		if (r->published_taken == to)
-			return 0;
-		return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
+	if (to != r->published) {
+		r->published = to;
+		atomic_store_explicit(&r->sh->tail, to, memory_order_seq_cst);
+		stored = 1;
 	}
-	r->published = to;
 	/* The waker's half of the handshake with ring_producer_sleep (and,
-	 * for taken above, ring_producer_sleep_empty): both seq_cst, so that
-	 * the store precedes the load in S. */
-	atomic_store_explicit(&r->sh->tail, to, memory_order_seq_cst);
-	return atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
+	 * for taken, ring_producer_sleep_empty): each store above and this
+	 * load seq_cst, so that the store precedes the load in S.  A call
+	 * that stored nothing wakes nobody: nothing changed for the
+	 * producer. */
+	return stored && atomic_load_explicit(&r->sh->producer_waiting, memory_order_seq_cst) != 0;
 }
 
 int ring_consumer_sleep(struct ring *r)

@@ -620,10 +620,12 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (ret = get_str(p, g, "device", c->verbs_device, sizeof(c->verbs_device), NULL)) < 0 ||
 	    (ret = get_str(p, g, "tcp_congestion", c->tcp_congestion, sizeof(c->tcp_congestion), &cc_s)) < 0)
 		return ret;
-	/* A name as the kernel's congestion control modules have (TCP_CA_NAME_MAX 16). */
-	if (cc_s && strspn(c->tcp_congestion, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(c->tcp_congestion))
-		return invalid(p, cc_s, "'transport.tcp_congestion' is \"%s\", not a congestion control's name "
-			       "(lower-case letters, digits and '_'; \"\" keeps the system's)", c->tcp_congestion);
+	/* A name, as the kernel's congestion controls have (TCP_CA_NAME_MAX 16,
+	 * get_str's limit): printable, no space. */
+	for (const char *q = c->tcp_congestion; cc_s && *q; q++)
+		if (*q <= ' ' || *q > '~')
+			return invalid(p, cc_s, "'transport.tcp_congestion' is \"%s\", not a congestion control's name "
+				       "(no spaces or control characters; \"\" keeps the system's)", c->tcp_congestion);
 
 	if ((ret = get_group(p, root, "limits", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, lim_keys)) < 0) ||
@@ -704,8 +706,7 @@ void conf_defaults(struct conf *c)
 	c->buffer_bytes = 16384;
 	c->flush_us = 200;
 	c->transport = CONF_TRANSPORT_AUTO;
-	/* Not the system's default when that is BBR: see conf/ferry.conf. */
-	strcpy(c->tcp_congestion, "cubic");
+	c->tcp_congestion[0] = '\0';         /* the system's: see conf/ferry.conf */
 	c->max_clients = 256;
 	c->max_unjoined = 64;
 	c->ring_bytes = 1 << 20;

@@ -15,6 +15,7 @@
 #define DRAIN_BUDGET 512
 
 struct tx_stats tx_stats;
+int tx_keep_loans;
 
 static struct {
 	const struct conf *conf;
@@ -49,20 +50,67 @@ static int failed_job_item(struct job *j, const struct ep *s, const struct proto
 #define LEND_MIN (16u * 1024)
 static_assert(PROTO_BATCH_ITEM_MAX < LEND_MIN, "a batch's items (copies, drain_batch) are never lent");
 
-/* A loan of a piece's bytes, while its frame holds them. */
+/* A loan of a piece's bytes, while its frame holds them; or, once its
+ * endpoint took it back (take_back), the copy the frame sends instead. */
 struct tx_lend {
 	struct frame_lender x;          /* first: the frame's lender */
+	struct ep *ep;                  /* the lending endpoint; NULL once taken back */
 	struct ep_lender *l;
 	uint64_t id;
+	uint8_t *copy;                  /* taken back: the bytes, ours */
+	struct tx_lend *prev, *next;    /* lends.out, while a loan */
 };
+
+/* Every loan out, for take_back. */
+static struct {
+	struct tx_lend *out;
+} lends;
+
+static void unlink_lend(struct tx_lend *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		lends.out = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	tx_stats.loans_out--;
+}
 
 static void lend_put(struct frame_lender *x)
 {
 	struct tx_lend *t = (struct tx_lend *)x;
 
-	tx_stats.loans_out--;
-	ep_loan_end(t->l, t->id);
+	if (t->ep) {
+		unlink_lend(t);
+		ep_loan_end(t->l, t->id);
+	} else {
+		frame_mem_bytes -= t->x.f->len - t->x.f->own;
+		free(t->copy);
+	}
 	free(t);
+}
+
+/* ep_close's hook (local/endpoint.h "Loans"): the frames that send from
+ * ep's TX ring get copies of those bytes, and its loans end.  A loan whose
+ * copy cannot be had stays (the endpoint's region then waits for it). */
+static void take_back(struct ep *ep)
+{
+	for (struct tx_lend *t = lends.out, *next; t; t = next) {
+		struct frame *f = t->x.f;
+		uint32_t n = f->len - f->own;
+
+		next = t->next;
+		if (t->ep != ep || tx_keep_loans || !(t->copy = malloc(n)))
+			continue;
+		frame_mem_bytes += n;
+		memcpy(t->copy, f->lent, n);
+		frame_relend(f, t->copy);
+		unlink_lend(t);
+		t->ep = NULL;
+		ep_loan_end(t->l, t->id);
+		tx_stats.pieces_taken_back++;
+	}
 }
 
 /* agg_item for a piece at s's TX tail, lent if it goes alone; copied if it
@@ -77,12 +125,19 @@ static int agg_piece(struct ep *s, const struct wire_item *it, const void *paylo
 		return agg_item(it, payload, -1, AGG_DATA);
 	}
 	t->x.put = lend_put;
+	t->ep = s;
+	t->copy = NULL;
 	ret = agg_item_lent(it, payload, &t->x);
 	if (ret <= 0) {
 		ep_loan_cancel(t->l, t->id);
 		free(t);
 		return ret;
 	}
+	t->prev = NULL;
+	t->next = lends.out;
+	if (lends.out)
+		lends.out->prev = t;
+	lends.out = t;
 	tx_stats.pieces_lent++;
 	tx_stats.loans_out++;
 	return 0;
@@ -131,8 +186,8 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			};
 			/* (route_item runs on the record at the TX tail: drain's
 			 * general path, never on a batch's items.) */
-			int ret = rec->len >= LEND_MIN && peer_takes_lent() ? agg_piece(s, &it, payload) :
-					agg_item(&it, payload, -1, AGG_DATA);
+			int ret = rec->len >= LEND_MIN && wire_item_footprint(rec->len) > agg_alone && peer_takes_lent() ?
+					agg_piece(s, &it, payload) : agg_item(&it, payload, -1, AGG_DATA);
 
 			if (ret < 0) {
 				if (lost_node(j))
@@ -501,5 +556,6 @@ int tx_init(const struct conf *c, uint32_t self)
 {
 	drainer.conf = c;
 	drainer.self = self;
+	ep_set_close_hook(take_back);
 	return 0;
 }

@@ -30,8 +30,13 @@ struct tx_stats {
 	uint64_t batches_in;            /* BATCH records taken (FERRY_BATCH); their items are in items_in */
 	uint64_t pieces_lent;           /* pieces sent straight from TX rings (net/frame.h "Lent bytes") */
 	uint64_t loans_out;             /* ... whose frames still hold them */
+	uint64_t pieces_taken_back;     /* ... copied when their endpoint closed first */
 };
 extern struct tx_stats tx_stats;
+
+/* Fault injection (ferryctl debug keep-loans): closing endpoints keep their
+ * loans, as when there is no memory to copy what they lent. */
+extern int tx_keep_loans;
 
 int tx_init(const struct conf *c, uint32_t self);
 

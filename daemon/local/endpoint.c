@@ -23,6 +23,7 @@ static struct {
 	uint32_t count;
 	uint64_t region_bytes;          /* of all endpoints (and lenders that keep one) */
 	struct ep_lender *kept;         /* lenders of closed endpoints with loans out */
+	void (*take_back)(struct ep *ep);       /* ep_set_close_hook */
 	int membarrier;                 /* we fence for clients before sleeping */
 	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
 } endpoints;
@@ -267,6 +268,11 @@ void ep_loan_end(struct ep_lender *l, uint64_t id)
 	lender_free(l);
 }
 
+void ep_set_close_hook(void (*take_back)(struct ep *ep))
+{
+	endpoints.take_back = take_back;
+}
+
 void ep_tx_release(struct ep *ep)
 {
 	struct ep_lender *l = ep->lender;
@@ -457,6 +463,9 @@ void ep_close(struct ep *ep)
 {
 	struct ep **pp;
 
+	if (ep->lender && ep->lender->first != ep->lender->next && endpoints.take_back)
+		endpoints.take_back(ep);
+
 	if (ep->pending.count) {
 		ep_drop(ep->job, ep->pending.count);
 		log_rl_notice("session %u: %llu queued items for rank %u dropped", ep->id,
@@ -477,7 +486,8 @@ void ep_close(struct ep *ep)
 	close(ep->efd_client);
 	close(ep->efd_daemon);
 	if (ep->lender && ep->lender->first != ep->lender->next) {
-		/* Frames still send from its TX ring (see Loans). */
+		/* Frames still send from its TX ring: loans that could not
+		 * be taken back (see Loans). */
 		struct ep_lender *l = ep->lender;
 
 		l->ep = NULL;

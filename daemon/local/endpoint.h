@@ -27,12 +27,15 @@
  * when the frame lets go of the bytes, acknowledged or dropped.  Until then
  * the client does not get that room back: ep_tx_release publishes the tail
  * only up to the oldest loan not ended.  The loans of one ring are kept by
- * its struct ep_lender, which belongs to the endpoint; ep_close of an
- * endpoint with loans out leaves the lender the region (still mapped: frames
- * point into it) and the user's endpoint (user_take_endpoint: the memory is
- * the user's until it comes back), and the last ep_loan_end frees them and
- * the lender.  ep_fini, at exit, unmaps what such lenders hold (no frame is
- * written any more), and their last ep_loan_end frees only them.
+ * its struct ep_lender, which belongs to the endpoint.  ep_close first has
+ * the forwarding layer take its loans back (the hook of ep_set_close_hook:
+ * the frames get copies of the bytes, and the loans end), so that a closed
+ * endpoint's memory does not wait for a peer that may never answer.  Only a
+ * loan it could not take back (no memory for the copy) keeps the region
+ * mapped and the user's endpoint counted (user_take_endpoint) until the
+ * frame lets go; the last ep_loan_end then frees them and the lender.
+ * ep_fini, at exit, unmaps what such lenders hold (no frame is written any
+ * more), and their last ep_loan_end frees only them.
  */
 #ifndef FERRY_LOCAL_ENDPOINT_H
 #define FERRY_LOCAL_ENDPOINT_H
@@ -248,6 +251,9 @@ int ep_loan(struct ep *ep, struct ep_lender **lp, uint64_t *id);
 void ep_loan_end(struct ep_lender *l, uint64_t id);
 /* Takes back the newest loan of l, id, which was not used after all. */
 void ep_loan_cancel(struct ep_lender *l, uint64_t id);
+/* The forwarding layer's: called by ep_close first, for an endpoint with
+ * loans out, to end as many of them as it can (see Loans). */
+void ep_set_close_hook(void (*take_back)(struct ep *ep));
 
 /* A STEP record for step to every endpoint of j here, behind every item of
  * the step. */

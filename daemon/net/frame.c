@@ -138,6 +138,13 @@ void frame_lend(struct frame *f, const uint8_t *p, uint32_t n, struct frame_lend
 	f->len += n;
 	f->lent = p;
 	f->lender = x;
+	x->f = f;
+}
+
+void frame_relend(struct frame *f, const uint8_t *p)
+{
+	assert(f->lent && p);
+	f->lent = p;
 }
 
 void frame_hold(struct frame *f)

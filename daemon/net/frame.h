@@ -17,7 +17,9 @@
  * encrypted, and the transport writes from any memory (TCP), the payload of
  * a large item's piece is not copied: the frame's header and item header are
  * its own, and its last bytes are lent (frame_lend) by the client's TX ring,
- * which holds them until the frame is freed (fwd/lend.c).  Nothing the
+ * which holds them until the frame is freed (fwd/tx.c agg_piece; local/
+ * endpoint.h "Loans"), or takes them back before (frame_relend to a copy of
+ * its own, when the client's endpoint closes).  Nothing the
  * daemon or a peer decodes is lent: the bytes are an item's payload, opaque
  * to every daemon, so a client that rewrites them changes only its own
  * item.  Transports that seal, encrypt or send from registered memory (verbs)
@@ -64,10 +66,10 @@ struct frame {
 };
 
 /* Whoever lends bytes to a frame: put is called once, when the frame is
- * freed (after its last hold), or earlier by the lender itself through
- * frame_unlend. */
+ * freed (after its last hold).  f is the frame (frame_lend sets it). */
 struct frame_lender {
 	void (*put)(struct frame_lender *x);
+	struct frame *f;
 };
 
 /* A transport that sends from registered memory (verbs) registers a frame's
@@ -100,6 +102,9 @@ void frame_free(struct frame *f);
  * f->len grows by n, and x->put follows when f is freed.  At most one
  * lender per frame, and nothing may be appended after. */
 void frame_lend(struct frame *f, const uint8_t *p, uint32_t n, struct frame_lender *x);
+/* The lent bytes of f are now at p (a copy of them, with as many bytes):
+ * what was written of them stays written. */
+void frame_relend(struct frame *f, const uint8_t *p);
 /* The bytes of f from off on that are in one piece, in *p; returns how many
  * (0 at len).  For a transport writing a frame that may have lent bytes. */
 static inline uint32_t frame_bytes_at(const struct frame *f, uint32_t off, const uint8_t **p)

@@ -113,9 +113,10 @@ struct link_events {
 	 * calls steered at once, before anything else), or NULL: offer the
 	 * frame whole to rx as usual. */
 	uint8_t *(*steer)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame);
-	/* The bytes steer asked for are there (ok), or could not be read (!ok:
-	 * undone; the transport then ends the link).  Returns 1, or -EPROTO:
-	 * the transport ends the link. */
+	/* The bytes steer asked for are there (ok), or not (!ok: undone; the
+	 * transport then reads the frame through its buffer as usual, or ends
+	 * the link if reading failed).  Returns 1, or -EPROTO: the transport
+	 * ends the link. */
 	int (*steered)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int ok);
 	/* The connection is gone (l->dead is set; the loop frees l later). */
 	void (*down)(struct link *l, const char *why);

@@ -74,6 +74,7 @@ struct link_tcp {
 };
 
 static const struct link_ops tcp_ops;
+static void set_congestion(struct link_tcp *t);
 
 static struct {
 	int lfd;                        /* the peer port */
@@ -257,11 +258,17 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
 	int avail = 0, ret;
 	uint8_t *to;
 
-	if (ioctl(t->fd, FIONREAD, &avail) < 0 || avail < 0 || (size_t)avail < rest)
-		return 0;
+	/* The peer layer first (no system call for a frame it would not take
+	 * in place: with frame integrity, none), then whether all of it is
+	 * there; if not, the reservation is undone and the frame comes
+	 * through rbuf. */
 	to = tcp.ev->steer(&t->l, h, head);
 	if (!to)
 		return 0;
+	if (ioctl(t->fd, FIONREAD, &avail) < 0 || avail < 0 || (size_t)avail < rest) {
+		tcp.ev->steered(&t->l, h, head, 0);
+		return 0;
+	}
 	memcpy(to, head + WIRE_STEER_HEAD, have - WIRE_STEER_HEAD);
 	to += have - WIRE_STEER_HEAD;
 	while (done < rest) {
@@ -351,6 +358,12 @@ static int parse(struct link_tcp *t)
 	return 0;
 }
 
+/* Why parse failed, for tcp_fail. */
+static const char *parse_error(int ret)
+{
+	return ret == -ENOMEM ? "out of memory" : ret == -EPROTO ? "protocol error" : strerror(-ret);
+}
+
 static void on_io(struct loop_watch *w, uint32_t events)
 {
 	struct link_tcp *t = w->ctx;
@@ -369,6 +382,7 @@ static void on_io(struct loop_watch *w, uint32_t events)
 			return;
 		}
 		t->l.state = LINK_HANDSHAKE;
+		set_congestion(t);
 		tcp.ev->connected(&t->l);  /* queues our HELLO */
 		if (t->l.dead)
 			return;
@@ -421,8 +435,7 @@ static void on_io(struct loop_watch *w, uint32_t events)
 			if (ret == -ECANCELED)
 				return;
 			if (ret < 0) {
-				tcp_fail(t, ret == -ENOMEM ? "out of memory" : ret == -EPROTO ? "protocol error" :
-					 strerror(-ret));
+				tcp_fail(t, parse_error(ret));
 				return;
 			}
 			if (t->rlen == t->rcap || t->peek)
@@ -487,7 +500,7 @@ static void tcp_pause(struct link *l, int on)
 	if (ret == -ECANCELED)
 		return;
 	if (ret < 0) {
-		tcp_fail(t, ret == -ENOMEM ? "out of memory" : "protocol error");
+		tcp_fail(t, parse_error(ret));
 		return;
 	}
 	set_events(t);
@@ -533,8 +546,17 @@ static void sock_opts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	if (tcp.cc)
-		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, tcp.cc, (socklen_t)strlen(tcp.cc));
+}
+
+/* transport.tcp_congestion on a connection once it is established (an
+ * outgoing one's route may name its own congestion control, which connect
+ * puts in place: set after, both ends run what the configuration says).  A
+ * refusal is said, and the link keeps what it has. */
+static void set_congestion(struct link_tcp *t)
+{
+	if (tcp.cc && setsockopt(t->fd, IPPROTO_TCP, TCP_CONGESTION, tcp.cc, (socklen_t)strlen(tcp.cc)) < 0)
+		log_rl_warn("link %s: transport.tcp_congestion \"%s\": %s; the link keeps its own", t->addr,
+			    tcp.cc, strerror(errno));
 }
 
 /* transport.tcp_congestion, tried on the listening socket once: a name the
@@ -548,9 +570,10 @@ static void congestion_init(int lfd, const char *name)
 	socklen_t len = sizeof(cur) - 1;
 
 	tcp.cc = NULL;
-	getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cur, &len);
+	if (getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cur, &len) < 0)
+		strcpy(cur, "unknown");
 	if (!name[0]) {
-		log_info("TCP links: congestion control %s (the system's; transport.tcp_congestion is \"\")", cur);
+		log_info("TCP links: congestion control %s (the system's: transport.tcp_congestion is not set)", cur);
 		return;
 	}
 	if (setsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {
@@ -757,6 +780,8 @@ static void on_tcp_accept(struct loop_watch *w, uint32_t events)
 		}
 		sock_opts(fd);
 		t = new_link(fd, addr, 0);
+		if (t)
+			set_congestion(t);
 		if (!t) {
 			close(fd);
 			continue;

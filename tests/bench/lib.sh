@@ -68,21 +68,24 @@ CL=""
 CLN=0
 # cluster NAME N [CONFIG LINE...]: (re)starts the current cluster, in LAYOUT.
 # No cluster key: frames between daemons carry no tag (integrity off),
-# except in security.sh, which compares the settings.
+# except in security.sh, which compares the settings.  The links run
+# congestion control BENCH_CC (cubic unless set; "" for the system's): under
+# BBR, the default of these VMs, loopback TCP streams run at half the speed
+# (README "TCP links"), and the comparators run the same (RAW_TCP_CC).
+BENCH_CC=${BENCH_CC-cubic}
 cluster() {
 	local name=$1 n=$2
 	shift 2
 	[ -n "$CL" ] && stop_cluster "$CL" "$CLN" >/dev/null
 	CL=""
 	CLN=0
-	start_cluster "$name" "$n" "$@" 'logging: { level = "warning"; };' ||
+	start_cluster "$name" "$n" "$@" 'logging: { level = "warning"; };' "transport: { tcp_congestion = \"$BENCH_CC\"; };" ||
 		{ log "cluster $name did not start"; exit 1; }
 	CL=$name
 	CLN=$n
 	layout "$LAYOUT"
 	# The raw TCP comparators run the congestion control ferry's links run
-	# (transport.tcp_congestion; under BBR, the default of some systems,
-	# loopback streams run at half the speed: README "TCP links").
+	# (as the kernel reports it: BENCH_CC, or the system's if refused).
 	RAW_TCP_CC=$(link_cc) || { log "cluster $name: cannot tell its links' congestion control"; exit 1; }
 	export RAW_TCP_CC
 	echo "links $RAW_TCP_CC system $(sysctl -n net.ipv4.tcp_congestion_control)" >"$OUT/tcp_congestion.txt"

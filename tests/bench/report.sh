@@ -181,9 +181,10 @@ HEAD_V=ferry-g222       # the headline grid (2x2x2), as the issue asks
 	echo "- Medians of the runs, [min..max]; ratios taken run by run, in the same layout."
 	if [ -f tcp_congestion.txt ]; then
 		read -r _ LINKCC _ SYSCC <tcp_congestion.txt
-		echo "- *TCP*: ferry's links ran congestion control $LINKCC (\`transport.tcp_congestion\`), and so did the raw TCP"
-		echo "  comparators (RAW_TCP_CC); the system's default is $SYSCC, which Open MPI's sockets run (its hand-packed"
-		echo "  all-to-all took the same time under cubic and bbr when this was checked, 2026-11-26)."
+		echo "- *TCP*: ferry's links ran congestion control $LINKCC (\`transport.tcp_congestion = \"$LINKCC\"\` in the"
+		echo "  benchmark's configuration; unset, ferryd keeps the system's), and so did the raw TCP comparators"
+		echo "  (RAW_TCP_CC); the system's default is $SYSCC, which Open MPI's sockets run (its hand-packed all-to-all"
+		echo "  took the same time under cubic and bbr when this was checked, 2026-11-26)."
 	fi
 	echo
 	if [ -f families.csv ]; then

@@ -66,8 +66,8 @@ w cpus-range <<<$'daemon: {\n  cpus = "0,3-2";\n};'
 bad cpus-range 2 "'daemon.cpus' is \"0,3-2\": the range 3-2 goes down"
 w cpus-empty <<<$'daemon: {\n  cpus = "";\n};'
 bad cpus-empty 2 "'daemon.cpus' is \"\": the list is empty; leave 'daemon.cpus' out to run on every CPU"
-w cc-name <<<$'transport: {\n  tcp_congestion = "BBR2!";\n};'
-bad cc-name 2 "'transport.tcp_congestion' is \"BBR2!\", not a congestion control's name"
+w cc-name <<<$'transport: {\n  tcp_congestion = "bb r";\n};'
+bad cc-name 2 "'transport.tcp_congestion' is \"bb r\", not a congestion control's name"
 w cc-long <<<$'transport: { tcp_congestion = "a_congestion_ctrl"; };'
 bad cc-long 1 "'transport.tcp_congestion' is longer than 15 characters"
 w cpus-setsize <<<$'daemon: {\n  cpus = "0,4096";\n};'

@@ -2,13 +2,16 @@
 # Pieces of large items sent straight from the sender's TX ring (frames with
 # lent bytes, net/frame.h; loans, local/endpoint.h) and read straight into
 # the receiver's RX ring (receiving in place, net/link.h) where frames carry
-# no tag: they arrive whole and in order, the ring's room comes back once the peer
-# has them, and a sender that exits while its pieces are still unacknowledged
-# leaves them in good hands: ferry_close returns once they are taken, its
-# region stays mapped (and its endpoint counted against its user) until the
-# peer acknowledges them, and they arrive intact.  With frame integrity on,
-# nothing is lent.  And a client that rewrites what it lent disturbs only
-# its own items.
+# no tag: they arrive whole and in order, also when the link breaks again
+# and again (what goes out again is lent too, so the ring's room comes back
+# only once the peer has them); a sender that exits while its pieces are
+# still unacknowledged leaves them in good hands: ferry_close returns once
+# they are taken, the daemon copies them and lets the region go (or, with no
+# memory for copies, keeps the region mapped and the endpoint counted
+# against its user until the peer acknowledges them), and they arrive
+# intact; a daemon stopped meanwhile exits cleanly.  With frame integrity
+# on, nothing is lent or received in place.  And a client that rewrites what
+# it lent disturbs only its own items.
 . "$(dirname "$0")/lib.sh"
 
 MB=1048576
@@ -58,27 +61,54 @@ unacked() {
 	exited=$?
 }
 
-lent0=$(stat ln_n0 pieces_lent)
-unacked b
-lent=$(($(stat ln_n0 pieces_lent) - lent0))
-out=$(stat ln_n0 loans_out)
-region=$(stat ln_n0 memory_region_bytes)
-eps=$(stat ln_n0 endpoints)
-FERRY_RUNTIME_DIR=$TMP/ln_n0 "$BUILD/tests/ft_open" --job c --size 1 >"$TMP/c.log" 2>&1
-refused=$?
-kill -CONT "$(dpid ln_n1)"
+# after_exit JOB: rank 0's state on n0 once it has exited with its pieces
+# unacknowledged (unacked JOB), then n1 continued: lent, out, region, eps,
+# back (pieces taken back), refused (1 if another endpoint of the user was
+# refused then, its message in $TMP/JOB.open).
+after_exit() {
+	local lent0 back0
+	lent0=$(stat ln_n0 pieces_lent)
+	back0=$(stat ln_n0 pieces_taken_back)
+	unacked "$1"
+	lent=$(($(stat ln_n0 pieces_lent) - lent0))
+	back=$(($(stat ln_n0 pieces_taken_back) - back0))
+	out=$(stat ln_n0 loans_out)
+	region=$(stat ln_n0 memory_region_bytes)
+	eps=$(stat ln_n0 endpoints)
+	FERRY_RUNTIME_DIR=$TMP/ln_n0 "$BUILD/tests/ft_open" --job "$1-open" --size 1 >"$TMP/$1.open" 2>&1
+	refused=$?
+	kill -CONT "$(dpid ln_n1)"
+	wait "$r0"
+	rc0=$?
+	wait "$r1"
+}
+
+after_exit b
 expect "peer stopped: the sender's ferry_close returned all the same" test $exited = 0
-wait $r0
-expect "... successfully ($(cat "$TMP/b.0.log" | tr '\n' ' '))" test $? = 0
-expect "... its 12 pieces lent ($lent)" test "$lent" = 12
+expect "... successfully ($(cat "$TMP/b.0.log" | tr '\n' ' '))" test $rc0 = 0
+expect "... its 12 pieces lent ($lent), and taken back when it closed ($back): copied" \
+	test "$lent" = 12 -a "$back" = 12
+expect "... so nothing was left out ($out loans), no region mapped ($region bytes, $eps endpoints)" \
+	test "$out" = 0 -a "$region" = 0 -a "$eps" = 0
+expect "... and its user could open another endpoint at once ($(cat "$TMP/b.open"))" test $refused = 0
+expect "peer continued: all 12 received in order, payloads checked ($(cat "$TMP/b.1.log"))" \
+	grep -q '^rank 1 ok: received 12$' "$TMP/b.1.log"
+
+# Where there is no memory for the copies (as ferryctl debug keep-loans
+# makes it), the loans stay: the region stays mapped, the endpoint counted.
+expect "keep-loans: fault injection on" \
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/ln_n0' debug keep-loans >/dev/null"
+after_exit c
+expect "no copies: the sender's ferry_close returned all the same ($(cat "$TMP/c.0.log" | tr '\n' ' '))" \
+	test $exited = 0 -a $rc0 = 0
+expect "... its 12 pieces lent ($lent), none taken back ($back)" test "$lent" = 12 -a "$back" = 0
 expect "... still out once it had exited ($out)" test "$out" = 12
 expect "... its endpoint gone ($eps) but its region still mapped ($region bytes)" \
 	test "$eps" = 0 -a "$region" -gt 0
-expect "... and still its user's: another endpoint is refused ($(cat "$TMP/c.log"))" \
-	test $refused = 1 -a "$(grep -c '(EDQUOT): .*limits.user_clients = 1' "$TMP/c.log")" = 1
-wait $r1
-expect "peer continued: all 12 received in order, payloads checked ($(cat "$TMP/b.1.log"))" \
-	grep -q '^rank 1 ok: received 12$' "$TMP/b.1.log"
+expect "... and still its user's: another endpoint was refused ($(cat "$TMP/c.open"))" \
+	test $refused = 1 -a "$(grep -c '(EDQUOT): .*limits.user_clients = 1' "$TMP/c.open")" = 1
+expect "peer continued: all 12 received in order, payloads checked ($(cat "$TMP/c.1.log"))" \
+	grep -q '^rank 1 ok: received 12$' "$TMP/c.1.log"
 expect "... the loans ended" wait_for '[ "$(stat ln_n0 loans_out)" = 0 ]'
 expect "... and the region is unmapped" wait_for '[ "$(stat ln_n0 memory_region_bytes)" = 0 ]'
 expect "... and the user may open an endpoint again" \
@@ -96,6 +126,26 @@ expect "stopped with loans out ($out): n0 exits cleanly" test "$out" -gt 0 -a $s
 kill "$r1" 2>/dev/null
 wait "$r1" 2>/dev/null
 expect "... and n1 too" stop_daemon ln_n1
+
+# Lent pieces are what goes out again after a reconnection: the link broken
+# 15 times under a stream of 1 MiB items, every payload still intact.
+start_cluster ln 2 || exit 1
+FERRY_RUNTIME_DIR=$TMP/ln_n1 bg r.1.log prog ft_stream --job r --rank 1 --items 150 --len $MB --recv-timeout 30000
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ln_n0 bg r.0.log prog ft_stream --job r --rank 0 --items 150 --len $MB
+r0=$LASTPID
+for _ in $(seq 15); do
+	sleep 0.15
+	"$BUILD/ferryctl" --runtime-dir "$TMP/ln_n0" debug kill-link 1 >/dev/null 2>&1
+done
+wait "$r0"
+wait "$r1"
+expect "links broken under a stream of lent pieces: all 150 items intact, in order ($(cat "$TMP/r.1.log"))" \
+	grep -q '^rank 1 ok: received 150$' "$TMP/r.1.log"
+re=$(grep -o 'retransmits [0-9]*' <<<"$("$BUILD/ferryctl" --runtime-dir "$TMP/ln_n0" stats)")
+expect "... some sent again from the TX ring ($re, $(stat ln_n0 pieces_lent) lent, $(stat ln_n1 pieces_steered) received in place)" \
+	test "${re#retransmits }" -gt 0 -a "$(stat ln_n1 pieces_steered)" -gt 0
+expect "daemons exit cleanly" stop_cluster ln 2
 
 # A client that keeps rewriting the bytes it lent, beside an honest job on
 # the same link: only its own items change; the link and the honest job are
