@@ -9,13 +9,18 @@
 BW=$OUT/bandwidth.csv
 echo "variant,item_bytes,run,gbytes_per_s,layout" >"$BW"
 log "bandwidth: large items between two nodes, pinned and shared"
-cluster bw 2 'topology: { virtual = "direct"; };'
 MB=512
 [ -n "$QUICK" ] && MB=128
 JOBN=0
 for run in $(seq "$RUNS"); do
 	for lay in pinned shared; do
-		layout "$lay"
+		# A fresh cluster per layout, pinned from its start as a
+		# deployment pins it (daemon.cpus): daemons moved from both
+		# cores to one while their TCP link lived on ran large items
+		# at half the speed (1.5 GB/s against 3 on the same layout),
+		# often for several runs; a fresh link does not (2026-11-26).
+		LAYOUT=$lay
+		cluster bw 2 'topology: { virtual = "direct"; };'
 		for S in 65536 262144 1048576 4194304; do
 			JOBN=$((JOBN + 1))
 			FERRY_JOB=w$JOBN FERRY_RANK=0 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/bw_n0 \
