@@ -290,6 +290,13 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		ret = reassemble(f, &rec, payload, items, &n);
 		if (ret < 0)
 			return ret;
+		/* The piece is copied out: while no item of this call points
+		 * into the ring, its room goes back at once, so that the
+		 * daemon can write the next pieces (a large item need not
+		 * fit the ring whole, and is not written twice, into the
+		 * daemon's queue and then here). */
+		if (n == 0 && ring_release(&f->rx))
+			conn_wake(f->efd_daemon);
 	}
 	return n;
 }
