@@ -54,10 +54,9 @@ static_assert(PROTO_BATCH_ITEM_MAX < LEND_MIN, "a batch's items (copies, drain_b
  * endpoint took it back (take_back), the copy the frame sends instead. */
 struct tx_lend {
 	struct frame_lender x;          /* first: the frame's lender */
-	struct ep *ep;                  /* the lending endpoint; NULL once taken back */
-	struct ep_lender *l;
-	uint64_t id;
-	uint8_t *copy;                  /* taken back: the bytes, ours */
+	struct ep_lender *l;            /* the loan: its ring's lender and id (never the endpoint: */
+	uint64_t id;                    /* ... it may close while the loan stays, tx.h) */
+	uint8_t *copy;                  /* taken back: the bytes, ours; NULL while a loan */
 	struct tx_lend *prev, *next;    /* lends.out, while a loan */
 };
 
@@ -81,11 +80,12 @@ static void lend_put(struct frame_lender *x)
 {
 	struct tx_lend *t = (struct tx_lend *)x;
 
-	if (t->ep) {
+	if (!t->copy) {
 		unlink_lend(t);
 		ep_loan_end(t->l, t->id);
 	} else {
 		frame_mem_bytes -= t->x.f->len - t->x.f->own;
+		tx_stats.taken_back_bytes -= t->x.f->len - t->x.f->own;
 		free(t->copy);
 	}
 	free(t);
@@ -101,13 +101,13 @@ static void take_back(struct ep *ep)
 		uint32_t n = f->len - f->own;
 
 		next = t->next;
-		if (t->ep != ep || tx_keep_loans || !(t->copy = malloc(n)))
+		if (t->l != ep->lender || tx_keep_loans || !(t->copy = malloc(n)))
 			continue;
 		frame_mem_bytes += n;
+		tx_stats.taken_back_bytes += n;
 		memcpy(t->copy, f->lent, n);
 		frame_relend(f, t->copy);
 		unlink_lend(t);
-		t->ep = NULL;
 		ep_loan_end(t->l, t->id);
 		tx_stats.pieces_taken_back++;
 	}
@@ -125,7 +125,6 @@ static int agg_piece(struct ep *s, const struct wire_item *it, const void *paylo
 		return agg_item(it, payload, -1, AGG_DATA);
 	}
 	t->x.put = lend_put;
-	t->ep = s;
 	t->copy = NULL;
 	ret = agg_item_lent(it, payload, &t->x);
 	if (ret <= 0) {

@@ -9,11 +9,17 @@
  * destination has drained to half; the sender's ring then fills and
  * ferry_send returns -EAGAIN (or waits).  Other rings go on.
  *
- * Ownership: this module holds nothing.  What it notes on an endpoint while
- * the endpoint waits (ep->blocked_on, ep->blocked_node) points at another
- * endpoint or names a node; the endpoint module clears blocked_on when the
- * endpoint it points at ends, and reads both to leave a waiting sender's
- * ring unwatched while it sleeps.
+ * Ownership: what it notes on an endpoint while the endpoint waits
+ * (ep->blocked_on, ep->blocked_node) points at another endpoint or names a
+ * node; the endpoint module clears blocked_on when the endpoint it points at
+ * ends, and reads both to leave a waiting sender's ring unwatched while it
+ * sleeps.  It owns one record per large piece sent from a TX ring (struct
+ * tx_lend, the frame's lender, net/frame.h "Lent bytes"): made when the
+ * piece goes out, listed while it is a loan on its endpoint's ring (a loan
+ * names the endpoint's lender, local/endpoint.h "Loans", never the endpoint,
+ * which may close first), and freed by the frame's put.  When the endpoint
+ * closes, take_back gives such frames copies that the record owns (counted
+ * in frame_mem_bytes) and ends the loans; the put frees the copy too.
  */
 #ifndef FERRY_FWD_TX_H
 #define FERRY_FWD_TX_H
@@ -31,6 +37,7 @@ struct tx_stats {
 	uint64_t pieces_lent;           /* pieces sent straight from TX rings (net/frame.h "Lent bytes") */
 	uint64_t loans_out;             /* ... whose frames still hold them */
 	uint64_t pieces_taken_back;     /* ... copied when their endpoint closed first */
+	uint64_t taken_back_bytes;      /* ... the copies' bytes still held */
 };
 extern struct tx_stats tx_stats;
 

@@ -24,6 +24,7 @@ static struct {
 	uint64_t region_bytes;          /* of all endpoints (and lenders that keep one) */
 	struct ep_lender *kept;         /* lenders of closed endpoints with loans out */
 	void (*take_back)(struct ep *ep);       /* ep_set_close_hook */
+	int exiting;                    /* ep_fini: closing everything, nothing is written any more */
 	int membarrier;                 /* we fence for clients before sleeping */
 	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
 } endpoints;
@@ -273,6 +274,11 @@ void ep_set_close_hook(void (*take_back)(struct ep *ep))
 	endpoints.take_back = take_back;
 }
 
+void ep_exit_begin(void)
+{
+	endpoints.exiting = 1;
+}
+
 void ep_tx_release(struct ep *ep)
 {
 	struct ep_lender *l = ep->lender;
@@ -463,7 +469,8 @@ void ep_close(struct ep *ep)
 {
 	struct ep **pp;
 
-	if (ep->lender && ep->lender->first != ep->lender->next && endpoints.take_back)
+	/* (Not at exit: nothing is written any more, see ep_fini.) */
+	if (ep->lender && ep->lender->first != ep->lender->next && endpoints.take_back && !endpoints.exiting)
 		endpoints.take_back(ep);
 
 	if (ep->pending.count) {
@@ -677,6 +684,7 @@ int ep_init(const struct conf *c, uint32_t self)
 {
 	endpoints.conf = c;
 	endpoints.self = self;
+	endpoints.exiting = 0;
 	user_init(c);
 	/* Register so that clients' membarrier calls reach us too, and offer
 	 * clients the fenceless publish if the kernel has it. */
@@ -689,6 +697,7 @@ int ep_init(const struct conf *c, uint32_t self)
 void ep_fini(void)
 {
 	loop_timer_cancel(&endpoints.recheck);
+	endpoints.exiting = 1;  /* (sess_fini said so already, in ferryd) */
 	while (endpoints.all)
 		ep_close(endpoints.all);
 	/* Frames that still point into kept regions are only freed from now

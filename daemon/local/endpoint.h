@@ -254,6 +254,10 @@ void ep_loan_cancel(struct ep_lender *l, uint64_t id);
 /* The forwarding layer's: called by ep_close first, for an endpoint with
  * loans out, to end as many of them as it can (see Loans). */
 void ep_set_close_hook(void (*take_back)(struct ep *ep));
+/* The daemon is ending (sess_fini, then ep_fini): from now on nothing is
+ * written to peers any more, so closing endpoints keep their loans rather
+ * than having them copied (ep_fini unmaps what they keep). */
+void ep_exit_begin(void);
 
 /* A STEP record for step to every endpoint of j here, behind every item of
  * the step. */

@@ -856,6 +856,7 @@ int sess_init(const struct conf *c, uint32_t self, int listen_fd, sess_query_fn 
 
 void sess_fini(void)
 {
+	ep_exit_begin();        /* what the endpoints lent is not taken back now */
 	loop_timer_cancel(&sessions.end_timer);
 	for (struct sess *s = sessions.all; s; s = s->next)
 		close_session(s, NULL, 0);

@@ -97,9 +97,11 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)ep_stats.items_dropped, (unsigned long long)ep_stats.items_lost,
 			(unsigned long long)tx_stats.stalls,
 			(unsigned long long)tx_stats.flushes, (unsigned long long)tx_stats.batches_in);
-		fprintf(out, "pieces_lent %llu\nloans_out %llu\npieces_taken_back %llu\npieces_steered %llu\n",
+		fprintf(out, "pieces_lent %llu\nloans_out %llu\npieces_taken_back %llu\ntaken_back_bytes %llu\n"
+			"pieces_steered %llu\n",
 			(unsigned long long)tx_stats.pieces_lent, (unsigned long long)tx_stats.loans_out,
-			(unsigned long long)tx_stats.pieces_taken_back, (unsigned long long)rx_pieces_steered);
+			(unsigned long long)tx_stats.pieces_taken_back, (unsigned long long)tx_stats.taken_back_bytes,
+			(unsigned long long)rx_pieces_steered);
 		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
 			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
 		fprintf(out, "items_parked %llu\nflow_xoff_sent %llu\nflow_xon_sent %llu\nflow_xoff_received %llu\n"

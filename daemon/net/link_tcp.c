@@ -573,7 +573,7 @@ static void congestion_init(int lfd, const char *name)
 	if (getsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, cur, &len) < 0)
 		strcpy(cur, "unknown");
 	if (!name[0]) {
-		log_info("TCP links: congestion control %s (the system's: transport.tcp_congestion is not set)", cur);
+		log_info("TCP links: congestion control %s (the system's: transport.tcp_congestion names none)", cur);
 		return;
 	}
 	if (setsockopt(lfd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {

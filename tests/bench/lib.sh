@@ -95,7 +95,7 @@ cluster() {
 link_cc() {
 	local p cc
 	eval "p=\$((CPORT_$CL + 1))"
-	cc=$(ss -tinH state established "( dport = :$p )" | grep -m1 -oE '^[[:space:]]+[a-z0-9_]+ ' | tr -d ' \t')
+	cc=$(ss -tinH state established "( dport = :$p )" | grep -m1 -oE '[a-z0-9_]+ wscale:' | cut -d' ' -f1)
 	[ -n "$cc" ] && echo "$cc"
 }
 end_cluster() {

@@ -127,6 +127,37 @@ kill "$r1" 2>/dev/null
 wait "$r1" 2>/dev/null
 expect "... and n1 too" stop_daemon ln_n1
 
+# Taken back and then sent: with rings and a link window larger than the
+# kernel's socket buffers, most of the pieces are still queued in ferryd
+# when the sender exits, so they go out from the copies taken at its close.
+start_cluster tb 2 'limits: { ring_bytes = 16777216; link_bytes = 33554432; };' || exit 1
+N=160
+FERRY_RUNTIME_DIR=$TMP/tb_n1 bg t.1.log prog ft_stream --job t --rank 1 --items $N --len 65536 --recv-timeout 30000
+r1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/tb_n0 bg t.0.log prog ft_stream --job t --rank 0 --items $N --len 65536 --hold-until "$TMP/t.go"
+r0=$LASTPID
+wait_for "grep -q 'rank 0 open' '$TMP/t.0.log'" || { echo "# rank 0 did not open"; cat "$TMP"/t.*.log; exit 1; }
+kill -STOP "$(dpid tb_n1)"
+touch "$TMP/t.go"
+wait_for "! kill -0 $r0 2>/dev/null"
+exited=$?
+back=$(stat tb_n0 pieces_taken_back)
+copies=$(stat tb_n0 taken_back_bytes)
+eval "p1=\$((CPORT_tb + 1))"
+inkernel=$(ss -tnH state established "( dport = :$p1 )" | awk '{ s += $2 } END { print s + 0 }')
+kill -CONT "$(dpid tb_n1)"
+wait "$r0"
+wait "$r1"
+expect "sender exited with its $N pieces unacknowledged ($exited), all taken back ($back, $copies bytes)" \
+	test $exited = 0 -a "$back" = $N -a "$copies" = $((N * 65536))
+expect "... most of them not yet in the kernel then ($inkernel of $((N * 65560)) bytes were)" \
+	test "$inkernel" -lt $((N * 65560 / 2))
+expect "... and all $N arrived intact, in order, sent from the copies ($(cat "$TMP/t.1.log"))" \
+	grep -q "^rank 1 ok: received $N\$" "$TMP/t.1.log"
+expect "... the copies are freed once acknowledged" \
+	wait_for '[ "$(stat tb_n0 taken_back_bytes)" = 0 ]'
+expect "daemons exit cleanly" stop_cluster tb 2
+
 # Lent pieces are what goes out again after a reconnection: the link broken
 # 15 times under a stream of 1 MiB items, every payload still intact.
 start_cluster ln 2 || exit 1

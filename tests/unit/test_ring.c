@@ -246,6 +246,49 @@ TEST(flags_tell_who_must_be_woken)
 	free(m);
 }
 
+/* A consumer that holds room back (ferryd's loans, proto/ring.h "Taken"):
+ * the tail stops at the oldest held record, taken says how far it read; a
+ * producer waiting for everything to be taken is done on taken, and is
+ * woken only when something it can see changed. */
+TEST(taken_runs_ahead_of_a_held_back_tail)
+{
+	uint64_t size = PROTO_RING_MIN, held;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t tag, len;
+
+	ring_attach(&p, m, size, 1);
+	ring_attach(&c, m, size, 0);
+	put(&p, 1000, 1);
+	put(&p, 1000, 2);
+	put(&p, 1000, 3);
+	ring_publish(&p);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	held = c.tail;                                 /* record 2 is lent from here on */
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(ring_producer_sleep_empty(&p), 0);    /* nothing released yet: wait */
+	CHECK_EQ(ring_release_to(&c, held), 1);        /* record 1's room and taken: wake */
+	ring_producer_awake(&p);
+	CHECK_EQ(atomic_load(&c.sh->tail), held);
+	CHECK_EQ(atomic_load(&c.sh->taken), c.tail);
+	CHECK_EQ(ring_producer_sleep_empty(&p), 1);    /* all taken, though not all released */
+	/* Nothing new: a producer waiting for room is not woken again. */
+	CHECK_EQ(ring_producer_sleep(&p, (uint32_t)(size - 16)), 0);
+	CHECK_EQ(ring_release_to(&c, held), 0);
+	/* The loan ends: the rest of the room comes back, and the wake-up. */
+	CHECK_EQ(ring_release_to(&c, c.tail), 1);
+	ring_producer_awake(&p);
+	CHECK_EQ(atomic_load(&c.sh->tail), c.tail);
+	/* A consumer that never holds anything back never writes taken. */
+	put(&p, 8, 4);
+	ring_publish(&p);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	ring_release(&c);
+	CHECK(atomic_load(&c.sh->taken) != c.tail);
+	free(m);
+}
+
 /* The fenceless publish, offered by the consumer before the producer
  * attaches (as ferryd does for TX rings), and withdrawn. */
 TEST(fenceless_publish_ends_when_the_consumer_withdraws_it)
@@ -534,6 +577,7 @@ int main(void)
 	RUN(full_ring_says_eagain_until_released);
 	RUN(room_and_readable_say_what_reserve_and_peek_would);
 	RUN(flags_tell_who_must_be_woken);
+	RUN(taken_runs_ahead_of_a_held_back_tail);
 	RUN(fenceless_publish_ends_when_the_consumer_withdraws_it);
 	RUN(consumer_rejects_garbage);
 	RUN(producer_rejects_impossible_tail);
