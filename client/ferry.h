@@ -80,8 +80,9 @@ struct ferry_opts {
 };
 
 /* One received item.  data points into shared memory (or, for items above
- * 64 KiB, a buffer of the library) and stays valid until ferry_release() or
- * the next ferry_recv() on the same handle. */
+ * 64 KiB, a buffer of the library) and stays valid until ferry_release(),
+ * the next ferry_recv() or ferry_step_wait() (which receives while it
+ * waits), or ferry_close() on the same handle. */
 struct ferry_item {
 	const void *data;
 	uint32_t len;
