@@ -7,7 +7,9 @@
  * 127.0.0.1:LISTEN_PORT; each connection is relayed to 127.0.0.1:TARGET_PORT.
  * Every connection on which 20 DATA frames went from A to B gets the next
  * attack of the list (one per connection; after the last one, connections are
- * relayed faithfully):
+ * relayed faithfully).  An attack whose connection ended before it could
+ * happen (ack needs 3 more DATA frames, and a job may end first; the daemon
+ * then gives up on the link) goes to the next connection again:
  *
  *   flip     a bit of a DATA frame's body A->B changes
  *   hdr      the ack in a frame B->A is raised to the last frame A sent
@@ -67,6 +69,7 @@ struct conn {
 static struct conn conns[MAX_CONNS];
 static char *attacks[16];
 static int nattacks, next_attack, nconns;
+static int redo[16], nredo;     /* attacks whose connection ended first: to be made again */
 static volatile sig_atomic_t stop;
 static uint64_t relayed_ab, relayed_ba, data_frames, plaintext;
 
@@ -174,8 +177,12 @@ static void frame_ab(struct conn *c, uint8_t *f, size_t n)
 	c->flags = h.flags & WIRE_FRAME_SECURITY;     /* not URGENT: only DATA may be */
 	c->data_ab++;
 	c->last_seq_ab = h.seq;
-	if (c->attack < 0 && c->data_ab >= TRIGGER && next_attack < nattacks)
-		c->attack = next_attack++;
+	if (c->attack < 0 && c->data_ab >= TRIGGER) {
+		if (nredo)
+			c->attack = redo[--nredo];
+		else if (next_attack < nattacks)
+			c->attack = next_attack++;
+	}
 	a = c->attack >= 0 && !c->done ? attacks[c->attack] : "";
 	if (c->holding) {               /* ack: held back, never sent */
 		c->held_seq = h.seq;
@@ -271,6 +278,8 @@ static void parse(struct conn *c, struct dir *d)
 
 static void close_conn(struct conn *c)
 {
+	if (c->attack >= 0 && !c->done && nredo < (int)(sizeof(redo) / sizeof(redo[0])))
+		redo[nredo++] = c->attack;
 	close(c->ab.from);
 	close(c->ba.from);
 	free(c->ab.in.p);
