@@ -360,11 +360,8 @@ void rx_steered(struct peer *p, int ok)
 		d->rx.head = steering.head;
 		return;
 	}
-	/* ep_put_words's accounting, and rx_frame's. */
-	d->rx_dirty = 1;
-	d->items_received++;
-	d->job->ringed++;
-	ep_stats.items_delivered++;
+	/* What ep_put_words and rx_frame account. */
+	ep_ringed(d, 1);
 	steering.r->items_recv++;
 	steering.r->items_delivered++;
 	rx_items_local++;

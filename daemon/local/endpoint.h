@@ -151,6 +151,16 @@ uint64_t ep_region_bytes(void);
  * (small control records). */
 int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *payload, int force);
 
+/* Accounts count item records written into d's RX ring (published with the
+ * next ep_publish): every writer of item records calls it. */
+static inline void ep_ringed(struct ep *d, uint32_t count)
+{
+	d->rx_dirty = 1;
+	d->items_received += count;
+	d->job->ringed += count;
+	ep_stats.items_delivered += count;
+}
+
 /* Writes an item record whose header is the two words w0, w1 (and len
  * payload bytes) into a reserved RX ring slot, and accounts it: ep_put for
  * the per-item loops (fwd/tx.c drain_fast, fwd/rx.c deliver). */
@@ -160,10 +170,7 @@ static inline void ep_put_words(struct ep *d, struct proto_rec *slot, uint64_t w
 	__builtin_memcpy(slot, &w0, 8);
 	__builtin_memcpy((uint8_t *)slot + 8, &w1, 8);
 	proto_copy((uint8_t *)(slot + 1), payload, len);
-	d->rx_dirty = 1;
-	d->items_received++;
-	d->job->ringed++;
-	ep_stats.items_delivered++;
+	ep_ringed(d, 1);
 }
 
 /* Copies count item records (len bytes, validated: proto_batch_check) into
@@ -172,10 +179,7 @@ static inline void ep_put_batch(struct ep *d, struct proto_rec *slot, const uint
 				uint32_t count)
 {
 	__builtin_memcpy(slot, recs, len);
-	d->rx_dirty = 1;
-	d->items_received += count;
-	d->job->ringed += count;
-	ep_stats.items_delivered += count;
+	ep_ringed(d, count);
 }
 
 /* Copies a record into a reserved RX ring slot and accounts it. */
@@ -183,12 +187,10 @@ static inline void ep_put(struct ep *d, struct proto_rec *slot, const struct pro
 {
 	memcpy(slot, rec, sizeof(*rec));
 	proto_copy((uint8_t *)(slot + 1), payload, rec->len);
-	d->rx_dirty = 1;
-	if (rec->kind == PROTO_REC_ITEM) {
-		d->items_received++;
-		d->job->ringed++;
-		ep_stats.items_delivered++;
-	}
+	if (rec->kind == PROTO_REC_ITEM)
+		ep_ringed(d, 1);
+	else
+		d->rx_dirty = 1;
 }
 
 /* ep_deliver_slow for an item; the common case, room in the ring and

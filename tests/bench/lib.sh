@@ -86,17 +86,10 @@ cluster() {
 	layout "$LAYOUT"
 	# The raw TCP comparators run the congestion control ferry's links run
 	# (as the kernel reports it: BENCH_CC, or the system's if refused).
-	RAW_TCP_CC=$(link_cc) || { log "cluster $name: cannot tell its links' congestion control"; exit 1; }
+	RAW_TCP_CC=$(link_ccs "$name" | cut -d' ' -f1)
+	[ -n "$RAW_TCP_CC" ] || { log "cluster $name: cannot tell its links' congestion control"; exit 1; }
 	export RAW_TCP_CC
 	echo "links $RAW_TCP_CC system $(sysctl -n net.ipv4.tcp_congestion_control)" >"$OUT/tcp_congestion.txt"
-}
-# link_cc: the congestion control of the current cluster's link from node 0
-# to node 1, as the kernel reports it.
-link_cc() {
-	local p cc
-	eval "p=\$((CPORT_$CL + 1))"
-	cc=$(ss -tinH state established "( dport = :$p )" | grep -m1 -oE '[a-z0-9_]+ wscale:' | cut -d' ' -f1)
-	[ -n "$cc" ] && echo "$cc"
 }
 end_cluster() {
 	[ -n "$CL" ] && stop_cluster "$CL" "$CLN" >/dev/null

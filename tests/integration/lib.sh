@@ -255,6 +255,16 @@ links_up() {
 	st=$("$BUILD/ferryctl" --runtime-dir "$TMP/$1" status 2>/dev/null) || return 1
 	! grep -E '^  peer ' <<<"$st" | grep -qv ': up '
 }
+# link_ccs CLUSTER: the congestion controls of the established connections
+# to node 1's peer port (node 0 connects to it), both ends, as the kernel
+# reports them, sorted, one line.  (The name is the word before wscale: ss
+# may print "ts sack" first.)
+link_ccs() {
+	local p
+	eval "p=\$((CPORT_$1 + 1))"
+	ss -tinH state established "( sport = :$p or dport = :$p )" |
+		grep -oE '[a-z0-9_]+ wscale:' | cut -d' ' -f1 | sort | tr '\n' ' '
+}
 # link_up DAEMON PEER: the link from that daemon to node PEER is up.
 link_up() {
 	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" status 2>/dev/null | grep -qE "^  peer $2 .*: up "
