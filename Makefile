@@ -61,7 +61,7 @@ PLAN_SRC   := $(wildcard daemon/plan/*.c)
 DAEMON_LIB_SRC := $(filter-out daemon/plan/% daemon/main/%,$(wildcard daemon/*/*.c))
 DAEMON_SRC := $(wildcard daemon/main/*.c) $(DAEMON_LIB_SRC)
 LIB_SRC    := $(filter-out client/ferryctl.c,$(wildcard client/*.c)) proto/ring.c proto/ctl.c proto/job.c
-CTL_SRC    := client/ferryctl.c proto/ctl.c proto/job.c
+CTL_SRC    := client/ferryctl.c proto/ctl.c proto/ring.c proto/job.c
 
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_SRC) $(PROTO_SRC))
 DAEMON_LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DAEMON_LIB_SRC))

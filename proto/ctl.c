@@ -30,14 +30,43 @@ ssize_t ctl_encode_hello(void *buf, size_t cap, uint32_t role)
 	return put(buf, cap, CTL_HELLO, &b, sizeof(b), NULL, 0);
 }
 
-ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size)
+ssize_t ctl_encode_join_flags(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size,
+			      uint32_t flags)
 {
 	size_t n = strlen(job);
-	struct ctl_join_wire b = { .rank = rank, .size = size, .name_len = (uint32_t)n };
+	struct ctl_join_wire b = { .rank = rank, .size = size, .flags = flags, .name_len = (uint32_t)n };
 
-	if (!proto_name_ok(job, n))
+	if (!proto_name_ok(job, n) || (flags & ~CTL_JOIN_FLAGS_ALL))
 		return -EINVAL;
 	return put(buf, cap, CTL_JOIN, &b, sizeof(b), job, n);
+}
+
+ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size)
+{
+	return ctl_encode_join_flags(buf, cap, job, rank, size, 0);
+}
+
+/* What a DIRECT body must satisfy (ranks: d->n of them). */
+static int direct_ok(const struct ctl_direct_wire *d, const uint32_t *ranks)
+{
+	if (d->n < 1 || d->n > PROTO_DIRECT_MAX || d->slot >= d->n || !ring_size_ok(d->ring_size) ||
+	    d->region_bytes != proto_direct_region_bytes(d->n, d->ring_size))
+		return 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (ranks[i] >= PROTO_MAX_RANKS)
+			return 0;
+		for (uint32_t k = 0; k < i; k++)
+			if (ranks[k] == ranks[i])
+				return 0;
+	}
+	return 1;
+}
+
+ssize_t ctl_encode_direct(void *buf, size_t cap, const struct ctl_direct_wire *d, const uint32_t *ranks)
+{
+	if (!direct_ok(d, ranks))
+		return -EINVAL;
+	return put(buf, cap, CTL_DIRECT, d, sizeof(*d), ranks, (size_t)d->n * sizeof(uint32_t));
 }
 
 ssize_t ctl_encode_attached(void *buf, size_t cap, const struct ctl_attached_wire *a)
@@ -114,12 +143,13 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		if (h.len < sizeof(j))
 			return -EPROTO;
 		memcpy(&j, body, sizeof(j));
-		if (j.flags || j.size == 0 || j.rank >= j.size ||
+		if ((j.flags & ~CTL_JOIN_FLAGS_ALL) || j.size == 0 || j.rank >= j.size ||
 		    j.name_len != h.len - sizeof(j) ||
 		    !proto_name_ok((const char *)body + sizeof(j), j.name_len))
 			return -EPROTO;
 		msg->u.join.rank = j.rank;
 		msg->u.join.size = j.size;
+		msg->u.join.flags = j.flags;
 		memcpy(msg->u.join.name, body + sizeof(j), j.name_len);
 		msg->u.join.name[j.name_len] = '\0';
 		break;
@@ -152,6 +182,20 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		    msg->u.query.what < 1 || msg->u.query.what > CTL_Q_MAX)
 			return -EPROTO;
 		break;
+	case CTL_DIRECT: {
+		struct ctl_direct_wire d;
+
+		if (h.len < sizeof(d))
+			return -EPROTO;
+		memcpy(&d, body, sizeof(d));
+		if (d.n < 1 || d.n > PROTO_DIRECT_MAX || h.len != sizeof(d) + (size_t)d.n * sizeof(uint32_t))
+			return -EPROTO;
+		memcpy(msg->u.direct.ranks, body + sizeof(d), (size_t)d.n * sizeof(uint32_t));
+		if (!direct_ok(&d, msg->u.direct.ranks))
+			return -EPROTO;
+		msg->u.direct.w = d;
+		break;
+	}
 	case CTL_TEXT:
 		msg->u.text.text = (const char *)body;
 		msg->u.text.len = h.len;

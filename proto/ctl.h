@@ -8,6 +8,9 @@
  *   JOIN {job, rank, size}       ──▶    checks credentials, rank, size
  *                                ◀──    ATTACHED {region layout} + SCM_RIGHTS:
  *                                       [memfd region, eventfd to client, eventfd to daemon]
+ *                                ◀──    DIRECT {slots} + SCM_RIGHTS: [memfd of the job's
+ *                                       direct rings, the slots' eventfds] (only if
+ *                                       JOIN asked, and the job has direct rings here)
  *                                ◀──    READY {size}, once every rank has joined
  *                                ◀──    ERROR {errno, text} when something fails
  *
@@ -25,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "direct.h"
 #include "job.h"
 
 /* 2: the fragments of a large item carry their index in it (proto/ring.h,
@@ -42,7 +46,8 @@ enum ctl_type {
 	CTL_ERROR    = 5,   /* d→c */
 	CTL_QUERY    = 6,   /* c→d, admin */
 	CTL_TEXT     = 7,   /* d→c, admin */
-	CTL_TYPE_MAX = CTL_TEXT,
+	CTL_DIRECT   = 8,   /* d→c, before READY, carries 1 + n fds (proto/direct.h) */
+	CTL_TYPE_MAX = CTL_DIRECT,
 };
 
 enum ctl_role {
@@ -83,10 +88,18 @@ static_assert(sizeof(struct ctl_hello_wire) == 8, "hello layout");
 struct ctl_join_wire {
 	uint32_t rank;
 	uint32_t size;          /* ranks in the job, >= 1 */
-	uint32_t flags;         /* none defined: zero */
+	uint32_t flags;         /* enum ctl_join_flags */
 	uint32_t name_len;      /* 1..PROTO_NAME_MAX bytes of name follow, no NUL (proto_name_ok) */
 };
 static_assert(sizeof(struct ctl_join_wire) == 16, "join layout");
+
+enum ctl_join_flags {
+	/* The client reads direct rings (proto/direct.h): ferryd may send
+	 * CTL_DIRECT before READY.  A daemon that does not know the flag
+	 * refuses the JOIN. */
+	CTL_JOIN_DIRECT = 1u << 0,
+	CTL_JOIN_FLAGS_ALL = CTL_JOIN_DIRECT,
+};
 
 struct ctl_attached_wire {
 	uint64_t region_bytes;  /* size of the memfd region */
@@ -115,6 +128,17 @@ struct ctl_ready_wire {
 };
 static_assert(sizeof(struct ctl_ready_wire) == 8, "ready layout");
 
+/* CTL_DIRECT: the job's direct rings on this node.  n ranks (by slot, all
+ * different) follow as uint32_t; the message carries the region's memfd and
+ * then the n slots' eventfds, by slot. */
+struct ctl_direct_wire {
+	uint64_t region_bytes;  /* proto_direct_region_bytes(n, ring_size) */
+	uint64_t ring_size;     /* data bytes of each ring (ring_size_ok) */
+	uint32_t n;             /* slots: 1 .. PROTO_DIRECT_MAX */
+	uint32_t slot;          /* the receiver's, < n */
+};
+static_assert(sizeof(struct ctl_direct_wire) == 24, "direct layout");
+
 struct ctl_error_wire {
 	int32_t  err;           /* positive errno value */
 	uint32_t text_len;      /* <= CTL_ERRTEXT_MAX bytes follow */
@@ -136,6 +160,10 @@ struct ctl_msg {
 			uint32_t rank, size, flags;
 			char name[PROTO_NAME_MAX + 1];
 		} join;
+		struct {
+			struct ctl_direct_wire w;
+			uint32_t ranks[PROTO_DIRECT_MAX];
+		} direct;
 		struct ctl_attached_wire attached;
 		struct ctl_ready_wire ready;
 		struct {
@@ -159,6 +187,9 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg);
  * or -ENOSPC / -EINVAL. */
 ssize_t ctl_encode_hello(void *buf, size_t cap, uint32_t role);
 ssize_t ctl_encode_join(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size);
+ssize_t ctl_encode_join_flags(void *buf, size_t cap, const char *job, uint32_t rank, uint32_t size,
+			      uint32_t flags);
+ssize_t ctl_encode_direct(void *buf, size_t cap, const struct ctl_direct_wire *d, const uint32_t *ranks);
 ssize_t ctl_encode_attached(void *buf, size_t cap, const struct ctl_attached_wire *a);
 ssize_t ctl_encode_ready(void *buf, size_t cap, uint32_t size, uint32_t nodes);
 ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text);
