@@ -238,6 +238,11 @@ $(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
+# libferry's reading of direct rings, compiled in whole (it is static there).
+$(BUILD)/fuzz/fuzz_direct: tests/fuzz/fuzz_direct.c client/recv.c proto/ring.c $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $<
+
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon/plan/route.c daemon/core/log.c $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))

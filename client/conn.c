@@ -150,7 +150,7 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 
 	for (;;) {
 		union {
-			char buf[CMSG_SPACE(3 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+			char buf[CMSG_SPACE(CONN_MAX_FDS * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
 			struct cmsghdr align;
 		} cbuf;
 		struct iovec iov = { .iov_base = f->in + f->in_len, .iov_len = sizeof(f->in) - f->in_len };
@@ -198,7 +198,7 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 				int fd;
 
 				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (*nfds < 3)
+				if (*nfds < CONN_MAX_FDS)
 					fds[(*nfds)++] = fd;
 				else
 					close(fd);
@@ -217,7 +217,7 @@ void conn_drop_msg(struct ferry *f, int len)
 int conn_check(struct ferry *f)
 {
 	struct ctl_msg m;
-	int fds[3], nfds = 0, len;
+	int fds[CONN_MAX_FDS], nfds = 0, len;
 
 	if (f->dead)
 		return f->dead;

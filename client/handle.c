@@ -55,6 +55,110 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	return 0;
 }
 
+/* Frees the direct rings (the fds, the mapping, the tables). */
+static void direct_free(struct ferry *f)
+{
+	struct direct *dr = f->dr;
+
+	if (dr) {
+		for (uint32_t j = 0; dr->out && j < dr->n; j++)
+			if (dr->out[j].efd >= 0)
+				close(dr->out[j].efd);
+		if (dr->region)
+			munmap(dr->region, dr->region_bytes);
+		free(dr->out);
+		free(dr->in);
+		free(dr);
+	}
+	free(f->direct_of);
+	f->dr = NULL;
+	f->direct_of = NULL;
+}
+
+/* Takes the job's direct rings from CTL_DIRECT: fds[0] the region, then
+ * each slot's eventfd (all of them ours now, also on failure). */
+static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds, int nfds)
+{
+	const struct ctl_direct_wire *w = &m->u.direct.w;
+	struct direct *dr;
+	struct stat st;
+	int ret = 0;
+
+	if (f->dr || (uint32_t)nfds != 1 + w->n) {
+		ret = conn_seterr(-EPROTO, "ferryd sent direct rings with %d file descriptors for %u ranks", nfds, w->n);
+		goto err_fds;
+	}
+	dr = calloc(1, sizeof(*dr));
+	f->direct_of = calloc(f->size, 1);
+	if (dr) {
+		dr->out = calloc(w->n, sizeof(*dr->out));
+		dr->in = calloc(w->n, sizeof(*dr->in));
+	}
+	if (!dr || !f->direct_of || !dr->out || !dr->in) {
+		if (dr) {
+			free(dr->out);
+			free(dr->in);
+		}
+		free(dr);
+		ret = conn_seterr(-ENOMEM, "out of memory for direct rings");
+		goto err_fds;
+	}
+	f->dr = dr;
+	dr->n = w->n;
+	dr->slot = w->slot;
+	for (uint32_t j = 0; j < w->n; j++)
+		dr->out[j].efd = dr->in[j].efd = fds[1 + j];
+	/* (The decoder checked n, slot, the ranks' distinctness and the size.) */
+	if (m->u.direct.ranks[w->slot] != f->rank) {
+		ret = conn_seterr(-EPROTO, "ferryd gave rank %u the direct slot of rank %u", f->rank,
+				  m->u.direct.ranks[w->slot]);
+		goto err_mem;
+	}
+	for (uint32_t j = 0; j < w->n; j++)
+		if (m->u.direct.ranks[j] >= f->size) {
+			ret = conn_seterr(-EPROTO, "ferryd gave a direct slot to rank %u of %u", m->u.direct.ranks[j],
+					  f->size);
+			goto err_mem;
+		}
+	if (fstat(fds[0], &st) < 0 || (uint64_t)st.st_size < w->region_bytes) {
+		ret = conn_seterr(-EPROTO, "ferryd sent a direct ring region smaller than it said");
+		goto err_mem;
+	}
+	/* Not populated: the pages of a ring are allocated as the two ends
+	 * use it (a job of n local ranks has n * n rings, most of which may
+	 * never carry much). */
+	dr->region = mmap(NULL, w->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (dr->region == MAP_FAILED) {
+		dr->region = NULL;
+		ret = conn_seterr(-errno, "mmap of the direct rings: %s", strerror(errno));
+		goto err_mem;
+	}
+	close(fds[0]);
+	dr->region_bytes = w->region_bytes;
+	dr->gone = (const _Atomic uint8_t *)((const uint8_t *)dr->region + PROTO_DIRECT_GONE);
+	for (uint32_t j = 0; j < w->n; j++) {
+		uint32_t rank = m->u.direct.ranks[j];
+
+		ring_attach(&dr->out[j].r, (uint8_t *)dr->region + proto_direct_ring_off(w->n, w->ring_size, w->slot, j),
+			    w->ring_size, 0);
+		ring_attach(&dr->in[j].r, (uint8_t *)dr->region + proto_direct_ring_off(w->n, w->ring_size, j, w->slot),
+			    w->ring_size, 0);
+		dr->out[j].rank = dr->in[j].rank = rank;
+		dr->out[j].slot = dr->in[j].slot = j;
+		f->direct_of[rank] = (uint8_t)(j + 1);
+	}
+	return 0;
+
+err_mem:
+	close(fds[0]);
+	direct_free(f);
+	return ret;
+err_fds:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return ret;
+}
+
 /* FERRY_BATCH: a batch per destination rank, of 1 MiB / size bytes (at
  * least 512, at most PROTO_BATCH_MAX), or $FERRY_BATCH_BYTES within those
  * bounds; the buffers themselves come with a rank's first item. */
@@ -80,6 +184,7 @@ static void destroy(struct ferry *f)
 	ferry_release(f);
 	rx_free(f);
 	batch_free(f);
+	direct_free(f);
 	if (f->region)
 		munmap(f->region, f->region_bytes);
 	if (f->efd_client >= 0)
@@ -113,7 +218,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	const char *dir;
 	struct ferry *f;
 	struct ctl_msg m;
-	int fds[3], nfds = 0, len, ret;
+	int fds[CONN_MAX_FDS], nfds = 0, len, ret, env;
 	uint64_t deadline;
 	ssize_t n;
 
@@ -155,7 +260,10 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
 	len = (int)n;
-	n = ctl_encode_join(buf + len, sizeof(buf) - (size_t)len, job, f->rank, f->size);
+	/* Direct rings to the job's other ranks on this node, unless
+	 * $FERRY_DIRECT=0 (README, "Same-node items"). */
+	n = ctl_encode_join_flags(buf + len, sizeof(buf) - (size_t)len, job, f->rank, f->size,
+				  conn_env_int("FERRY_DIRECT", &env) == 1 && env == 0 ? 0 : CTL_JOIN_DIRECT);
 	if (n < 0) {
 		ret = conn_seterr((int)n, "cannot encode JOIN");
 		goto err;
@@ -205,6 +313,11 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			close(fds[0]);
 			f->efd_client = fds[1];
 			f->efd_daemon = fds[2];
+			nfds = 0;
+			if (ret < 0)
+				goto err;
+		} else if (m.type == CTL_DIRECT && f->region && !f->dr) {
+			ret = direct_setup(f, &m, fds, nfds);
 			nfds = 0;
 			if (ret < 0)
 				goto err;

@@ -14,6 +14,7 @@
 
 #include "ferry.h"
 #include "../proto/clock.h"
+#include "../proto/direct.h"
 #include "../proto/ring.h"
 
 #include <stddef.h>
@@ -25,6 +26,29 @@
 struct ctl_msg;
 struct reasm;
 
+/* One of the job's direct rings (proto/direct.h), as this process sees it:
+ * toward a local rank (it consumes) or from one (we consume). */
+struct dring {
+	struct ring r;
+	int efd;                /* the other end's eventfd (its efd_client): wakes it */
+	uint32_t rank;          /* the other end's rank */
+	uint32_t slot;
+};
+
+/* The direct rings of this endpoint (handle.c sets them up from CTL_DIRECT;
+ * ownership: the handle's, freed by direct_free).  out[j] goes from us to
+ * slot j, in[j] from slot j to us; slot == our own slot is our ring to
+ * ourselves, both ways. */
+struct direct {
+	void *region;
+	size_t region_bytes;
+	const _Atomic uint8_t *gone;    /* gone[slot]: ferryd says that endpoint ended */
+	uint32_t n, slot;
+	struct dring *out, *in;
+	uint32_t next_in;       /* where collect starts among in[], round robin */
+	uint64_t touched;       /* in[j] read from since the last release: bit j */
+};
+
 struct ferry {
 	int sock;
 	int efd_client, efd_daemon;
@@ -32,6 +56,8 @@ struct ferry {
 	void *region;
 	size_t region_bytes;
 	struct ring tx, rx;
+	uint8_t *direct_of;     /* by rank: 1 + its direct slot, 0 none; NULL: no direct rings */
+	struct direct *dr;      /* NULL: no direct rings */
 	uint32_t rank, size, node;
 	uint64_t src_word;      /* rank << 32: the second word of a TX record header */
 	int timeout_ms;
@@ -40,6 +66,7 @@ struct ferry {
 	int shares_cores;       /* the daemon may run on our cores (poll_setup) */
 	pid_t daemon_pid;       /* ferryd's, from its messages' credentials; 0: unknown */
 	uint32_t want_room;     /* payload bytes of the record ferry_send last refused */
+	struct dring *want_dr;  /* ... and the direct ring that refused it; NULL: the TX ring */
 	uint64_t checked_ns;    /* when an empty ferry_recv last asked the socket */
 	uint32_t empty_calls;   /* ... and how many empty calls were made since */
 	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
@@ -74,6 +101,7 @@ struct ferry {
 	uint32_t nbatch_open;
 	uint32_t recv_unflushed;        /* ferry_recv calls since batches were pushed */
 	int tx_armed;           /* producer_waiting set for batches the ring had no room for */
+	struct ring *armed_out; /* ... in this ring (out_arm) */
 };
 
 /* Records for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
@@ -83,6 +111,20 @@ struct batch {
 	uint32_t open_idx;      /* where the rank is in batch_open while fill > 0 */
 	uint8_t *buf;
 };
+
+/* The ring toward rank dst: its direct ring, or NULL for the TX ring. */
+static inline struct dring *direct_to(const struct ferry *f, uint32_t dst)
+{
+	if (!f->direct_of || !f->direct_of[dst])
+		return NULL;
+	return &f->dr->out[f->direct_of[dst] - 1];
+}
+
+/* The ring the last refused record waits for room in. */
+static inline struct ring *want_ring(struct ferry *f)
+{
+	return f->want_dr ? &f->want_dr->r : &f->tx;
+}
 
 /* --- conn.c: errors, the environment, the control socket --- */
 
@@ -108,8 +150,12 @@ int conn_job_from_env(char *buf, size_t len);
  * message that says what to check. */
 int conn_connect(struct ferry *f, const char *dir);
 
+/* File descriptors a control message may carry: CTL_DIRECT's. */
+#define CONN_MAX_FDS (1 + (int)PROTO_DIRECT_MAX)
+
 /* Reads until one whole control message is buffered, or timeout_ms passes
- * (-1: forever).  Collects fds that came with it into fds (room for 3).
+ * (-1: forever).  Collects fds that came with it into fds (room for
+ * CONN_MAX_FDS).
  * Returns the message length (consume with conn_drop_msg), or -errno. */
 int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int timeout_ms);
 
@@ -185,6 +231,14 @@ void out_disarm(struct ferry *f);
 void batch_free(struct ferry *f);
 
 /* --- recv.c --- */
+
+/* The receiving side's rings (RX, and the direct rings toward us): records
+ * waiting (one relaxed load per ring); about to sleep (sets the consumers'
+ * flags, fences, and returns 1 if records came meanwhile, the flags cleared
+ * again); awake (flags cleared). */
+int rx_readable(const struct ferry *f);
+int rx_sleep(struct ferry *f);
+void rx_awake(struct ferry *f);
 
 /* Frees what the receiving side keeps: items being reassembled, held[] and
  * the stash.  For closing, after ferry_release. */

@@ -51,6 +51,16 @@ void poll_setup(struct ferry *f)
 		f->spin_us = f->shares_cores ? 0 : OWN_CORES_SPIN_US;
 }
 
+/* Whether the ring that refused the last record has room for it now, or
+ * will never have (a direct ring toward a rank that left: what is sent to
+ * it is dropped). */
+static int room(struct ferry *f)
+{
+	if (f->want_dr && atomic_load_explicit(&f->dr->gone[f->want_dr->slot], memory_order_acquire))
+		return 1;
+	return ring_has_room(want_ring(f), f->want_room) != 0;
+}
+
 /* What of events is ready now.  POLLOUT: the next ferry_send would not
  * say -EAGAIN (room for the record it refused last), or would fail at once
  * (the step is done, the daemon is gone: let the caller see the error). */
@@ -58,38 +68,38 @@ static unsigned ready(struct ferry *f, unsigned events)
 {
 	unsigned r = 0;
 
-	if ((events & FERRY_POLLIN) && (f->stash_len > f->stash_head || ring_readable(&f->rx)))
+	if ((events & FERRY_POLLIN) && (f->stash_len > f->stash_head || rx_readable(f)))
 		r |= FERRY_POLLIN;
-	if ((events & FERRY_POLLOUT) && (f->step_done || ring_has_room(&f->tx, f->want_room) != 0))
+	if ((events & FERRY_POLLOUT) && (f->step_done || room(f)))
 		r |= FERRY_POLLOUT;
 	return r;
 }
 
 /* Sets the flags that make the daemon wake us for events; returns 1 if one
  * is ready already (the flags are cleared again), 0 to sleep. */
-static int arm(struct ferry *f, unsigned events)
+static int arm(struct ferry *f, unsigned events, struct ring *out)
 {
-	if ((events & FERRY_POLLIN) && ring_consumer_sleep(&f->rx))
+	if ((events & FERRY_POLLIN) && rx_sleep(f))
 		return 1;
-	if ((events & FERRY_POLLOUT) && ring_producer_sleep(&f->tx, f->want_room)) {
+	if ((events & FERRY_POLLOUT) && ring_producer_sleep(out, f->want_room)) {
 		if (events & FERRY_POLLIN)
-			ring_consumer_awake(&f->rx);
+			rx_awake(f);
 		return 1;
 	}
 	return 0;
 }
 
-static void disarm(struct ferry *f, unsigned events)
+static void disarm(struct ferry *f, unsigned events, struct ring *out)
 {
 	if (events & FERRY_POLLIN)
-		ring_consumer_awake(&f->rx);
+		rx_awake(f);
 	if (events & FERRY_POLLOUT)
-		ring_producer_awake(&f->tx);
+		ring_producer_awake(out);
 }
 
 void poll_rearm(struct ferry *f)
 {
-	if (ring_consumer_sleep(&f->rx))
+	if (rx_sleep(f))
 		conn_wake(f->efd_client);       /* records are there: the fd must say so */
 	f->armed = 1;
 }
@@ -122,6 +132,7 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 
 	for (;;) {
 		unsigned want = events;
+		struct ring *out;
 		int ret, wait;
 
 		if (out_pending(f)) {
@@ -137,17 +148,18 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 			break;
 		/* Room for what we hold: push it (not ready(), which says
 		 * POLLOUT once the step is done, DONE held or not). */
-		if (want != events && ring_has_room(&f->tx, f->want_room) != 0)
+		if (want != events && room(f))
 			continue;
 		if (proto_now_ns() < spin_until) {
 			sched_yield();
 			continue;
 		}
-		if (arm(f, want))
+		out = want_ring(f);
+		if (arm(f, want, out))
 			continue;
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
-		disarm(f, want);
+		disarm(f, want, out);
 		if (ret == -ETIMEDOUT)
 			return (int)ready(f, events);
 		if (ret < 0)

@@ -52,13 +52,82 @@ struct reasm {
 	size_t len, cap;
 };
 
+/* Gives the room of what was read from d's ring (NULL: the RX ring) back,
+ * waking its writer if it waits for room. */
+static void release_ring(struct ferry *f, struct dring *d)
+{
+	if (!d) {
+		if (ring_release(&f->rx))
+			conn_wake(f->efd_daemon);
+	} else if (ring_release(&d->r)) {
+		conn_wake(d->efd);
+	}
+}
+
+/* Gives back the room of everything read so far, in every ring. */
+static void release_rings(struct ferry *f)
+{
+	if (f->region)
+		release_ring(f, NULL);
+	if (f->dr) {
+		for (uint64_t t = f->dr->touched; t; t &= t - 1)
+			release_ring(f, &f->dr->in[__builtin_ctzll(t)]);
+		f->dr->touched = 0;
+	}
+}
+
 FERRY_API void ferry_release(ferry_t *f)
 {
 	for (size_t i = 0; i < f->nheld; i++)
 		free(f->held[i]);
 	f->nheld = 0;
-	if (f->region && ring_release(&f->rx))
-		conn_wake(f->efd_daemon);
+	release_rings(f);
+}
+
+/* Whether one of the n items points into ring r. */
+static int ring_items_in(const struct ferry_item *items, int n, const struct ring *r)
+{
+	for (int i = 0; i < n; i++)
+		if ((const uint8_t *)items[i].data >= r->data && (const uint8_t *)items[i].data < r->data + r->size)
+			return 1;
+	return 0;
+}
+
+int rx_readable(const struct ferry *f)
+{
+	if (ring_readable(&f->rx))
+		return 1;
+	for (uint32_t j = 0; f->dr && j < f->dr->n; j++)
+		if (ring_readable(&f->dr->in[j].r))
+			return 1;
+	return 0;
+}
+
+int rx_sleep(struct ferry *f)
+{
+	int came = 0;
+
+	if (!f->dr)
+		return ring_consumer_sleep(&f->rx);
+	/* Every flag, one fence, then every head (proto/ring.h "Wake-ups":
+	 * the fence serves each ring's handshake). */
+	ring_consumer_arm(&f->rx);
+	for (uint32_t j = 0; j < f->dr->n; j++)
+		ring_consumer_arm(&f->dr->in[j].r);
+	atomic_thread_fence(memory_order_seq_cst);
+	came = ring_consumer_check(&f->rx);
+	for (uint32_t j = 0; j < f->dr->n; j++)
+		came |= ring_consumer_check(&f->dr->in[j].r);
+	if (came)
+		rx_awake(f);
+	return came;
+}
+
+void rx_awake(struct ferry *f)
+{
+	ring_consumer_awake(&f->rx);
+	for (uint32_t j = 0; f->dr && j < f->dr->n; j++)
+		ring_consumer_awake(&f->dr->in[j].r);
 }
 
 static int collect(struct ferry *f, struct ferry_item *items, int max);
@@ -197,16 +266,16 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 	return n;
 }
 
-/* The common case of collect, kept tight: whole items, while no large item
- * is being put together.  Reads the record header as two words and checks
- * what ring_peek checks and the source rank; stops at anything else, which
- * collect's general way then takes.  Returns the number of items. */
-static int collect_fast(struct ferry *f, struct ferry_item *items, int max)
+/* The common case of collect_ring, kept tight: whole items, while no large
+ * item is being put together.  Reads the record header as two words and
+ * checks what ring_peek checks and the source rank (lo <= src < hi); stops
+ * at anything else, which collect_ring's general way then takes.  Returns
+ * the number of items. */
+static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t hi, struct ferry_item *items,
+			int max)
 {
-	struct ring *r = &f->rx;
 	const uint8_t *data = r->data;
 	uint64_t size = r->size, tail = r->tail, head = r->head;
-	uint32_t nranks = f->size;
 	int n = 0;
 
 	if (f->reasm)
@@ -224,9 +293,9 @@ static int collect_fast(struct ferry *f, struct ferry_item *items, int max)
 		len = (uint32_t)w0;
 		src = (uint32_t)(w1 >> 32);
 		fp = ring_footprint(len);
-		/* An item, no flags (whole), of a rank of the job, inside. */
+		/* An item, no flags (whole), of a rank it may come from, inside. */
 		if (((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
-		    fp > size - pos || src >= nranks)
+		    fp > size - pos || src - lo >= hi - lo)
 			break;
 		items[n].data = data + pos + sizeof(struct proto_rec);
 		items[n].len = len;
@@ -239,23 +308,31 @@ static int collect_fast(struct ferry *f, struct ferry_item *items, int max)
 	return n;
 }
 
-/* Takes up to max items out of the RX ring. */
-static int collect(struct ferry *f, struct ferry_item *items, int max)
+/* Takes up to max items out of the RX ring (d NULL), or out of the direct
+ * ring d, which holds items of d's rank and nothing else. */
+static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int max)
 {
-	int n = collect_fast(f, items, max);
+	struct ring *r = d ? &d->r : &f->rx;
+	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size;
+	int n = collect_fast(f, r, lo, hi, items, max);
 
 	while (n < max) {
 		struct proto_rec rec;
 		const void *payload;
-		int ret = ring_peek_fast(&f->rx, &rec, &payload);
+		int ret = ring_peek_fast(r, &rec, &payload);
 
 		if (ret == 0)
-			ret = ring_peek(&f->rx, &rec, &payload);        /* empty, a PAD, not an item... */
+			ret = ring_peek(r, &rec, &payload);     /* empty, a PAD, not an item... */
 		if (ret == 0)
 			break;
 		if (ret < 0)
-			return f->dead = conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
-		ring_consume(&f->rx, &rec);
+			return f->dead = d ? conn_seterr(-EPROTO, "rank %u wrote an invalid record into its direct ring",
+							 d->rank)
+					   : conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
+		ring_consume(r, &rec);
+		if (d && (rec.kind != PROTO_REC_ITEM || rec.src != d->rank))
+			return f->dead = conn_seterr(-EPROTO, "rank %u wrote an unexpected record (kind %u, from %u) "
+						     "into its direct ring", d->rank, rec.kind, rec.src);
 		if (rec.kind == PROTO_REC_STEP) {
 			if (rec.dst != f->completed + 1)
 				return f->dead = conn_seterr(-EPROTO, "ferryd completed step %u after step %u",
@@ -291,13 +368,41 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 		if (ret < 0)
 			return ret;
 		/* The piece is copied out: while no item of this call points
-		 * into the ring, its room goes back at once, so that the
-		 * daemon can write the next pieces (a large item need not
+		 * into this ring, its room goes back at once, so that the
+		 * writer can write the next pieces (a large item need not
 		 * fit the ring whole, and is not written twice, into the
-		 * daemon's queue and then here). */
-		if (n == 0 && ring_release(&f->rx))
-			conn_wake(f->efd_daemon);
+		 * daemon's queue and then here).  (Items reassembled here
+		 * point into the library's memory, not the ring.) */
+		if (!ring_items_in(items, n, r))
+			release_ring(f, d);
 	}
+	return n;
+}
+
+/* Takes up to max items: the RX ring first, then the direct rings toward
+ * us, starting with a different one each call so that none waits behind a
+ * busy one for ever. */
+static int collect(struct ferry *f, struct ferry_item *items, int max)
+{
+	int n = collect_ring(f, NULL, items, max);
+	struct direct *dr = f->dr;
+
+	if (!dr || n < 0)
+		return n;
+	for (uint32_t k = 0; k < dr->n && n < max; k++) {
+		uint32_t j = dr->next_in + k < dr->n ? dr->next_in + k : dr->next_in + k - dr->n;
+		struct dring *d = &dr->in[j];
+		int got;
+
+		if (!ring_readable(&d->r))
+			continue;
+		got = collect_ring(f, d, items + n, max - n);
+		if (got < 0)
+			return got;
+		n += got;
+		dr->touched |= 1ull << j;
+	}
+	dr->next_in = dr->next_in + 1 < dr->n ? dr->next_in + 1 : 0;
 	return n;
 }
 
@@ -320,7 +425,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		return from_stash(f, items, max);
 	/* (Not when room for held output may have woken us: the slow way
 	 * resets the eventfd.) */
-	if (f->armed && timeout_ms == 0 && !f->dead && !f->tx_armed && !ring_readable(&f->rx)) {
+	if (f->armed && timeout_ms == 0 && !f->dead && !f->tx_armed && !rx_readable(f)) {
 		/* Nothing came since the last call found nothing: say so without
 		 * a system call (but a yield where the daemon needs our cores),
 		 * the common case of a program that polls while it sends.  Now and then ask the socket whether the daemon went
@@ -356,7 +461,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		ssize_t r = read(f->efd_client, &v, sizeof(v));
 
 		(void)r;
-		ring_consumer_awake(&f->rx);
+		rx_awake(f);
 		out_disarm(f);
 		f->armed = 0;
 		conn_check(f);        /* items still in the ring come first */
@@ -375,8 +480,7 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 		/* Pieces of a large item may have been copied out of the ring
 		 * without completing an item: give their room back before
 		 * waiting, or the daemon could never deliver the rest. */
-		if (ring_release(&f->rx))
-			conn_wake(f->efd_daemon);
+		release_rings(f);
 		if (out_pending(f)) {
 			/* Nothing to receive: what is batched leaves now; if
 			 * the ring has no room for it, room wakes us too. */
@@ -394,17 +498,15 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 			sched_yield();
 			continue;
 		}
-		if (ring_consumer_sleep(&f->rx)) {
-			ring_consumer_awake(&f->rx);
+		if (rx_sleep(f))
 			continue;
-		}
 		if (timeout_ms == 0) {
 			f->armed = 1;   /* ferry_fd() now becomes readable on arrival */
 			return 0;
 		}
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = conn_wait(f, wait);
-		ring_consumer_awake(&f->rx);
+		rx_awake(f);
 		out_disarm(f);
 		if (ret == -ETIMEDOUT)
 			return 0;
@@ -469,7 +571,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		/* ferry_recv left the RX flag set for ferry_fd(); the sleep
 		 * below sets and clears it, so the next ferry_recv must arm
 		 * it again rather than trust it (its no-system-call path). */
-		ring_consumer_awake(&f->rx);
+		rx_awake(f);
 		f->armed = 0;
 	}
 	for (;;) {
@@ -493,18 +595,16 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 			return f->dead;
 		if (f->failed)
 			return conn_seterr(f->failed, "step %u cannot complete: %s", f->step, f->fail_text);
-		if (ring_consumer_sleep(&f->rx)) {
-			ring_consumer_awake(&f->rx);
+		if (rx_sleep(f))
 			continue;
-		}
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		if (timeout_ms >= 0 && wait == 0) {
-			ring_consumer_awake(&f->rx);
+			rx_awake(f);
 			out_disarm(f);
 			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
 		}
 		ret = conn_wait(f, wait);
-		ring_consumer_awake(&f->rx);
+		rx_awake(f);
 		out_disarm(f);
 		if (ret < 0 && ret != -ETIMEDOUT)
 			return ret;

@@ -13,62 +13,109 @@
 /* Every fragment of the largest item has an index (proto/ring.h). */
 static_assert(FERRY_MAX_ITEM / PROTO_FRAG_BYTES <= PROTO_REC_FRAG_MAX + 1, "fragment indexes");
 
-static int wait_room_armed(struct ferry *f, uint32_t len);
+/* Whether the rank at the other end of d has left (proto/direct.h): what
+ * is for it is dropped, as ferryd drops what comes for a rank that left. */
+static int direct_gone(const struct ferry *f, const struct dring *d)
+{
+	return atomic_load_explicit(&f->dr->gone[d->slot], memory_order_acquire) != 0;
+}
 
-/* Waits for room for a record of len bytes in the TX ring; its waits may
- * take the eventfd count that was to make ferry_fd() readable, so an armed
- * fd is armed again after (poll_rearm). */
-static int wait_room(struct ferry *f, uint32_t len)
+static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len);
+
+/* Waits for room for a record of len bytes in d's ring (NULL: the TX
+ * ring), or until d's rank has left; its waits may take the eventfd count
+ * that was to make ferry_fd() readable, so an armed fd is armed again
+ * after (poll_rearm). */
+static int wait_room(struct ferry *f, struct dring *d, uint32_t len)
 {
 	int was_armed = f->armed, ret;
 
 	f->armed = 0;
-	ret = wait_room_armed(f, len);
+	ret = wait_room_armed(f, d, len);
 	if (was_armed && !f->dead)
 		poll_rearm(f);
 	return ret;
 }
 
-static int wait_room_armed(struct ferry *f, uint32_t len)
+/* (A direct ring's reader wakes us as ferryd does, through our efd_client,
+ * which conn_wait watches; so does ferryd when that reader's rank left.) */
+static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 {
+	struct ring *r = d ? &d->r : &f->tx;
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
 	while (proto_now_ns() < spin_until) {
-		if (ring_producer_sleep(&f->tx, len))   /* also refreshes the tail */
+		if (ring_producer_sleep(r, len))        /* also refreshes the tail */
 			return 0;
-		ring_producer_awake(&f->tx);
+		ring_producer_awake(r);
 	}
 	for (;;) {
 		int ret;
 
-		if (ring_producer_sleep(&f->tx, len))
+		if (ring_producer_sleep(r, len))
 			return 0;
+		if (d && direct_gone(f, d)) {
+			ring_producer_awake(r);
+			return 0;
+		}
 		ret = conn_wait(f, -1);
-		ring_producer_awake(&f->tx);
+		ring_producer_awake(r);
 		if (ret < 0)
 			return ret;
 	}
 }
 
-static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, uint16_t channel,
-		   const void *buf, uint32_t len, int block)
+/* Reserves room for a record of len payload bytes in d's ring (NULL: the
+ * TX ring), waiting for it if block.  Returns 0 with *rec_p set, 1 if the
+ * record is to be dropped (d's rank left), -EAGAIN (f->want_room and
+ * f->want_dr say for what), or the error that ended the session. */
+static int reserve(struct ferry *f, struct dring *d, uint32_t len, int block, struct proto_rec **rec_p)
 {
-	struct proto_rec *rec;
+	struct ring *r = d ? &d->r : &f->tx;
 	int ret;
 
 	if (f->dead)
 		return f->dead;
-	while ((ret = ring_reserve(&f->tx, len, &rec)) != 0) {
+	while ((ret = ring_reserve(r, len, rec_p)) != 0) {
 		if (ret == -EPROTO)
-			return f->dead = conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
+			return f->dead = d ? conn_seterr(-EPROTO, "rank %u published an impossible tail in its direct ring",
+							 d->rank)
+					   : conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
+		if (d && direct_gone(f, d))
+			return 1;
 		if (!block) {
 			f->want_room = len;     /* what FERRY_POLLOUT waits for */
+			f->want_dr = d;
 			return -EAGAIN;
 		}
 		/* Only now is a check for a vanished daemon worth its syscall. */
-		if ((ret = conn_check(f)) < 0 || (ret = wait_room(f, len)) < 0)
+		if ((ret = conn_check(f)) < 0 || (ret = wait_room(f, d, len)) < 0)
 			return ret;
 	}
+	return 0;
+}
+
+/* Makes what was reserved in d's ring (NULL: TX) visible, waking its reader. */
+static inline void publish(struct ferry *f, struct dring *d)
+{
+	if (!d) {
+		if (ring_publish(&f->tx))
+			conn_wake(f->efd_daemon);
+	} else if (ring_publish(&d->r)) {
+		conn_wake(d->efd);
+	}
+}
+
+/* A record into the ring toward dst (its direct ring for an item to a
+ * local rank that has one, else the TX ring: direct_to). */
+static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags, uint32_t dst, uint16_t channel,
+		   const void *buf, uint32_t len, int block)
+{
+	struct proto_rec *rec;
+	int ret = reserve(f, d, len, block, &rec);
+
+	if (ret != 0)
+		return ret == 1 ? 0 : ret;
 	rec->len = len;
 	rec->kind = kind;
 	rec->flags = flags;
@@ -77,8 +124,7 @@ static int put_rec(struct ferry *f, uint8_t kind, uint8_t flags, uint32_t dst, u
 	rec->src = f->rank;
 	if (len)
 		memcpy(rec + 1, buf, len);
-	if (ring_publish(&f->tx))
-		conn_wake(f->efd_daemon);
+	publish(f, d);
 	return 0;
 }
 
@@ -101,17 +147,30 @@ static void batch_close(struct ferry *f, uint32_t dst)
 	b->fill = 0;
 }
 
-/* Hands rank dst's batch to the daemon (if it holds anything). */
+/* Hands rank dst's batch to the daemon (if it holds anything), or, for a
+ * rank with a direct ring, its records straight into that ring: they are
+ * already as the receiver reads them (proto/ring.h "Batches"), and a
+ * reservation of fill - 16 payload bytes is fill bytes in one piece. */
 static int batch_push(struct ferry *f, uint32_t dst, int block)
 {
 	struct batch *b = &f->batch[dst];
+	struct dring *d;
+	struct proto_rec *rec;
 	int ret;
 
 	if (!b->fill)
 		return 0;
-	ret = put_rec(f, PROTO_REC_BATCH, 0, dst, 0, b->buf, b->fill, block);
-	if (ret == 0)
+	d = direct_to(f, dst);
+	if (!d) {
+		ret = put_rec(f, NULL, PROTO_REC_BATCH, 0, dst, 0, b->buf, b->fill, block);
+	} else if ((ret = reserve(f, d, b->fill - (uint32_t)sizeof(struct proto_rec), block, &rec)) == 0) {
+		memcpy(rec, b->buf, b->fill);
+		publish(f, d);
+	}
+	if (ret >= 0) {
 		batch_close(f, dst);
+		ret = 0;
+	}
 	return ret;
 }
 
@@ -122,8 +181,9 @@ static int large_push(struct ferry *f, int block)
 		uint32_t done = f->large_at, piece = f->large_left < PROTO_FRAG_BYTES ? f->large_left : PROTO_FRAG_BYTES;
 		uint8_t frag = (uint8_t)((done / PROTO_FRAG_BYTES) << 1);      /* PROTO_REC_FRAG */
 		const uint8_t *p = f->large + (done - f->large_base);
-		int ret = put_rec(f, PROTO_REC_ITEM, frag | (piece < f->large_left ? PROTO_REC_MORE : 0),
-				  f->large_dst, f->large_channel, p, piece, block);
+		int ret = put_rec(f, direct_to(f, f->large_dst), PROTO_REC_ITEM,
+				  frag | (piece < f->large_left ? PROTO_REC_MORE : 0), f->large_dst, f->large_channel,
+				  p, piece, block);
 
 		if (ret < 0)
 			return ret;
@@ -146,7 +206,7 @@ int out_flush(struct ferry *f, int block)
 		if ((ret = batch_push(f, f->batch_open[f->nbatch_open - 1], block)) < 0)
 			return ret;
 	if (f->done_held) {
-		if ((ret = put_rec(f, PROTO_REC_DONE, 0, 0, 0, NULL, 0, block)) < 0)
+		if ((ret = put_rec(f, NULL, PROTO_REC_DONE, 0, 0, 0, NULL, 0, block)) < 0)
 			return ret;
 		f->done_held = 0;
 	}
@@ -166,16 +226,17 @@ int out_arm(struct ferry *f)
 	}
 	if (ret != -EAGAIN)
 		return ret;
-	if (ring_producer_sleep(&f->tx, f->want_room))
+	if (ring_producer_sleep(want_ring(f), f->want_room))
 		return 1;
 	f->tx_armed = 1;
+	f->armed_out = want_ring(f);
 	return 0;
 }
 
 void out_disarm(struct ferry *f)
 {
 	if (f->tx_armed) {
-		ring_producer_awake(&f->tx);
+		ring_producer_awake(f->armed_out);
 		f->tx_armed = 0;
 	}
 }
@@ -256,6 +317,28 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 	return send_slow(f, dst, channel, buf, len);
 }
 
+/* A small item for a local rank, straight into its direct ring (no
+ * daemon on the way: proto/direct.h).  Published with a fence, since the
+ * reader is a client that does not run membarrier for us. */
+__attribute__((noinline))
+static int send_direct(ferry_t *f, struct dring *d, uint32_t dst, uint32_t channel, const void *buf, size_t len)
+{
+	struct proto_rec *rec = ring_reserve_fast(&d->r, (uint32_t)len);
+
+	if (__builtin_expect(rec != NULL, 1)) {
+		uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
+		uint64_t w1 = dst | f->src_word;
+
+		memcpy(rec, &w0, 8);
+		memcpy((uint8_t *)rec + 8, &w1, 8);
+		proto_copy((uint8_t *)(rec + 1), buf, len);
+		if (ring_publish(&d->r))
+			conn_wake(d->efd);
+		return 0;
+	}
+	return send_slow(f, dst, channel, buf, len);
+}
+
 /* Without FERRY_BATCH: the item straight into the TX ring. */
 __attribute__((noinline))
 static int send_ring(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len)
@@ -270,6 +353,7 @@ static int send_ring(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 	/* (An item of exactly PROTO_FRAG_BYTES takes the general way.) */
 	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size &&
 			     !(f->step_done | f->dead | f->large_left), 1) &&
+	    __builtin_expect(!f->direct_of || !f->direct_of[dst], 1) &&
 	    (rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {
 		/* The header as two words: len, kind, flags 0, channel; dst, us. */
 		uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
@@ -281,6 +365,12 @@ static int send_ring(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 		if (__builtin_expect(ring_publish(&f->tx), 0))
 			conn_wake(f->efd_daemon);
 		return 0;
+	}
+	if (dst < f->size && !(f->step_done | f->dead | f->large_left) && ((len | channel) >> 16) == 0) {
+		struct dring *d = direct_to(f, dst);
+
+		if (d)
+			return send_direct(f, d, dst, channel, buf, len);
 	}
 	return send_slow(f, dst, channel, buf, len);
 }
@@ -324,7 +414,7 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 			return ret;
 	}
 	if (len <= PROTO_FRAG_BYTES)
-		return put_rec(f, PROTO_REC_ITEM, 0, dst, (uint16_t)channel, buf, (uint32_t)len,
+		return put_rec(f, direct_to(f, dst), PROTO_REC_ITEM, 0, dst, (uint16_t)channel, buf, (uint32_t)len,
 			       f->flags & FERRY_BLOCKING);
 	/* A large item: once its first piece is in, the rest must follow
 	 * before anything else (the receiver reassembles the pieces of one
@@ -337,7 +427,8 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 
 		if (!rest)
 			return conn_seterr(-ENOMEM, "out of memory for a large item");
-		ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES, 0);
+		ret = put_rec(f, direct_to(f, dst), PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p,
+			      PROTO_FRAG_BYTES, 0);
 		if (ret < 0) {
 			free(rest);
 			return ret;
@@ -351,15 +442,16 @@ static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 		ret = large_push(f, 0);
 		return ret == -EAGAIN ? 0 : ret;
 	}
-	ret = put_rec(f, PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p, PROTO_FRAG_BYTES, 1);
+	ret = put_rec(f, direct_to(f, dst), PROTO_REC_ITEM, PROTO_REC_MORE, dst, (uint16_t)channel, p,
+		      PROTO_FRAG_BYTES, 1);
 	if (ret < 0)
 		return ret;
 	for (size_t off = PROTO_FRAG_BYTES; off < len; off += PROTO_FRAG_BYTES) {
 		uint32_t piece = (uint32_t)(len - off < PROTO_FRAG_BYTES ? len - off : PROTO_FRAG_BYTES);
 		uint8_t frag = (uint8_t)((off / PROTO_FRAG_BYTES) << 1);     /* PROTO_REC_FRAG */
 
-		ret = put_rec(f, PROTO_REC_ITEM, frag | (off + piece < len ? PROTO_REC_MORE : 0), dst,
-			      (uint16_t)channel, p + off, piece, 1);
+		ret = put_rec(f, direct_to(f, dst), PROTO_REC_ITEM, frag | (off + piece < len ? PROTO_REC_MORE : 0),
+			      dst, (uint16_t)channel, p + off, piece, 1);
 		if (ret < 0)
 			return ret;
 	}
@@ -372,7 +464,7 @@ FERRY_API int ferry_flush(ferry_t *f)
 
 	if (out_pending(f) && (ret = out_flush(f, f->flags & FERRY_BLOCKING)) < 0)
 		return ret;
-	return put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
+	return put_rec(f, NULL, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
 }
 
 FERRY_API int ferry_done(ferry_t *f)
@@ -410,7 +502,7 @@ int tx_drain(struct ferry *f, int timeout_ms)
 		if (!sent) {
 			ret = out_flush(f, 0);
 			if (ret == 0)
-				ret = put_rec(f, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 0);
+				ret = put_rec(f, NULL, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, 0);
 			if (ret == 0)
 				sent = 1;
 			else if (ret != -EAGAIN)
@@ -418,7 +510,8 @@ int tx_drain(struct ferry *f, int timeout_ms)
 		}
 		rx_discard(f);
 		/* Sleep until the daemon takes records (room, or all taken). */
-		if (sent ? (empty = ring_producer_sleep_empty(&f->tx)) : ring_producer_sleep(&f->tx, f->want_room)) {
+		if (sent ? (empty = ring_producer_sleep_empty(&f->tx))
+			 : ring_producer_sleep(want_ring(f), f->want_room)) {
 			if (!empty)
 				continue;
 			/* (Taken: proto/ring.h "Taken"; the tail may lag.) */
@@ -429,7 +522,7 @@ int tx_drain(struct ferry *f, int timeout_ms)
 		}
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
-		ring_producer_awake(&f->tx);
+		ring_producer_awake(sent ? &f->tx : want_ring(f));
 		if (ret == -ETIMEDOUT)
 			return conn_seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
 		if (ret < 0)

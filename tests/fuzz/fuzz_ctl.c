@@ -2,6 +2,7 @@
  * from a client socket: decode messages back to back until an error. */
 #include "../../proto/ctl.c"
 #include "../../proto/job.c"
+#include "../../proto/ring.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,98 @@
+#!/bin/bash
+# The same-node direct path (proto/direct.h, README "Same-node items"):
+# items between ranks of one job on one node go through a ring between the
+# two processes, not through ferryd, with every guarantee of the daemon's
+# path: each item exactly once, in order per sender, payload intact, steps,
+# large items, FERRY_BATCH, zero-length items, sending to oneself.  ferryd
+# must see none of those items (items_delivered stays where it was), and
+# must see them all again where the direct path is off (direct.max_ranks,
+# $FERRY_DIRECT=0 on one rank).  A rank that leaves must not leave a sender
+# waiting for room in its ring for ever.
+. "$(dirname "$0")/lib.sh"
+
+start_daemon n0 || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n0
+
+expect "1 process: items to itself through its own direct ring, 3 steps" \
+	run_job one 1 --items 5000 --steps 3 --sync
+expect "2 processes, 3 steps of 20000 items each way" run_job two 2 --items 20000 --len 16 --steps 3 --sync
+expect "8 processes, 3 steps, 2000 items per pair, 0-200 bytes" \
+	run_job eight 8 --items 2000 --len 0 --len-max 200 --steps 3 --sync
+expect "3 processes, items of 16 B to 300 KB (pieces through direct rings, reassembled)" \
+	run_job large 3 --items 30 --len 16 --len-max 300000 --steps 2 --sync
+expect "4 processes with FERRY_BATCH, 16-256 B and some large" \
+	run_job batch 4 --items 3000 --len 16 --len-max 256 --steps 2 --sync --batch
+expect "... FERRY_BATCH with large items too" \
+	run_job batchl 3 --items 20 --len 16 --len-max 200000 --steps 2 --sync --batch
+expect "4 processes without steps (a fast rank runs ahead)" run_job free 4 --items 5000 --len 32 --steps 3
+start_job ja 2 --items 5000 --steps 2 --sync
+start_job jb 2 --items 5000 --steps 2 --sync
+expect "two jobs at once, same rank numbers: each job its own rings" wait_job ja
+expect "... and the second job too" wait_job jb
+expect "ferryd delivered none of those items itself (items_delivered $(stat n0 items_delivered))" \
+	test "$(stat n0 items_delivered)" = 0
+expect "ferryd handed out direct rings to these jobs (direct_jobs $(stat n0 direct_jobs))" \
+	test "$(stat n0 direct_jobs)" -ge 10
+
+# One rank that does not ask: its pairs go through ferryd, the others' not.
+before=$(stat n0 items_delivered)
+FERRY_DIRECT=0 bg mixed.0.log prog ft_alltoall --job mixed --rank 0 --size 3 --items 1000 --steps 2 --sync
+JOB_mixed=$LASTPID
+for r in 1 2; do
+	bg mixed.$r.log prog ft_alltoall --job mixed --rank $r --size 3 --items 1000 --steps 2 --sync
+	JOB_mixed="$JOB_mixed $LASTPID"
+done
+expect "rank 0 with FERRY_DIRECT=0 among two that ask: all-to-all intact" wait_job mixed
+got=$(($(stat n0 items_delivered) - before))
+# Through ferryd: rank 0 to 0, 1, 2 and 1, 2 to 0 (5 pairs of 1000 per step).
+expect "... ferryd delivered exactly the pairs with rank 0 ($got = 10000)" test "$got" = 10000
+expect "daemon n0 exits cleanly" stop_daemon n0
+
+# direct.max_ranks = 2: a job with 3 ranks here goes through ferryd.
+echo 'direct: { max_ranks = 2; };' >"$TMP/two.conf"
+chmod 644 "$TMP/two.conf"
+start_daemon n1 --config "$TMP/two.conf" || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n1
+expect "3 ranks with direct.max_ranks = 2" run_job three 3 --items 1000 --steps 2 --sync
+expect "... all through ferryd ($(stat n1 items_delivered) = 18000)" test "$(stat n1 items_delivered)" = 18000
+expect "2 ranks with direct.max_ranks = 2" run_job pair 2 --items 1000 --steps 2 --sync
+expect "... none through ferryd" test "$(stat n1 items_delivered)" = 18000
+expect "daemon n1 exits cleanly" stop_daemon n1
+
+# A receiver that leaves while its sender waits for room in its ring: the
+# sender is woken (ferryd sets gone[] and writes its eventfd), drops what
+# is for it, and finishes; without that it would wait for ever.
+start_daemon n2 || exit 1
+export FERRY_RUNTIME_DIR=$TMP/n2
+for mode in "" --blocking; do
+	bg hold.1.log prog ft_stream --job hold$mode --rank 1 --items 100000 --len 1024 --hold-until "$TMP/never"
+	r1=$LASTPID
+	bg hold.0.log prog ft_stream --job hold$mode --rank 0 --items 100000 --len 1024 $mode
+	r0=$LASTPID
+	# 100 MB cannot fit a 256 KiB ring: rank 0 is stuck until rank 1 goes.
+	sleep 1
+	expect "sender${mode:+ ($mode)} still waiting while the receiver takes nothing" kill -0 $r0
+	kill -KILL $r1; wait $r1 2>/dev/null
+	ok=1
+	for _ in $(seq 100); do kill -0 $r0 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $r0 2>/dev/null; then kill -KILL $r0; ok=0; fi
+	wait $r0; rc=$?
+	expect "... finishes within 10 s once the receiver was killed (rc $rc)" test $ok = 1 -a $rc = 0
+	grep -q "rank 0 ok" "$TMP/hold.0.log" || sed 's/^/#   /' "$TMP/hold.0.log"
+done
+
+# Steps fail as they do through ferryd when a rank dies mid-job.
+for r in 0 1 2; do
+	extra=""
+	[ $r = 2 ] && extra="--die-at 3"
+	bg die.$r.log prog ft_steps --job die --rank $r --size 3 --steps 6 --items 50 $extra
+	eval "die$r=$LASTPID"
+done
+wait $die2
+for r in 0 1; do
+	wait "$(eval echo \$die$r)"; rc=$?
+	expect "rank $r: step 3 fails with EPIPE once rank 2 died (rc $rc)" \
+		grep -q "rank $r step 3: EPIPE" "$TMP/die.$r.log"
+done
+expect "daemon n2 exits cleanly" stop_daemon n2
+finish
