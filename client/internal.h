@@ -67,6 +67,7 @@ struct ferry {
 	pid_t daemon_pid;       /* ferryd's, from its messages' credentials; 0: unknown */
 	uint32_t want_room;     /* payload bytes of the record ferry_send last refused */
 	struct dring *want_dr;  /* ... and the direct ring that refused it; NULL: the TX ring */
+	uint64_t flushed_head;  /* the TX ring's head after the last FLUSH (ferry_flush) */
 	uint64_t checked_ns;    /* when an empty ferry_recv last asked the socket */
 	uint32_t empty_calls;   /* ... and how many empty calls were made since */
 	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */

@@ -464,7 +464,18 @@ FERRY_API int ferry_flush(ferry_t *f)
 
 	if (out_pending(f) && (ret = out_flush(f, f->flags & FERRY_BLOCKING)) < 0)
 		return ret;
-	return put_rec(f, NULL, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
+	/* Nothing went into the TX ring since the last FLUSH (items for
+	 * ranks with direct rings are where they go already): no FLUSH, and
+	 * no daemon woken for nothing (a same-node ping-pong would wake it
+	 * at every turn). */
+	if (f->dead)
+		return f->dead;
+	if (f->tx.head == f->flushed_head)
+		return 0;
+	ret = put_rec(f, NULL, PROTO_REC_FLUSH, 0, 0, 0, NULL, 0, f->flags & FERRY_BLOCKING);
+	if (ret == 0)
+		f->flushed_head = f->tx.head;
+	return ret;
 }
 
 FERRY_API int ferry_done(ferry_t *f)
@@ -523,6 +534,9 @@ int tx_drain(struct ferry *f, int timeout_ms)
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
 		ring_producer_awake(sent ? &f->tx : want_ring(f));
+		if (ret == -ETIMEDOUT && !sent && f->want_dr)
+			return conn_seterr(-ETIMEDOUT, "rank %u (on this node) took no more items within %d ms",
+					   f->want_dr->rank, timeout_ms);
 		if (ret == -ETIMEDOUT)
 			return conn_seterr(-ETIMEDOUT, "ferryd did not take the last items within %d ms", timeout_ms);
 		if (ret < 0)
