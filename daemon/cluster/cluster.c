@@ -9,6 +9,7 @@
 #include "../fwd/ctlq.h"
 #include "../fwd/flow.h"
 #include "../fwd/fwd.h"
+#include "../local/direct.h"
 #include "../local/endpoint.h"
 
 #include <errno.h>
@@ -492,6 +493,8 @@ void cluster_write_status(FILE *out, uid_t uid)
 			j->name, j->uid, j->joined, j->size, j->ready ? "ready" : "waiting for ranks", j->id,
 			cluster_home(j->uid, j->name), j->step, (unsigned long long)j->sent,
 			(unsigned long long)j->ringed, (unsigned long long)j->items_dropped);
+		if (j->direct)
+			direct_write_status(out, j->direct);
 		for (uint32_t r = 0; r < j->size; r++)
 			if (j->ranks[r].ep)
 				ep_write_status(out, j->ranks[r].ep);

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "log.h"
 #include "sandbox.h"
+#include "../../proto/direct.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -599,6 +600,7 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
 	static const char *const log_keys[] = { "level", NULL };
 	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", "cpus", NULL };
+	static const char *const dir_keys[] = { "max_ranks", "ring_bytes", NULL };
 	/* in the order of enum sandbox_mode */
 	static const char *const seccomp_modes[] = { "kill", "log", "off", NULL };
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
@@ -649,6 +651,18 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 			    c->pending_bytes, c->memory_bytes);
 	if ((ret = per_user_limits(p, g)) < 0)
 		return ret;
+
+	/* The range and the power of two are what ring_size_ok asks of a ring
+	 * (proto/ring.h), as for limits.ring_bytes. */
+	if ((ret = get_group(p, root, "direct", &g)) < 0 ||
+	    (g && (ret = check_keys(p, g, dir_keys)) < 0) ||
+	    (ret = GET_INT(p, g, "max_ranks", 0, PROTO_DIRECT_MAX, c->direct_max_ranks)) < 0 ||
+	    (ret = GET_INT(p, g, "ring_bytes", PROTO_RING_MIN, PROTO_RING_MAX, c->direct_ring_bytes)) < 0)
+		return ret;
+	if (g && (s = config_setting_get_member(g, "ring_bytes")) &&
+	    (c->direct_ring_bytes & (c->direct_ring_bytes - 1)))
+		return invalid(p, s, "'direct.ring_bytes' is %" PRIu64 ", must be a power of two",
+			       c->direct_ring_bytes);
 
 	if ((ret = get_group(p, root, "security", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, sec_keys)) < 0) ||
@@ -719,6 +733,8 @@ void conf_defaults(struct conf *c)
 	c->user_memory_bytes = c->memory_bytes / CONF_USER_SHARE_MEMORY;
 	c->join_timeout_ms = 10000;
 	c->admin_idle_ms = 60000;
+	c->direct_max_ranks = 16;
+	c->direct_ring_bytes = 256 * 1024;
 	c->key_file[0] = '\0';
 	c->log_level = LOG_INFO;
 	strcpy(c->runtime_dir, "/run/ferry");
@@ -730,7 +746,7 @@ void conf_defaults(struct conf *c)
 static int load(struct conf *c, config_t *cfg, struct parse *p)
 {
 	static const char *const top[] = { "cluster", "topology", "aggregation", "transport",
-					    "limits", "security", "logging", "daemon", NULL };
+					    "limits", "direct", "security", "logging", "daemon", NULL };
 	const config_setting_t *root = config_root_setting(cfg);
 	int ret;
 

@@ -61,6 +61,9 @@ struct conf {
 	uint64_t user_memory_bytes;     /* queued items and rank tables of one uid */
 	uint32_t join_timeout_ms;       /* from connecting to JOIN (or a tool's HELLO) */
 	uint32_t admin_idle_ms;         /* a tool's session with nothing moving */
+	/* direct (proto/direct.h) */
+	uint32_t direct_max_ranks;      /* local ranks of a job up to which they get direct rings; 0: never */
+	uint64_t direct_ring_bytes;     /* data bytes of each direct ring (ring_size_ok) */
 	/* security */
 	char key_file[PATH_MAX];        /* "" = insecure mode */
 	int integrity;                  /* every frame authenticated (default: on with a key) */

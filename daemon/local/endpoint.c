@@ -1,5 +1,6 @@
 /* daemon/local/endpoint.c - see endpoint.h. */
 #include "endpoint.h"
+#include "direct.h"
 #include "user.h"
 #include "../core/log.h"
 
@@ -488,6 +489,9 @@ void ep_close(struct ep *ep)
 		;
 	*pp = ep->next;
 	endpoints.count--;
+	/* Its slot in the job's direct rings, if it has one, is gone: while
+	 * the job (which job_leave may free) and the eventfd still exist. */
+	direct_end(ep->job->direct, ep);
 	job_leave(ep->job, ep->rank, ep);
 	loop_del(&ep->efd_w);
 	close(ep->efd_client);

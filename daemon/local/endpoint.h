@@ -130,8 +130,9 @@ void ep_fini(void);
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
 	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3]);
 
-/* Ends an endpoint: drops what is queued for it (counted), leaves its job,
- * frees everything.  Only from the loop (see above). */
+/* Ends an endpoint: drops what is queued for it (counted), marks its slot in
+ * the job's direct rings gone (direct_end), leaves its job, frees
+ * everything.  Only from the loop (see above). */
 void ep_close(struct ep *ep);
 
 /* Marks ep unusable because its client broke the protocol (why: a string

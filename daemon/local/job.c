@@ -1,5 +1,6 @@
 /* daemon/local/job.c - see job.h. */
 #include "job.h"
+#include "direct.h"
 #include "user.h"
 
 #include <errno.h>
@@ -199,6 +200,7 @@ int job_put(struct job *j)
 	if (--j->refs > 0)
 		return 0;
 	user_give_job(j->user, j->mem_bytes);
+	direct_free(j->direct);
 	free(j->xoff);
 	free(j->nodes);
 	free(j->ranks);

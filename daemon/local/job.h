@@ -35,6 +35,7 @@
 
 #define JOB_NO_NODE UINT32_MAX
 
+struct direct;
 struct ep;
 struct user;
 
@@ -86,6 +87,12 @@ struct job {
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */
 	int stale;
+
+	/* The direct rings of its endpoints here (direct.h), made at most once,
+	 * when it became ready (session.c); NULL if none were.  Freed with
+	 * the job. */
+	struct direct *direct;
+	int direct_tried;       /* the endpoints that asked were looked for */
 
 	/* statistics */
 	uint64_t items_dropped; /* sent to a rank that had left */

@@ -18,12 +18,14 @@
  * session ends.
  */
 #include "session.h"
+#include "direct.h"
 #include "endpoint.h"
 #include "user.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -45,6 +47,9 @@ enum sess_state { S_HELLO, S_JOIN, S_ENDPOINT, S_ADMIN, S_ENDING, S_DEAD };
 /* Backoff of the listening socket while accept has no fd or memory. */
 #define ACCEPT_DELAY_MIN_MS 10
 #define ACCEPT_DELAY_MAX_MS 1000
+/* File descriptors one message carries at most: CTL_DIRECT's region and
+ * its slots' eventfds (ATTACHED carries 3). */
+#define SESS_FDS_MAX (1 + PROTO_DIRECT_MAX)
 
 struct sess {
 	struct sess *next;              /* all sessions, dead ones until reaped */
@@ -62,6 +67,7 @@ struct sess {
 	size_t out_len, out_off;
 	int close_when_sent;
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
+	uint32_t join_flags;            /* ENDPOINT, ENDING: the CTL_JOIN_* flags of its JOIN */
 	int ready_sent;                 /* READY went out */
 	int killed;                     /* closed for breaking the protocol (counted) */
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
@@ -151,7 +157,7 @@ static int send_pending(struct sess *s)
 static int send_msg(struct sess *s, const void *buf, size_t len, const int *fds, int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(SESS_FDS_MAX * sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
@@ -159,6 +165,7 @@ static int send_msg(struct sess *s, const void *buf, size_t len, const int *fds,
 	ssize_t n = 0;
 	char *grown;
 
+	assert(nfds >= 0 && nfds <= (int)SESS_FDS_MAX);
 	if (!s->out) {
 		if (nfds) {
 			struct cmsghdr *cm;
@@ -223,8 +230,8 @@ static void reject(struct sess *s, int err, const char *fmt, ...)
 /* --- joining --- */
 
 /* The JOIN of an application: its endpoint, if its credentials and the job
- * allow. */
-static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
+ * allow.  flags: the JOIN's (CTL_JOIN_*). */
+static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size, uint32_t flags)
 {
 	struct ctl_attached_wire a;
 	uint8_t buf[128];
@@ -282,6 +289,7 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	s->unjoined = NULL;
 	loop_timer_cancel(&s->timer);
 	s->ep = ep;
+	s->join_flags = flags;
 	s->state = S_ENDPOINT;
 	log_rl_info("session %u: pid %d uid %u joined job %s as rank %u of %u", s->id,
 		    s->cred.pid, s->cred.uid, name, rank, size);
@@ -290,11 +298,77 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size)
 	sessions.ev->rank_joined(ep->job, rank);
 }
 
+/* Once per job, before its first READY: the endpoints here that asked for
+ * direct rings (CTL_JOIN_DIRECT) and wait for READY get a region of them
+ * (direct.h), a slot each in rank order, and each a CTL_DIRECT with the
+ * region's memfd and the slots' eventfds, if there are at most
+ * direct.max_ranks of them.  Otherwise, or if the region cannot be made,
+ * none gets one, and their items go through the daemon as before.  A
+ * session the message cannot go to is closed: its rank leaves, and its
+ * slot is gone when its endpoint ends (direct_end). */
+static void send_direct(struct job *j)
+{
+	struct direct_slot slots[PROTO_DIRECT_MAX];
+	struct sess *to[PROTO_DIRECT_MAX];
+	uint32_t ranks[PROTO_DIRECT_MAX], n = 0, max = sessions.conf->direct_max_ranks;
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_direct_wire) + sizeof(ranks)];
+	int fds[SESS_FDS_MAX], memfd = -1;     /* (LTO cannot see that direct_create sets it) */
+
+	if (j->direct_tried)
+		return;
+	j->direct_tried = 1;
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct ep *ep = j->ranks[r].ep;
+		struct sess *m = ep ? ep->sess : NULL;
+
+		if (!m || m->ready_sent || m->state != S_ENDPOINT || !(m->join_flags & CTL_JOIN_DIRECT))
+			continue;
+		if (n < max) {
+			slots[n] = (struct direct_slot){ .rank = r, .ep = ep, .efd = ep->efd_client };
+			to[n] = m;
+		}
+		n++;
+	}
+	if (n == 0 || max == 0)
+		return;
+	if (n > max) {
+		log_rl_info("job %s (uid %u): %u ranks here asked for direct rings, more than direct.max_ranks = %u; "
+			    "their items go through ferryd", j->name, j->uid, n, max);
+		return;
+	}
+	if (direct_create(j->name, n, sessions.conf->direct_ring_bytes, slots, &j->direct, &memfd) < 0)
+		return;
+	fds[0] = memfd;
+	for (uint32_t k = 0; k < n; k++) {
+		ranks[k] = slots[k].rank;
+		fds[1 + k] = slots[k].efd;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		struct ctl_direct_wire w = { .region_bytes = j->direct->region_bytes, .ring_size = j->direct->ring_size,
+					     .n = n, .slot = k };
+		ssize_t len = ctl_encode_direct(buf, sizeof(buf), &w, ranks);
+		int ret = len < 0 ? (int)len : send_msg(to[k], buf, (size_t)len, fds, (int)(1 + n));
+
+		if (ret < 0) {
+			log_rl_notice("session %u: sending the direct rings: %s", to[k]->id, strerror(-ret));
+			close_session(to[k], "cannot send the direct rings", 0);
+		}
+	}
+	/* The clients have it now (or will never have it); our header
+	 * mapping stays. */
+	close(memfd);
+	log_rl_info("job %s (uid %u): direct rings for %u ranks here, %llu bytes each", j->name, j->uid, n,
+		    (unsigned long long)j->direct->ring_size);
+}
+
 void sess_job_ready(struct job *j)
 {
 	uint8_t buf[64];
 	uint32_t nodes = 0;
 	ssize_t n;
+
+	/* Before READY: a client reads its region before it starts. */
+	send_direct(j);
 
 	/* Nodes the job spans, for the client's information. */
 	uint8_t *seen = calloc(sessions.conf->nnodes / 8 + 1, 1);
@@ -546,7 +620,7 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			close_session(s, "expected JOIN", 1);
 			return;
 		}
-		join(s, m->u.join.name, m->u.join.rank, m->u.join.size);
+		join(s, m->u.join.name, m->u.join.rank, m->u.join.size, m->u.join.flags);
 		return;
 	case S_ADMIN:
 		if (m->type == CTL_QUERY && sessions.query) {

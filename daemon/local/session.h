@@ -3,7 +3,8 @@
  * Owns the listening socket and every client connection.  An application's
  * session (libferry) says HELLO and JOIN; the session checks what the
  * client's credentials allow, opens its endpoint (endpoint.h), sends it the
- * region and eventfds, and READY once the job's rank table is complete.  A
+ * region and eventfds, and READY once the job's rank table is complete
+ * (before READY, to clients that asked, the job's direct rings: direct.h).  A
  * tool's session (ferryctl) sends QUERY messages, answered by the query
  * function main registers.
  *

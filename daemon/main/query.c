@@ -8,6 +8,7 @@
 #include "../fwd/fwd.h"
 #include "../fwd/rx.h"
 #include "../fwd/tx.h"
+#include "../local/direct.h"
 #include "../local/endpoint.h"
 #include "../local/session.h"
 #include "../local/user.h"
@@ -89,6 +90,8 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)sess_stats.sessions_timed_out,
 			(unsigned long long)sess_stats.joins_refused,
 			(unsigned long long)sess_stats.accept_paused);
+		fprintf(out, "direct_jobs %llu\ndirect_failed %llu\ndirect_regions %u\n",
+			(unsigned long long)direct_stats.jobs, (unsigned long long)direct_stats.failed, direct_count());
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
 			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\nbatches_in %llu\n",
 			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,

@@ -56,6 +56,8 @@ void topology_print(FILE *out, const struct conf *c)
 		"link_bytes %llu\n", c->max_clients, (unsigned long long)c->ring_bytes,
 		(unsigned long long)c->memory_bytes, (unsigned long long)c->pending_bytes,
 		(unsigned long long)c->link_bytes);
+	fprintf(out, "direct: max_ranks %u, ring_bytes %llu\n", c->direct_max_ranks,
+		(unsigned long long)c->direct_ring_bytes);
 	fprintf(out, "security: %s\n", c->key_file[0] ? c->key_file : "no key_file: insecure mode");
 	conf_cpus_str(&c->cpus, cpus, sizeof(cpus));
 	fprintf(out, "daemon: runtime_dir %s, spin_us %u, cpus %s\n", c->runtime_dir, c->spin_us,

@@ -5,18 +5,20 @@
  * The daemon runs with small limits (3 endpoints, 4 connections without an
  * endpoint, 2 jobs, short timeouts).  The input is a script, a byte an
  * operation: connect a client, have a client send arbitrary bytes, a
- * well-formed HELLO, JOIN or QUERY (fields from the input; a query may ask
- * for a reply of up to 300 KB, more than a socket holds, or be refused),
- * read what it was sent (closing the fds that came with it), or close;
- * turn the daemon's loop once; let the timeouts pass; tell the sessions a
- * job is ready or that its home refused a rank.  Besides what the
- * sanitizers catch, it aborts when a limit is exceeded, when a session holds
- * more than one reply, or when anything (a session, an endpoint, a job, a
- * user's count, a reply) is left once every client has gone.
+ * well-formed HELLO, JOIN (asking for direct rings or not) or QUERY
+ * (fields from the input; a query may ask for a reply of up to 300 KB, more
+ * than a socket holds, or be refused), read what it was sent (closing the
+ * fds that came with it), or close; turn the daemon's loop once; let the
+ * timeouts pass; tell the sessions a job is ready or that its home refused
+ * a rank.  Besides what the sanitizers catch, it aborts when a limit is
+ * exceeded, when a session holds more than one reply, or when anything (a
+ * session, an endpoint, a job, its direct rings, a user's count, a reply)
+ * is left once every client has gone.
  */
 #include "../../daemon/core/conf.h"
 #include "../../daemon/core/log.h"
 #include "../../daemon/core/loop.h"
+#include "../../daemon/local/direct.h"
 #include "../../daemon/local/endpoint.h"
 #include "../../daemon/local/job.h"
 #include "../../daemon/local/session.h"
@@ -245,8 +247,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			static const char *const names[] = { "a", "b", "c" };
 			uint8_t rank = next(), sz = next();
 
-			n = ctl_encode_join(buf, sizeof(buf), names[next() % 3], rank % 4, sz & 0x80 ? PROTO_MAX_RANKS
-											       : sz % 4 + 1u);
+			/* Bit 6 of the rank's byte, which rank % 4 leaves
+			 * out, asks for direct rings: scripts keep their
+			 * layout. */
+			n = ctl_encode_join_flags(buf, sizeof(buf), names[next() % 3], rank % 4,
+						  sz & 0x80 ? PROTO_MAX_RANKS : sz % 4 + 1u,
+						  rank & 0x40 ? CTL_JOIN_DIRECT : 0);
 			break;
 		}
 		case 4: {
@@ -303,6 +309,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(sess_count() == 0, "a session outlived its client");
 	check(ep_count() == 0, "an endpoint outlived its client");
 	check(job_count() == 0, "a job outlived its ranks");
+	check(direct_count() == 0, "a job's direct rings outlived it");
 	check(user_count() == 0 && user_total.unjoined == 0 && user_total.endpoints == 0 &&
 	      user_total.queue_bytes == 0 && user_total.table_bytes == 0, "a user's count was not given back");
 	check(sess_out_bytes() == 0, "a reply outlived its session");

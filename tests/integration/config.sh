@@ -74,6 +74,27 @@ w cpus-setsize <<<$'daemon: {\n  cpus = "0,4096";\n};'
 bad cpus-setsize 2 "'daemon.cpus' is \"0,4096\": CPU 4096 is beyond CPU_SETSIZE \(ferryd takes CPUs 0 to 1023\)"
 w cpus-number <<<$'daemon: {\n  cpus = 1;\n};'
 bad cpus-number 2 "'daemon.cpus' must be a string, not an integer"
+w direct-many <<<$'direct: {\n  max_ranks = 65;\n};'
+bad direct-many 2 "'direct.max_ranks' is 65, must be between 0 and 64"
+w direct-negative <<<$'direct: { max_ranks = -1; };'
+bad direct-negative 1 "'direct.max_ranks' is -1, must be between 0 and 64"
+w direct-ring-small <<<$'direct: {\n  max_ranks = 4;\n  ring_bytes = 131072;\n};'
+bad direct-ring-small 3 "'direct.ring_bytes' is 131072, must be between 262144 and 1073741824"
+w direct-ring-large <<<$'direct: { ring_bytes = 2147483648L; };'
+bad direct-ring-large 1 "'direct.ring_bytes' is 2147483648, must be between 262144 and 1073741824"
+w direct-ring-odd <<<$'direct: {\n  ring_bytes = 393216;\n};'
+bad direct-ring-odd 2 "'direct.ring_bytes' is 393216, must be a power of two"
+w direct-unknown <<<$'direct: {\n  max_rank = 4;\n};'
+bad direct-unknown 2 "unknown option 'direct.max_rank'"
+w direct-not-group <<<$'direct = 4;'
+bad direct-not-group 1 "'direct' must be a group"
+w direct-type <<<$'direct: { ring_bytes = "256k"; };'
+bad direct-type 1 "'direct.ring_bytes' must be an integer, not a string"
+w direct-off <<<$'direct: { max_ranks = 0; ring_bytes = 1073741824; };'
+expect "direct.max_ranks = 0 and 1 GiB rings are accepted, and printed" \
+	has "$TMP/direct-off.conf" '^direct: max_ranks 0, ring_bytes 1073741824$'
+expect "the shipped ferry.conf: direct rings up to 16 ranks, of 256 KiB" \
+	has "$CONF/ferry.conf" '^direct: max_ranks 16, ring_bytes 262144$'
 out=$("$F" --check-config "$TMP/missing.conf" 2>&1)
 expect "a missing file is named" bash -c "[[ '$out' == '$TMP/missing.conf:0: cannot open: No such file or directory' ]]"
 

@@ -27,20 +27,40 @@
  *                 finding 1: the daemon ended the sending session while it
  *                 was still routing that session's item)
  *
+ * Direct rings (proto/direct.h), behaving well: JOIN asking for them
+ * (direct-*) or not (plain-*), then one line for every CTL_DIRECT that comes
+ * before READY:
+ *     direct n=N slot=S ranks=R0,R1,... fds=F ring=BYTES region=BYTES
+ *            size=FSTAT-SIZE seals=shrink,grow,seal own-efd=same eventfds=E
+ * (own-efd: whether the eventfd of our slot is our endpoint's efd_client;
+ * eventfds: how many of the fds after the memfd are eventfds), then
+ * "ready directs=D" at READY, and then:
+ *   direct-ready, plain-ready  exit 0 (the endpoint ends)
+ *   direct-hold, plain-hold    stay for 60 s, or until killed
+ *   direct-watch  wait up to 10 s for our efd_client to become readable (no
+ *                 one else writes it: we never sleep on a ring, so the daemon
+ *                 does not wake us for records or room), then print
+ *                 "woken gone=G0,G1,..." (or "not woken gone=...") with the
+ *                 gone[] bytes of the region's header, by slot, and exit 0
+ *
  * Exits 0 if the daemon closed the connection within 10 s (what the test
- * expects; self-tail: once it has closed its own end), 1 if it did not, 2
- * on setup errors.
+ * expects; self-tail: once it has closed its own end; the direct modes: as
+ * said), 1 if it did not, 2 on setup errors.
  */
 #include "../../proto/ctl.h"
 #include "../../proto/ring.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,27 +92,161 @@ static int wait_closed(void)
 	return 1;
 }
 
-/* Reads one control message with fds. */
-static ssize_t read_msg(struct ctl_msg *m, int *fds, uint8_t *buf, size_t cap)
-{
-	size_t len = 0;
+#define FDS_MAX (1 + PROTO_DIRECT_MAX)
 
+/* What came from the daemon and was not taken yet: bytes, and the fds that
+ * came with them, in order (a recvmsg may return the end of one message
+ * and the next with its fds: the kernel glues them). */
+static uint8_t in[4096];
+static size_t in_len;
+static int fdq[4 * FDS_MAX], nfdq;
+
+/* Reads the next control message.  Those that carry fds (ATTACHED: 3,
+ * DIRECT: 1 + n) take them from the queue into fds (at most FDS_MAX;
+ * NULL: closed), *nfds_p of them.  Returns the bytes the message took. */
+static ssize_t read_msg(struct ctl_msg *m, int *fds, int *nfds_p)
+{
 	for (;;) {
-		union { char b[CMSG_SPACE(3 * sizeof(int))]; struct cmsghdr a; } cb;
-		struct iovec iov = { buf + len, cap - len };
+		union { char b[CMSG_SPACE(FDS_MAX * sizeof(int))]; struct cmsghdr a; } cb;
+		struct iovec iov = { in + in_len, sizeof(in) - in_len };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b,
 				     .msg_controllen = sizeof(cb.b) };
-		ssize_t n = ctl_decode(buf, len, m);
+		ssize_t n = ctl_decode(in, in_len, m);
+		int want = 0;
 
-		if (n != 0)
+		if (n < 0)
 			return n;
+		if (n > 0) {
+			memmove(in, in + n, in_len - (size_t)n);
+			in_len -= (size_t)n;
+			if (m->type == CTL_ATTACHED)
+				want = 3;
+			else if (m->type == CTL_DIRECT)
+				want = 1 + (int)m->u.direct.w.n;
+			if (want > nfdq) {
+				fprintf(stderr, "ft_raw: message %u came with %d fds, not %d\n", m->type, nfdq, want);
+				exit(2);
+			}
+			for (int i = 0; i < want; i++) {
+				if (fds)
+					fds[i] = fdq[i];
+				else
+					close(fdq[i]);
+			}
+			memmove(fdq, fdq + want, (size_t)(nfdq - want) * sizeof(int));
+			nfdq -= want;
+			if (nfds_p)
+				*nfds_p = want;
+			return n;
+		}
 		n = recvmsg(sock, &mh, 0);
 		if (n <= 0)
 			die("recvmsg");
-		if (CMSG_FIRSTHDR(&mh) && fds)
-			memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), 3 * sizeof(int));
-		len += (size_t)n;
+		if (mh.msg_flags & MSG_CTRUNC) {
+			fprintf(stderr, "ft_raw: fds cut short\n");
+			exit(2);
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+			    nfdq + k > (int)(sizeof(fdq) / sizeof(fdq[0])))
+				exit(2);
+			memcpy(fdq + nfdq, CMSG_DATA(cm), (size_t)k * sizeof(int));
+			nfdq += k;
+		}
+		in_len += (size_t)n;
 	}
+}
+
+/* --- direct rings --- */
+
+/* One line about a CTL_DIRECT d and the fds (nfds) that came with it;
+ * efd_client: our endpoint's eventfd, from ATTACHED. */
+static void report_direct(const struct ctl_msg *m, const int *fds, int nfds, int efd_client)
+{
+	const struct ctl_direct_wire *d = &m->u.direct.w;
+	struct stat st;
+	int seals = fcntl(fds[0], F_GET_SEALS), eventfds = 0;
+	pid_t self = getpid();
+	const char *own;
+	char ranks[16 * PROTO_DIRECT_MAX] = "";
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < d->n; i++)
+		off += (size_t)snprintf(ranks + off, sizeof(ranks) - off, "%s%u", i ? "," : "", m->u.direct.ranks[i]);
+	for (int i = 1; i < nfds; i++) {
+		char path[64], link[64] = "";
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[i]);
+		if (readlink(path, link, sizeof(link) - 1) > 0 && strstr(link, "eventfd"))
+			eventfds++;
+	}
+	/* The same open file, not only an eventfd: kcmp (0: the same). */
+	switch (syscall(SYS_kcmp, self, self, KCMP_FILE, fds[1 + d->slot], efd_client)) {
+	case 0: own = "same"; break;
+	case -1: own = "unknown"; break;
+	default: own = "different";
+	}
+	if (fstat(fds[0], &st) < 0)
+		die("fstat");
+	printf("direct n=%u slot=%u ranks=%s fds=%d ring=%llu region=%llu size=%lld seals=%s%s%s%s%s own-efd=%s "
+	       "eventfds=%d\n", d->n, d->slot, ranks, nfds, (unsigned long long)d->ring_size,
+	       (unsigned long long)d->region_bytes, (long long)st.st_size,
+	       seals <= 0 ? "none" : "", seals > 0 && (seals & F_SEAL_SHRINK) ? "shrink," : "",
+	       seals > 0 && (seals & F_SEAL_GROW) ? "grow," : "", seals > 0 && (seals & F_SEAL_SEAL) ? "seal" : "",
+	       seals > 0 && (seals & ~(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ? ",other" : "", own, eventfds);
+	fflush(stdout);
+}
+
+/* The direct-* and plain-* modes, once ATTACHED has come (see the top). */
+static int direct_modes(const char *mode, int efd_client)
+{
+	int fds[FDS_MAX], nfds, directs = 0, memfd = -1;
+	uint32_t n = 0;
+	struct ctl_msg m;
+
+	for (;;) {
+		if (read_msg(&m, fds, &nfds) <= 0) {
+			fprintf(stderr, "ft_raw: malformed message\n");
+			return 2;
+		}
+		if (m.type == CTL_READY)
+			break;
+		if (m.type != CTL_DIRECT) {
+			fprintf(stderr, "ft_raw: expected DIRECT or READY, got %u\n", m.type);
+			return 2;
+		}
+		report_direct(&m, fds, nfds, efd_client);
+		directs++;
+		memfd = fds[0];
+		n = m.u.direct.w.n;
+	}
+	printf("ready directs=%d\n", directs);
+	fflush(stdout);
+	if (strstr(mode, "-ready"))
+		return 0;
+	if (strstr(mode, "-hold")) {
+		sleep(60);
+		return 0;
+	}
+	if (strcmp(mode, "direct-watch") == 0 && memfd >= 0) {
+		struct pollfd p = { .fd = efd_client, .events = POLLIN };
+		const uint8_t *hdr = mmap(NULL, PROTO_DIRECT_PAGE, PROT_READ, MAP_SHARED, memfd, 0);
+		int woken;
+
+		if (hdr == MAP_FAILED)
+			die("mmap");
+		woken = poll(&p, 1, 10000) == 1;
+		printf("%s gone=", woken ? "woken" : "not woken");
+		for (uint32_t i = 0; i < n; i++)
+			printf("%s%u", i ? "," : "", atomic_load_explicit((const _Atomic uint8_t *)(hdr + PROTO_DIRECT_GONE + i),
+									memory_order_acquire));
+		printf("\n");
+		return 0;
+	}
+	fprintf(stderr, "ft_raw: unknown mode %s (or no DIRECT to watch)\n", mode);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -134,10 +288,11 @@ int main(int argc, char **argv)
 	}
 
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
-	n += ctl_encode_join(buf + n, sizeof(buf) - (size_t)n, job, rank, size);
+	n += ctl_encode_join_flags(buf + n, sizeof(buf) - (size_t)n, job, rank, size,
+				   strncmp(mode, "direct-", 7) == 0 ? CTL_JOIN_DIRECT : 0);
 	if (send(sock, buf, (size_t)n, MSG_NOSIGNAL) != n)
 		die("send");
-	if (read_msg(&m, fds, buf, sizeof(buf)) <= 0 || m.type != CTL_ATTACHED) {
+	if (read_msg(&m, fds, NULL) <= 0 || m.type != CTL_ATTACHED) {
 		fprintf(stderr, "ft_raw: expected ATTACHED, got %u\n", m.type);
 		return 2;
 	}
@@ -146,6 +301,9 @@ int main(int argc, char **argv)
 		die("mmap");
 	ring_attach(&tx, region + m.u.attached.tx_off, m.u.attached.tx_size, 0);
 	ring_attach(&rx, region + m.u.attached.rx_off, m.u.attached.rx_size, 0);
+
+	if (strncmp(mode, "direct-", 7) == 0 || strncmp(mode, "plain-", 6) == 0)
+		return direct_modes(mode, fds[1]);
 
 	if (strcmp(mode, "join-twice") == 0) {
 		n = ctl_encode_join(buf, sizeof(buf), job, rank, size);
@@ -169,7 +327,7 @@ int main(int argc, char **argv)
 		struct proto_rec *rec;
 		uint64_t one = 1;
 
-		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
 			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
 			return 2;
 		}
@@ -198,7 +356,7 @@ int main(int argc, char **argv)
 		uint64_t one = 1, sent = 0, x = 88172645463325252ull;
 		struct timespec t0, t;
 
-		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
 			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
 			return 2;
 		}
@@ -233,7 +391,7 @@ int main(int argc, char **argv)
 		struct proto_rec *rec;
 		int full = 0;
 
-		if (read_msg(&m, NULL, buf, sizeof(buf)) <= 0 || m.type != CTL_READY) {
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
 			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
 			return 2;
 		}

@@ -51,6 +51,8 @@ TEST(defaults)
 	CHECK_EQ(c.user_memory_bytes, 64 << 20);
 	CHECK_EQ(c.join_timeout_ms, 10000);
 	CHECK_EQ(c.admin_idle_ms, 60000);
+	CHECK_EQ(c.direct_max_ranks, 16);
+	CHECK_EQ(c.direct_ring_bytes, 256 * 1024);
 	CHECK_EQ(c.key_file[0], '\0');
 	CHECK_EQ(c.integrity, 0);               /* no key: nothing to authenticate with */
 	CHECK_EQ(c.encrypt, 0);
@@ -70,6 +72,7 @@ TEST(every_option)
 		"aggregation: { buffer_bytes = 0; flush_us = 1000; };\n"
 		"transport: { kind = \"tcp\"; device = \"mlx5_1\"; };\n"
 		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
+		"direct: { max_ranks = 64; ring_bytes = 1048576; };\n"
 		"security: { key_file = \"/k\"; encrypt = true; };\n"
 		"logging: { level = \"debug\"; };\n"
 		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
@@ -87,6 +90,8 @@ TEST(every_option)
 	CHECK_EQ(c.ring_bytes, 262144);
 	CHECK_EQ(c.memory_bytes, 2097152);
 	CHECK_EQ(c.pending_bytes, 1048576);
+	CHECK_EQ(c.direct_max_ranks, 64);
+	CHECK_EQ(c.direct_ring_bytes, 1048576);
 	CHECK(strcmp(c.key_file, "/k") == 0);
 	CHECK_EQ(c.integrity, 1);
 	CHECK_EQ(c.encrypt, 1);
@@ -196,6 +201,10 @@ TEST(each_mistake_has_its_message)
 	rejects("cluster = 5;", 1, "'cluster' must be a group");
 	rejects("\n\nfoo = 1;", 3, "unknown option 'foo'");
 	rejects("limits: {\n ring_bytes = 1024;\n};", 2, "'limits.ring_bytes' is 1024, must be between 262144 and");
+	rejects("direct: {\n max_ranks = 65;\n};", 2, "'direct.max_ranks' is 65, must be between 0 and 64");
+	rejects("direct: { ring_bytes = 65536; };", 1, "'direct.ring_bytes' is 65536, must be between 262144 and");
+	rejects("direct: {\n\n ring_bytes = 786432;\n};", 3, "'direct.ring_bytes' is 786432, must be a power of two");
+	rejects("direct: { slots = 2; };", 1, "unknown option 'direct.slots'");
 	rejects("limits: { memory_bytes = 1048576; pending_bytes = 2097152; };", 1,
 		"'limits.pending_bytes' (2097152) exceeds 'limits.memory_bytes'");
 	rejects("transport: { kind = \"ib\"; };", 1, "'transport.kind' is \"ib\", must be \"auto\", \"tcp\" or \"verbs\"");
