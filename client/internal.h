@@ -33,6 +33,7 @@ struct dring {
 	int efd;                /* the other end's eventfd (its efd_client): wakes it */
 	uint32_t rank;          /* the other end's rank */
 	uint32_t slot;
+	uint32_t at;            /* in[]: the last step whose end marker we read (recv.c) */
 };
 
 /* The direct rings of this endpoint (handle.c sets them up from CTL_DIRECT;
@@ -46,6 +47,7 @@ struct direct {
 	uint32_t n, slot;
 	struct dring *out, *in;
 	uint32_t next_in;       /* where collect starts among in[], round robin */
+	uint32_t mark_next;     /* ferry_done: out[] up to here have this step's end marker */
 	uint64_t touched;       /* in[j] read from since the last release: bit j */
 };
 

@@ -93,31 +93,75 @@ static int ring_items_in(const struct ferry_item *items, int n, const struct rin
 	return 0;
 }
 
+/* Steps and direct rings.  Through ferryd, a receiver's RX ring holds
+ * every item of step s before the STEP record of s, and the items of s+1
+ * after it, so items come out step by step.  Direct rings are read side by
+ * side with it, so each sender marks the end of its part of step s in each
+ * of its direct rings (a STEP record, dst s, written at ferry_done before
+ * its DONE: send.c), and the receiver reads a ring past the items of step s
+ * (at: the last marker read from it) only once the step has completed here
+ * and every ring has given all of it:
+ *
+ *   low = the smallest at over the direct rings;
+ *   direct ring j is open while at_j == low and at_j <= completed;
+ *   the RX ring is open while completed <= low.
+ *
+ * No deadlock: when the RX ring is closed (it said step completed > low),
+ * every direct ring at low holds its marker low + 1 (the step completed,
+ * so every local rank's DONE, hence its markers, came first) and is open;
+ * when a direct ring is closed, either one at low is open, or the RX ring
+ * is (completed < at_j) and brings the STEP record.  A job that fails
+ * never completes the step: the rings of ranks that did not end it stay
+ * open, as their items keep coming; a program that uses no steps writes no
+ * markers, and every ring stays open. */
+static uint32_t direct_low(const struct direct *dr)
+{
+	uint32_t low = UINT32_MAX;
+
+	for (uint32_t j = 0; dr && j < dr->n; j++)
+		if (dr->in[j].at < low)
+			low = dr->in[j].at;
+	return low;
+}
+
+static int dring_open(const struct ferry *f, const struct dring *d, uint32_t low)
+{
+	return d->at == low && d->at <= f->completed;
+}
+
 int rx_readable(const struct ferry *f)
 {
-	if (ring_readable(&f->rx))
+	uint32_t low = direct_low(f->dr);
+
+	if (f->completed <= low && ring_readable(&f->rx))
 		return 1;
 	for (uint32_t j = 0; f->dr && j < f->dr->n; j++)
-		if (ring_readable(&f->dr->in[j].r))
+		if (dring_open(f, &f->dr->in[j], low) && ring_readable(&f->dr->in[j].r))
 			return 1;
 	return 0;
 }
 
 int rx_sleep(struct ferry *f)
 {
+	uint32_t low;
 	int came = 0;
 
 	if (!f->dr)
 		return ring_consumer_sleep(&f->rx);
 	/* Every flag, one fence, then every head (proto/ring.h "Wake-ups":
-	 * the fence serves each ring's handshake). */
+	 * the fence serves each ring's handshake).  A closed ring is armed
+	 * too (a spurious wake-up at worst), but what it holds does not
+	 * count: it is not to be read yet. */
 	ring_consumer_arm(&f->rx);
 	for (uint32_t j = 0; j < f->dr->n; j++)
 		ring_consumer_arm(&f->dr->in[j].r);
 	atomic_thread_fence(memory_order_seq_cst);
-	came = ring_consumer_check(&f->rx);
+	low = direct_low(f->dr);
+	if (f->completed <= low)
+		came = ring_consumer_check(&f->rx);
 	for (uint32_t j = 0; j < f->dr->n; j++)
-		came |= ring_consumer_check(&f->dr->in[j].r);
+		if (dring_open(f, &f->dr->in[j], low))
+			came |= ring_consumer_check(&f->dr->in[j].r);
 	if (came)
 		rx_awake(f);
 	return came;
@@ -309,8 +353,10 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t h
 }
 
 /* Takes up to max items out of the RX ring (d NULL), or out of the direct
- * ring d, which holds items of d's rank and nothing else. */
-static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int max)
+ * ring d, which holds items of d's rank and its step markers.  Stops after
+ * a record that may close the ring ("Steps and direct rings"), setting
+ * *gate. */
+static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int max, int *gate)
 {
 	struct ring *r = d ? &d->r : &f->rx;
 	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size;
@@ -330,14 +376,24 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 							 d->rank)
 					   : conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
 		ring_consume(r, &rec);
+		if (d && rec.kind == PROTO_REC_STEP && rec.src == d->rank && rec.dst == d->at + 1 && rec.len == 0) {
+			d->at = rec.dst;        /* the end of its step: "Steps and direct rings" */
+			*gate = 1;
+			break;
+		}
 		if (d && (rec.kind != PROTO_REC_ITEM || rec.src != d->rank))
-			return f->dead = conn_seterr(-EPROTO, "rank %u wrote an unexpected record (kind %u, from %u) "
-						     "into its direct ring", d->rank, rec.kind, rec.src);
+			return f->dead = conn_seterr(-EPROTO, "rank %u wrote an unexpected record (kind %u, from %u, "
+						     "step %u after %u) into its direct ring", d->rank, rec.kind, rec.src,
+						     rec.dst, d->at);
 		if (rec.kind == PROTO_REC_STEP) {
 			if (rec.dst != f->completed + 1)
 				return f->dead = conn_seterr(-EPROTO, "ferryd completed step %u after step %u",
 							     rec.dst, f->completed);
 			f->completed = rec.dst;
+			if (f->dr) {
+				*gate = 1;      /* the next step's items wait (see above) */
+				break;
+			}
 			continue;
 		}
 		if (rec.kind == PROTO_REC_FAIL) {
@@ -381,26 +437,38 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 
 /* Takes up to max items: the RX ring first, then the direct rings toward
  * us, starting with a different one each call so that none waits behind a
- * busy one for ever. */
+ * busy one for ever; each only while it is open ("Steps and direct
+ * rings"), again as long as a step marker may have opened another. */
 static int collect(struct ferry *f, struct ferry_item *items, int max)
 {
-	int n = collect_ring(f, NULL, items, max);
 	struct direct *dr = f->dr;
+	int n = 0, gate = 1;
 
-	if (!dr || n < 0)
-		return n;
-	for (uint32_t k = 0; k < dr->n && n < max; k++) {
-		uint32_t j = dr->next_in + k < dr->n ? dr->next_in + k : dr->next_in + k - dr->n;
-		struct dring *d = &dr->in[j];
+	if (!dr)
+		return collect_ring(f, NULL, items, max, &gate);
+	while (gate && n < max) {
+		uint32_t low = direct_low(dr);
 		int got;
 
-		if (!ring_readable(&d->r))
-			continue;
-		got = collect_ring(f, d, items + n, max - n);
-		if (got < 0)
-			return got;
-		n += got;
-		dr->touched |= 1ull << j;
+		gate = 0;
+		if (f->completed <= low) {
+			got = collect_ring(f, NULL, items + n, max - n, &gate);
+			if (got < 0)
+				return got;
+			n += got;
+		}
+		for (uint32_t k = 0; k < dr->n && n < max; k++) {
+			uint32_t j = dr->next_in + k < dr->n ? dr->next_in + k : dr->next_in + k - dr->n;
+			struct dring *d = &dr->in[j];
+
+			if (!dring_open(f, d, low) || !ring_readable(&d->r))
+				continue;
+			got = collect_ring(f, d, items + n, max - n, &gate);
+			if (got < 0)
+				return got;
+			n += got;
+			dr->touched |= 1ull << j;
+		}
 	}
 	dr->next_in = dr->next_in + 1 < dr->n ? dr->next_in + 1 : 0;
 	return n;

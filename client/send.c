@@ -206,9 +206,21 @@ int out_flush(struct ferry *f, int block)
 		if ((ret = batch_push(f, f->batch_open[f->nbatch_open - 1], block)) < 0)
 			return ret;
 	if (f->done_held) {
+		/* The end of the step into every direct ring, after this
+		 * step's items there and before DONE (recv.c, "Steps and
+		 * direct rings"): once the step completes, every marker is
+		 * in its ring. */
+		while (f->dr && f->dr->mark_next < f->dr->n) {
+			if ((ret = put_rec(f, &f->dr->out[f->dr->mark_next], PROTO_REC_STEP, 0, f->step, 0, NULL, 0,
+					   block)) < 0)
+				return ret;
+			f->dr->mark_next++;
+		}
 		if ((ret = put_rec(f, NULL, PROTO_REC_DONE, 0, 0, 0, NULL, 0, block)) < 0)
 			return ret;
 		f->done_held = 0;
+		if (f->dr)
+			f->dr->mark_next = 0;
 	}
 	return 0;
 }

@@ -14,7 +14,7 @@
  * Layout: a header page, then n * n rings; the ring from slot i to slot j is
  * at proto_direct_ring_off(n, size, i, j), each ring_bytes(size) rounded up
  * to a page.  The rings are proto/ring.h's, with the RX ring's records
- * (kind ITEM only, src the producer's rank; PAD), published with a fence
+ * (kind ITEM, and STEP as below; src the producer's rank; PAD), published with a fence
  * (no membarrier offer: both ends are clients), and each side wakes the
  * other through the eventfd ferryd gave it for that slot (that endpoint's
  * efd_client).  The header holds one byte per slot, gone[slot]: ferryd sets
@@ -30,6 +30,14 @@
  *
  * Steps need no counting for these items: a rank's DONE record goes into
  * its TX ring after its direct items are in their rings, that is, delivered.
+ * But a receiver reads its RX ring and its direct rings side by side, and
+ * must still hand out every item of a step before any of the next, as the
+ * RX ring alone does (STEP record between them): so at ferry_done a rank
+ * writes a STEP record (dst: the step, len 0, src: its rank) into each of
+ * its direct rings, after its items of the step and before its DONE, and
+ * the receiver does not read a ring past such a marker before the step has
+ * completed and every other ring reached its marker (client/recv.c, "Steps
+ * and direct rings").
  */
 #ifndef FERRY_PROTO_DIRECT_H
 #define FERRY_PROTO_DIRECT_H

@@ -100,7 +100,9 @@ enum proto_rec_kind {
 	PROTO_REC_PAD   = 2,    /* skip to the end of the ring; only len..flags are valid */
 	PROTO_REC_FLUSH = 3,    /* TX only: send this endpoint's buffered items now */
 	PROTO_REC_DONE  = 4,    /* TX only: this rank sends no more items in the step */
-	PROTO_REC_STEP  = 5,    /* RX only: the step numbered in dst has completed */
+	PROTO_REC_STEP  = 5,    /* RX: the step numbered in dst has completed; in a
+				 * direct ring: its writer's part of step dst
+				 * ends here (proto/direct.h) */
 	PROTO_REC_FAIL  = 6,    /* RX only: the job cannot complete step dst or any
 				 * later one: channel is the errno (EPIPE: a rank
 				 * left, EHOSTDOWN: a node was lost), src the rank
