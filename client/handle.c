@@ -261,7 +261,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
 	len = (int)n;
 	/* Direct rings to the job's other ranks on this node, unless
-	 * $FERRY_DIRECT=0 (README, "Same-node items"). */
+	 * $FERRY_DIRECT=0 (README, "Direct rings"). */
 	n = ctl_encode_join_flags(buf + len, sizeof(buf) - (size_t)len, job, f->rank, f->size,
 				  conn_env_int("FERRY_DIRECT", &env) == 1 && env == 0 ? 0 : CTL_JOIN_DIRECT);
 	if (n < 0) {

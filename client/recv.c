@@ -352,15 +352,17 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t h
 	return n;
 }
 
-/* Takes up to max items out of the RX ring (d NULL), or out of the direct
- * ring d, which holds items of d's rank and its step markers.  Stops after
- * a record that may close the ring ("Steps and direct rings"), setting
- * *gate. */
-static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int max, int *gate)
+/* Takes items out of the RX ring (d NULL), or out of the direct ring d,
+ * which holds items of d's rank and its step markers, into items[n..max-1]
+ * (items[0..n-1] are this call's so far, from any ring); returns the new
+ * count.  Stops after a record that may close the ring ("Steps and direct
+ * rings"), setting *gate. */
+static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int n, int max, int *gate)
 {
 	struct ring *r = d ? &d->r : &f->rx;
 	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size;
-	int n = collect_fast(f, r, lo, hi, items, max);
+
+	n += collect_fast(f, r, lo, hi, items + n, max - n);
 
 	while (n < max) {
 		struct proto_rec rec;
@@ -427,8 +429,9 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 		 * into this ring, its room goes back at once, so that the
 		 * writer can write the next pieces (a large item need not
 		 * fit the ring whole, and is not written twice, into the
-		 * daemon's queue and then here).  (Items reassembled here
-		 * point into the library's memory, not the ring.) */
+		 * daemon's queue and then here).  All of this call's items
+		 * count, also those an earlier pass took from this ring
+		 * (reassembled ones point into the library's memory). */
 		if (!ring_items_in(items, n, r))
 			release_ring(f, d);
 	}
@@ -445,29 +448,22 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 	int n = 0, gate = 1;
 
 	if (!dr)
-		return collect_ring(f, NULL, items, max, &gate);
+		return collect_ring(f, NULL, items, 0, max, &gate);
 	while (gate && n < max) {
 		uint32_t low = direct_low(dr);
-		int got;
 
 		gate = 0;
-		if (f->completed <= low) {
-			got = collect_ring(f, NULL, items + n, max - n, &gate);
-			if (got < 0)
-				return got;
-			n += got;
-		}
+		if (f->completed <= low && (n = collect_ring(f, NULL, items, n, max, &gate)) < 0)
+			return n;
 		for (uint32_t k = 0; k < dr->n && n < max; k++) {
 			uint32_t j = dr->next_in + k < dr->n ? dr->next_in + k : dr->next_in + k - dr->n;
 			struct dring *d = &dr->in[j];
 
 			if (!dring_open(f, d, low) || !ring_readable(&d->r))
 				continue;
-			got = collect_ring(f, d, items + n, max - n, &gate);
-			if (got < 0)
-				return got;
-			n += got;
 			dr->touched |= 1ull << j;
+			if ((n = collect_ring(f, d, items, n, max, &gate)) < 0)
+				return n;
 		}
 	}
 	dr->next_in = dr->next_in + 1 < dr->n ? dr->next_in + 1 : 0;

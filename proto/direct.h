@@ -1,5 +1,5 @@
 /* proto/direct.h - the direct rings between the endpoints of one job on one
- * node (README, "Same-node items").
+ * node (README, "Direct rings").
  *
  * Items from one process to another of its job on the same node need not go
  * through ferryd: that is three processes (and, where they share cores, three

@@ -8,6 +8,9 @@ limits: { ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576; }
 CONF
 start_daemon n0 --config "$TMP/bp.conf" || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
+# ferryd's backpressure: without this, two ranks on one node would use
+# their direct ring (direct.sh tests backpressure there).
+export FERRY_DIRECT=0
 
 N=60000   # 60000 x 64 B = 3.8 MB, several times ring + queue
 bg recv.log prog ft_stream --job bp --rank 1 --items $N --len 64 --recv-delay-us 1000

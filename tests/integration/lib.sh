@@ -187,6 +187,10 @@ wait_job() {
 	return $rc
 }
 run_job() { start_job "$@"; wait_job "$1"; }
+# nodirect COMMAND...: runs it with FERRY_DIRECT=0 in its clients'
+# environment, so that ranks on one node talk through ferryd, not through
+# direct rings (for tests of ferryd's own path).
+nodirect() { local FERRY_DIRECT=0; export FERRY_DIRECT; "$@"; }
 
 # --- local clusters -------------------------------------------------------
 

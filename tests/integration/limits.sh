@@ -156,6 +156,9 @@ expect "JOINs refused by a limit are counted (3)" test "$(stat ep joins_refused)
 unset FERRY_RUNTIME_DIR
 
 # --- memory per user: one user's slow receiver, another user's job -----------
+# (ferryd's queues: these same-node pairs must go through it, not through
+# direct rings, whose memory is the clients'.)
+export FERRY_DIRECT=0
 
 if [ $users_ok = 1 ]; then
 	# U1's receiver reads nothing until go1 exists: its RX ring (256 KiB)

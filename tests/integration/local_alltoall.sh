@@ -4,6 +4,9 @@
 # over several steps; and large items that travel in pieces.
 . "$(dirname "$0")/lib.sh"
 
+# ferryd's own local delivery: clients that asked would use direct rings
+# between them instead (direct.sh runs the same jobs that way).
+export FERRY_DIRECT=0
 start_daemon n0 || exit 1
 export FERRY_RUNTIME_DIR=$TMP/n0
 
