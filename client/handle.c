@@ -139,10 +139,12 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 	for (uint32_t j = 0; j < w->n; j++) {
 		uint32_t rank = m->u.direct.ranks[j];
 
-		ring_attach(&dr->out[j].r, (uint8_t *)dr->region + proto_direct_ring_off(w->n, w->ring_size, w->slot, j),
-			    w->ring_size, 0);
-		ring_attach(&dr->in[j].r, (uint8_t *)dr->region + proto_direct_ring_off(w->n, w->ring_size, j, w->slot),
-			    w->ring_size, 0);
+		/* (From zero, whatever the header says by now: a process of
+		 * the job may have written anything there, proto/direct.h.) */
+		ring_attach_new(&dr->out[j].r, (uint8_t *)dr->region +
+				proto_direct_ring_off(w->n, w->ring_size, w->slot, j), w->ring_size);
+		ring_attach_new(&dr->in[j].r, (uint8_t *)dr->region +
+				proto_direct_ring_off(w->n, w->ring_size, j, w->slot), w->ring_size);
 		dr->out[j].rank = dr->in[j].rank = rank;
 		dr->out[j].slot = dr->in[j].slot = j;
 		f->direct_of[rank] = (uint8_t)(j + 1);

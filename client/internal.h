@@ -67,6 +67,7 @@ struct ferry {
 	unsigned spin_us;       /* spin this long before sleeping (poll_setup) */
 	int shares_cores;       /* the daemon may run on our cores (poll_setup) */
 	pid_t daemon_pid;       /* ferryd's, from its messages' credentials; 0: unknown */
+	int outstanding;        /* the last ferry_recv handed out items, not released yet */
 	uint32_t want_room;     /* payload bytes of the record ferry_send last refused */
 	struct dring *want_dr;  /* ... and the direct ring that refused it; NULL: the TX ring */
 	uint64_t flushed_head;  /* the TX ring's head after the last FLUSH (ferry_flush) */
@@ -242,6 +243,19 @@ void batch_free(struct ferry *f);
 int rx_readable(const struct ferry *f);
 int rx_sleep(struct ferry *f);
 void rx_awake(struct ferry *f);
+
+/* Copies what can be read now into the stash (which ferry_recv returns
+ * first) and gives the room back: for waits that must keep the rings
+ * moving.  Only while the application holds no items (f->outstanding).
+ * Returns 0 or -errno. */
+int rx_stash(struct ferry *f);
+/* While the application holds items: the same for the direct rings the
+ * last ferry_recv did not read (dr->touched), whose room can go back
+ * without moving what the application holds.  rx_sleep_some: rx_sleep for
+ * the direct rings not in skip (bit j: in[j]) and, if with_rx, the RX
+ * ring. */
+int rx_stash_direct(struct ferry *f);
+int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx);
 
 /* Frees what the receiving side keeps: items being reassembled, held[] and
  * the stash.  For closing, after ferry_release. */

@@ -81,6 +81,7 @@ FERRY_API void ferry_release(ferry_t *f)
 	for (size_t i = 0; i < f->nheld; i++)
 		free(f->held[i]);
 	f->nheld = 0;
+	f->outstanding = 0;
 	release_rings(f);
 }
 
@@ -143,11 +144,16 @@ int rx_readable(const struct ferry *f)
 
 int rx_sleep(struct ferry *f)
 {
+	return rx_sleep_some(f, 0, 1);
+}
+
+int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx)
+{
 	uint32_t low;
 	int came = 0;
 
 	if (!f->dr)
-		return ring_consumer_sleep(&f->rx);
+		return with_rx ? ring_consumer_sleep(&f->rx) : 0;
 	/* Every flag, one fence, then every head (proto/ring.h "Wake-ups":
 	 * the fence serves each ring's handshake).  A closed ring is armed
 	 * too (a spurious wake-up at worst), but what it holds does not
@@ -157,10 +163,10 @@ int rx_sleep(struct ferry *f)
 		ring_consumer_arm(&f->dr->in[j].r);
 	atomic_thread_fence(memory_order_seq_cst);
 	low = direct_low(f->dr);
-	if (f->completed <= low)
+	if (with_rx && f->completed <= low)
 		came = ring_consumer_check(&f->rx);
 	for (uint32_t j = 0; j < f->dr->n; j++)
-		if (dring_open(f, &f->dr->in[j], low))
+		if (!(skip & (1ull << j)) && dring_open(f, &f->dr->in[j], low))
 			came |= ring_consumer_check(&f->dr->in[j].r);
 	if (came)
 		rx_awake(f);
@@ -276,7 +282,8 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		r->buf = b;
 		r->cap = cap;
 	}
-	memcpy(r->buf + r->len, payload, rec->len);
+	if (rec->len)   /* (r->buf is still NULL after empty pieces) */
+		memcpy(r->buf + r->len, payload, rec->len);
 	r->len += rec->len;
 	r->next_frag = frag + 1;
 	if (rec->flags & PROTO_REC_MORE)
@@ -423,6 +430,9 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 			continue;
 		}
 		ret = reassemble(f, &rec, payload, items, &n);
+		if (ret == -EPROTO && d)        /* (the message would blame ferryd) */
+			return f->dead = conn_seterr(-EPROTO, "rank %u wrote inconsistent pieces of an item into its "
+						     "direct ring", d->rank);
 		if (ret < 0)
 			return ret;
 		/* The piece is copied out: while no item of this call points
@@ -470,7 +480,17 @@ static int collect(struct ferry *f, struct ferry_item *items, int max)
 	return n;
 }
 
+static int recv_items(struct ferry *f, struct ferry_item *items, int max, int timeout_ms);
+
 FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
+{
+	int n = recv_items(f, items, max, timeout_ms);
+
+	f->outstanding = n > 0;
+	return n;
+}
+
+static int recv_items(struct ferry *f, struct ferry_item *items, int max, int timeout_ms)
 {
 	uint64_t deadline = 0, spin_until = 0;
 
@@ -602,9 +622,10 @@ static int stash_push(struct ferry *f, const struct ferry_item *it)
 	return 0;
 }
 
-/* Copies what the RX ring holds into the stash, so that the daemon can keep
- * delivering (and the step complete) while the application waits. */
-static int stash_ring(struct ferry *f)
+/* Copies what the rings hold into the stash, so that the daemon and the
+ * ranks with direct rings can keep delivering (and the step complete)
+ * while the application waits. */
+int rx_stash(struct ferry *f)
 {
 	struct ferry_item it[64];
 	int n;
@@ -621,6 +642,36 @@ static int stash_ring(struct ferry *f)
 		}
 		ferry_release(f);
 	} while (n == 64);
+	return 0;
+}
+
+int rx_stash_direct(struct ferry *f)
+{
+	struct direct *dr = f->dr;
+	struct ferry_item it[64];
+
+	for (uint32_t j = 0; dr && j < dr->n; j++) {
+		struct dring *d = &dr->in[j];
+		int n, gate;
+
+		if (dr->touched & (1ull << j))
+			continue;       /* the application's items may lie there */
+		do {
+			gate = 0;
+			if (!dring_open(f, d, direct_low(dr)) || !ring_readable(&d->r))
+				break;
+			n = collect_ring(f, d, it, 0, 64, &gate);
+			if (n < 0)
+				return n;
+			for (int i = 0; i < n; i++) {
+				int ret = stash_push(f, &it[i]);
+
+				if (ret < 0)
+					return ret;
+			}
+			release_ring(f, d);
+		} while (n == 64 || gate);
+	}
 	return 0;
 }
 
@@ -641,7 +692,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 	for (;;) {
 		int ret, wait, out = 0;
 
-		ret = stash_ring(f);
+		ret = rx_stash(f);
 		if (ret < 0)
 			return ret;
 		/* What ferry_done left (its DONE at least) goes in first,

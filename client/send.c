@@ -38,28 +38,48 @@ static int wait_room(struct ferry *f, struct dring *d, uint32_t len)
 }
 
 /* (A direct ring's reader wakes us as ferryd does, through our efd_client,
- * which conn_wait watches; so does ferryd when that reader's rank left.) */
+ * which conn_wait watches; so does ferryd when that reader's rank left.)
+ *
+ * Waiting for a direct ring, we keep what arrives meanwhile (in the stash,
+ * as ferry_step_wait does): the reader we wait for may itself wait for
+ * room toward us (two ranks that send each other more than a ring holds,
+ * with FERRY_BLOCKING), or be ourselves (a large item to oneself).
+ * Through ferryd, its queues took the place of that (limits.pending_bytes,
+ * 16 MiB by default, where a direct ring holds 256 KiB).  While the
+ * application still holds items of the last ferry_recv, only from the
+ * direct rings that call did not read (the others' room cannot go back
+ * under those items), and only those wake us. */
 static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 {
 	struct ring *r = d ? &d->r : &f->tx;
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
-	while (proto_now_ns() < spin_until) {
-		if (ring_producer_sleep(r, len))        /* also refreshes the tail */
-			return 0;
-		ring_producer_awake(r);
-	}
 	for (;;) {
-		int ret;
+		int ret, rx_armed = 0;
 
-		if (ring_producer_sleep(r, len))
+		if (d && (ret = f->outstanding ? rx_stash_direct(f) : rx_stash(f)) < 0)
+			return ret;
+		if (ring_producer_sleep(r, len))        /* also refreshes the tail */
 			return 0;
 		if (d && direct_gone(f, d)) {
 			ring_producer_awake(r);
 			return 0;
 		}
+		if (proto_now_ns() < spin_until) {
+			ring_producer_awake(r);
+			continue;
+		}
+		if (d) {
+			if (f->outstanding ? rx_sleep_some(f, f->dr->touched, 0) : rx_sleep(f)) {
+				ring_producer_awake(r);         /* items came: keep them first */
+				continue;
+			}
+			rx_armed = 1;
+		}
 		ret = conn_wait(f, -1);
 		ring_producer_awake(r);
+		if (rx_armed)
+			rx_awake(f);
 		if (ret < 0)
 			return ret;
 	}

@@ -17,6 +17,17 @@ int ring_size_ok(uint64_t size)
 	return size >= PROTO_RING_MIN && size <= PROTO_RING_MAX && (size & (size - 1)) == 0;
 }
 
+void ring_attach_new(struct ring *r, void *mem, uint64_t size)
+{
+	assert(ring_size_ok(size));
+	r->sh = mem;
+	r->data = (uint8_t *)mem + sizeof(struct proto_ring_shared);
+	r->size = size;
+	r->head = r->tail = r->published = r->published_taken = 0;
+	r->fenceless = 0;
+	set_fast_end(r);
+}
+
 void ring_attach(struct ring *r, void *mem, uint64_t size, int init)
 {
 	assert(ring_size_ok(size));

@@ -293,6 +293,12 @@ static inline uint64_t ring_bytes(uint64_t size)
  * shared header is zeroed (the creator does this once).  size must be ring_size_ok. */
 void ring_attach(struct ring *r, void *mem, uint64_t size, int init);
 
+/* Sets up a view of a ring that its creator made zero and the other side
+ * may have begun to use: both counters start at 0, and nothing is read
+ * from the shared header (which the other side may have filled with
+ * anything by now: what it published is read later, checked). */
+void ring_attach_new(struct ring *r, void *mem, uint64_t size);
+
 /* --- producer --- */
 
 /* Reserves room for a record of len payload bytes (len <= PROTO_FRAG_BYTES) and

@@ -663,6 +663,12 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (c->direct_ring_bytes & (c->direct_ring_bytes - 1)))
 		return invalid(p, s, "'direct.ring_bytes' is %" PRIu64 ", must be a power of two",
 			       c->direct_ring_bytes);
+	/* Every client of such a job maps the whole region. */
+	if (g && (uint64_t)c->direct_max_ranks * c->direct_max_ranks * c->direct_ring_bytes > CONF_DIRECT_REGION_MAX)
+		return invalid(p, g, "'direct.max_ranks' squared times 'direct.ring_bytes' is %" PRIu64
+			       " bytes, above the %" PRIu64 " a job's region may have",
+			       (uint64_t)c->direct_max_ranks * c->direct_max_ranks * c->direct_ring_bytes,
+			       (uint64_t)CONF_DIRECT_REGION_MAX);
 
 	if ((ret = get_group(p, root, "security", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, sec_keys)) < 0) ||

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -99,6 +100,31 @@ static int resolve_self(const struct conf *c, long node_opt, uint32_t *self)
 	}
 	*self = (uint32_t)found;
 	return 0;
+}
+
+/* File descriptors ferryd sends its clients are charged to its own
+ * RLIMIT_NOFILE until the client reads them (the kernel refuses more in
+ * flight: ETOOMANYREFS): 3 per endpoint, and 1 + direct.max_ranks more
+ * with direct rings, for every endpoint at once if no client reads.  So
+ * the soft limit goes up to the hard one (the unit's LimitNOFILE=65536),
+ * and a limit below what the configuration may need is said once. */
+static void raise_nofile(const struct conf *c)
+{
+	uint64_t need = (uint64_t)c->max_clients * (4 + c->direct_max_ranks + 1) + 256;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+		log_notice("open files limited to %llu, below the %llu that limits.max_clients = %u with "
+			   "direct.max_ranks = %u may need when clients do not read what they are sent "
+			   "(their joins would then fail): raise LimitNOFILE", (unsigned long long)rl.rlim_cur,
+			   (unsigned long long)need, c->max_clients, c->direct_max_ranks);
 }
 
 /* daemon.cpus: from here on ferryd runs on those CPUs only (and first
@@ -337,6 +363,7 @@ int main(int argc, char **argv)
 	}
 	log_init("ferryd", ferryd.conf.log_level);
 	ret = 1;                /* until the loop ran */
+	raise_nofile(&ferryd.conf);
 	if (resolve_self(&ferryd.conf, node, &ferryd.self) < 0 || pin_cpus(&ferryd.conf) < 0)
 		goto free_conf;
 	ferryd.start_ns = loop_now_ns();

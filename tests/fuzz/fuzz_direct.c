@@ -70,8 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in[j].rank = out[j].rank = j;
 		in[j].slot = out[j].slot = j;
 	}
-	ring_attach(&in[0].r, emem, ring, 1);   /* from ourselves: empty */
-	ring_attach(&in[1].r, dmem, ring, 1);   /* from rank 1: the input */
+	/* As client/handle.c attaches them: from zero, the header not read
+	 * (here: arbitrary, tail and flags too). */
+	memset(emem, 0, ring_bytes(ring));
+	memset(dmem, 0xa5, sizeof(struct proto_ring_shared));
+	ring_attach_new(&in[0].r, emem, ring);  /* from ourselves: empty */
+	ring_attach_new(&in[1].r, dmem, ring);  /* from rank 1: the input */
 	memcpy(in[1].r.data, data, n);
 	atomic_store(&in[1].r.sh->head, head);
 	direct_of[0] = 1;

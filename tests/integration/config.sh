@@ -84,6 +84,11 @@ w direct-ring-large <<<$'direct: { ring_bytes = 2147483648L; };'
 bad direct-ring-large 1 "'direct.ring_bytes' is 2147483648, must be between 262144 and 1073741824"
 w direct-ring-odd <<<$'direct: {\n  ring_bytes = 393216;\n};'
 bad direct-ring-odd 2 "'direct.ring_bytes' is 393216, must be a power of two"
+w direct-region-big <<<$'direct: {
+  max_ranks = 64;
+  ring_bytes = 33554432;
+};'
+bad direct-region-big 1 "'direct.max_ranks' squared times 'direct.ring_bytes' is 137438953472 bytes, above the 68719476736"
 w direct-unknown <<<$'direct: {\n  max_rank = 4;\n};'
 bad direct-unknown 2 "unknown option 'direct.max_rank'"
 w direct-not-group <<<$'direct = 4;'

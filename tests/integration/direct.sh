@@ -76,6 +76,28 @@ for i in $(seq 100); do
 done
 expect "small direct rings, 3 processes, 16 B to 200 KB items to each other and themselves, 2 steps: 100 runs, $bad failed" \
 	test $bad = 0
+# FERRY_BLOCKING sends every item of a step before receiving: a direct ring
+# holds far less than ferryd's queues did, so a sender waiting for room
+# keeps what arrives meanwhile (one rank with 1.5 MB items to itself, three
+# that send each other more than a ring holds, with items of the last
+# ferry_recv still held); before, they waited for each other for ever.
+# run_limited JOB P ARGS...: run_job, but the ranks are killed after 60 s
+# (a run that waits for ever fails instead of holding the suite).
+run_limited() {
+	local job=$1 dog rc
+	start_job "$@"
+	( sleep 60; kill $(eval "echo \$JOB_$job") 2>/dev/null ) &
+	dog=$!
+	wait_job "$job"; rc=$?
+	kill $dog 2>/dev/null; wait $dog 2>/dev/null
+	return $rc
+}
+expect "FERRY_BLOCKING, 1 rank, items up to 1.5 MB to itself" \
+	run_limited blk1 1 --items 5 --len 16 --len-max 1500000 --steps 2 --sync --blocking
+for i in 1 2 3; do
+	expect "FERRY_BLOCKING, 3 ranks, items up to 1.5 MB to each other (run $i)" \
+		run_limited blk3_$i 3 --items 3 --len 16 --len-max 1500000 --steps 2 --sync --blocking
+done
 for i in 1 2; do
 	expect "... the same with FERRY_BATCH (run $i)" \
 		run_job smallb$i 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch

@@ -4,9 +4,10 @@
  * asked.
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
- *               [--steps S] [--sync] [--seed X] [--quiet] [--batch]
+ *               [--steps S] [--sync] [--seed X] [--quiet] [--batch] [--blocking]
  *
- * --batch opens with FERRY_BATCH.
+ * --batch opens with FERRY_BATCH; --blocking with FERRY_BLOCKING (every
+ * item of a step is then sent before anything is received).
  * Without --rank/--size the rank and size come from the environment.
  * K items go to every rank (itself too) per step; lengths are L, or uniform in
  * [L, M] when --len-max is given (M above 64 KiB exercises large items).
@@ -170,7 +171,8 @@ int main(int argc, char **argv)
 		{ "len", required_argument, NULL, 'l' }, { "len-max", required_argument, NULL, 'm' },
 		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
 		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' },
-		{ "batch", no_argument, NULL, 'B' }, { NULL, 0, NULL, 0 },
+		{ "batch", no_argument, NULL, 'B' }, { "blocking", no_argument, NULL, 'L' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
 	struct ferry_opts fo = { 0 };
@@ -195,6 +197,7 @@ int main(int argc, char **argv)
 		case 'q': o.quiet = 1; break;
 		case 'y': o.sync = 1; break;
 		case 'B': fo.flags |= FERRY_BATCH; break;
+		case 'L': fo.flags |= FERRY_BLOCKING; break;
 		default: return 2;
 		}
 	}
