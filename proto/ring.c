@@ -174,8 +174,11 @@ int ring_peek(struct ring *r, struct proto_rec *rec_p, const void **payload_p)
 
 			if (h == r->tail)
 				return 0;
-			/* Unsigned difference: a head behind the tail looks huge. */
-			if (h - r->tail > r->size || (h & 7))
+			/* Unsigned difference: a head behind the tail looks huge.
+			 * And no producer writes past the room we gave back
+			 * (published): a peer that kept moving its head over
+			 * PAD records would otherwise keep this loop going. */
+			if (h - r->tail > r->size || h - r->published > r->size || (h & 7))
 				return -EPROTO;
 			r->head = h;
 		}

@@ -429,7 +429,7 @@ static inline int ring_refresh_head(struct ring *r, uint64_t tail)
 {
 	uint64_t h = atomic_load_explicit(&r->sh->head, memory_order_acquire);
 
-	if (h - tail > r->size || (h & 7))
+	if (h - tail > r->size || h - r->published > r->size || (h & 7))
 		return -EPROTO;
 	r->head = h;
 	return 0;
