@@ -10,6 +10,10 @@
 # Each also with FERRY_BATCH (ferry_send-batch-*, ferry-batch-*,
 # hop_cost_batch.csv).  Writes OUT/rate.csv, OUT/hop_cost.csv and
 # OUT/hop_cost_batch.csv.  No cluster key: integrity off.
+# Two ranks on one node would use their direct ring (README, "Direct
+# rings"), which ferryd never sees: the "same" runs keep measuring the way
+# through ferryd (FERRY_DIRECT=0), and the "direct" runs measure the direct
+# ring (ferry_send-direct-*, ferry-direct-same-node-*).
 . "$(dirname "$0")/lib.sh" "$@"
 
 RATE=$OUT/rate.csv
@@ -25,22 +29,27 @@ JOBN=0
 for run in $(seq "$RUNS"); do
 	for lay in pinned shared; do
 		layout "$lay"
-		for pair in "same:0:0:" "two:0:1:" "same:0:0:batch" "two:0:1:batch"; do
+		for pair in "same:0:0:" "two:0:1:" "same:0:0:batch" "two:0:1:batch" "direct:0:0:" "direct:0:0:batch"; do
 			IFS=: read -r v n0 n1 b <<<"$pair"
 			JOBN=$((JOBN + 1))
 			c0=$(cpu_ns rate_n0) c1=$(cpu_ns rate_n1)
-			FERRY_JOB=r$JOBN FERRY_RANK=1 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n1 \
+			dir=0
+			[ $v = direct ] && dir=1
+			FERRY_DIRECT=$dir FERRY_JOB=r$JOBN FERRY_RANK=1 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n1 \
 				"${APP[@]}" "$B/fb_rate" --items $NI ${b:+--batch} >"$TMP/rate.recv" 2>&1 &
 			peer=$!
-			out=$(FERRY_JOB=r$JOBN FERRY_RANK=0 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n0 \
+			out=$(FERRY_DIRECT=$dir FERRY_JOB=r$JOBN FERRY_RANK=0 FERRY_SIZE=2 FERRY_RUNTIME_DIR=$TMP/rate_n$n0 \
 				"${APP[@]}" "$B/fb_rate" --items $NI ${b:+--batch})
 			wait $peer
 			b=${b:+-batch}          # FERRY_BATCH: the variants' names say so
-			if [ $v = same ]; then
-				rrow "ferry_send$b-ns-per-item" "$run" "$(val send_ns_per_item <<<"$out")" ns
-				rrow "ferry_send$b-cpu-ns-per-item" "$run" "$(val send_cpu_ns_per_item <<<"$out")" ns
-				rrow "ferry_send$b-items-per-s" "$run" "$(val send_items_per_s <<<"$out")" items/s
+			if [ $v != two ]; then
+				d=${v/same/}
+				d=${d:+-direct}
+				rrow "ferry_send$d$b-ns-per-item" "$run" "$(val send_ns_per_item <<<"$out")" ns
+				rrow "ferry_send$d$b-cpu-ns-per-item" "$run" "$(val send_cpu_ns_per_item <<<"$out")" ns
+				rrow "ferry_send$d$b-items-per-s" "$run" "$(val send_items_per_s <<<"$out")" items/s
 			fi
+			[ $v = direct ] && v=direct-same
 			rrow "ferry$b-$v-node-delivered-items-per-s" "$run" "$(val recv_items_per_s <"$TMP/rate.recv")" items/s
 			if [ $v = two ] && [ -z "$b" ]; then
 				# Daemon CPU per item: the sender's daemon routes,

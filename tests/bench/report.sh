@@ -284,11 +284,12 @@ HEAD_V=ferry-g222       # the headline grid (2x2x2), as the issue asks
 	fi
 	if [ -f rate.csv ]; then
 		for lay in $LAYOUTS; do
-			for sv in ferry_send ferry_send-batch; do
+			for sv in ferry_send ferry_send-batch ferry_send-direct ferry_send-direct-batch; do
 			for w in "ns:wall time" "cpu-ns:the sending thread's CPU time"; do
 			s=$(stats rate.csv "\$1 == \"$sv-${w%%:*}-per-item\" && \$5 == \"$lay\"" 3)
 			[ "${s##* }" = 0 ] && continue
-			echo "| ferry_send of a 16-byte item (${w#*:}) | $lay$([ $sv = ferry_send ] || echo ", FERRY_BATCH") | ≤ 15 ns | $(range "$s" fmt 1) ns | $(verdict "${s%% *}" "<=" 15) |"
+			case $sv in *direct*) to="into the direct ring of a rank on the same node" ;; *) to="to ferryd" ;; esac
+			echo "| ferry_send of a 16-byte item $to (${w#*:}) | $lay$(case $sv in *batch) echo ", FERRY_BATCH" ;; esac) | ≤ 15 ns | $(range "$s" fmt 1) ns | $(verdict "${s%% *}" "<=" 15) |"
 			done
 			done
 		done
