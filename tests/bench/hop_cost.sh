@@ -9,7 +9,9 @@
 # count for the two runs, differenced and divided by N2 - N1, is the cost of
 # one item in that role (start-up, handshakes and shutdown cancel out):
 #
-#   local        one node, both ranks on it: TX ring -> RX ring
+#   local        one node, both ranks on it: TX ring -> RX ring (through
+#                ferryd: FERRY_DIRECT=0, or the ranks would use their
+#                direct ring and ferryd would count nothing)
 #   source       node 0 of a 1x3 mesh, items to node 2: TX ring -> frame
 #   forward      node 1, in the middle: frame -> re-aggregated frame
 #   destination  node 2: frame -> RX ring
@@ -87,10 +89,10 @@ instructions() {
 		start_node "${name}_n$k" "$conf" "$k" "$([ "$k" = "$vgnode" ] && echo 1 || echo 0)" || return 1
 	done
 	cluster_up "$name" "$nodes" || return 1
-	FERRY_RUNTIME_DIR=$TMP/${name}_n$dst "$BUILD/tests/ft_stream" --job s --rank 1 --items "$n" --len 16 \
+	FERRY_DIRECT=0 FERRY_RUNTIME_DIR=$TMP/${name}_n$dst "$BUILD/tests/ft_stream" --job s --rank 1 --items "$n" --len 16 \
 		>"$TMP/$name.r1" 2>&1 &
 	local r1=$!
-	FERRY_RUNTIME_DIR=$TMP/${name}_n$src "$BUILD/tests/ft_stream" --job s --rank 0 --items "$n" --len 16 \
+	FERRY_DIRECT=0 FERRY_RUNTIME_DIR=$TMP/${name}_n$src "$BUILD/tests/ft_stream" --job s --rank 0 --items "$n" --len 16 \
 		--blocking ${BATCH:+--batch} >"$TMP/$name.r0" 2>&1 || { echo "hop_cost: sender failed" >&2; cat "$TMP/$name.r0" >&2; return 1; }
 	wait "$r1" || { echo "hop_cost: receiver failed" >&2; cat "$TMP/$name.r1" >&2; return 1; }
 	queued=$(stat "${name}_n$vgnode" items_queued)
