@@ -155,14 +155,20 @@ int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx)
 	if (!f->dr)
 		return with_rx ? ring_consumer_sleep(&f->rx) : 0;
 	/* Every flag, one fence, then every head (proto/ring.h "Wake-ups":
-	 * the fence serves each ring's handshake).  A closed ring is armed
-	 * too (a spurious wake-up at worst), but what it holds does not
-	 * count: it is not to be read yet. */
-	ring_consumer_arm(&f->rx);
-	for (uint32_t j = 0; j < f->dr->n; j++)
-		ring_consumer_arm(&f->dr->in[j].r);
-	atomic_thread_fence(memory_order_seq_cst);
+	 * the fence serves each ring's handshake).  Only the rings that
+	 * count: what a closed ring gets is not to be read yet, and a
+	 * writer running a step ahead would otherwise wake us at every
+	 * item (and keep ferry_fd() readable for nothing).  A closed ring
+	 * opens only through a record in an open one, which wakes us
+	 * ("Steps and direct rings": while the RX ring is closed, a direct
+	 * ring at low is open). */
 	low = direct_low(f->dr);
+	if (with_rx && f->completed <= low)
+		ring_consumer_arm(&f->rx);
+	for (uint32_t j = 0; j < f->dr->n; j++)
+		if (!(skip & (1ull << j)) && dring_open(f, &f->dr->in[j], low))
+			ring_consumer_arm(&f->dr->in[j].r);
+	atomic_thread_fence(memory_order_seq_cst);
 	if (with_rx && f->completed <= low)
 		came = ring_consumer_check(&f->rx);
 	for (uint32_t j = 0; j < f->dr->n; j++)
