@@ -631,21 +631,29 @@ static int stash_push(struct ferry *f, const struct ferry_item *it)
 /* Copies what the rings hold into the stash, so that the daemon and the
  * ranks with direct rings can keep delivering (and the step complete)
  * while the application waits. */
+/* Appends copies of the n items to the stash; returns 0 or -ENOMEM. */
+static int stash_all(struct ferry *f, const struct ferry_item *it, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int ret = stash_push(f, &it[i]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 int rx_stash(struct ferry *f)
 {
 	struct ferry_item it[64];
-	int n;
+	int n, ret;
 
 	do {
 		n = collect(f, it, 64);
 		if (n < 0)
 			return n;
-		for (int i = 0; i < n; i++) {
-			int ret = stash_push(f, &it[i]);
-
-			if (ret < 0)
-				return ret;
-		}
+		if ((ret = stash_all(f, it, n)) < 0)
+			return ret;
 		ferry_release(f);
 	} while (n == 64);
 	return 0;
@@ -658,7 +666,7 @@ int rx_stash_direct(struct ferry *f)
 
 	for (uint32_t j = 0; dr && j < dr->n; j++) {
 		struct dring *d = &dr->in[j];
-		int n, gate;
+		int n, gate, ret;
 
 		if (dr->touched & (1ull << j))
 			continue;       /* the application's items may lie there */
@@ -669,12 +677,8 @@ int rx_stash_direct(struct ferry *f)
 			n = collect_ring(f, d, it, 0, 64, &gate);
 			if (n < 0)
 				return n;
-			for (int i = 0; i < n; i++) {
-				int ret = stash_push(f, &it[i]);
-
-				if (ret < 0)
-					return ret;
-			}
+			if ((ret = stash_all(f, it, n)) < 0)
+				return ret;
 			release_ring(f, d);
 		} while (n == 64 || gate);
 	}
