@@ -50,11 +50,13 @@ typedef struct ferry ferry_t;
 /* ferry_opts.flags */
 /* FERRY_BLOCKING: ferry_send waits for ring room instead of -EAGAIN.  It does
  * not receive meanwhile (except that, waiting for a rank on the same node,
- * it keeps in the library what arrives, if the items of the last
- * ferry_recv are released: README, "Direct rings"): where every rank sends
- * to every other rank and receives only between sends, receivers whose RX
- * rings are full can stop the senders for good.  Such programs use
- * ferry_poll instead. */
+ * it keeps up to 16 MiB of what arrives in the library, from the rings the
+ * items of the last ferry_recv do not lie in: README, "Direct rings"):
+ * where every rank sends to every other rank and receives only between
+ * sends, receivers whose rings are full can stop the senders for good.
+ * Such programs use ferry_poll instead.  Sending to itself with its own
+ * ring full while holding items of the last ferry_recv fails with
+ * -EDEADLK (release them first). */
 #define FERRY_BLOCKING  0x1u
 /* FERRY_BATCH: items of up to FERRY_BATCH_ITEM bytes are kept in this
  * process, per destination rank, and handed to ferryd a batch at a time: a

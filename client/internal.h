@@ -88,6 +88,7 @@ struct ferry {
 	char fail_text[192];    /* ... and what the daemon said happened */
 	struct ferry_item *stash;       /* items copied out of the ring while waiting */
 	size_t stash_head, stash_len, stash_cap;
+	size_t stash_bytes;     /* payload bytes in the stash */
 	/* The rest of a large item whose first piece is in the TX ring
 	 * (send.c): it goes in as the ring makes room, before anything else
 	 * is sent, so that ferry_send never waits without FERRY_BLOCKING. */

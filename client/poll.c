@@ -99,7 +99,9 @@ static void disarm(struct ferry *f, unsigned events, struct ring *out)
 
 void poll_rearm(struct ferry *f)
 {
-	if (rx_sleep(f))
+	/* (A wait for room may have moved items into the stash and taken
+	 * the eventfd's count: they are there to receive too.) */
+	if (rx_sleep(f) || f->stash_len > f->stash_head)
 		conn_wake(f->efd_client);       /* records are there: the fd must say so */
 	f->armed = 1;
 }

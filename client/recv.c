@@ -210,6 +210,7 @@ void rx_free(struct ferry *f)
 	for (size_t i = f->stash_head; i < f->stash_len; i++)
 		free((void *)f->stash[i].data);
 	free(f->stash);
+	f->stash_bytes = 0;
 }
 
 static struct reasm **find_reasm(struct ferry *f, uint32_t src)
@@ -316,6 +317,7 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 		if (hold(f, (void *)it->data) < 0)
 			return n ? n : conn_seterr(-ENOMEM, "out of memory");
 		f->stash_head++;
+		f->stash_bytes -= it->len;
 		items[n++] = *it;
 	}
 	if (f->stash_head == f->stash_len)
@@ -492,8 +494,24 @@ FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int time
 {
 	int n = recv_items(f, items, max, timeout_ms);
 
-	f->outstanding = n > 0;
+	if (n > 0)
+		f->outstanding = 1;     /* (ferry_release clears it) */
 	return n;
+}
+
+/* For a call that finds ferry_fd() armed (by an empty ferry_recv): the
+ * application may have slept on it; reset it, and see whether it was the
+ * daemon going away that woke it. */
+static void fd_reset(struct ferry *f)
+{
+	uint64_t v;
+	ssize_t r = read(f->efd_client, &v, sizeof(v));
+
+	(void)r;
+	rx_awake(f);
+	out_disarm(f);
+	f->armed = 0;
+	conn_check(f);        /* items still in the ring come first */
 }
 
 static int recv_items(struct ferry *f, struct ferry_item *items, int max, int timeout_ms)
@@ -511,8 +529,11 @@ static int recv_items(struct ferry *f, struct ferry_item *items, int max, int ti
 		if (ret < 0 && ret != -EAGAIN)
 			return ret;
 	}
-	if (f->stash_len > f->stash_head)
+	if (f->stash_len > f->stash_head) {
+		if (f->armed)
+			fd_reset(f);    /* (else a count left in it keeps ferry_fd() readable) */
 		return from_stash(f, items, max);
+	}
 	/* (Not when room for held output may have woken us: the slow way
 	 * resets the eventfd.) */
 	if (f->armed && timeout_ms == 0 && !f->dead && !f->tx_armed && !rx_readable(f)) {
@@ -544,18 +565,8 @@ static int recv_items(struct ferry *f, struct ferry_item *items, int max, int ti
 		f->checked_ns = now;
 		f->empty_calls = 0;
 	}
-	if (f->armed) {
-		/* The application may have slept on ferry_fd(): reset it, and see
-		 * whether it was the daemon going away that woke it. */
-		uint64_t v;
-		ssize_t r = read(f->efd_client, &v, sizeof(v));
-
-		(void)r;
-		rx_awake(f);
-		out_disarm(f);
-		f->armed = 0;
-		conn_check(f);        /* items still in the ring come first */
-	}
+	if (f->armed)
+		fd_reset(f);
 	if (timeout_ms > 0)
 		deadline = proto_now_ms() + (uint64_t)timeout_ms;
 	if (timeout_ms != 0 && f->spin_us)
@@ -622,9 +633,11 @@ static int stash_push(struct ferry *f, const struct ferry_item *it)
 	copy = malloc(it->len ? it->len : 1);
 	if (!copy)
 		return conn_seterr(-ENOMEM, "out of memory keeping items during ferry_step_wait");
-	memcpy(copy, it->data, it->len);
+	if (it->len)    /* (a peer's item of empty pieces has no data) */
+		memcpy(copy, it->data, it->len);
 	f->stash[f->stash_len] = *it;
 	f->stash[f->stash_len++].data = copy;
+	f->stash_bytes += it->len;
 	return 0;
 }
 

@@ -13,6 +13,10 @@
 /* Every fragment of the largest item has an index (proto/ring.h). */
 static_assert(FERRY_MAX_ITEM / PROTO_FRAG_BYTES <= PROTO_REC_FRAG_MAX + 1, "fragment indexes");
 
+/* What a sender waiting for room in a direct ring keeps at most of what
+ * arrives meanwhile (wait_room_armed). */
+#define STASH_WAIT_BYTES (16u << 20)
+
 /* Whether the rank at the other end of d has left (proto/direct.h): what
  * is for it is dropped, as ferryd drops what comes for a rank that left. */
 static int direct_gone(const struct ferry *f, const struct dring *d)
@@ -54,10 +58,19 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 	struct ring *r = d ? &d->r : &f->tx;
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
 
+	/* Our own ring, full, and its room held by items the application
+	 * has not released: nothing can ever make room. */
+	if (d && d->slot == f->dr->slot && f->outstanding && (f->dr->touched & (1ull << d->slot)))
+		return conn_seterr(-EDEADLK, "ferry_send to this rank would wait for ever: its ring is full "
+				   "and the items of the last ferry_recv, which hold its room, are not released "
+				   "(call ferry_release first)");
 	for (;;) {
-		int ret, rx_armed = 0;
+		/* Up to STASH_WAIT_BYTES kept (ferryd's queues stop at
+		 * limits.pending_bytes too): beyond, we wait for room only,
+		 * and a fast sender toward us waits as well. */
+		int ret, rx_armed = 0, keep = d && f->stash_bytes < STASH_WAIT_BYTES;
 
-		if (d && (ret = f->outstanding ? rx_stash_direct(f) : rx_stash(f)) < 0)
+		if (keep && (ret = f->outstanding ? rx_stash_direct(f) : rx_stash(f)) < 0)
 			return ret;
 		if (ring_producer_sleep(r, len))        /* also refreshes the tail */
 			return 0;
@@ -69,7 +82,7 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 			ring_producer_awake(r);
 			continue;
 		}
-		if (d) {
+		if (keep) {
 			if (f->outstanding ? rx_sleep_some(f, f->dr->touched, 0) : rx_sleep(f)) {
 				ring_producer_awake(r);         /* items came: keep them first */
 				continue;

@@ -664,10 +664,11 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 		return invalid(p, s, "'direct.ring_bytes' is %" PRIu64 ", must be a power of two",
 			       c->direct_ring_bytes);
 	/* Every client of such a job maps the whole region. */
-	if (g && (uint64_t)c->direct_max_ranks * c->direct_max_ranks * c->direct_ring_bytes > CONF_DIRECT_REGION_MAX)
-		return invalid(p, g, "'direct.max_ranks' squared times 'direct.ring_bytes' is %" PRIu64
+	if (g && c->direct_max_ranks &&
+	    proto_direct_region_bytes(c->direct_max_ranks, c->direct_ring_bytes) > CONF_DIRECT_REGION_MAX)
+		return invalid(p, g, "'direct.max_ranks' squared times 'direct.ring_bytes' makes a region of %" PRIu64
 			       " bytes, above the %" PRIu64 " a job's region may have",
-			       (uint64_t)c->direct_max_ranks * c->direct_max_ranks * c->direct_ring_bytes,
+			       proto_direct_region_bytes(c->direct_max_ranks, c->direct_ring_bytes),
 			       (uint64_t)CONF_DIRECT_REGION_MAX);
 
 	if ((ret = get_group(p, root, "security", &g)) < 0 ||

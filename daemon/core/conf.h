@@ -21,9 +21,11 @@ enum conf_physical { CONF_SWITCHED, CONF_TORUS, CONF_MESH };
 enum conf_virtual { CONF_VIRT_AUTO, CONF_VIRT_DIRECT, CONF_VIRT_DIMS, CONF_VIRT_PHYSICAL };
 enum conf_transport { CONF_TRANSPORT_AUTO, CONF_TRANSPORT_TCP, CONF_TRANSPORT_VERBS };
 
-/* A job's direct rings on a node (direct.max_ranks² × direct.ring_bytes),
- * which every client of the job maps: 64 GiB (64 ranks of 16 MiB rings). */
-#define CONF_DIRECT_REGION_MAX (64ull << 30)
+/* A job's direct rings on a node (proto_direct_region_bytes: about
+ * direct.max_ranks² × direct.ring_bytes), which every client of the job
+ * maps: 64 GiB and a little (64 ranks of 16 MiB rings, each with its
+ * header page). */
+#define CONF_DIRECT_REGION_MAX ((64ull << 30) + (64ull * 64 + 1) * 4096)
 
 /* Per-user limits not set in the file are this share of the node-wide one. */
 #define CONF_USER_SHARE_CLIENTS   2     /* limits.user_clients = max_clients / 2 */

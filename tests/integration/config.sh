@@ -88,7 +88,7 @@ w direct-region-big <<<$'direct: {
   max_ranks = 64;
   ring_bytes = 33554432;
 };'
-bad direct-region-big 1 "'direct.max_ranks' squared times 'direct.ring_bytes' is 137438953472 bytes, above the 68719476736"
+bad direct-region-big 1 "'direct.max_ranks' squared times 'direct.ring_bytes' makes a region of 137455734784 bytes, above the 68736258048"
 w direct-unknown <<<$'direct: {\n  max_rank = 4;\n};'
 bad direct-unknown 2 "unknown option 'direct.max_rank'"
 w direct-not-group <<<$'direct = 4;'

@@ -89,7 +89,7 @@ run_limited() {
 	( sleep 60; kill $(eval "echo \$JOB_$job") 2>/dev/null ) &
 	dog=$!
 	wait_job "$job"; rc=$?
-	kill $dog 2>/dev/null; wait $dog 2>/dev/null
+	pkill -P $dog sleep 2>/dev/null; kill $dog 2>/dev/null; wait $dog 2>/dev/null
 	return $rc
 }
 expect "FERRY_BLOCKING, 1 rank, items up to 1.5 MB to itself" \
@@ -98,6 +98,20 @@ for i in 1 2 3; do
 	expect "FERRY_BLOCKING, 3 ranks, items up to 1.5 MB to each other (run $i)" \
 		run_limited blk3_$i 3 --items 3 --len 16 --len-max 1500000 --steps 2 --sync --blocking
 done
+# The waits of FERRY_BLOCKING (ft_direct): an item kept while ferry_send
+# waited for room makes ferry_fd() readable (the wait had taken the
+# eventfd's count); a send to oneself that can never get room says
+# -EDEADLK instead of waiting for ever.
+FERRY_SPIN_US=0 bg fds.1.log timeout 60 "$BUILD/tests/ft_direct" --job fds --rank 1 --mode fdstash
+f1=$LASTPID
+FERRY_SPIN_US=0 timeout 60 "$BUILD/tests/ft_direct" --job fds --rank 0 --mode fdstash >"$TMP/fds.0.log" 2>&1
+r0=$?
+wait $f1; r1=$?
+expect "ferry_fd() readable for an item kept while a blocking ferry_send waited, and every item delivered" \
+	test $r0 = 0 -a $r1 = 0
+[ $r0 = 0 ] && [ $r1 = 0 ] || sed 's/^/#   /' "$TMP"/fds.*.log
+expect "a blocking send to oneself, ring full, room held by unreleased items: -EDEADLK, then works once released" \
+	timeout 60 "$BUILD/tests/ft_direct" --job self --mode selflock
 for i in 1 2; do
 	expect "... the same with FERRY_BATCH (run $i)" \
 		run_job smallb$i 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch
