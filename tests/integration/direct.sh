@@ -112,6 +112,19 @@ expect "ferry_fd() readable for an item kept while a blocking ferry_send waited,
 [ $r0 = 0 ] && [ $r1 = 0 ] || sed 's/^/#   /' "$TMP"/fds.*.log
 expect "a blocking send to oneself, ring full, room held by unreleased items: -EDEADLK, then works once released" \
 	timeout 60 "$BUILD/tests/ft_direct" --job self --mode selflock
+# ... and what a waiting sender keeps stops at 16 MiB (it kept all a fast
+# sender sent it: 1.1 GB in 2.5 s here before).
+for r in 1 2; do
+	bg hoard.$r.log timeout 60 "$BUILD/tests/ft_direct" --job hoard --rank $r --mode hoard
+	eval "h$r=\$LASTPID"
+done
+timeout 60 "$BUILD/tests/ft_direct" --job hoard --rank 0 --mode hoard >"$TMP/hoard.0.log" 2>&1
+r0=$?
+wait $h1; r1=$?
+wait $h2; r2=$?
+expect "a blocking sender waiting for a slow rank keeps at most 16 MiB of a fast one's items ($(sed -n 's/^ok rank 0: peak \([0-9]*\) KiB.*/\1 KiB peak/p' "$TMP/hoard.0.log")), and gets them all" \
+	test $r0 = 0 -a $r1 = 0 -a $r2 = 0
+[ $r0 = 0 ] && [ $r1 = 0 ] && [ $r2 = 0 ] || sed 's/^/#   /' "$TMP"/hoard.*.log
 for i in 1 2; do
 	expect "... the same with FERRY_BATCH (run $i)" \
 		run_job smallb$i 3 --items 40 --len 16 --len-max 200000 --steps 2 --sync --batch

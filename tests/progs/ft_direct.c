@@ -17,6 +17,12 @@
  * (holding it), then fills its own ring: the send that finds no room must
  * fail with -EDEADLK at once rather than wait for ever; after
  * ferry_release, a 1.5 MB item to itself goes through, whole.
+ * hoard (3 ranks): rank 0 (FERRY_BLOCKING) sends rank 1 a hundred 60 KB
+ * items, which rank 1 takes only after 3 s; meanwhile rank 2 sends rank 0
+ * 60 KB items for 2.5 s (retrying on -EAGAIN), then one 4-byte item with
+ * their count.  What rank 0 keeps while it waits stops at 16 MiB: its peak
+ * resident memory (VmHWM) must stay below 48 MB (rank 2 sends far more),
+ * and every item of rank 2 must arrive, in order.
  * Prints "ok ..." lines, or "FAIL ..." and exits 1.
  */
 #include "common.h"
@@ -78,6 +84,86 @@ static void fdstash(ferry_t *f, int rank)
 	sleep(3);
 }
 
+/* This process's peak resident memory, in KiB (VmHWM). */
+static long vm_hwm_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *s = fopen("/proc/self/status", "r");
+
+	while (s && fgets(line, sizeof(line), s))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	if (s)
+		fclose(s);
+	return kib;
+}
+
+static void hoard(ferry_t *f, int rank)
+{
+	static uint8_t big[60000];
+	struct ferry_item it[16];
+	int n, ret;
+
+	if (rank == 0) {
+		uint32_t want = 0, total = UINT32_MAX;
+		long hwm;
+
+		for (uint32_t i = 0; i < 100; i++)
+			if ((ret = ferry_send(f, 1, 0, big, sizeof(big))) != 0)
+				FAIL("rank 0: ferry_send %u: %s", i, ferry_strerror(ret));
+		hwm = vm_hwm_kib();
+		while (want != total) {
+			n = ferry_recv(f, it, 16, 10000);
+			if (n <= 0)
+				FAIL("rank 0: ferry_recv returned %d after %u items of rank 2", n, want);
+			for (int k = 0; k < n; k++) {
+				uint32_t v;
+
+				memcpy(&v, it[k].data, sizeof(v));
+				if (it[k].len == sizeof(v))
+					total = v;
+				else if (it[k].len != sizeof(big) || v != want++)
+					FAIL("rank 0: item %u of rank 2 has length %u, number %u", want - 1, it[k].len, v);
+			}
+			if (total != UINT32_MAX && want != total)
+				FAIL("rank 0: rank 2 sent %u items, %u came before its count", total, want);
+		}
+		if (hwm < 0 || hwm > 48 * 1024)
+			FAIL("rank 0: peak resident memory %ld KiB while it waited, above 48 MB", hwm);
+		printf("ok rank 0: peak %ld KiB while it waited; all %u items of rank 2, in order\n", hwm, total);
+		return;
+	}
+	if (rank == 1) {
+		sleep(3);
+		for (uint32_t got = 0; got < 100; got += (uint32_t)n)
+			if ((n = ferry_recv(f, it, 16, 10000)) <= 0)
+				FAIL("rank 1: ferry_recv returned %d after %u items", n, got);
+		printf("ok rank 1: 100 items\n");
+		return;
+	}
+	{
+		double end = now_s() + 2.5;
+		uint32_t sent = 0;
+
+		while (now_s() < end) {
+			memcpy(big, &sent, sizeof(sent));
+			ret = ferry_send(f, 0, 0, big, sizeof(big));
+			if (ret == 0)
+				sent++;
+			else if (ret == -EAGAIN)
+				usleep(100);
+			else
+				FAIL("rank 2: ferry_send: %s", ferry_strerror(ret));
+		}
+		while ((ret = ferry_send(f, 0, 0, &sent, sizeof(sent))) == -EAGAIN)
+			usleep(1000);
+		if (ret != 0)
+			FAIL("rank 2: ferry_send of the count: %s", ferry_strerror(ret));
+		printf("ok rank 2: sent %u items (%u MB)\n", sent, sent * 60 / 1000);
+	}
+}
+
 static void selflock(ferry_t *f)
 {
 	static uint8_t big[1500000];
@@ -127,7 +213,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	o.size = strcmp(mode, "selflock") == 0 ? 1 : 2;
+	o.size = strcmp(mode, "selflock") == 0 ? 1 : strcmp(mode, "hoard") == 0 ? 3 : 2;
 	if (o.rank == 0)
 		o.flags = FERRY_BLOCKING;
 	if ((ret = ferry_open(&f, &o)) < 0)
@@ -136,6 +222,8 @@ int main(int argc, char **argv)
 		fdstash(f, o.rank);
 	else if (strcmp(mode, "selflock") == 0)
 		selflock(f);
+	else if (strcmp(mode, "hoard") == 0)
+		hoard(f, o.rank);
 	else
 		FAIL("unknown mode %s", mode);
 	if ((ret = ferry_close(f)) != 0)
