@@ -397,25 +397,22 @@ static int send_ring(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 	static_assert(PROTO_FRAG_BYTES == 1u << 16 && FERRY_MAX_CHANNEL == 0xffff, "one shift checks both");
 	/* (An item of exactly PROTO_FRAG_BYTES takes the general way.) */
 	if (__builtin_expect(((len | channel) >> 16) == 0 && dst < f->size &&
-			     !(f->step_done | f->dead | f->large_left), 1) &&
-	    __builtin_expect(!f->direct_of || !f->direct_of[dst], 1) &&
-	    (rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {
-		/* The header as two words: len, kind, flags 0, channel; dst, us. */
-		uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
-		uint64_t w1 = dst | f->src_word;
+			     !(f->step_done | f->dead | f->large_left), 1)) {
+		/* (A rank on this node with a direct ring: its ring, not ours.) */
+		if (__builtin_expect(f->direct_of && f->direct_of[dst], 0))
+			return send_direct(f, &f->dr->out[f->direct_of[dst] - 1], dst, channel, buf, len);
+		if ((rec = ring_reserve_fast(&f->tx, (uint32_t)len)) != NULL) {
+			/* The header as two words: len, kind, flags 0, channel; dst, us. */
+			uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)channel << 48;
+			uint64_t w1 = dst | f->src_word;
 
-		memcpy(rec, &w0, 8);
-		memcpy((uint8_t *)rec + 8, &w1, 8);
-		proto_copy((uint8_t *)(rec + 1), buf, len);
-		if (__builtin_expect(ring_publish(&f->tx), 0))
-			conn_wake(f->efd_daemon);
-		return 0;
-	}
-	if (dst < f->size && !(f->step_done | f->dead | f->large_left) && ((len | channel) >> 16) == 0) {
-		struct dring *d = direct_to(f, dst);
-
-		if (d)
-			return send_direct(f, d, dst, channel, buf, len);
+			memcpy(rec, &w0, 8);
+			memcpy((uint8_t *)rec + 8, &w1, 8);
+			proto_copy((uint8_t *)(rec + 1), buf, len);
+			if (__builtin_expect(ring_publish(&f->tx), 0))
+				conn_wake(f->efd_daemon);
+			return 0;
+		}
 	}
 	return send_slow(f, dst, channel, buf, len);
 }
