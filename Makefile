@@ -201,6 +201,11 @@ $(BUILD)/tests/ft_deny: tests/progs/ft_deny.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libseccomp)
 
+# ft_direct forbids itself membarrier in one of its modes.
+$(BUILD)/tests/ft_direct: tests/progs/ft_direct.c $(LIBSO) tests/progs/common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD)) $(call pkglibs,libseccomp)
+
 # ft_mitm relays and attacks a link between two daemons.
 $(BUILD)/tests/ft_mitm: tests/progs/ft_mitm.c $(PROTO_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)

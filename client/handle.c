@@ -82,7 +82,8 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 	const struct ctl_direct_wire *w = &m->u.direct.w;
 	struct direct *dr;
 	struct stat st;
-	int ret = 0;
+	int ret = 0, registered, env;
+	long mb;
 
 	if (f->dr || (uint32_t)nfds != 1 + w->n) {
 		ret = conn_seterr(-EPROTO, "ferryd sent direct rings with %d file descriptors for %u ranks", nfds, w->n);
@@ -136,6 +137,17 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 	close(fds[0]);
 	dr->region_bytes = w->region_bytes;
 	dr->gone = (const _Atomic uint8_t *)((const uint8_t *)dr->region + PROTO_DIRECT_GONE);
+	/* Fenceless publish both ways (proto/ring.h "Late offers"): we offer
+	 * our writers to run membarrier before we sleep if the kernel has
+	 * the command, and write without a fence where our readers offer
+	 * it, if their membarrier reaches us (registered).  Every end
+	 * offers when this message reaches it, which may be after its
+	 * writers began: "Late offers" says why that is sound. */
+	/* (FERRY_DIRECT_FENCELESS=0: no offer, for measuring the difference.) */
+	mb = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	mb = mb >= 0 && (mb & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+	registered = mb && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+	dr->fences = mb && !(conn_env_int("FERRY_DIRECT_FENCELESS", &env) == 1 && env == 0);
 	for (uint32_t j = 0; j < w->n; j++) {
 		uint32_t rank = m->u.direct.ranks[j];
 
@@ -145,6 +157,9 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 				proto_direct_ring_off(w->n, w->ring_size, w->slot, j), w->ring_size);
 		ring_attach_new(&dr->in[j].r, (uint8_t *)dr->region +
 				proto_direct_ring_off(w->n, w->ring_size, j, w->slot), w->ring_size);
+		ring_producer_await_offer(&dr->out[j].r, registered);
+		if (dr->fences)
+			ring_consumer_offer_fenceless(&dr->in[j].r);
 		dr->out[j].rank = dr->in[j].rank = rank;
 		dr->out[j].slot = dr->in[j].slot = j;
 		f->direct_of[rank] = (uint8_t)(j + 1);

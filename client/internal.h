@@ -49,6 +49,11 @@ struct direct {
 	uint32_t next_in;       /* where collect starts among in[], round robin */
 	uint32_t mark_next;     /* ferry_done: out[] up to here have this step's end marker */
 	uint64_t touched;       /* in[j] read from since the last release: bit j */
+	int fences;             /* we offered our writers to run membarrier before
+				 * we sleep (proto/ring.h "Late offers"), and do */
+	uint64_t membarriers;   /* ... how many times we did */
+	uint64_t membarrier_ns; /* ... and how long they took */
+	uint64_t window_ns, window_bytes; /* membarrier_ns and bytes read at the last judgement */
 };
 
 struct ferry {

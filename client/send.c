@@ -70,6 +70,8 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 		 * and a fast sender toward us waits as well. */
 		int ret, rx_armed = 0, keep = d && f->stash_bytes < STASH_WAIT_BYTES;
 
+		if (f->dead)    /* (rx_sleep_some can end the handle) */
+			return f->dead;
 		if (keep && (ret = f->outstanding ? rx_stash_direct(f) : rx_stash(f)) < 0)
 			return ret;
 		if (ring_producer_sleep(r, len))        /* also refreshes the tail */

@@ -14,8 +14,10 @@
  * Layout: a header page, then n * n rings; the ring from slot i to slot j is
  * at proto_direct_ring_off(n, size, i, j), each ring_bytes(size) rounded up
  * to a page.  The rings are proto/ring.h's, with the RX ring's records
- * (kind ITEM, and STEP as below; src the producer's rank; PAD), published with a fence
- * (no membarrier offer: both ends are clients), and each side wakes the
+ * (kind ITEM, and STEP as below; src the producer's rank; PAD).  Each
+ * reader offers its writers to run membarrier before it sleeps, as ferryd
+ * does for TX rings, when it gets the region, which may be after a writer
+ * began: proto/ring.h "Late offers".  Each side wakes the
  * other through the eventfd ferryd gave it for that slot (that endpoint's
  * efd_client).  The header holds one byte per slot, gone[slot]: ferryd sets
  * it when that endpoint ends and wakes the others, so that a sender stops

@@ -113,7 +113,15 @@ void ring_producer_fence_always(struct ring *r)
 void ring_producer_set_fenceless(struct ring *r, int fenceless)
 {
 	if (fenceless && atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed))
-		r->fenceless = 1;
+		r->fenceless = RING_FENCELESS;
+	else
+		ring_producer_fence_always(r);
+}
+
+void ring_producer_await_offer(struct ring *r, int fenceless)
+{
+	if (fenceless)
+		r->fenceless = RING_FENCELESS_LATE;
 	else
 		ring_producer_fence_always(r);
 }
@@ -289,11 +297,11 @@ void ring_consumer_offer_fenceless(struct ring *r)
 	atomic_store_explicit(&r->sh->consumer_fences, 1, memory_order_relaxed);
 }
 
-void ring_consumer_withdraw_fenceless(struct ring *r)
+void ring_consumer_withdraw_fenceless(struct ring *r, int late)
 {
 	/* Relaxed: the producer may read the old value for a while whatever
 	 * the order; until it answers we look again now and then (ring.h). */
-	atomic_store_explicit(&r->sh->consumer_fences, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->sh->consumer_fences, late ? RING_FENCES_WITHDRAWN : 0, memory_order_relaxed);
 }
 
 int ring_consumer_fenceless(struct ring *r)

@@ -65,6 +65,16 @@
  * that never uses it (not registered, or not offered) answers at once when
  * it attaches.
  *
+ * Late offers.  Between two clients (the direct rings, proto/direct.h)
+ * nobody orders the offer before the first publish: each end sets up its
+ * side when ferryd's message reaches it.  There consumer_fences says one of
+ * three things: 0, no offer yet (publish with a fence and look again next
+ * time); 1, offered; RING_FENCES_WITHDRAWN, withdrawn (answer as above).  A
+ * late offer is sound: a publish that read 1 read the offer, which the
+ * consumer stored after any sleep that began before it, so it is awake and
+ * fences with membarrier before it sleeps again.  The producer says which
+ * it expects with ring_producer_await_offer.
+ *
  * Taken.  The consumer may read records and still not give their room back
  * (ferryd sends large pieces straight from a TX ring until the peer has them:
  * daemon/local/endpoint.h "Loans").  Beside tail it publishes taken, how far
@@ -324,6 +334,14 @@ static inline struct proto_rec *ring_reserve_fast(struct ring *r, uint32_t len)
 	return rec;
 }
 
+/* consumer_fences of a withdrawn late offer (see "Late offers"). */
+#define RING_FENCES_WITHDRAWN 2u
+
+/* r->fenceless of a producer: the consumer offered before we attached
+ * (0 in consumer_fences means withdrawn), or may offer later ("Late
+ * offers": 0 means not yet). */
+enum { RING_FENCELESS = 1, RING_FENCELESS_LATE = 2 };
+
 /* Producer: the consumer's offer has been withdrawn (see "Asymmetric
  * fence"): publish with a fence from now on and say so. */
 void ring_producer_fence_always(struct ring *r);
@@ -336,7 +354,9 @@ static inline int ring_publish(struct ring *r)
 		/* Relaxed: whatever this read returns, the consumer keeps
 		 * looking until we answer (see "Asymmetric fence").  It shares
 		 * its line with consumer_sleeping, read anyway. */
-		if (__builtin_expect(atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed) != 0, 1)) {
+		uint32_t offer = atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed);
+
+		if (__builtin_expect(offer == 1, 1)) {
 			/* The consumer's membarrier supplies the StoreLoad
 			 * fence; the compiler must still not move the load
 			 * above the store. */
@@ -344,7 +364,9 @@ static inline int ring_publish(struct ring *r)
 			atomic_signal_fence(memory_order_seq_cst);
 			return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
 		}
-		ring_producer_fence_always(r);
+		/* (Anything else from a peer that writes garbage: fence.) */
+		if (offer != 0 || r->fenceless != RING_FENCELESS_LATE)
+			ring_producer_fence_always(r);
 	}
 	/* The waker's half of the handshake (see "Wake-ups"): both accesses
 	 * seq_cst, so that the store precedes the load in S. */
@@ -357,6 +379,10 @@ static inline int ring_publish(struct ring *r)
  * not, or if the consumer offers nothing, it answers at once that it fences
  * every publish. */
 void ring_producer_set_fenceless(struct ring *r, int fenceless);
+
+/* Producer, once attached, of a ring whose consumer may offer later ("Late
+ * offers"): fenceless as above.  If not, it answers at once. */
+void ring_producer_await_offer(struct ring *r, int fenceless);
 
 /* Producer about to wait until a record of len payload bytes fits: sets
  * producer_waiting, fences, and returns 1 if the room appeared meanwhile (the
@@ -463,8 +489,9 @@ void ring_consumer_offer_fenceless(struct ring *r);
 
 /* Consumer: withdraws the promise, for good.  Until ring_consumer_fenceless
  * says 0, the consumer sleeps with ring_consumer_sleep but not without a time
- * limit: the producer may still publish without a fence. */
-void ring_consumer_withdraw_fenceless(struct ring *r);
+ * limit: the producer may still publish without a fence.  late: the offer
+ * was a late one (see "Late offers"). */
+void ring_consumer_withdraw_fenceless(struct ring *r, int late);
 
 /* Consumer: 1 while the producer may publish without a fence (offered and
  * not answered yet), 0 once it fences every publish.  The answer comes from

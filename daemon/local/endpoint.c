@@ -605,7 +605,7 @@ int ep_sleep_prepare(void)
 		log_err("membarrier: %m; clients fence every publish from now on");
 		endpoints.membarrier = 0;
 		for (struct ep *ep = endpoints.all; ep; ep = ep->next)
-			ring_consumer_withdraw_fenceless(&ep->tx);
+			ring_consumer_withdraw_fenceless(&ep->tx, 0);
 		return 1;       /* look again, the slow way */
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)

@@ -23,6 +23,13 @@
  * their count.  What rank 0 keeps while it waits stops at 16 MiB: its peak
  * resident memory (VmHWM) must stay below 48 MB (rank 2 sends far more),
  * and every item of rank 2 must arrive, in order.
+ * nomembar: rank 1 takes one item from rank 0, then forbids itself
+ * membarrier (a seccomp filter: EPERM) and waits 0.3 s for another.  Where
+ * it offered its writers to publish without a fence (proto/ring.h "Late
+ * offers"), that wait must fail at once with an error naming membarrier
+ * rather than sleep on items it might not see; with
+ * FERRY_DIRECT_FENCELESS=0 it must time out quietly and then get rank 0's
+ * second item, sent after 1 s.
  * Prints "ok ..." lines, or "FAIL ..." and exits 1.
  */
 #include "common.h"
@@ -30,6 +37,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <seccomp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -193,6 +202,44 @@ static void selflock(ferry_t *f)
 	printf("ok a 1.5 MB item to itself with FERRY_BLOCKING, once released\n");
 }
 
+static void nomembar(ferry_t *f, int rank)
+{
+	const char *fl = getenv("FERRY_DIRECT_FENCELESS");
+	int fenceless = !(fl && strcmp(fl, "0") == 0);
+	struct ferry_item it;
+	scmp_filter_ctx ctx;
+	int n, ret;
+
+	if (rank == 0) {
+		if ((ret = ferry_send(f, 1, 0, "a", 1)) != 0)
+			FAIL("rank 0: ferry_send: %s", ferry_strerror(ret));
+		sleep(1);
+		if ((ret = ferry_send(f, 1, 0, "b", 1)) != 0)
+			FAIL("rank 0: ferry_send: %s", ferry_strerror(ret));
+		return;
+	}
+	if ((n = ferry_recv(f, &it, 1, 10000)) != 1 || it.len != 1 || *(const char *)it.data != 'a')
+		FAIL("rank 1: the first item: %d", n);
+	ferry_release(f);
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(membarrier), 0) != 0 ||
+	    seccomp_load(ctx) != 0)
+		FAIL("rank 1: no seccomp filter");
+	seccomp_release(ctx);
+	n = ferry_recv(f, &it, 1, 300);
+	if (fenceless) {
+		if (n >= 0 || !strstr(ferry_last_error(), "membarrier"))
+			FAIL("rank 1: a wait without membarrier returned %d, not an error naming it", n);
+		printf("ok rank 1: %s\n", ferry_last_error());
+		exit(0);        /* (the handle is dead: nothing to close) */
+	}
+	if (n != 0)
+		FAIL("rank 1: a wait with nothing sent returned %d", n);
+	if ((n = ferry_recv(f, &it, 1, 10000)) != 1 || *(const char *)it.data != 'b')
+		FAIL("rank 1: the second item: %d", n);
+	printf("ok rank 1: no offer, no membarrier needed\n");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -224,6 +271,8 @@ int main(int argc, char **argv)
 		selflock(f);
 	else if (strcmp(mode, "hoard") == 0)
 		hoard(f, o.rank);
+	else if (strcmp(mode, "nomembar") == 0)
+		nomembar(f, o.rank);
 	else
 		FAIL("unknown mode %s", mode);
 	if ((ret = ferry_close(f)) != 0)

@@ -311,7 +311,7 @@ TEST(fenceless_publish_ends_when_the_consumer_withdraws_it)
 	CHECK_EQ(ring_consumer_check(&c), 1);
 	CHECK_EQ(take(&c, &tag, &len), 1);
 	/* Withdrawn: no answer until the producer publishes again. */
-	ring_consumer_withdraw_fenceless(&c);
+	ring_consumer_withdraw_fenceless(&c, 0);
 	CHECK_EQ(ring_consumer_fenceless(&c), 1);
 	CHECK_EQ(p.fenceless, 1);
 	CHECK_EQ(ring_consumer_sleep(&c), 0);
@@ -339,6 +339,72 @@ TEST(fenceless_publish_ends_when_the_consumer_withdraws_it)
 	ring_attach(&p, m, size, 0);
 	ring_producer_set_fenceless(&p, 1);
 	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+	free(m);
+}
+
+/* Late offers (the direct rings between clients): a producer that awaits
+ * one publishes with a fence until it comes, without giving up on it; then
+ * without; and answers once it is withdrawn, or on anything else. */
+TEST(late_offer_comes_after_the_first_publish)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+	uint32_t tag, len;
+
+	memset(m, 0, ring_bytes(size));         /* as ferryd makes a direct region */
+	ring_attach_new(&c, m, size);
+	ring_attach_new(&p, m, size);
+	ring_producer_await_offer(&p, 1);
+	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
+	put(&p, 8, 1);
+	CHECK_EQ(ring_publish(&p), 0);          /* fenced, and still waiting for the offer */
+	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
+	CHECK_EQ(atomic_load(&p.sh->producer_fences), 0);
+	ring_consumer_offer_fenceless(&c);
+	CHECK_EQ(ring_consumer_fenceless(&c), 1);
+	ring_consumer_arm(&c);
+	CHECK_EQ(ring_consumer_check(&c), 1);   /* the fenced record is there */
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(tag, 1);
+	ring_consumer_arm(&c);
+	put(&p, 8, 2);
+	CHECK_EQ(ring_publish(&p), 1);          /* without a fence now, and sees the sleeper */
+	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
+	CHECK_EQ(ring_consumer_check(&c), 1);
+	CHECK_EQ(take(&c, &tag, &len), 1);
+	CHECK_EQ(tag, 2);
+	/* Withdrawn: the next publish answers, for good. */
+	ring_consumer_withdraw_fenceless(&c, 1);
+	CHECK_EQ(atomic_load(&c.sh->consumer_fences), RING_FENCES_WITHDRAWN);
+	CHECK_EQ(ring_consumer_fenceless(&c), 1);
+	put(&p, 8, 3);
+	ring_publish(&p);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+	atomic_store(&c.sh->consumer_fences, 1);        /* an offer again changes nothing */
+	put(&p, 8, 4);
+	ring_publish(&p);
+	CHECK_EQ(p.fenceless, 0);
+
+	/* Garbage in consumer_fences (a peer of the job wrote it): fence. */
+	memset(m, 0, ring_bytes(size));
+	ring_attach_new(&c, m, size);
+	ring_attach_new(&p, m, size);
+	ring_producer_await_offer(&p, 1);
+	atomic_store(&c.sh->consumer_fences, 77);
+	put(&p, 8, 1);
+	ring_publish(&p);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(atomic_load(&c.sh->producer_fences), 1);
+	/* A producer that cannot use an offer answers as it attaches. */
+	memset(m, 0, ring_bytes(size));
+	ring_attach_new(&c, m, size);
+	ring_attach_new(&p, m, size);
+	ring_producer_await_offer(&p, 0);
+	CHECK_EQ(p.fenceless, 0);
+	ring_consumer_offer_fenceless(&c);
 	CHECK_EQ(ring_consumer_fenceless(&c), 0);
 	free(m);
 }
@@ -416,7 +482,8 @@ struct stress {
 	int efd_c, efd_p;
 	uint32_t n;
 	int lost_wakeups, bad;
-	uint64_t consumer_sleeps, sleeps_withdrawn, rechecks;
+	uint64_t consumer_sleeps, sleeps_withdrawn, sleeps_offered, rechecks;
+	int offered;                    /* a late offer was made */
 	_Atomic uint32_t consumed;      /* items the consumer has taken */
 	int fenceless_at_end;           /* ring_consumer_fenceless(&c) once done */
 };
@@ -461,6 +528,9 @@ static void *producer(void *arg)
 	return NULL;
 }
 
+/* fenceless: 0, the fenced handshake only; 1, offered before the producer
+ * attaches; 2, a late offer, made once a quarter has gone through (while
+ * the producer publishes), as between two clients. */
 static void stress(struct stress *s, int fenceless)
 {
 	uint64_t size = PROTO_RING_MIN;
@@ -471,10 +541,13 @@ static void stress(struct stress *s, int fenceless)
 	int withdrawn = 0;
 
 	ring_attach(&s->c, m, size, 1);
-	if (fenceless)
+	if (fenceless == 1)
 		ring_consumer_offer_fenceless(&s->c);
 	ring_attach(&s->p, m, size, 0);
-	ring_producer_set_fenceless(&s->p, fenceless);
+	if (fenceless == 2)
+		ring_producer_await_offer(&s->p, 1);
+	else
+		ring_producer_set_fenceless(&s->p, fenceless);
 	s->efd_c = eventfd(0, EFD_NONBLOCK);
 	s->efd_p = eventfd(0, EFD_NONBLOCK);
 	pthread_create(&t, NULL, producer, s);
@@ -498,8 +571,12 @@ static void stress(struct stress *s, int fenceless)
 		}
 		if (ring_release(&s->c) && write(s->efd_p, &one, 8) < 0)
 			s->bad++;
+		if (fenceless == 2 && !s->offered && next >= s->n / 4) {
+			ring_consumer_offer_fenceless(&s->c);
+			s->offered = 1;
+		}
 		if (fenceless && !withdrawn && next >= s->n / 2) {
-			ring_consumer_withdraw_fenceless(&s->c);
+			ring_consumer_withdraw_fenceless(&s->c, fenceless == 2);
 			withdrawn = 1;
 		}
 		/* As ferryd's ep_sleep_prepare: the answer first, then the look. */
@@ -525,6 +602,7 @@ static void stress(struct stress *s, int fenceless)
 
 		s->consumer_sleeps++;
 		s->sleeps_withdrawn += withdrawn;
+		s->sleeps_offered += s->offered && !withdrawn;
 		ret = poll(&pf, 1, timeout);
 		if (ret == 0 && timeout == 10)
 			s->rechecks++;
@@ -569,6 +647,23 @@ TEST(two_threads_fenceless_then_withdrawn_no_lost_wakeup)
 	       (unsigned long long)s.rechecks);
 }
 
+TEST(two_threads_late_offer_then_withdrawn_no_lost_wakeup)
+{
+	struct stress s = { .n = 2000000 };
+
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0)
+		SKIP("membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) fails here");
+	stress(&s, 2);
+	CHECK_EQ(s.p.fenceless, 0);
+	CHECK_EQ(s.fenceless_at_end, 0);
+	CHECK(s.sleeps_offered > 0);            /* it slept under the offer */
+	CHECK(s.sleeps_withdrawn > 0);
+	CHECK(s.consumer_sleeps > s.sleeps_withdrawn + s.sleeps_offered);  /* and before it */
+	printf("# %llu consumer sleeps, %llu under the offer, %llu after the withdrawal, %llu short ones\n",
+	       (unsigned long long)s.consumer_sleeps, (unsigned long long)s.sleeps_offered,
+	       (unsigned long long)s.sleeps_withdrawn, (unsigned long long)s.rechecks);
+}
+
 int main(void)
 {
 	RUN(sizes);
@@ -579,9 +674,11 @@ int main(void)
 	RUN(flags_tell_who_must_be_woken);
 	RUN(taken_runs_ahead_of_a_held_back_tail);
 	RUN(fenceless_publish_ends_when_the_consumer_withdraws_it);
+	RUN(late_offer_comes_after_the_first_publish);
 	RUN(consumer_rejects_garbage);
 	RUN(producer_rejects_impossible_tail);
 	RUN(two_threads_no_lost_wakeup);
 	RUN(two_threads_fenceless_then_withdrawn_no_lost_wakeup);
+	RUN(two_threads_late_offer_then_withdrawn_no_lost_wakeup);
 	return check_done();
 }
