@@ -61,6 +61,8 @@ static void direct_free(struct ferry *f)
 	struct direct *dr = f->dr;
 
 	if (dr) {
+		if (dr->out && dr->region)
+			direct_answer(dr);
 		for (uint32_t j = 0; dr->out && j < dr->n; j++)
 			if (dr->out[j].efd >= 0)
 				close(dr->out[j].efd);
@@ -147,7 +149,9 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 	mb = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	mb = mb >= 0 && (mb & MEMBARRIER_CMD_GLOBAL_EXPEDITED);
 	registered = mb && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
-	dr->fences = mb && !(conn_env_int("FERRY_DIRECT_FENCELESS", &env) == 1 && env == 0);
+	/* (One call to try: a seccomp filter may allow the query only.) */
+	dr->fences = mb && !(conn_env_int("FERRY_DIRECT_FENCELESS", &env) == 1 && env == 0) &&
+		     syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 	for (uint32_t j = 0; j < w->n; j++) {
 		uint32_t rank = m->u.direct.ranks[j];
 

@@ -79,6 +79,8 @@ static unsigned ready(struct ferry *f, unsigned events)
  * is ready already (the flags are cleared again), 0 to sleep. */
 static int arm(struct ferry *f, unsigned events, struct ring *out)
 {
+	if (f->dr)
+		direct_answer(f->dr);   /* (rx_sleep does too, but not for POLLOUT alone) */
 	if ((events & FERRY_POLLIN) && rx_sleep(f))
 		return 1;
 	if ((events & FERRY_POLLOUT) && ring_producer_sleep(out, f->want_room)) {
@@ -157,8 +159,11 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 			continue;
 		}
 		out = want_ring(f);
-		if (arm(f, want, out))
+		if (arm(f, want, out)) {
+			if (f->dead)    /* (rx_sleep can end the handle) */
+				return f->dead;
 			continue;
+		}
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
 		disarm(f, want, out);

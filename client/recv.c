@@ -159,25 +159,25 @@ static void direct_withdraw(struct direct *dr)
  * offer's half (proto/ring.h "Late offers").
  *
  * Whether the offer pays: it saves each writer a fence per item (about 30
- * ns where we read on another core: a nanosecond a byte for 16-byte items)
- * and costs us this call per sleep, a system call that also interrupts
+ * ns an item where we read on another core, whatever its size) and costs us this call per sleep, a system call that also interrupts
  * every core running a registered process (a client, ferryd).  That costs
  * 0.3 us where nothing else runs, and far more where the cores are busy:
  * a sustained all-to-all, whose readers sleep every few hundred bytes,
  * ran at half speed (the calls took 20 us each).  So once the calls of a
- * window have taken longer than a microsecond each, and than a nanosecond
- * for each byte read from the rings meanwhile, we withdraw it.
+ * window have taken longer than a microsecond each, and than 30 ns for
+ * each item read from the rings meanwhile, we withdraw it.
  *
  * The kernel said it has the command when we offered; if it fails anyway
  * (a seccomp filter the program installed since), a writer's publish may
  * stay unseen while we sleep, with no way to tell: we withdraw the offer
  * and the handle ends with the reason rather than miss items. */
 #define DIRECT_MEMBARRIERS_WINDOW 64   /* calls per judgement of the offer */
+#define DIRECT_FENCE_NS 30              /* what a fenced publish costs its writer more */
 
 static int direct_membarrier(struct ferry *f)
 {
 	struct direct *dr = f->dr;
-	uint64_t t = proto_now_ns(), bytes = 0;
+	uint64_t t = proto_now_ns();
 	int err;
 
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0) {
@@ -188,8 +188,6 @@ static int direct_membarrier(struct ferry *f)
 	}
 	dr->membarrier_ns += proto_now_ns() - t;
 	if (++dr->membarriers % DIRECT_MEMBARRIERS_WINDOW == 0 && dr->fences) {
-		for (uint32_t j = 0; j < dr->n; j++)
-			bytes += dr->in[j].r.tail;      /* (from 0 at the attach) */
 		uint64_t ns = dr->membarrier_ns - dr->window_ns;
 
 		/* Judged per window of calls, and only where they cost more
@@ -198,18 +196,16 @@ static int direct_membarrier(struct ferry *f)
 		 * about the stream, and where the calls are that cheap the
 		 * offer never costs much (a sleeping ping-pong: 0.3 us a
 		 * round trip). */
-		if (ns > DIRECT_MEMBARRIERS_WINDOW * 1000ull && ns > bytes - dr->window_bytes)
+		if (ns > DIRECT_MEMBARRIERS_WINDOW * 1000ull &&
+		    ns > (dr->items_in - dr->window_items) * DIRECT_FENCE_NS)
 			direct_withdraw(dr);
 		dr->window_ns = dr->membarrier_ns;
-		dr->window_bytes = bytes;
+		dr->window_items = dr->items_in;
 	}
 	return 0;
 }
 
-/* A writer's half of a withdrawal: before we sleep (no publish of ours is
- * under way), answer every reader that withdrew its offer, so that it
- * need not wait for our next item to stop running membarrier. */
-static void direct_answer(struct direct *dr)
+void direct_answer(struct direct *dr)
 {
 	for (uint32_t j = 0; j < dr->n; j++) {
 		struct ring *r = &dr->out[j].r;
@@ -246,12 +242,18 @@ int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx)
 	for (uint32_t j = 0; j < f->dr->n; j++)
 		if (!(skip & (1ull << j)) && dring_open(f, &f->dr->in[j], low)) {
 			ring_consumer_arm(&f->dr->in[j].r);
-			fenceless |= ring_consumer_fenceless(&f->dr->in[j].r);
+			/* (A writer that is gone publishes nothing more, and
+			 * what it did is visible: it ended, and ferryd saw
+			 * that before it marked the slot.) */
+			fenceless |= ring_consumer_fenceless(&f->dr->in[j].r) &&
+				     !atomic_load_explicit(&f->dr->gone[j], memory_order_acquire);
 		}
-	if (!fenceless)
+	if (!fenceless) {
 		atomic_thread_fence(memory_order_seq_cst);
-	else if (direct_membarrier(f) < 0)
+	} else if (direct_membarrier(f) < 0) {
+		rx_awake(f);
 		return 1;       /* the handle is dead: the caller finds out */
+	}
 	if (with_rx && f->completed <= low)
 		came = ring_consumer_check(&f->rx);
 	for (uint32_t j = 0; j < f->dr->n; j++)
@@ -459,6 +461,7 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 {
 	struct ring *r = d ? &d->r : &f->rx;
 	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size;
+	int n0 = n;
 
 	n += collect_fast(f, r, lo, hi, items + n, max - n);
 
@@ -536,6 +539,8 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 		if (!ring_items_in(items, n, r))
 			release_ring(f, d);
 	}
+	if (d)
+		f->dr->items_in += (uint64_t)(n - n0);  /* (direct_membarrier) */
 	return n;
 }
 

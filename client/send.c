@@ -91,6 +91,8 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 			}
 			rx_armed = 1;
 		}
+		if (!rx_armed && f->dr)
+			direct_answer(f->dr);   /* (as rx_sleep_some would) */
 		ret = conn_wait(f, -1);
 		ring_producer_awake(r);
 		if (rx_armed)
@@ -365,8 +367,8 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 }
 
 /* A small item for a local rank, straight into its direct ring (no
- * daemon on the way: proto/direct.h).  Published with a fence, since the
- * reader is a client that does not run membarrier for us. */
+ * daemon on the way: proto/direct.h).  Published without a fence while
+ * its reader offers to run membarrier for us (proto/ring.h "Late offers"). */
 __attribute__((noinline))
 static int send_direct(ferry_t *f, struct dring *d, uint32_t dst, uint32_t channel, const void *buf, size_t len)
 {

@@ -44,8 +44,9 @@
  * barrier on every CPU running the (registered) producer, so that either the
  * head is visible when membarrier returns or the producer's load of the flag
  * comes after the call began and sees it (the liburcu technique; outside
- * C11, whose model has no membarrier).  Here only the TX direction uses it;
- * the daemon publishes to RX rings once per batch, fenced.
+ * C11, whose model has no membarrier).  TX rings and direct rings use it
+ * (see "Late offers"); the daemon publishes to RX rings once per batch,
+ * fenced.
  *
  * The promise can be withdrawn (membarrier can fail at run time), and the
  * producer only learns it by reading consumer_fences, which it does at every
@@ -60,8 +61,10 @@
  * every later publish is fenced, so from then on the handshake above holds.
  * Until the answer comes, the consumer must not sleep without a time limit
  * on that ring: it looks again now and then (C11 7.17.3 asks that a store
- * become visible to loads "within a reasonable amount of time").  The offer
- * is made before the producer attaches and withdrawn for good; a producer
+ * become visible to loads "within a reasonable amount of time"), or, what
+ * a client does since it cannot limit a sleep on ferry_fd(), keeps running
+ * membarrier before it sleeps.  On a TX ring the offer is made before the
+ * producer attaches and withdrawn for good; a producer
  * that never uses it (not registered, or not offered) answers at once when
  * it attaches.
  *
@@ -70,10 +73,13 @@
  * side when ferryd's message reaches it.  There consumer_fences says one of
  * three things: 0, no offer yet (publish with a fence and look again next
  * time); 1, offered; RING_FENCES_WITHDRAWN, withdrawn (answer as above).  A
- * late offer is sound: a publish that read 1 read the offer, which the
- * consumer stored after any sleep that began before it, so it is awake and
- * fences with membarrier before it sleeps again.  The producer says which
- * it expects with ring_producer_await_offer.
+ * late offer is sound: a consumer never sleeps on the ring between its offer
+ * and the answer without membarrier first, and a publish that skipped the
+ * fence read the offer, so it was stored after the consumer's earlier sleeps
+ * (which were fenced ones, racing only with fenced publishes) had begun
+ * looking.  The producer says which it expects with
+ * ring_producer_await_offer, and may answer a withdrawal at any time when
+ * none of its publishes is under way, not only at the next one.
  *
  * Taken.  The consumer may read records and still not give their room back
  * (ferryd sends large pieces straight from a TX ring until the peer has them:
@@ -166,7 +172,8 @@ struct proto_ring_shared {
 	_Atomic uint64_t taken;         /* consumer: it has read up to here (see "Taken") */
 	_Alignas(PROTO_CACHELINE) _Atomic uint32_t consumer_sleeping; /* consumer waits for records */
 	_Atomic uint32_t producer_waiting;                  /* producer waits for space */
-	_Atomic uint32_t consumer_fences;   /* consumer: 1 while it runs membarrier for the producer */
+	_Atomic uint32_t consumer_fences;   /* consumer: 1 while it runs membarrier for the producer
+					     * (RING_FENCES_WITHDRAWN: see "Late offers") */
 	_Atomic uint32_t producer_fences;   /* producer: 1 once it fences every publish */
 };
 static_assert(sizeof(struct proto_ring_shared) == 3 * PROTO_CACHELINE, "ring header layout");
@@ -229,8 +236,11 @@ struct ring {
 	uint64_t fast_end;      /* producer: ring_reserve_fast may fill up to this
 				 * counter (the end of the lap, or tail + size if
 				 * that comes first); ring_set_fast_end */
-	int fenceless;          /* producer: the consumer fences for us (see above);
-				 * consumer: we offered that and have no answer yet */
+	int fenceless;          /* producer: 0, we fence every publish; RING_FENCELESS,
+				 * the consumer offered before we attached;
+				 * RING_FENCELESS_LATE, it may offer any time (see
+				 * "Late offers").  Consumer: we offered and have
+				 * no answer yet */
 };
 
 /* Copies n bytes of an item payload: small ones (the common case, once per
@@ -482,15 +492,16 @@ void ring_consumer_arm(struct ring *r);
 int ring_consumer_check(struct ring *r);
 void ring_consumer_awake(struct ring *r);
 
-/* Consumer, before the producer attaches: promises to run membarrier between
+/* Consumer, before the producer attaches (or at any time, on a ring whose
+ * producer awaits it: "Late offers"): promises to run membarrier between
  * ring_consumer_arm and ring_consumer_check, so that the producer may publish
  * without a fence (see "Asymmetric fence"). */
 void ring_consumer_offer_fenceless(struct ring *r);
 
 /* Consumer: withdraws the promise, for good.  Until ring_consumer_fenceless
- * says 0, the consumer sleeps with ring_consumer_sleep but not without a time
- * limit: the producer may still publish without a fence.  late: the offer
- * was a late one (see "Late offers"). */
+ * says 0, the producer may still publish without a fence: the consumer
+ * sleeps with ring_consumer_sleep but not without a time limit, or keeps
+ * running membarrier.  late: the offer was a late one (see "Late offers"). */
 void ring_consumer_withdraw_fenceless(struct ring *r, int late);
 
 /* Consumer: 1 while the producer may publish without a fence (offered and

@@ -483,10 +483,23 @@ struct stress {
 	uint32_t n;
 	int lost_wakeups, bad;
 	uint64_t consumer_sleeps, sleeps_withdrawn, sleeps_offered, rechecks;
+	uint64_t sleeps_membarrier_withdrawn;   /* looks with membarrier after the withdrawal */
+	int late_answer;                /* 3: the producer answers at its pauses */
+	uint64_t answered_at_pause;
 	int offered;                    /* a late offer was made */
 	_Atomic uint32_t consumed;      /* items the consumer has taken */
 	int fenceless_at_end;           /* ring_consumer_fenceless(&c) once done */
 };
+
+/* No publish under way: answer a withdrawal now (mode 3). */
+static void answer_at_pause(struct stress *s)
+{
+	if (s->late_answer && s->p.fenceless &&
+	    atomic_load_explicit(&s->p.sh->consumer_fences, memory_order_relaxed) > 1) {
+		ring_producer_fence_always(&s->p);
+		s->answered_at_pause++;
+	}
+}
 
 static void *producer(void *arg)
 {
@@ -513,14 +526,20 @@ static void *producer(void *arg)
 		 * taken everything and gone to sleep, whatever the load on the
 		 * machine (a consumer that never found the ring empty would
 		 * never sleep, nor withdraw the fenceless offer). */
-		if ((i & 1023) == 1023)
+		if ((i & 1023) == 1023) {
+			answer_at_pause(s);
 			usleep(10);
+		}
 		if ((i & 65535) == 65535) {
-			if (ring_publish(&s->p) && write(s->efd_c, &one, 8) < 0)
+			/* (Everything is published already: i & 7 is 7.  A
+			 * publish now would answer a withdrawal that mode 3
+			 * wants answered at the pause.) */
+			if (!s->late_answer && ring_publish(&s->p) && write(s->efd_c, &one, 8) < 0)
 				s->bad++;
 			while (atomic_load(&s->consumed) < i + 1 && !s->bad)
 				usleep(100);
 			usleep(2000);
+			answer_at_pause(s);
 		}
 	}
 	if (ring_publish(&s->p) && write(s->efd_c, &one, 8) < 0)
@@ -530,7 +549,10 @@ static void *producer(void *arg)
 
 /* fenceless: 0, the fenced handshake only; 1, offered before the producer
  * attaches; 2, a late offer, made once a quarter has gone through (while
- * the producer publishes), as between two clients. */
+ * the producer publishes), as between two clients; 3, the same, but after
+ * the withdrawal the consumer keeps running membarrier until answered and
+ * sleeps without a time limit, and the producer answers at its pauses
+ * too, as libferry does (client/recv.c direct_answer). */
 static void stress(struct stress *s, int fenceless)
 {
 	uint64_t size = PROTO_RING_MIN;
@@ -544,7 +566,8 @@ static void stress(struct stress *s, int fenceless)
 	if (fenceless == 1)
 		ring_consumer_offer_fenceless(&s->c);
 	ring_attach(&s->p, m, size, 0);
-	if (fenceless == 2)
+	s->late_answer = fenceless == 3;
+	if (fenceless >= 2)
 		ring_producer_await_offer(&s->p, 1);
 	else
 		ring_producer_set_fenceless(&s->p, fenceless);
@@ -571,17 +594,20 @@ static void stress(struct stress *s, int fenceless)
 		}
 		if (ring_release(&s->c) && write(s->efd_p, &one, 8) < 0)
 			s->bad++;
-		if (fenceless == 2 && !s->offered && next >= s->n / 4) {
+		if (fenceless >= 2 && !s->offered && next >= s->n / 4) {
 			ring_consumer_offer_fenceless(&s->c);
 			s->offered = 1;
 		}
-		if (fenceless && !withdrawn && next >= s->n / 2) {
-			ring_consumer_withdraw_fenceless(&s->c, fenceless == 2);
+		/* (Mode 3: where the producer pauses, so that its answer
+		 * comes between publishes.) */
+		if (fenceless && !withdrawn && (fenceless == 3 ? next == 16 * 65536 : next >= s->n / 2)) {
+			ring_consumer_withdraw_fenceless(&s->c, fenceless >= 2);
 			withdrawn = 1;
 		}
 		/* As ferryd's ep_sleep_prepare: the answer first, then the look. */
 		unsure = ring_consumer_fenceless(&s->c);
-		if (unsure && !withdrawn) {
+		if (unsure && (!withdrawn || fenceless == 3)) {
+			s->sleeps_membarrier_withdrawn += withdrawn;
 			ring_consumer_arm(&s->c);
 			if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) < 0)
 				s->bad++;
@@ -664,6 +690,26 @@ TEST(two_threads_late_offer_then_withdrawn_no_lost_wakeup)
 	       (unsigned long long)s.sleeps_withdrawn, (unsigned long long)s.rechecks);
 }
 
+TEST(two_threads_late_offer_withdrawn_answered_between_publishes)
+{
+	struct stress s = { .n = 2000000 };
+
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0)
+		SKIP("membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) fails here");
+	stress(&s, 3);
+	CHECK_EQ(s.p.fenceless, 0);
+	CHECK_EQ(s.fenceless_at_end, 0);
+	CHECK_EQ(s.rechecks, 0);                /* never a time limit */
+	CHECK_EQ(s.answered_at_pause, 1);       /* between publishes, not at one */
+	CHECK(s.sleeps_offered > 0);
+	CHECK(s.sleeps_withdrawn > 0);
+	printf("# %llu consumer sleeps, %llu under the offer, %llu after the withdrawal (%llu of them with "
+	       "membarrier), answered at a pause: %llu\n",
+	       (unsigned long long)s.consumer_sleeps, (unsigned long long)s.sleeps_offered,
+	       (unsigned long long)s.sleeps_withdrawn, (unsigned long long)s.sleeps_membarrier_withdrawn,
+	       (unsigned long long)s.answered_at_pause);
+}
+
 int main(void)
 {
 	RUN(sizes);
@@ -680,5 +726,6 @@ int main(void)
 	RUN(two_threads_no_lost_wakeup);
 	RUN(two_threads_fenceless_then_withdrawn_no_lost_wakeup);
 	RUN(two_threads_late_offer_then_withdrawn_no_lost_wakeup);
+	RUN(two_threads_late_offer_withdrawn_answered_between_publishes);
 	return check_done();
 }
