@@ -164,14 +164,14 @@ static void direct_withdraw(struct direct *dr)
  * 0.3 us where nothing else runs, and far more where the cores are busy:
  * a sustained all-to-all, whose readers sleep every few hundred bytes,
  * ran at half speed (the calls took 20 us each).  So once the calls of a
- * window have taken longer than a microsecond each, and than 30 ns for
- * each item read from the rings meanwhile, we withdraw it.
+ * window of 64 have taken longer than 64 us, and than 30 ns for each item
+ * read from the rings meanwhile, we withdraw it.
  *
  * The kernel said it has the command when we offered; if it fails anyway
  * (a seccomp filter the program installed since), a writer's publish may
  * stay unseen while we sleep, with no way to tell: we withdraw the offer
  * and the handle ends with the reason rather than miss items. */
-#define DIRECT_MEMBARRIERS_WINDOW 64   /* calls per judgement of the offer */
+#define DIRECT_MEMBARRIERS_WINDOW 64   /* calls over which the offer is judged */
 #define DIRECT_FENCE_NS 30              /* what a fenced publish costs its writer more */
 
 static int direct_membarrier(struct ferry *f)
@@ -187,20 +187,23 @@ static int direct_membarrier(struct ferry *f)
 					     strerror(err));
 	}
 	dr->membarrier_ns += proto_now_ns() - t;
-	if (++dr->membarriers % DIRECT_MEMBARRIERS_WINDOW == 0 && dr->fences) {
+	if (dr->fences) {
 		uint64_t ns = dr->membarrier_ns - dr->window_ns;
 
-		/* Judged per window of calls, and only where they cost more
-		 * than a microsecond each: a reader that waits for a writer
-		 * to begin sleeps often and reads little, which says nothing
-		 * about the stream, and where the calls are that cheap the
-		 * offer never costs much (a sleeping ping-pong: 0.3 us a
-		 * round trip). */
+		/* Judged at every call over a window of at most 64 calls,
+		 * and only once they cost more than a microsecond each on
+		 * average: a reader that waits for a writer to begin sleeps
+		 * often and reads little, which says nothing about the
+		 * stream, and where the calls are that cheap the offer
+		 * never costs much (a sleeping ping-pong: 0.3 us a round
+		 * trip).  Where they cost 20 us, the fourth says enough. */
 		if (ns > DIRECT_MEMBARRIERS_WINDOW * 1000ull &&
 		    ns > (dr->items_in - dr->window_items) * DIRECT_FENCE_NS)
 			direct_withdraw(dr);
-		dr->window_ns = dr->membarrier_ns;
-		dr->window_items = dr->items_in;
+		if (++dr->membarriers % DIRECT_MEMBARRIERS_WINDOW == 0) {
+			dr->window_ns = dr->membarrier_ns;
+			dr->window_items = dr->items_in;
+		}
 	}
 	return 0;
 }
