@@ -57,6 +57,17 @@ struct direct {
 	uint64_t window_ns, window_items; /* membarrier_ns and items_in at the last judgement */
 };
 
+/* The stash (recv.c): items kept in chunks of the library's memory. */
+struct stash_chunk {
+	size_t used, cap;
+	_Alignas(8) uint8_t data[];
+};
+
+struct stashed {
+	struct ferry_item it;   /* it.data points into c */
+	struct stash_chunk *c;
+};
+
 struct ferry {
 	int sock;
 	int efd_client, efd_daemon;
@@ -92,9 +103,10 @@ struct ferry {
 	uint32_t completed;     /* last step the daemon said is complete */
 	int failed;             /* the job can complete no more steps: -errno (a FAIL record) */
 	char fail_text[192];    /* ... and what the daemon said happened */
-	struct ferry_item *stash;       /* items copied out of the ring while waiting */
+	struct stashed *stash;  /* items copied out of the rings while waiting (recv.c "The stash") */
 	size_t stash_head, stash_len, stash_cap;
 	size_t stash_bytes;     /* payload bytes in the stash */
+	struct stash_chunk *stash_chunk; /* the chunk small items are copied into now; NULL: none */
 	/* The rest of a large item whose first piece is in the TX ring
 	 * (send.c): it goes in as the ring makes room, before anything else
 	 * is sent, so that ferry_send never waits without FERRY_BLOCKING. */
