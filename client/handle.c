@@ -49,8 +49,11 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	f->node = a->node;
 	/* If the daemon fences for us before it sleeps, and the kernel lets it
 	 * reach this process, publish items without a fence for as long as
-	 * the TX ring's header says the daemon still does (ring.h). */
-	ring_producer_set_fenceless(&f->tx, (a->flags & CTL_ATTACHED_MEMBARRIER) &&
+	 * the TX ring's header says the daemon still does (ring.h).  Not
+	 * with FERRY_BATCH: a publish per batch of up to 128 items saves
+	 * next to nothing, and the daemon's membarrier calls are dear where
+	 * the cores are busy (ring.h ring_judge), so we answer at once. */
+	ring_producer_set_fenceless(&f->tx, (a->flags & CTL_ATTACHED_MEMBARRIER) && !(f->flags & FERRY_BATCH) &&
 				    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0);
 	return 0;
 }
@@ -61,11 +64,12 @@ static void direct_free(struct ferry *f)
 	struct direct *dr = f->dr;
 
 	if (dr) {
-		if (dr->out && dr->region)
-			direct_answer(dr);
-		for (uint32_t j = 0; dr->out && j < dr->n; j++)
+		for (uint32_t j = 0; dr->out && j < dr->n; j++) {
+			if (dr->region)
+				ring_producer_answer(&dr->out[j].r);    /* (answer_withdrawals) */
 			if (dr->out[j].efd >= 0)
 				close(dr->out[j].efd);
+		}
 		if (dr->region)
 			munmap(dr->region, dr->region_bytes);
 		free(dr->out);
@@ -161,7 +165,7 @@ static int direct_setup(struct ferry *f, const struct ctl_msg *m, const int *fds
 				proto_direct_ring_off(w->n, w->ring_size, w->slot, j), w->ring_size);
 		ring_attach_new(&dr->in[j].r, (uint8_t *)dr->region +
 				proto_direct_ring_off(w->n, w->ring_size, j, w->slot), w->ring_size);
-		ring_producer_await_offer(&dr->out[j].r, registered);
+		ring_producer_await_offer(&dr->out[j].r, registered && !(f->flags & FERRY_BATCH)); /* (see map_region) */
 		if (dr->fences)
 			ring_consumer_offer_fenceless(&dr->in[j].r);
 		dr->out[j].rank = dr->in[j].rank = rank;

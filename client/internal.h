@@ -51,10 +51,8 @@ struct direct {
 	uint64_t touched;       /* in[j] read from since the last release: bit j */
 	int fences;             /* we offered our writers to run membarrier before
 				 * we sleep (proto/ring.h "Late offers"), and do */
-	uint64_t membarriers;   /* ... how many times we did */
-	uint64_t membarrier_ns; /* ... and how long they took */
+	struct ring_judge judge; /* ... and whether it pays (proto/ring.h) */
 	uint64_t items_in;      /* items read from in[] */
-	uint64_t window_ns, window_items; /* membarrier_ns and items_in at the last judgement */
 };
 
 /* The stash (recv.c): items kept in chunks of the library's memory. */
@@ -260,11 +258,12 @@ void batch_free(struct ferry *f);
  * flags, fences, and returns 1 if records came meanwhile, the flags cleared
  * again); awake (flags cleared). */
 int rx_readable(const struct ferry *f);
-/* A writer's half of a withdrawal (proto/ring.h "Late offers"): answers
- * every reader of dr's out rings that withdrew its offer, so that it need
- * not wait for our next item to stop running membarrier.  Called where no
- * publish of ours is under way: before each wait, and at the end. */
-void direct_answer(struct direct *dr);
+/* A writer's half of a withdrawal (proto/ring.h): answers every reader of
+ * ours (ferryd for the TX ring, the ranks of our direct rings) that
+ * withdrew its offer, so that it need not wait for our next item to stop
+ * running membarrier.  Called where no publish of ours is under way:
+ * before each wait, and at the end. */
+void answer_withdrawals(struct ferry *f);
 int rx_sleep(struct ferry *f);
 void rx_awake(struct ferry *f);
 

@@ -79,8 +79,7 @@ static unsigned ready(struct ferry *f, unsigned events)
  * is ready already (the flags are cleared again), 0 to sleep. */
 static int arm(struct ferry *f, unsigned events, struct ring *out)
 {
-	if (f->dr)
-		direct_answer(f->dr);   /* (rx_sleep does too, but not for POLLOUT alone) */
+	answer_withdrawals(f);  /* (rx_sleep does too, but not for POLLOUT alone) */
 	if ((events & FERRY_POLLIN) && rx_sleep(f))
 		return 1;
 	if ((events & FERRY_POLLOUT) && ring_producer_sleep(out, f->want_room)) {

@@ -147,7 +147,7 @@ int rx_readable(const struct ferry *f)
 
 /* Withdraws our offer to the writers of our direct rings, for good: each
  * fences from its next publish, or answers when it next sleeps
- * (direct_answer).  Until each has, we keep running membarrier. */
+ * (answer_withdrawals).  Until each has, we keep running membarrier. */
 static void direct_withdraw(struct direct *dr)
 {
 	for (uint32_t j = 0; j < dr->n; j++)
@@ -156,24 +156,13 @@ static void direct_withdraw(struct direct *dr)
 }
 
 /* The fence of rx_sleep_some where a writer may publish without one: our
- * offer's half (proto/ring.h "Late offers").
- *
- * Whether the offer pays: it saves each writer a fence per item (about 30
- * ns an item where we read on another core, whatever its size) and costs us this call per sleep, a system call that also interrupts
- * every core running a registered process (a client, ferryd).  That costs
- * 0.3 us where nothing else runs, and far more where the cores are busy:
- * a sustained all-to-all, whose readers sleep every few hundred bytes,
- * ran at half speed (the calls took 20 us each).  So once the calls of a
- * window of 64 have taken longer than 64 us, and than 30 ns for each item
- * read from the rings meanwhile, we withdraw it.
+ * offer's half (proto/ring.h "Late offers"), judged as ring_judge says
+ * (each item read from a direct ring was a publish).
  *
  * The kernel said it has the command when we offered; if it fails anyway
  * (a seccomp filter the program installed since), a writer's publish may
  * stay unseen while we sleep, with no way to tell: we withdraw the offer
  * and the handle ends with the reason rather than miss items. */
-#define DIRECT_MEMBARRIERS_WINDOW 64   /* calls over which the offer is judged */
-#define DIRECT_FENCE_NS 30              /* what a fenced publish costs its writer more */
-
 static int direct_membarrier(struct ferry *f)
 {
 	struct direct *dr = f->dr;
@@ -186,36 +175,16 @@ static int direct_membarrier(struct ferry *f)
 		return f->dead = conn_seterr(-err, "membarrier, which the direct rings need once offered: %s",
 					     strerror(err));
 	}
-	dr->membarrier_ns += proto_now_ns() - t;
-	if (dr->fences) {
-		uint64_t ns = dr->membarrier_ns - dr->window_ns;
-
-		/* Judged at every call over a window of at most 64 calls,
-		 * and only once they cost more than a microsecond each on
-		 * average: a reader that waits for a writer to begin sleeps
-		 * often and reads little, which says nothing about the
-		 * stream, and where the calls are that cheap the offer
-		 * never costs much (a sleeping ping-pong: 0.3 us a round
-		 * trip).  Where they cost 20 us, the fourth says enough. */
-		if (ns > DIRECT_MEMBARRIERS_WINDOW * 1000ull &&
-		    ns > (dr->items_in - dr->window_items) * DIRECT_FENCE_NS)
-			direct_withdraw(dr);
-		if (++dr->membarriers % DIRECT_MEMBARRIERS_WINDOW == 0) {
-			dr->window_ns = dr->membarrier_ns;
-			dr->window_items = dr->items_in;
-		}
-	}
+	if (ring_judge(&dr->judge, proto_now_ns() - t, dr->items_in) && dr->fences)
+		direct_withdraw(dr);
 	return 0;
 }
 
-void direct_answer(struct direct *dr)
+void answer_withdrawals(struct ferry *f)
 {
-	for (uint32_t j = 0; j < dr->n; j++) {
-		struct ring *r = &dr->out[j].r;
-
-		if (r->fenceless && atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed) > 1)
-			ring_producer_fence_always(r);
-	}
+	ring_producer_answer(&f->tx);
+	for (uint32_t j = 0; f->dr && j < f->dr->n; j++)
+		ring_producer_answer(&f->dr->out[j].r);
 }
 
 int rx_sleep(struct ferry *f)
@@ -228,8 +197,10 @@ int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx)
 	uint32_t low;
 	int came = 0, fenceless = 0;
 
-	if (!f->dr)
+	if (!f->dr) {
+		ring_producer_answer(&f->tx);   /* (answer_withdrawals) */
 		return with_rx ? ring_consumer_sleep(&f->rx) : 0;
+	}
 	/* Every flag, one fence, then every head (proto/ring.h "Wake-ups":
 	 * the fence serves each ring's handshake).  Only the rings that
 	 * count: what a closed ring gets is not to be read yet, and a
@@ -238,7 +209,7 @@ int rx_sleep_some(struct ferry *f, uint64_t skip, int with_rx)
 	 * opens only through a record in an open one, which wakes us
 	 * ("Steps and direct rings": while the RX ring is closed, a direct
 	 * ring at low is open). */
-	direct_answer(f->dr);
+	answer_withdrawals(f);
 	low = direct_low(f->dr);
 	if (with_rx && f->completed <= low)
 		ring_consumer_arm(&f->rx);

@@ -91,8 +91,8 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 			}
 			rx_armed = 1;
 		}
-		if (!rx_armed && f->dr)
-			direct_answer(f->dr);   /* (as rx_sleep_some would) */
+		if (!rx_armed)
+			answer_withdrawals(f);  /* (as rx_sleep_some would) */
 		ret = conn_wait(f, -1);
 		ring_producer_awake(r);
 		if (rx_armed)

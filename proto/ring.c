@@ -118,6 +118,17 @@ void ring_producer_set_fenceless(struct ring *r, int fenceless)
 		ring_producer_fence_always(r);
 }
 
+void ring_producer_answer(struct ring *r)
+{
+	uint32_t offer;
+
+	if (!r->fenceless)
+		return;
+	offer = atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed);
+	if (offer != 1 && (offer != 0 || r->fenceless != RING_FENCELESS_LATE))
+		ring_producer_fence_always(r);
+}
+
 void ring_producer_await_offer(struct ring *r, int fenceless)
 {
 	if (fenceless)

@@ -421,7 +421,7 @@ static void flush_for(struct ep *s)
 static int drain(struct ep *s)
 {
 	struct job *j = s->job;
-	uint64_t items = 0, bytes = 0;  /* counted per call, not per item */
+	uint64_t items = 0, bytes = 0, records = 0;     /* counted per call, not per item */
 	int work = 0, fast;
 
 	if (lost_node(j)) {
@@ -459,6 +459,7 @@ static int drain(struct ep *s)
 		if (fast) {
 			uint32_t k = drain_fast(s, j, DRAIN_BUDGET - i, &items, &bytes);
 
+			records += k;
 			work |= k != 0;
 			if ((i += k) == DRAIN_BUDGET)
 				break;
@@ -523,12 +524,14 @@ static int drain(struct ep *s)
 			return 1;
 		}
 		ring_consume(&s->tx, &rec);
+		records++;
 		work = 1;
 	}
 out:
 	s->items_sent += items;
 	tx_stats.items_in += items;
 	tx_stats.bytes_in += bytes;
+	ep_stats.records_taken += records;
 	ep_tx_release(s);
 	return work;
 }

@@ -1,5 +1,6 @@
 /* daemon/local/endpoint.c - see endpoint.h. */
 #include "endpoint.h"
+#include "../../proto/clock.h"
 #include "direct.h"
 #include "user.h"
 #include "../core/log.h"
@@ -27,6 +28,7 @@ static struct {
 	void (*take_back)(struct ep *ep);       /* ep_set_close_hook */
 	int exiting;                    /* ep_fini: closing everything, nothing is written any more */
 	int membarrier;                 /* we fence for clients before sleeping */
+	struct ring_judge judge;        /* ... and whether it pays (proto/ring.h ring_judge) */
 	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
 } endpoints;
 
@@ -556,6 +558,7 @@ static void on_recheck(struct loop_timer *t)
 int ep_sleep_prepare(void)
 {
 	int armed = 0, unsure = 0;
+	uint64_t t;
 
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
 		const struct proto_rec *rec;
@@ -598,6 +601,7 @@ int ep_sleep_prepare(void)
 	if (!armed)
 		return 0;
 	/* The other half of the clients' fenceless publish (proto/ring.h). */
+	t = proto_now_ns();
 	if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) < 0) {
 		/* Clients that attached before cannot know at once: withdraw
 		 * the offer, and look at their rings now and then until each
@@ -607,6 +611,16 @@ int ep_sleep_prepare(void)
 		for (struct ep *ep = endpoints.all; ep; ep = ep->next)
 			ring_consumer_withdraw_fenceless(&ep->tx, 0);
 		return 1;       /* look again, the slow way */
+	}
+	if (ring_judge(&endpoints.judge, proto_now_ns() - t, ep_stats.records_taken)) {
+		/* Dearer than the fences it saves (ring_judge): withdrawn
+		 * from the clients attached now; we keep running membarrier
+		 * for each until it answers (at its next publish or wait),
+		 * and offer it again to clients that attach later, whose
+		 * traffic may differ. */
+		ep_stats.offers_withdrawn++;
+		for (struct ep *ep = endpoints.all; ep; ep = ep->next)
+			ring_consumer_withdraw_fenceless(&ep->tx, 0);
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
 		if (!ep->failed && !tx_blocked(ep) && ring_consumer_check(&ep->tx))

@@ -112,6 +112,8 @@ struct ep_stats {
 	uint64_t items_queued;          /* items that had to wait in daemon memory */
 	uint64_t items_dropped;         /* destination rank gone */
 	uint64_t items_lost;            /* left in the TX ring of a client that exited, undeliverable */
+	uint64_t records_taken;         /* records taken from TX rings (fwd/tx.c): the clients' publishes */
+	uint64_t offers_withdrawn;      /* times the fenceless offer was withdrawn as too dear (ep_sleep_prepare) */
 };
 extern struct ep_stats ep_stats;
 

@@ -105,6 +105,8 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)tx_stats.pieces_lent, (unsigned long long)tx_stats.loans_out,
 			(unsigned long long)tx_stats.pieces_taken_back, (unsigned long long)tx_stats.taken_back_bytes,
 			(unsigned long long)rx_pieces_steered);
+		fprintf(out, "records_taken %llu\noffers_withdrawn %llu\n", (unsigned long long)ep_stats.records_taken,
+			(unsigned long long)ep_stats.offers_withdrawn);
 		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
 			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
 		fprintf(out, "items_parked %llu\nflow_xoff_sent %llu\nflow_xon_sent %llu\nflow_xoff_received %llu\n"

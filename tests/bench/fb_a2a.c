@@ -31,8 +31,8 @@ int main(int argc, char **argv)
 	uint8_t buf[4096] = { 0 };
 	struct ferry_item it[256];
 	uint32_t *order, me, P;
-	uint64_t total, sent = 0, got = 0, rs;
-	double t0, t1;
+	uint64_t total, sent = 0, got = 0, got_sending, rs;
+	double t0, t1, ts;
 	struct ferry_opts fo = { 0 };
 	ferry_t *f;
 	int opt, ret, refused, spin = 0;
@@ -100,6 +100,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	ts = now_s();
+	got_sending = got;
 	if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 120000)) < 0) {
 		fprintf(stderr, "step: %s\n", ferry_last_error());
 		return 1;
@@ -107,7 +109,8 @@ int main(int argc, char **argv)
 	while ((ret = ferry_recv(f, it, 256, 0)) > 0)
 		got += (uint64_t)ret;
 	t1 = now_s();
-	printf("elapsed_s %.6f received %llu\n", t1 - t0, (unsigned long long)got);
+	printf("elapsed_s %.6f received %llu sending_s %.6f got_while_sending %llu\n", t1 - t0, (unsigned long long)got,
+	       ts - t0, (unsigned long long)got_sending);
 	ferry_close(f);
 	free(order);
 	if (got != total) {

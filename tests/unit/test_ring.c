@@ -409,6 +409,77 @@ TEST(late_offer_comes_after_the_first_publish)
 	free(m);
 }
 
+/* A producer answers a withdrawal between publishes too (before it
+ * sleeps), by the kind of offer it had. */
+TEST(producer_answers_between_publishes)
+{
+	uint64_t size = PROTO_RING_MIN;
+	void *m = mem_for(size);
+	struct ring p, c;
+
+	memset(m, 0, ring_bytes(size));
+	ring_attach_new(&c, m, size);
+	ring_attach_new(&p, m, size);
+	ring_consumer_offer_fenceless(&c);
+	ring_producer_set_fenceless(&p, 1);     /* a TX ring: 0 is a withdrawal */
+	ring_producer_answer(&p);
+	CHECK_EQ(p.fenceless, RING_FENCELESS);  /* offered: nothing to answer */
+	ring_consumer_withdraw_fenceless(&c, 0);
+	ring_producer_answer(&p);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+
+	memset(m, 0, ring_bytes(size));
+	ring_attach_new(&c, m, size);
+	ring_attach_new(&p, m, size);
+	ring_producer_await_offer(&p, 1);       /* a direct ring: 0 is "not yet" */
+	ring_producer_answer(&p);
+	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
+	ring_consumer_offer_fenceless(&c);
+	ring_producer_answer(&p);
+	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
+	ring_consumer_withdraw_fenceless(&c, 1);
+	ring_producer_answer(&p);
+	CHECK_EQ(p.fenceless, 0);
+	CHECK_EQ(ring_consumer_fenceless(&c), 0);
+	ring_producer_answer(&p);               /* once is enough; nothing changes */
+	CHECK_EQ(p.fenceless, 0);
+	free(m);
+}
+
+/* ring_judge: cheap membarrier calls never end an offer; dear ones end it
+ * after four when the producers publish little, never while they publish
+ * enough to pay for them; windows start again every 64 calls. */
+TEST(judge_withdraws_only_what_costs_more_than_it_saves)
+{
+	struct ring_judge j = { 0 };
+	uint64_t pubs = 0;
+	int n;
+
+	for (n = 0; n < 10000; n++)             /* 0.3 us calls, one publish each */
+		CHECK_EQ(ring_judge(&j, 300, ++pubs), 0);
+	memset(&j, 0, sizeof(j));
+	pubs = 0;       /* (as for a consumer that starts judging) */
+	for (n = 1; n <= 64 && !ring_judge(&j, 20000, pubs += 10); n++)
+		;                               /* 20 us calls, ten publishes each */
+	CHECK_EQ(n, 4);                         /* 80 us > 64 us, and > 40 x 30 ns */
+	memset(&j, 0, sizeof(j));
+	pubs = 0;
+	for (n = 0; n < 10000; n++)             /* 20 us calls, a thousand publishes each (30 us saved) */
+		CHECK_EQ(ring_judge(&j, 20000, pubs += 1000), 0);
+	/* A window that began with cheap calls and busy producers: their
+	 * publishes pay for the dear calls that end it (calls 61-64); the
+	 * next window, with no publishes, ends the offer at its fourth. */
+	memset(&j, 0, sizeof(j));
+	pubs = 0;
+	for (n = 0; n < 60; n++)
+		CHECK_EQ(ring_judge(&j, 300, pubs += 5000), 0);
+	for (n = 1; n <= 64 && !ring_judge(&j, 20000, pubs); n++)
+		;
+	CHECK_EQ(n, 8);
+	CHECK_EQ(j.ns, j.window_ns);            /* and the window starts again */
+}
+
 /* The consumer must reject whatever a hostile producer publishes. */
 TEST(consumer_rejects_garbage)
 {
@@ -721,6 +792,8 @@ int main(void)
 	RUN(taken_runs_ahead_of_a_held_back_tail);
 	RUN(fenceless_publish_ends_when_the_consumer_withdraws_it);
 	RUN(late_offer_comes_after_the_first_publish);
+	RUN(producer_answers_between_publishes);
+	RUN(judge_withdraws_only_what_costs_more_than_it_saves);
 	RUN(consumer_rejects_garbage);
 	RUN(producer_rejects_impossible_tail);
 	RUN(two_threads_no_lost_wakeup);
