@@ -534,8 +534,8 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 		if (!ring_items_in(items, n, r))
 			release_ring(f, d);
 	}
-	if (d)
-		f->dr->items_in += (uint64_t)(n - n0);  /* (direct_membarrier) */
+	if (d && d->r.fenceless)        /* publishes our offer saved (direct_membarrier) */
+		f->dr->items_in += (uint64_t)(n - n0);
 	return n;
 }
 

@@ -577,6 +577,7 @@ int tx_drain(struct ferry *f, int timeout_ms)
 				return conn_seterr(-EPROTO, "ferryd published an impossible TX tail");
 			return 0;
 		}
+		answer_withdrawals(f);
 		wait = conn_wait_ms(deadline, timeout_ms < 0);
 		ret = wait == 0 ? -ETIMEDOUT : conn_wait(f, wait);
 		ring_producer_awake(sent ? &f->tx : want_ring(f));

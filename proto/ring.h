@@ -61,9 +61,9 @@
  * every later publish is fenced, so from then on the handshake above holds.
  * Until the answer comes, the consumer must not sleep without a time limit
  * on that ring: it looks again now and then (C11 7.17.3 asks that a store
- * become visible to loads "within a reasonable amount of time"), or, what
- * a client does since it cannot limit a sleep on ferry_fd(), keeps running
- * membarrier before it sleeps.  On a TX ring the offer is made before the
+ * become visible to loads "within a reasonable amount of time") — ferryd
+ * does that — or keeps running membarrier before it sleeps — a client
+ * does that, since it cannot limit a sleep on ferry_fd().  On a TX ring the offer is made before the
  * producer attaches and withdrawn for good; a producer
  * that never uses it (not registered, or not offered) answers at once when
  * it attaches.
@@ -165,7 +165,8 @@ static_assert(offsetof(struct proto_rec, kind) == 4 && offsetof(struct proto_rec
  * The last two were zero, unused, in the first layout: a consumer that does
  * not know them offers nothing, and a producer that does not know them never
  * answers (after a withdrawal the consumer then keeps looking at its ring now
- * and then, which is right for a producer that never fences). */
+ * and then, or running membarrier, which is right for a producer that never
+ * fences). */
 struct proto_ring_shared {
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t head;   /* written by the producer */
 	_Alignas(PROTO_CACHELINE) _Atomic uint64_t tail;   /* written by the consumer */
@@ -524,7 +525,8 @@ void ring_producer_answer(struct ring *r);
  * offers.  So a consumer times its calls, and once those of a window of
  * RING_JUDGE_WINDOW calls have taken longer than a microsecond each on
  * average and longer than RING_FENCE_NS for each publish its producers
- * made meanwhile, it withdraws its offers.  Judged at every call, so that
+ * made meanwhile without a fence (the caller counts only those of rings
+ * still offered and unanswered), it withdraws its offers.  Judged at every call, so that
  * 20 us calls end them after four; and only while they cost that much on
  * average, since a consumer that waits for a producer to begin sleeps
  * often and reads little, which says nothing about the stream, and calls

@@ -531,7 +531,7 @@ out:
 	s->items_sent += items;
 	tx_stats.items_in += items;
 	tx_stats.bytes_in += bytes;
-	ep_stats.records_taken += records;
+	ep_taken(s, records);
 	ep_tx_release(s);
 	return work;
 }

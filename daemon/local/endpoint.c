@@ -571,7 +571,9 @@ int ep_sleep_prepare(void)
 		if (!tx_blocked(ep)) {
 			int fenceless = ring_consumer_fenceless(&ep->tx);
 
-			if (fenceless && endpoints.membarrier) {
+			/* (An offer withdrawn as too dear: until the client
+			 * answers, the way of a failed membarrier, below.) */
+			if (fenceless && endpoints.membarrier && !ep->offer_withdrawn) {
 				ring_consumer_arm(&ep->tx);
 				armed = 1;
 			} else {
@@ -614,13 +616,18 @@ int ep_sleep_prepare(void)
 	}
 	if (ring_judge(&endpoints.judge, proto_now_ns() - t, ep_stats.records_taken)) {
 		/* Dearer than the fences it saves (ring_judge): withdrawn
-		 * from the clients attached now; we keep running membarrier
-		 * for each until it answers (at its next publish or wait),
-		 * and offer it again to clients that attach later, whose
-		 * traffic may differ. */
-		ep_stats.offers_withdrawn++;
+		 * from the clients that have it now.  Until each answers (at
+		 * its next publish or wait), we look at its ring now and
+		 * then, as after a failed membarrier, rather than pay for
+		 * membarrier; clients that attach later are offered it again
+		 * (their traffic may differ). */
 		for (struct ep *ep = endpoints.all; ep; ep = ep->next)
-			ring_consumer_withdraw_fenceless(&ep->tx, 0);
+			if (ep->tx.fenceless && !ep->offer_withdrawn) {
+				ring_consumer_withdraw_fenceless(&ep->tx, 0);
+				ep->offer_withdrawn = 1;
+				ep_stats.offers_withdrawn++;
+			}
+		return 1;       /* look again, the slow way */
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
 		if (!ep->failed && !tx_blocked(ep) && ring_consumer_check(&ep->tx))

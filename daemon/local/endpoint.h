@@ -72,6 +72,7 @@ struct ep {
 	int efd_daemon;                 /* client writes: TX records or RX room */
 	struct loop_watch efd_w;
 	struct ring tx, rx;
+	int offer_withdrawn;            /* we withdrew tx's fenceless offer as too dear (ep_sleep_prepare) */
 	struct recq pending;            /* items waiting for room in rx */
 	uint32_t rx_wait_len;           /* 1 + length of the smallest record refused with nothing
 					 * queued (no memory for a queue): it waits for room in rx
@@ -112,10 +113,20 @@ struct ep_stats {
 	uint64_t items_queued;          /* items that had to wait in daemon memory */
 	uint64_t items_dropped;         /* destination rank gone */
 	uint64_t items_lost;            /* left in the TX ring of a client that exited, undeliverable */
-	uint64_t records_taken;         /* records taken from TX rings (fwd/tx.c): the clients' publishes */
-	uint64_t offers_withdrawn;      /* times the fenceless offer was withdrawn as too dear (ep_sleep_prepare) */
+	uint64_t records_taken;         /* records taken from TX rings whose clients may publish
+					 * without a fence (ep_taken): publishes the offer saved */
+	uint64_t offers_withdrawn;      /* fenceless offers withdrawn as too dear (ep_sleep_prepare) */
 };
 extern struct ep_stats ep_stats;
+
+/* fwd/tx.c took records from ep's TX ring: publishes the fenceless offer
+ * saved its client, if it still may publish without a fence (judged in
+ * ep_sleep_prepare: proto/ring.h ring_judge). */
+static inline void ep_taken(const struct ep *ep, uint64_t records)
+{
+	if (ep->tx.fenceless && !ep->offer_withdrawn)
+		ep_stats.records_taken += records;
+}
 
 /* Registers for membarrier (see proto/ring.h's fenceless publish) and keeps
  * the limits of c.  Returns 0. */

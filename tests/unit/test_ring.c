@@ -562,14 +562,16 @@ struct stress {
 	int fenceless_at_end;           /* ring_consumer_fenceless(&c) once done */
 };
 
-/* No publish under way: answer a withdrawal now (mode 3). */
+/* No publish under way: answer a withdrawal now (mode 3), as libferry
+ * does before it waits (ring_producer_answer). */
 static void answer_at_pause(struct stress *s)
 {
-	if (s->late_answer && s->p.fenceless &&
-	    atomic_load_explicit(&s->p.sh->consumer_fences, memory_order_relaxed) > 1) {
-		ring_producer_fence_always(&s->p);
-		s->answered_at_pause++;
-	}
+	int was = s->p.fenceless;
+
+	if (!s->late_answer)
+		return;
+	ring_producer_answer(&s->p);
+	s->answered_at_pause += was && !s->p.fenceless;
 }
 
 static void *producer(void *arg)
@@ -623,7 +625,7 @@ static void *producer(void *arg)
  * the producer publishes), as between two clients; 3, the same, but after
  * the withdrawal the consumer keeps running membarrier until answered and
  * sleeps without a time limit, and the producer answers at its pauses
- * too, as libferry does (client/recv.c direct_answer). */
+ * too, as libferry does (client/recv.c answer_withdrawals). */
 static void stress(struct stress *s, int fenceless)
 {
 	uint64_t size = PROTO_RING_MIN;
