@@ -61,12 +61,12 @@
  * every later publish is fenced, so from then on the handshake above holds.
  * Until the answer comes, the consumer must not sleep without a time limit
  * on that ring: it looks again now and then (C11 7.17.3 asks that a store
- * become visible to loads "within a reasonable amount of time") — ferryd
- * does that — or keeps running membarrier before it sleeps — a client
- * does that, since it cannot limit a sleep on ferry_fd().  On a TX ring the offer is made before the
- * producer attaches and withdrawn for good; a producer
- * that never uses it (not registered, or not offered) answers at once when
- * it attaches.
+ * become visible to loads "within a reasonable amount of time"), as
+ * ferryd does, or keeps running membarrier before it sleeps, as a client
+ * does, since it cannot limit a sleep on ferry_fd().  On a TX ring the
+ * offer is made before the producer attaches and withdrawn for good; a
+ * producer that never uses it (not registered, or not offered) answers at
+ * once when it attaches.
  *
  * Late offers.  Between two clients (the direct rings, proto/direct.h)
  * nobody orders the offer before the first publish: each end sets up its
