@@ -120,12 +120,8 @@ void ring_producer_set_fenceless(struct ring *r, int fenceless)
 
 void ring_producer_answer(struct ring *r)
 {
-	uint32_t offer;
-
-	if (!r->fenceless)
-		return;
-	offer = atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed);
-	if (offer != 1 && (offer != 0 || r->fenceless != RING_FENCELESS_LATE))
+	if (r->fenceless &&
+	    ring_offer_gone(r, atomic_load_explicit(&r->sh->consumer_fences, memory_order_relaxed)))
 		ring_producer_fence_always(r);
 }
 

@@ -357,6 +357,15 @@ enum { RING_FENCELESS = 1, RING_FENCELESS_LATE = 2 };
  * fence"): publish with a fence from now on and say so. */
 void ring_producer_fence_always(struct ring *r);
 
+/* Producer with an offer (r->fenceless): whether offer, the consumer_fences
+ * it read, says the offer is gone, to be answered (ring_producer_fence_always):
+ * anything but 1, except 0 where the offer may still come ("Late offers").
+ * Garbage from a peer counts as gone. */
+static inline int ring_offer_gone(const struct ring *r, uint32_t offer)
+{
+	return offer != 1 && (offer != 0 || r->fenceless != RING_FENCELESS_LATE);
+}
+
 /* Makes every reserved record visible.  Returns 1 if the consumer sleeps and
  * must be woken (the caller writes its eventfd), else 0. */
 static inline int ring_publish(struct ring *r)
@@ -375,8 +384,7 @@ static inline int ring_publish(struct ring *r)
 			atomic_signal_fence(memory_order_seq_cst);
 			return atomic_load_explicit(&r->sh->consumer_sleeping, memory_order_relaxed) != 0;
 		}
-		/* (Anything else from a peer that writes garbage: fence.) */
-		if (offer != 0 || r->fenceless != RING_FENCELESS_LATE)
+		if (ring_offer_gone(r, offer))
 			ring_producer_fence_always(r);
 	}
 	/* The waker's half of the handshake (see "Wake-ups"): both accesses

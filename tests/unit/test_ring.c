@@ -343,6 +343,15 @@ TEST(fenceless_publish_ends_when_the_consumer_withdraws_it)
 	free(m);
 }
 
+/* Both ends of a ring in m, zeroed as ferryd makes a direct region and
+ * attached from zero as libferry attaches direct rings. */
+static void attach_zeroed(void *m, uint64_t size, struct ring *p, struct ring *c)
+{
+	memset(m, 0, ring_bytes(size));
+	ring_attach_new(c, m, size);
+	ring_attach_new(p, m, size);
+}
+
 /* Late offers (the direct rings between clients): a producer that awaits
  * one publishes with a fence until it comes, without giving up on it; then
  * without; and answers once it is withdrawn, or on anything else. */
@@ -353,9 +362,7 @@ TEST(late_offer_comes_after_the_first_publish)
 	struct ring p, c;
 	uint32_t tag, len;
 
-	memset(m, 0, ring_bytes(size));         /* as ferryd makes a direct region */
-	ring_attach_new(&c, m, size);
-	ring_attach_new(&p, m, size);
+	attach_zeroed(m, size, &p, &c);
 	ring_producer_await_offer(&p, 1);
 	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
 	put(&p, 8, 1);
@@ -389,9 +396,7 @@ TEST(late_offer_comes_after_the_first_publish)
 	CHECK_EQ(p.fenceless, 0);
 
 	/* Garbage in consumer_fences (a peer of the job wrote it): fence. */
-	memset(m, 0, ring_bytes(size));
-	ring_attach_new(&c, m, size);
-	ring_attach_new(&p, m, size);
+	attach_zeroed(m, size, &p, &c);
 	ring_producer_await_offer(&p, 1);
 	atomic_store(&c.sh->consumer_fences, 77);
 	put(&p, 8, 1);
@@ -399,9 +404,7 @@ TEST(late_offer_comes_after_the_first_publish)
 	CHECK_EQ(p.fenceless, 0);
 	CHECK_EQ(atomic_load(&c.sh->producer_fences), 1);
 	/* A producer that cannot use an offer answers as it attaches. */
-	memset(m, 0, ring_bytes(size));
-	ring_attach_new(&c, m, size);
-	ring_attach_new(&p, m, size);
+	attach_zeroed(m, size, &p, &c);
 	ring_producer_await_offer(&p, 0);
 	CHECK_EQ(p.fenceless, 0);
 	ring_consumer_offer_fenceless(&c);
@@ -417,9 +420,7 @@ TEST(producer_answers_between_publishes)
 	void *m = mem_for(size);
 	struct ring p, c;
 
-	memset(m, 0, ring_bytes(size));
-	ring_attach_new(&c, m, size);
-	ring_attach_new(&p, m, size);
+	attach_zeroed(m, size, &p, &c);
 	ring_consumer_offer_fenceless(&c);
 	ring_producer_set_fenceless(&p, 1);     /* a TX ring: 0 is a withdrawal */
 	ring_producer_answer(&p);
@@ -429,9 +430,7 @@ TEST(producer_answers_between_publishes)
 	CHECK_EQ(p.fenceless, 0);
 	CHECK_EQ(ring_consumer_fenceless(&c), 0);
 
-	memset(m, 0, ring_bytes(size));
-	ring_attach_new(&c, m, size);
-	ring_attach_new(&p, m, size);
+	attach_zeroed(m, size, &p, &c);
 	ring_producer_await_offer(&p, 1);       /* a direct ring: 0 is "not yet" */
 	ring_producer_answer(&p);
 	CHECK_EQ(p.fenceless, RING_FENCELESS_LATE);
