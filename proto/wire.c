@@ -185,7 +185,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		t->count = rd32(p + 16);
 		t->name_len = rd32(p + 20);
 		t->gen = rd32(p + 24);
-		if (t->job == 0 || t->size == 0 || t->size > PROTO_MAX_RANKS || t->gen > 255 || t->count == 0 ||
+		if (t->job == 0 || t->size == 0 || t->size > PROTO_MAX_RANKS || t->gen > WIRE_GEN_MASK || t->count == 0 ||
 		    t->count > WIRE_TABLE_MAX ||
 		    t->first >= t->size || t->count > t->size - t->first || t->name_len > PROTO_NAME_MAX)
 			return -EPROTO;
@@ -208,7 +208,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->gen = rd32(p + 12);
 		r->sent = rd64(p + 16);
 		r->ringed = rd64(p + 24);
-		if (r->job == 0 || r->gen > 255)
+		if (r->job == 0 || r->gen > WIRE_GEN_MASK)
 			return -EPROTO;
 		return 0;
 	}
@@ -222,7 +222,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		c->u.step.job = rd32(p);
 		c->u.step.step = rd32(p + 4);
 		c->u.step.gen = rd32(p + 8);
-		if (!c->u.step.job || c->u.step.gen > 255 ||
+		if (!c->u.step.job || c->u.step.gen > WIRE_GEN_MASK ||
 		    ((type == WIRE_CTL_HAVE || type == WIRE_CTL_GO) && c->u.step.step != 0) ||
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
@@ -239,7 +239,7 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		f->node = rd32(p + 16);
 		f->err = (int32_t)rd32(p + 20);
 		f->text_len = rd32(p + 24);
-		if (!f->job || f->gen > 255 || f->err <= 0 || f->err > 4095 || f->text_len != len - sizeof(*f))
+		if (!f->job || f->gen > WIRE_GEN_MASK || f->err <= 0 || f->err > 4095 || f->text_len != len - sizeof(*f))
 			return -EPROTO;
 		return decode_text(p + sizeof(*f), f->text_len, c->text);
 	}

@@ -42,8 +42,9 @@
  * 4: JOIN and LEAVE carry the node's incarnation; LOST has its own layout
  *    (a link down, or a node restarted as a new incarnation).
  * 5: WIRE_FRAME_URGENT.
- * 6: WIRE_ITEM_BATCH. */
-#define WIRE_VERSION    6
+ * 6: WIRE_ITEM_BATCH.
+ * 7: the step parity in wire_item.gen (WIRE_GEN_STEP); generations < 128. */
+#define WIRE_VERSION    7
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -103,7 +104,7 @@ static_assert((int)WIRE_ITEM_MORE == (int)PROTO_REC_MORE && (int)WIRE_ITEM_FRAG_
 struct wire_item {
 	uint32_t len;           /* payload bytes, <= PROTO_FRAG_BYTES */
 	uint8_t  flags;         /* enum wire_item_flags */
-	uint8_t  gen;           /* the job's generation (see below) */
+	uint8_t  gen;           /* the job's generation, and WIRE_GEN_STEP (below) */
 	uint16_t channel;
 	uint32_t node;          /* destination node id */
 	uint32_t job;           /* cluster-wide job id */
@@ -182,12 +183,32 @@ int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h);
 
 /* Job ids and generations.  A job's home node gives it an id (its own node id
  * and an index) and a generation, which counts how often the home has handed
- * out that index (mod 256).  Indexes are handed out in turn (next-fit), so an
- * (id, generation) pair comes back only after 256 x 4095 jobs at that home.
+ * out that index (mod 128).  Indexes are handed out in turn (next-fit), so an
+ * (id, generation) pair comes back only after 128 x 4095 jobs at that home.
  * Every item and every control message about a job carries both, and a node
  * takes an item only for the job that has both: an old item of an ended job,
  * sent again after a reconnection, cannot land in a new job (of another
- * user, perhaps) that got the same id. */
+ * user, perhaps) that got the same id.
+ *
+ * The step of an item.  A node appends the STEP record of step s to its
+ * ranks' RX rings when it hears that s completed, and the items of step s+1
+ * must come after it.  Ranks on other nodes start s+1 when their node hears
+ * the home's STEP, and their items can reach this node before the home's
+ * STEP does: by another route, or right behind it on the same link, since a
+ * control item waits in a queue (fwd/ctlq.h) while items go straight into
+ * rings.  So the top bit of a data item's gen (WIRE_GEN_STEP) is the parity
+ * of the step its sending node was in when it took the item from the rank's
+ * TX ring: a rank's items of step s are taken before its DONE, those of s+1
+ * after its node heard the STEP.  A node is never a step ahead of one it
+ * sends to (s+1 needs this node's ranks done in s), and once s completed no
+ * item of s is on its way (the counts say all were ringed).  So an item
+ * whose parity is not that of the receiving node's step is of the next
+ * step, and says that the step completed: the node appends the STEP records
+ * first (fwd/rx.c, local/endpoint.h ep_step_complete), and the home's STEP,
+ * when it comes, is about a step gone by and ignored.  Control items, and the
+ * gen fields of the control messages, carry the generation alone. */
+#define WIRE_GEN_MASK   0x7fu
+#define WIRE_GEN_STEP   0x80u
 
 enum wire_ctl_type {
 	WIRE_CTL_JOIN   = 1,    /* node -> home: a local rank joined */
@@ -232,7 +253,7 @@ struct wire_ctl_table {
 	uint32_t first;
 	uint32_t count;         /* 1..WIRE_TABLE_MAX */
 	uint32_t name_len;
-	uint32_t gen;           /* the job's generation, < 256 */
+	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
 };
 static_assert(sizeof(struct wire_ctl_table) == 28, "ctl table layout");
 
@@ -241,7 +262,7 @@ struct wire_ctl_report {
 	uint32_t job;
 	uint32_t step;          /* the step the done count refers to */
 	uint32_t done;          /* local ranks that ended that step */
-	uint32_t gen;           /* the job's generation, < 256 */
+	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
 	uint64_t sent;          /* items local ranks sent, all steps */
 	uint64_t ringed;        /* items written into local RX rings, all steps */
 };
@@ -252,7 +273,7 @@ static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;
-	uint32_t gen;           /* the job's generation, < 256 */
+	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
 };
 static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
 

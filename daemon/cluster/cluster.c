@@ -356,9 +356,7 @@ static void node_step(const struct wire_ctl *c, uint32_t from)
 
 	if (!j || j->failed || c->u.step.step != j->step)
 		return;         /* (a STEP of a job failed here because its home was cut off) */
-	ep_step_complete(j, j->step);
-	j->step++;
-	j->done = 0;
+	ep_step_complete(j);
 }
 
 static void dispatch(const struct wire_ctl *c, uint32_t from)

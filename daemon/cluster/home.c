@@ -291,7 +291,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		}
 		home.ids_used[i] = 1;
 		home.next_index = i;
-		h->gen = ++home.gen[i];
+		h->gen = home.gen[i] = (uint8_t)((home.gen[i] + 1) & WIRE_GEN_MASK);
 		h->id = home.self << WIRE_JOB_INDEX_BITS | i;
 	}
 	log_rl_info("job %s (uid %u): all %u ranks joined on %u nodes; id %u generation %u", h->name, h->uid,

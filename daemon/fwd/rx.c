@@ -38,6 +38,26 @@ static struct {
 	uint32_t mark_now;              /* one more per urgent pass_on */
 } taker;
 
+uint64_t rx_steps_early;
+
+/* 1 if an item whose gen byte is gen is of j's step here (proto/wire.h "The
+ * step of an item"); else it is of the next one. */
+static inline int step_here(const struct job *j, uint8_t gen)
+{
+	return !(gen & WIRE_GEN_STEP) == !(j->step & 1);
+}
+
+/* An item of j's next step came, so its step completed: STEP records first,
+ * then the item (ahead of the home's STEP, which is then ignored).  Not for
+ * a job that failed here: its steps are over. */
+static void step_came(struct job *j)
+{
+	if (j->failed)
+		return;
+	ep_step_complete(j);
+	rx_steps_early++;
+}
+
 /* An item for a rank here, of job j (NULL: not here), whose size and rank
  * table the caller keeps at hand (jsize 0 for none).  w0 and w2 are the
  * first and last words of its wire header (len, flags, gen, channel; dst,
@@ -165,14 +185,17 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 		node = (uint32_t)w1;
 		job = (uint32_t)(w1 >> 32);
 		if (node == self && job != 0) {
-			/* Key: job id and generation, never 0 for a job. */
+			/* Key: job id, generation and step parity, never 0 for
+			 * a job. */
 			uint64_t key = w1 >> 32 << 8 | ((w0 >> 40) & 0xff);
 
 			if (key != jkey) {
-				j = job_by_id(job, (uint8_t)(w0 >> 40));
+				j = job_by_id(job, (uint8_t)((w0 >> 40) & WIRE_GEN_MASK));
 				jkey = key;
 				jsize = j ? j->size : 0;
 				jranks = j ? j->ranks : NULL;
+				if (j && !step_here(j, (uint8_t)(w0 >> 40)))
+					step_came(j);
 			}
 			if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
 				if (deliver_batch(j, jsize, jranks, w0, w2, payload, &r->stalled_inner) < 0)
@@ -331,8 +354,10 @@ uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len)
 	if (ilen < STEER_MIN || ilen > PROTO_FRAG_BYTES || wire_item_footprint(ilen) != len || node != taker.self ||
 	    job == 0 || ((w0 >> 32) & WIRE_ITEM_BATCH) || taker.peers[p->idx].stalled)
 		return NULL;
-	j = job_by_id(job, (uint8_t)(w0 >> 40));
-	if (!j || dst >= j->size || src >= j->size)
+	j = job_by_id(job, (uint8_t)((w0 >> 40) & WIRE_GEN_MASK));
+	/* (An item of the next step goes the usual way, step_came: not
+	 * before the frame is checked.) */
+	if (!j || dst >= j->size || src >= j->size || !step_here(j, (uint8_t)(w0 >> 40)))
 		return NULL;
 	jranks = j->ranks;
 	d = jranks[dst].ep;

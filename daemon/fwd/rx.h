@@ -51,6 +51,9 @@ int rx_poll(void);
 
 /* Items that arrived here for local endpoints. */
 extern uint64_t rx_items_local;
+/* Steps completed here by an item of the next one, ahead of the home's STEP
+ * (proto/wire.h "The step of an item"). */
+extern uint64_t rx_steps_early;
 
 /* The receive counters of peer p, as " name value" pairs. */
 void rx_write_peer_stats(FILE *out, const struct peer *p);

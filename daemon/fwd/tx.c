@@ -22,6 +22,13 @@ static struct {
 	uint32_t self;
 } drainer;
 
+/* The gen byte of the items j's ranks here send now: the job's generation
+ * and the parity of its step here (proto/wire.h "The step of an item"). */
+static inline uint8_t wire_gen(const struct job *j)
+{
+	return (uint8_t)(j->gen | (j->step & 1 ? WIRE_GEN_STEP : 0));
+}
+
 /* 1 if j lost a node (cluster/cluster.h: failed with EHOSTDOWN).  Then an
  * item whose destination takes no more now is dropped and counted
  * (failed_job_item) rather than holding its sender for ever: the job's steps
@@ -177,11 +184,11 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 			uint64_t w[2];
 
 			__builtin_memcpy(w, rec, sizeof(w));
-			wire_put_rec_item(slot, w[0], j->gen, node, j->id, w[1], payload);
+			wire_put_rec_item(slot, w[0], wire_gen(j), node, j->id, w[1], payload);
 		} else {
 			struct wire_item it = {
 				.len = rec->len, .flags = rec->flags, .channel = rec->channel, .node = node,
-				.job = j->id, .gen = j->gen, .dst = rec->dst, .src = rec->src,
+				.job = j->id, .gen = wire_gen(j), .dst = rec->dst, .src = rec->src,
 			};
 			/* (route_item runs on the record at the TX tail: drain's
 			 * general path, never on a batch's items.) */
@@ -268,7 +275,7 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 		}
 		/* (scratch is checked: k records) */
 		memcpy(slot + sizeof(struct wire_item), scratch, b->len);
-		wire_put_batch_header(slot, b->len, k, j->gen, node, j->id, w1);
+		wire_put_batch_header(slot, b->len, k, wire_gen(j), node, j->id, w1);
 		hop->buf->nitems += k - 1;
 		if (s->put_serial)
 			s->put_serial[hop->idx] = hop->serial;
@@ -329,7 +336,7 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 	uint64_t size = r->size, tail = r->tail, head = r->head, bytes = 0, items = 0;
 	uint64_t src = (uint64_t)s->rank << 32;
 	uint32_t nranks = j->size, self = drainer.self, job = j->id, n = 0, *put = s->put_serial;
-	uint8_t gen = j->gen;
+	uint8_t gen = wire_gen(j);
 
 	while (n < budget) {
 		uint64_t pos = tail & (size - 1), avail = head - tail, w0, w1, fp;
@@ -430,6 +437,11 @@ static int drain(struct ep *s)
 		s->blocked_node = JOB_NO_NODE;
 		s->blocked_rank = EP_NO_RANK;
 	}
+	if (s->step_held) {
+		if (ep_step_held(s))
+			return 0;
+		s->step_held = 0;
+	}
 	if (s->blocked_on) {
 		if (ep_pending_high(s->blocked_on, drainer.conf))
 			return 0;
@@ -454,9 +466,9 @@ static int drain(struct ep *s)
 	for (uint32_t i = 0; i < DRAIN_BUDGET && !s->failed; i++) {
 		struct proto_rec rec;
 		const void *payload;
-		int ret;
+		int ret, after_done = s->done_step == j->step && !j->failed;
 
-		if (fast) {
+		if (fast && !after_done) {
 			uint32_t k = drain_fast(s, j, DRAIN_BUDGET - i, &items, &bytes);
 
 			records += k;
@@ -472,6 +484,17 @@ static int drain(struct ep *s)
 		if (ret < 0) {
 			ep_fail(s, "garbage in TX ring");
 			return 1;
+		}
+		if (after_done && (rec.kind == PROTO_REC_ITEM || rec.kind == PROTO_REC_BATCH)) {
+			/* No item after the rank's DONE until the step
+			 * completes here (endpoint.h, step_held): every item
+			 * leaves marked with the step it belongs to (wire_gen),
+			 * and the counts of two steps never mix
+			 * (cluster/steps.h).  Our library sends none there
+			 * (a FLUSH, at ferry_close, goes on); a client that
+			 * does waits. */
+			s->step_held = 1;
+			goto out;
 		}
 		if (__builtin_expect(s->batch_off != 0, 0) &&
 		    (rec.kind != PROTO_REC_BATCH || s->tx.tail != s->batch_tail)) {

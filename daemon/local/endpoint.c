@@ -293,9 +293,9 @@ void ep_tx_release(struct ep *ep)
 		wake(ep->efd_client);
 }
 
-void ep_step_complete(struct job *j, uint32_t step)
+void ep_step_complete(struct job *j)
 {
-	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = step };
+	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = j->step };
 
 	for (uint32_t r = 0; r < j->size; r++) {
 		struct ep *d = j->ranks[r].ep;
@@ -303,6 +303,8 @@ void ep_step_complete(struct job *j, uint32_t step)
 		if (d)
 			ep_deliver_slow(d, &rec, NULL, 1);
 	}
+	j->step++;
+	j->done = 0;
 }
 
 void ep_job_fail(struct job *j, uint32_t step, uint32_t rank, int err, const char *text)
@@ -549,6 +551,12 @@ static int tx_blocked(const struct ep *ep)
 	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE || ep->blocked_rank != EP_NO_RANK;
 }
 
+/* ... or it waits for its job's step to complete (ep_step_held). */
+static int tx_waits(const struct ep *ep)
+{
+	return tx_blocked(ep) || ep_step_held(ep);
+}
+
 /* Nothing to do: the loop polls the rings when it wakes up. */
 static void on_recheck(struct loop_timer *t)
 {
@@ -568,7 +576,7 @@ int ep_sleep_prepare(void)
 			continue;
 		/* A blocked sender makes progress only when its destination's
 		 * client frees RX room, which the check below arms. */
-		if (!tx_blocked(ep)) {
+		if (!tx_waits(ep)) {
 			int fenceless = ring_consumer_fenceless(&ep->tx);
 
 			/* (An offer withdrawn as too dear: until the client
@@ -630,7 +638,7 @@ int ep_sleep_prepare(void)
 		return 1;       /* look again, the slow way */
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
-		if (!ep->failed && !tx_blocked(ep) && ring_consumer_check(&ep->tx))
+		if (!ep->failed && !tx_waits(ep) && ring_consumer_check(&ep->tx))
 			return 1;
 	return 0;
 }

@@ -83,6 +83,8 @@ struct ep {
 	 * taking from tx while a destination takes no more; read here to leave
 	 * such a ring unwatched while the daemon sleeps, and for status. */
 	uint32_t done_step;             /* the step this rank last ended */
+	int step_held;                  /* an item after its DONE waits for the step to complete
+					 * (ep_step_held) */
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
 	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
@@ -118,6 +120,14 @@ struct ep_stats {
 	uint64_t offers_withdrawn;      /* fenceless offers withdrawn as too dear (ep_sleep_prepare) */
 };
 extern struct ep_stats ep_stats;
+
+/* 1 while ep's next TX record, an item its rank wrote after its DONE, must
+ * wait because the step is still open here (and the job has not failed):
+ * the cluster layer's doing, not the client's (fwd/tx.c drain). */
+static inline int ep_step_held(const struct ep *ep)
+{
+	return ep->step_held && ep->done_step == ep->job->step && !ep->job->failed;
+}
 
 /* fwd/tx.c took records from ep's TX ring: publishes the fenceless offer
  * saved its client, if it still may publish without a fence (judged in
@@ -275,9 +285,11 @@ void ep_set_close_hook(void (*take_back)(struct ep *ep));
  * than having them copied (ep_fini unmaps what they keep). */
 void ep_exit_begin(void);
 
-/* A STEP record for step to every endpoint of j here, behind every item of
- * the step. */
-void ep_step_complete(struct job *j, uint32_t step);
+/* j's current step completed (the home said so, or an item of the next one
+ * came: proto/wire.h "The step of an item"): a STEP record for it to every
+ * endpoint of j here, behind every item of the step, and j moves on to the
+ * next step. */
+void ep_step_complete(struct job *j);
 
 /* A FAIL record (proto/ring.h) to every endpoint of j here, behind every
  * item delivered so far: the job cannot complete step or any later one. */

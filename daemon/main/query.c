@@ -107,8 +107,9 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)rx_pieces_steered);
 		fprintf(out, "records_taken %llu\noffers_withdrawn %llu\n", (unsigned long long)ep_stats.records_taken,
 			(unsigned long long)ep_stats.offers_withdrawn);
-		fprintf(out, "items_routed %llu\nitems_from_network %llu\n",
-			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local);
+		fprintf(out, "items_routed %llu\nitems_from_network %llu\nsteps_early %llu\n",
+			(unsigned long long)agg_items_routed, (unsigned long long)rx_items_local,
+			(unsigned long long)rx_steps_early);
 		fprintf(out, "items_parked %llu\nflow_xoff_sent %llu\nflow_xon_sent %llu\nflow_xoff_received %llu\n"
 			"flow_xon_received %llu\n",
 			(unsigned long long)flow_stats.parked, (unsigned long long)flow_stats.xoff_sent,

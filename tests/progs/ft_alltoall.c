@@ -5,6 +5,7 @@
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
  *               [--steps S] [--sync] [--seed X] [--quiet] [--batch] [--blocking]
+ *               [--lazy-ms MS]
  *
  * --batch opens with FERRY_BATCH; --blocking with FERRY_BLOCKING (every
  * item of a step is then sent before anything is received).
@@ -14,6 +15,10 @@
  * With --sync each step ends with ferry_done and ferry_step_wait, after which
  * every item of the step must be there without waiting (checked with
  * ferry_recv(..., 0)) and none of the next.
+ * With --sync and --lazy-ms, the rank takes nothing during a step (unless a
+ * send is refused) and sleeps MS ms between ferry_done and ferry_step_wait:
+ * by then the items of the step, the next step's from faster ranks and the
+ * step's end all wait in its rings together.
  * Prints one line "rank R ok: sent N received N items in T s (X items/s)".
  */
 #include "common.h"
@@ -28,6 +33,7 @@ struct opts {
 	long items, len, len_max, steps;
 	uint64_t seed;
 	int quiet, sync;
+	long lazy_ms;
 };
 
 /* Without step synchronisation (ferry_done/ferry_step_wait) a fast rank may
@@ -86,6 +92,8 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		}
 		if (sent == total_out && o->sync && !waited) {
 			ret = ferry_done(f);
+			if (ret == 0 && o->lazy_ms > 0)
+				usleep((useconds_t)o->lazy_ms * 1000);
 			if (ret == 0)
 				ret = ferry_step_wait(f, 30000);
 			if (ret < 0) {
@@ -98,6 +106,8 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			ferry_flush(f);
 			flushed = 1;
 		}
+		if (o->lazy_ms > 0 && o->sync && !waited && !refused)
+			continue;
 		n = ferry_recv(f, items, 64, sent < total_out || o->sync ? 0 : 10000);
 		if (n < 0) {
 			fprintf(stderr, "rank %u: ferry_recv: %s (%s)\n", me, ferry_strerror(n), ferry_last_error());
@@ -172,6 +182,7 @@ int main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
 		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' },
 		{ "batch", no_argument, NULL, 'B' }, { "blocking", no_argument, NULL, 'L' },
+		{ "lazy-ms", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
@@ -198,6 +209,7 @@ int main(int argc, char **argv)
 		case 'y': o.sync = 1; break;
 		case 'B': fo.flags |= FERRY_BATCH; break;
 		case 'L': fo.flags |= FERRY_BLOCKING; break;
+		case 'z': o.lazy_ms = arg_long("--lazy-ms", optarg); break;
 		default: return 2;
 		}
 	}

@@ -1,7 +1,7 @@
 /* tests/progs/ft_mitm.c - a host on the path between two daemons, without the
  * cluster key: a TCP proxy that relays a link frame by frame and attacks it.
  *
- *   ft_mitm LISTEN_PORT TARGET_PORT ATTACK[,ATTACK...]
+ *   ft_mitm LISTEN_PORT TARGET_PORT ATTACK[,ATTACK...] [DELAY_MS]
  *
  * Daemon A (the connecting end) is configured to reach daemon B at
  * 127.0.0.1:LISTEN_PORT; each connection is relayed to 127.0.0.1:TARGET_PORT.
@@ -21,6 +21,10 @@
  *   step     the same with a STEP control item (job 0) for that job
  *   replay   a DATA frame A->B goes twice
  *
+ * ATTACK none attacks nothing.  With DELAY_MS, every frame B->A reaches A that
+ * many milliseconds after it came (in order): a link slower one way than the
+ * others, to see that nothing depends on which of two routes is faster.
+ *
  * Made-up frames carry the flags the link's frames have and, with a tag, 16
  * random bytes for it.  Prints a line per attack ("attack N NAME done on
  * connection C"), and on SIGTERM or SIGINT a summary: "relayed A2B B2A frames,
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TRIGGER 20              /* DATA frames A->B before a connection is attacked */
@@ -54,9 +59,21 @@ struct dir {                    /* one direction of a connection */
 	struct buf in, out;
 };
 
+/* Frames B->A on their way (DELAY_MS): the bytes in order, and when each
+ * frame is due. */
+struct delayed {
+	struct buf bytes;
+	struct {
+		uint64_t due_ms;
+		size_t len;
+	} *q;
+	size_t first, n, cap;
+};
+
 struct conn {
 	int used, id;
 	struct dir ab, ba;      /* A->B, B->A */
+	struct delayed late;    /* B->A frames not due yet */
 	int attack;             /* index into the list, -1: none */
 	int done;               /* the attack happened */
 	uint64_t data_ab;       /* DATA frames A->B */
@@ -72,6 +89,7 @@ static int nattacks, next_attack, nconns;
 static int redo[16], nredo;     /* attacks whose connection ended first: to be made again */
 static volatile sig_atomic_t stop;
 static uint64_t relayed_ab, relayed_ba, data_frames, plaintext;
+static uint64_t delay_ms;
 
 static void on_signal(int sig)
 {
@@ -103,6 +121,54 @@ static void consume(struct buf *b, size_t n)
 {
 	memmove(b->p, b->p + n, b->len - n);
 	b->len -= n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* A frame B->A goes on, now or DELAY_MS later. */
+static void put_ba(struct conn *c, const uint8_t *f, size_t n)
+{
+	struct delayed *l = &c->late;
+
+	if (!delay_ms) {
+		put(&c->ba.out, f, n);
+		return;
+	}
+	if (l->first + l->n == l->cap) {
+		memmove(l->q, l->q + l->first, l->n * sizeof(*l->q));
+		l->first = 0;
+		if (l->n == l->cap) {
+			l->cap = l->cap ? 2 * l->cap : 64;
+			l->q = realloc(l->q, l->cap * sizeof(*l->q));
+			if (!l->q)
+				die("realloc");
+		}
+	}
+	l->q[l->first + l->n].due_ms = now_ms() + delay_ms;
+	l->q[l->first + l->n++].len = n;
+	put(&l->bytes, f, n);
+}
+
+/* The frames due by now (all of them if all) go on.  Returns the ms until
+ * the next one is due, or -1. */
+static int release_due(struct conn *c, int all)
+{
+	struct delayed *l = &c->late;
+	uint64_t now = now_ms();
+
+	while (l->n && (all || l->q[l->first].due_ms <= now)) {
+		put(&c->ba.out, l->bytes.p, l->q[l->first].len);
+		consume(&l->bytes, l->q[l->first].len);
+		l->first++;
+		l->n--;
+	}
+	return l->n ? (int)(l->q[l->first].due_ms - now) : -1;
 }
 
 /* A made-up frame of kind with the link's flags: header, body, a random tag. */
@@ -209,7 +275,7 @@ static void frame_ab(struct conn *c, uint8_t *f, size_t n)
 
 		memset(payload, 0xee, sizeof(payload));
 		if (!strcmp(a, "step")) {
-			struct wire_ctl_step st = { .job = real.job, .step = real.channel, .gen = real.gen };
+			struct wire_ctl_step st = { .job = real.job, .step = real.channel, .gen = real.gen & WIRE_GEN_MASK };
 
 			ssize_t r = wire_ctl_encode_step(payload, sizeof(payload), &st);
 
@@ -243,11 +309,11 @@ static void frame_ba(struct conn *c, uint8_t *f, size_t n)
 	if (c->attack >= 0 && !c->done && !strcmp(attacks[c->attack], "hdr") && wire_decode_hdr(f, &h) == 0 &&
 	    (h.kind == WIRE_DATA || h.kind == WIRE_ACK) && c->last_seq_ab > h.ack) {
 		wire_set_ack(f, c->last_seq_ab);
-		put(&c->ba.out, f, n);
+		put_ba(c, f, n);
 		attacked(c);
 		return;
 	}
-	put(&c->ba.out, f, n);
+	put_ba(c, f, n);
 }
 
 /* Whole frames in d->in go on. */
@@ -280,6 +346,8 @@ static void close_conn(struct conn *c)
 {
 	if (c->attack >= 0 && !c->done && nredo < (int)(sizeof(redo) / sizeof(redo[0])))
 		redo[nredo++] = c->attack;
+	free(c->late.bytes.p);
+	free(c->late.q);
 	close(c->ab.from);
 	close(c->ba.from);
 	free(c->ab.in.p);
@@ -323,9 +391,11 @@ int main(int argc, char **argv)
 	char *list, *tok, *save;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: ft_mitm LISTEN_PORT TARGET_PORT ATTACK[,ATTACK...]\n");
+		fprintf(stderr, "usage: ft_mitm LISTEN_PORT TARGET_PORT ATTACK[,ATTACK...] [DELAY_MS]\n");
 		return 2;
 	}
+	if (argc > 4)
+		delay_ms = (uint64_t)atoi(argv[4]);
 	sa.sin_port = htons((uint16_t)atoi(argv[1]));
 	target = (uint16_t)atoi(argv[2]);
 	list = strdup(argv[3]);
@@ -341,7 +411,7 @@ int main(int argc, char **argv)
 	while (!stop) {
 		struct pollfd pf[1 + 2 * MAX_CONNS];
 		struct conn *who[1 + 2 * MAX_CONNS];
-		int np = 1;
+		int np = 1, timeout = 200;
 
 		pf[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		for (int i = 0; i < MAX_CONNS; i++) {
@@ -349,6 +419,12 @@ int main(int argc, char **argv)
 
 			if (!c->used)
 				continue;
+			{
+				int due = release_due(c, 0);
+
+				if (due >= 0 && due < timeout)
+					timeout = due;
+			}
 			pf[np] = (struct pollfd){ .fd = c->ab.from, .events = (c->ab.out.len < OUT_HIGH ? POLLIN : 0) |
 						  (c->ba.out.len ? POLLOUT : 0) };
 			who[np++] = c;
@@ -356,7 +432,7 @@ int main(int argc, char **argv)
 						  (c->ab.out.len ? POLLOUT : 0) };
 			who[np++] = c;
 		}
-		if (poll(pf, (nfds_t)np, 200) < 0) {
+		if (poll(pf, (nfds_t)np, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			die("poll");
@@ -394,6 +470,7 @@ int main(int argc, char **argv)
 				n = recv(d->from, tmp, sizeof(tmp), MSG_DONTWAIT);
 				if (n == 0 || (n < 0 && errno != EAGAIN)) {
 					/* One end went: what it sent still goes on, then both close. */
+					release_due(c, 1);
 					flush_out(&c->ab);
 					flush_out(&c->ba);
 					close_conn(c);

@@ -21,6 +21,11 @@
  *                 (those it sends straight from the ring: lent bytes,
  *                 daemon/net/frame.h); prints "scribbled N items" and exits
  *                 0 (the daemon has no reason to close the connection)
+ *   after-done    once the job is ready, a DONE record and behind it a
+ *                 16-byte item for rank SIZE-1, in one publish, as no
+ *                 library would (the next step has not begun); prints
+ *                 "published" and stays 10 s (the daemon must hold the item
+ *                 until the step completes)
  *   self-tail     alone in a job of one rank: fill the RX ring with items to
  *                 ourselves, publish an impossible RX tail, publish one more
  *                 item to ourselves and close the socket at once (hardening
@@ -351,6 +356,28 @@ int main(int argc, char **argv)
 		ring_publish(&tx);
 		if (write(fds[2], &one, sizeof(one)) < 0)
 			die("eventfd write");
+	} else if (strcmp(mode, "after-done") == 0) {
+		struct proto_rec *rec;
+		uint64_t one = 1;
+
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		if (ring_reserve(&tx, 0, &rec) != 0)
+			return 2;
+		*rec = (struct proto_rec){ .kind = PROTO_REC_DONE };
+		if (ring_reserve(&tx, 16, &rec) != 0)
+			return 2;
+		*rec = (struct proto_rec){ .len = 16, .kind = PROTO_REC_ITEM, .dst = size - 1, .src = rank };
+		memset(rec + 1, 0x33, 16);
+		ring_publish(&tx);
+		if (write(fds[2], &one, sizeof(one)) < 0)
+			die("eventfd write");
+		printf("published\n");
+		fflush(stdout);
+		sleep(10);
+		return 0;
 	} else if (strcmp(mode, "scribble") == 0) {
 		uint8_t *recent[32] = { NULL };
 		uint64_t one = 1, sent = 0, x = 88172645463325252ull;

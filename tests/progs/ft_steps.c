@@ -2,13 +2,15 @@
  * how steps end when a rank or a node goes away.
  *
  *   ft_steps --job J --rank R --size P [--steps S] [--items K] [--die-at S2]
- *            [--gap-ms MS] [--linger MS]
+ *            [--gap-ms MS] [--linger MS] [--start-ms MS]
  *
  * Every step: K items of 32 bytes to every rank, ferry_done, then
  * ferry_step_wait (for ever), receiving what arrives.  With --die-at, this
  * rank exits at once (no ferry_done, no ferry_close) when step S2 begins.
  * With --gap-ms, it sleeps MS milliseconds after each step (so that a job of
  * S steps lasts about S x MS ms, whatever the machine's speed).
+ * With --start-ms, it sleeps MS milliseconds once the job is ready, before
+ * its first step.
  * With --linger, it stays in the job MS ms after its last step (completed
  * or failed) before ferry_close, keeping the job alive meanwhile.
  * Prints "rank R running" once the job is ready, "rank R ok: S steps" and
@@ -29,10 +31,11 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "items", required_argument, NULL, 'k' }, { "die-at", required_argument, NULL, 'd' },
 		{ "gap-ms", required_argument, NULL, 'g' }, { "linger", required_argument, NULL, 'L' },
+		{ "start-ms", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
-	long steps = 1000000, items = 10, die_at = -1, gap_ms = 0, linger = 0;
+	long steps = 1000000, items = 10, die_at = -1, gap_ms = 0, linger = 0, start_ms = 0;
 	uint8_t buf[32] = { 0 };
 	int opt, ret;
 	ferry_t *f;
@@ -47,6 +50,7 @@ int main(int argc, char **argv)
 		case 'd': die_at = arg_long("--die-at", optarg); break;
 		case 'g': gap_ms = arg_long("--gap-ms", optarg); break;
 		case 'L': linger = arg_long("--linger", optarg); break;
+		case 'S': start_ms = arg_long("--start-ms", optarg); break;
 		default: return 2;
 		}
 	}
@@ -57,6 +61,8 @@ int main(int argc, char **argv)
 	}
 	printf("rank %d running\n", fo.rank);
 	fflush(stdout);
+	if (start_ms > 0)
+		usleep((useconds_t)start_ms * 1000);
 	for (long s = 1; s <= steps; s++) {
 		struct ferry_item it[64];
 

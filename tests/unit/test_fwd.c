@@ -18,6 +18,7 @@
 #include "../../daemon/fwd/ctlq.h"
 #include "../../daemon/fwd/flow.h"
 #include "../../daemon/fwd/fwd.h"
+#include "../../daemon/fwd/rx.h"
 #include "../../daemon/fwd/tx.h"
 #include "../../daemon/local/endpoint.h"
 
@@ -69,11 +70,21 @@ struct body {
 	uint32_t len;
 };
 
-static void add(struct body *b, uint32_t node, uint32_t job, uint32_t dst, uint32_t src, const void *p, uint32_t len)
+/* An item as a node in the job's step sends it (gen: proto/wire.h "The step
+ * of an item"); add_next as one already in the next step. */
+static void add_gen(struct body *b, uint32_t node, uint32_t job, uint32_t dst, uint32_t src, const void *p,
+		    uint32_t len, int next)
 {
-	struct wire_item it = { .len = len, .node = node, .job = job, .dst = dst, .src = src, .channel = 3 };
+	uint32_t step = ep->job->step + (next ? 1 : 0);
+	struct wire_item it = { .len = len, .node = node, .job = job, .dst = dst, .src = src, .channel = 3,
+				.gen = job == JOB_ID && (step & 1) ? WIRE_GEN_STEP : 0 };
 
 	b->len += (uint32_t)wire_encode_item(b->buf + b->len, &it, p);
+}
+
+static void add(struct body *b, uint32_t node, uint32_t job, uint32_t dst, uint32_t src, const void *p, uint32_t len)
+{
+	add_gen(b, node, job, dst, src, p, len, 0);
 }
 
 /* The next record in the client's RX ring, ITEM or STEP; -1 if none. */
@@ -519,8 +530,58 @@ TEST(tx_records_go_on_in_order_to_local_and_remote_ranks)
 	/* DONE sent the buffer at once. */
 	CHECK_EQ(next_frame_items(link3, its, 4), 1);
 	CHECK(its[0].job == JOB_ID && its[0].dst == 1 && its[0].src == 0 && its[0].len == 5 && its[0].node == 3);
+	/* ... marked with the step (proto/wire.h "The step of an item"). */
+	CHECK_EQ(its[0].gen, (j->step & 1) ? WIRE_GEN_STEP : 0);
 	CHECK(!ep->failed);
 	CHECK_EQ(tx_poll(), 0);
+	/* What the rank writes after its DONE waits until the step completes
+	 * (here as the home's STEP would have it), then goes with the next
+	 * step's mark. */
+	client_send(PROTO_REC_ITEM, 1, "next", 4);
+	CHECK_EQ(tx_poll(), 0);
+	CHECK_EQ(j->sent, sent + 3);
+	ep_step_complete(j);
+	CHECK_EQ(j->done, 0);
+	CHECK_EQ(tx_poll(), 1);
+	CHECK_EQ(j->sent, sent + 4);
+	agg_flush_all(AGG_FLUSH_EXPLICIT);
+	CHECK_EQ(next_frame_items(link3, its, 4), 1);
+	CHECK(its[0].len == 4 && its[0].gen == ((j->step & 1) ? WIRE_GEN_STEP : 0));
+	ep_publish();
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_STEP && rec.dst == j->step - 1);
+	CHECK_EQ(client_recv(&rec, payload), -1);
+}
+
+/* An item of the next step, from a node that heard of the step's end before
+ * this one: it completes the step here first (STEP record, then the item),
+ * and the following items of that step go on as usual. */
+TEST(an_item_of_the_next_step_completes_the_step_first)
+{
+	static struct body b;
+	struct job *j = ep->job;
+	struct proto_rec rec;
+	uint8_t payload[PROTO_FRAG_BYTES];
+	uint32_t step = j->step;
+	uint64_t early = rx_steps_early;
+
+	b.len = 0;
+	add(&b, 1, JOB_ID, 0, 1, "this", 4);
+	add_gen(&b, 1, JOB_ID, 0, 1, "next", 4, 1);
+	add_gen(&b, 1, JOB_ID, 0, 1, "next too", 8, 1);
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+	ep_publish();
+	CHECK_EQ(j->step, step + 1);
+	CHECK_EQ(rx_steps_early, early + 1);
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_ITEM && rec.len == 4 && memcmp(payload, "this", 4) == 0);
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_STEP && rec.dst == step);
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_ITEM && rec.len == 4 && memcmp(payload, "next", 4) == 0);
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_ITEM && rec.len == 8);
+	CHECK_EQ(client_recv(&rec, payload), -1);
 }
 
 /* A local sender whose items go to a link at its limit stops (its records
@@ -618,6 +679,7 @@ int main(void)
 	RUN(queued_items_are_not_overtaken);
 	RUN(a_sender_toward_a_full_link_waits_and_resumes);
 	RUN(tx_records_go_on_in_order_to_local_and_remote_ranks);
+	RUN(an_item_of_the_next_step_completes_the_step_first);
 	RUN(a_client_breaking_the_protocol_is_failed_not_freed);
 
 	munmap(client_map, a.region_bytes);

@@ -365,10 +365,10 @@ TEST(control_items_round_trip)
 	struct wire_ctl c;
 	struct wire_ctl_rank r = { .uid = 1000, .size = 8, .rank = 3, .incarnation = 0xabcdef0123ull, .name_len = 4 };
 	struct wire_ctl_table t = { .uid = 1000, .job = 4097, .size = 20000, .first = 16000, .count = 4000,
-				    .name_len = 5, .gen = 201 };
+				    .name_len = 5, .gen = 101 };
 	struct wire_ctl_report rep = { .job = 4097, .step = 2, .done = 3, .sent = 1ull << 40, .ringed = 12345,
-				       .gen = 202 };
-	struct wire_ctl_step st = { .job = 4097, .step = 3, .gen = 203 };
+				       .gen = 102 };
+	struct wire_ctl_step st = { .job = 4097, .step = 3, .gen = WIRE_GEN_MASK };
 	static uint32_t nodes[WIRE_TABLE_MAX];
 	ssize_t n;
 
@@ -398,7 +398,7 @@ TEST(control_items_round_trip)
 	CHECK(n > 0 && n <= (ssize_t)PROTO_FRAG_BYTES);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(c.u.table.count, 4000);
-	CHECK_EQ(c.u.table.gen, 201);
+	CHECK_EQ(c.u.table.gen, 101);
 	CHECK_EQ(wire_ctl_table_node(&c, 3999), 3999 * 7);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_TABLE, buf, (size_t)n - 4, &c), -EPROTO);
 	t.first = 17000;                        /* first + count > size */
@@ -413,16 +413,16 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_report(buf, sizeof(buf), &rep);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_REPORT, buf, (size_t)n, &c), 0);
 	CHECK(c.u.report.sent == 1ull << 40 && c.u.report.ringed == 12345 && c.u.report.done == 3);
-	CHECK_EQ(c.u.report.gen, 202);
+	CHECK_EQ(c.u.report.gen, 102);
 
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_STEP, buf, (size_t)n, &c), 0);
 	CHECK_EQ(c.u.step.step, 3);
-	CHECK_EQ(c.u.step.gen, 203);
-	st.gen = 256;                           /* generations are 8 bits */
+	CHECK_EQ(c.u.step.gen, WIRE_GEN_MASK);
+	st.gen = WIRE_GEN_MASK + 1;             /* generations are 7 bits (the 8th is an item's step) */
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_STEP, buf, (size_t)n, &c), -EPROTO);
-	st.gen = 203;
+	st.gen = WIRE_GEN_MASK;
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);       /* GO has step 0 */
 	st.step = 0;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
