@@ -199,9 +199,11 @@ int wire_decode_hello(const void *buf, size_t len, struct wire_hello *h);
  * rings.  So the top bit of a data item's gen (WIRE_GEN_STEP) is the parity
  * of the step its sending node was in when it took the item from the rank's
  * TX ring: a rank's items of step s are taken before its DONE, those of s+1
- * after its node heard the STEP.  A node is never a step ahead of one it
- * sends to (s+1 needs this node's ranks done in s), and once s completed no
- * item of s is on its way (the counts say all were ringed).  So an item
+ * after its node heard the STEP (an item written after DONE, before that,
+ * ends the rank's session: fwd/tx.c).  A node is never a step ahead of one
+ * it sends to (s+1 needs this node's ranks done in s), and once s completed
+ * no item of s is on its way (the counts say all were ringed).  (A node
+ * where the job failed completes no more steps, early or not.)  So an item
  * whose parity is not that of the receiving node's step is of the next
  * step, and says that the step completed: the node appends the STEP records
  * first (fwd/rx.c, local/endpoint.h ep_step_complete), and the home's STEP,

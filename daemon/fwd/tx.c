@@ -239,8 +239,8 @@ static int drain_batch(struct ep *s, const struct proto_rec *b, const uint8_t *r
 		ep_fail(s, "malformed batch in TX ring");
 		return -EPROTO;
 	}
-	if (!j->ready) {
-		ep_fail(s, "batch before the job was ready");
+	if (!s->ready) {
+		ep_fail(s, "batch before READY");
 		return -EPROTO;
 	}
 	memcpy(scratch, recs, b->len);
@@ -437,11 +437,6 @@ static int drain(struct ep *s)
 		s->blocked_node = JOB_NO_NODE;
 		s->blocked_rank = EP_NO_RANK;
 	}
-	if (s->step_held) {
-		if (ep_step_held(s))
-			return 0;
-		s->step_held = 0;
-	}
 	if (s->blocked_on) {
 		if (ep_pending_high(s->blocked_on, drainer.conf))
 			return 0;
@@ -462,11 +457,11 @@ static int drain(struct ep *s)
 		s->put_serial_failed = !s->put_serial;
 	}
 	/* (Not while a batch is half taken: its rest comes first.) */
-	fast = j->ready && !j->stale && !j->nxoff && !lost_node(j) && !s->batch_off;
+	fast = s->ready && !j->stale && !j->nxoff && !lost_node(j) && !s->batch_off;
 	for (uint32_t i = 0; i < DRAIN_BUDGET && !s->failed; i++) {
 		struct proto_rec rec;
 		const void *payload;
-		int ret, after_done = s->done_step == j->step && !j->failed;
+		int ret, after_done = s->done_step == j->step;
 
 		if (fast && !after_done) {
 			uint32_t k = drain_fast(s, j, DRAIN_BUDGET - i, &items, &bytes);
@@ -486,15 +481,16 @@ static int drain(struct ep *s)
 			return 1;
 		}
 		if (after_done && (rec.kind == PROTO_REC_ITEM || rec.kind == PROTO_REC_BATCH)) {
-			/* No item after the rank's DONE until the step
-			 * completes here (endpoint.h, step_held): every item
-			 * leaves marked with the step it belongs to (wire_gen),
-			 * and the counts of two steps never mix
-			 * (cluster/steps.h).  Our library sends none there
-			 * (a FLUSH, at ferry_close, goes on); a client that
-			 * does waits. */
-			s->step_held = 1;
-			goto out;
+			/* An item after the rank's DONE, before the step
+			 * completed here (its client cannot have seen the STEP
+			 * record: ep_step_complete moves the job on as it
+			 * writes it).  Every item must leave marked with the
+			 * step it belongs to (wire_gen), and the counts of two
+			 * steps never mix (cluster/steps.h); our library
+			 * refuses such a send (-EBUSY).  A FLUSH, as
+			 * ferry_close writes, is fine. */
+			ep_fail(s, "item after DONE, before the step completed");
+			return 1;
 		}
 		if (__builtin_expect(s->batch_off != 0, 0) &&
 		    (rec.kind != PROTO_REC_BATCH || s->tx.tail != s->batch_tail)) {
@@ -508,8 +504,8 @@ static int drain(struct ep *s)
 				ep_fail(s, "item for a rank outside the job");
 				return 1;
 			}
-			if (!j->ready) {
-				ep_fail(s, "item before the job was ready");
+			if (!s->ready) {
+				ep_fail(s, "item before READY");
 				return 1;
 			}
 			if (route_item(s, &rec, payload) < 0) {

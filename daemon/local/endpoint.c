@@ -551,12 +551,6 @@ static int tx_blocked(const struct ep *ep)
 	return ep->blocked_on || ep->blocked_node != JOB_NO_NODE || ep->blocked_rank != EP_NO_RANK;
 }
 
-/* ... or it waits for its job's step to complete (ep_step_held). */
-static int tx_waits(const struct ep *ep)
-{
-	return tx_blocked(ep) || ep_step_held(ep);
-}
-
 /* Nothing to do: the loop polls the rings when it wakes up. */
 static void on_recheck(struct loop_timer *t)
 {
@@ -576,7 +570,7 @@ int ep_sleep_prepare(void)
 			continue;
 		/* A blocked sender makes progress only when its destination's
 		 * client frees RX room, which the check below arms. */
-		if (!tx_waits(ep)) {
+		if (!tx_blocked(ep)) {
 			int fenceless = ring_consumer_fenceless(&ep->tx);
 
 			/* (An offer withdrawn as too dear: until the client
@@ -638,7 +632,7 @@ int ep_sleep_prepare(void)
 		return 1;       /* look again, the slow way */
 	}
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next)
-		if (!ep->failed && !tx_waits(ep) && ring_consumer_check(&ep->tx))
+		if (!ep->failed && !tx_blocked(ep) && ring_consumer_check(&ep->tx))
 			return 1;
 	return 0;
 }

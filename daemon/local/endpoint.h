@@ -65,6 +65,10 @@ struct ep {
 	struct sess *sess;              /* the session that opened it (session.c's) */
 	struct job *job;
 	uint32_t rank;
+	int ready;                      /* READY went to its client (session.c): only from then on
+					 * does fwd/tx.c take items from its TX ring.  (Not the job's
+					 * ready: a rank that left may attach again to a started job
+					 * until its home refuses it, and must send nothing.) */
 
 	void *region;                   /* the memfd mapping with both rings */
 	size_t region_bytes;
@@ -83,8 +87,6 @@ struct ep {
 	 * taking from tx while a destination takes no more; read here to leave
 	 * such a ring unwatched while the daemon sleeps, and for status. */
 	uint32_t done_step;             /* the step this rank last ended */
-	int step_held;                  /* an item after its DONE waits for the step to complete
-					 * (ep_step_held) */
 	struct ep *blocked_on;          /* its destination's queue is full */
 	uint32_t blocked_node;          /* ... or the link toward this node is; JOB_NO_NODE if not */
 	uint32_t blocked_rank;          /* ... or that rank's node said XOFF; EP_NO_RANK if not */
@@ -120,14 +122,6 @@ struct ep_stats {
 	uint64_t offers_withdrawn;      /* fenceless offers withdrawn as too dear (ep_sleep_prepare) */
 };
 extern struct ep_stats ep_stats;
-
-/* 1 while ep's next TX record, an item its rank wrote after its DONE, must
- * wait because the step is still open here (and the job has not failed):
- * the cluster layer's doing, not the client's (fwd/tx.c drain). */
-static inline int ep_step_held(const struct ep *ep)
-{
-	return ep->step_held && ep->done_step == ep->job->step && !ep->job->failed;
-}
 
 /* fwd/tx.c took records from ep's TX ring: publishes the fenceless offer
  * saved its client, if it still may publish without a fence (judged in

@@ -389,6 +389,7 @@ void sess_job_ready(struct job *j)
 		if (!m || m->ready_sent || m->state != S_ENDPOINT)
 			continue;
 		m->ready_sent = 1;
+		j->ranks[r].ep->ready = 1;
 		if (send_msg(m, buf, (size_t)n, NULL, 0) < 0)
 			close_session(m, "cannot send READY", 0);
 	}

@@ -390,6 +390,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	j->ranks[2].node = 3;
 	j->ranks[3].node = 2;
 	j->ready = 1;
+	client[0].ep->ready = client[1].ep->ready = 1;
 
 	while (left)
 		one();

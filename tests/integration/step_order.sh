@@ -5,9 +5,10 @@
 # node is 40 ms slower one way than the other links (tests/progs/ft_mitm with
 # a delay), so every step the ranks of a third node are well into the next
 # step, and their items at the slow node, long before the home's STEP gets
-# there.  Each such item completes the step at that node itself.  And a
-# rank's records after its DONE wait in its TX ring until the step completes:
-# what a client writes there, as no library would, leaves with the next step.
+# there.  Each such item completes the step at that node itself.  And an
+# item a client writes after its DONE, before the step completed, as no
+# library would, ends its session: it would leave marked with a step it is not
+# of.
 . "$(dirname "$0")/lib.sh"
 
 # home_of NAME N: the node that is home of our job NAME in a cluster of N
@@ -23,22 +24,19 @@ home_of() {
 	echo $((h % n))
 }
 
-# --- records after DONE ---------------------------------------------------
+# --- an item after DONE ---------------------------------------------------
 start_daemon ad || exit 1
 FERRY_RUNTIME_DIR=$TMP/ad bg ad1.log prog ft_steps --job jad --rank 1 --size 2 --steps 1 --items 0 \
-	--start-ms 1500 --linger 1000
+	--start-ms 1000
 r1=$LASTPID
 bg ad0.log prog ft_raw "$TMP/ad" after-done jad 0 2
 r0=$LASTPID
-expect "a rank wrote DONE and an item behind it" wait_for "grep -q published '$TMP/ad0.log'"
-sleep 0.5
-expect "... the item waits in its TX ring while the step is open ($(stat ad items_delivered) delivered)" \
-	test "$(stat ad items_delivered)" = 0
-expect "the other rank ends the step" wait "$r1"
-expect "... and then the item is delivered (while the rank still lingers)" \
-	test "$(stat ad items_delivered)" = 1
-kill "$r0" 2>/dev/null
-wait "$r0" 2>/dev/null
+expect "a rank that writes an item behind its DONE, in a step still open, loses its session" wait "$r0"
+expect "... it had written them" grep -q published "$TMP/ad0.log"
+expect "... the log says why" grep -q "item after DONE, before the step completed" "$TMP/ad.log"
+expect "... the item went nowhere ($(stat ad items_delivered) delivered)" test "$(stat ad items_delivered)" = 0
+wait "$r1"
+expect "... and the other rank's step fails naming it" grep -q "rank 0 (on node 0) left job jad" "$TMP/ad1.log"
 expect "daemon exits cleanly" stop_daemon ad
 
 # --- a slow link from the home --------------------------------------------

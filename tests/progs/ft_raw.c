@@ -24,8 +24,8 @@
  *   after-done    once the job is ready, a DONE record and behind it a
  *                 16-byte item for rank SIZE-1, in one publish, as no
  *                 library would (the next step has not begun); prints
- *                 "published" and stays 10 s (the daemon must hold the item
- *                 until the step completes)
+ *                 "published", then waits for the daemon to close the
+ *                 connection
  *   self-tail     alone in a job of one rank: fill the RX ring with items to
  *                 ourselves, publish an impossible RX tail, publish one more
  *                 item to ourselves and close the socket at once (hardening
@@ -376,8 +376,7 @@ int main(int argc, char **argv)
 			die("eventfd write");
 		printf("published\n");
 		fflush(stdout);
-		sleep(10);
-		return 0;
+		return wait_closed();
 	} else if (strcmp(mode, "scribble") == 0) {
 		uint8_t *recent[32] = { NULL };
 		uint64_t one = 1, sent = 0, x = 88172645463325252ull;

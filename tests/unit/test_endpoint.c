@@ -42,6 +42,7 @@ static int open_client(struct client *c, uid_t uid, const char *job, uint32_t ra
 	ring_attach(&c->tx, (uint8_t *)c->map + a.tx_off, a.tx_size, 0);
 	ring_attach(&c->rx, (uint8_t *)c->map + a.rx_off, a.rx_size, 0);
 	c->ep->job->ready = 1;
+	c->ep->ready = 1;
 	return 0;
 }
 

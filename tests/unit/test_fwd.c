@@ -534,14 +534,12 @@ TEST(tx_records_go_on_in_order_to_local_and_remote_ranks)
 	CHECK_EQ(its[0].gen, (j->step & 1) ? WIRE_GEN_STEP : 0);
 	CHECK(!ep->failed);
 	CHECK_EQ(tx_poll(), 0);
-	/* What the rank writes after its DONE waits until the step completes
-	 * (here as the home's STEP would have it), then goes with the next
-	 * step's mark. */
-	client_send(PROTO_REC_ITEM, 1, "next", 4);
-	CHECK_EQ(tx_poll(), 0);
-	CHECK_EQ(j->sent, sent + 3);
+	/* The step completes (as the home's STEP would have it); what the
+	 * rank sends then goes with the next step's mark.  (An item before
+	 * that would end its session: tests/integration/step_order.sh.) */
 	ep_step_complete(j);
 	CHECK_EQ(j->done, 0);
+	client_send(PROTO_REC_ITEM, 1, "next", 4);
 	CHECK_EQ(tx_poll(), 1);
 	CHECK_EQ(j->sent, sent + 4);
 	agg_flush_all(AGG_FLUSH_EXPLICIT);
@@ -582,6 +580,21 @@ TEST(an_item_of_the_next_step_completes_the_step_first)
 	CHECK_EQ(client_recv(&rec, payload), 0);
 	CHECK(rec.kind == PROTO_REC_ITEM && rec.len == 8);
 	CHECK_EQ(client_recv(&rec, payload), -1);
+
+	/* Not in a job that failed here: its steps are over (no STEP
+	 * record), and the item is delivered behind what came before. */
+	j->failed = EPIPE;
+	step = j->step;
+	b.len = 0;
+	add_gen(&b, 1, JOB_ID, 0, 1, "late", 4, 1);
+	CHECK_EQ(fake_arrive(link3, WIRE_DATA, ++seq_from3, 0, b.buf, b.len), 1);
+	ep_publish();
+	CHECK_EQ(j->step, step);
+	CHECK_EQ(rx_steps_early, early + 1);
+	CHECK_EQ(client_recv(&rec, payload), 0);
+	CHECK(rec.kind == PROTO_REC_ITEM && rec.len == 4 && memcmp(payload, "late", 4) == 0);
+	CHECK_EQ(client_recv(&rec, payload), -1);
+	j->failed = 0;
 }
 
 /* A local sender whose items go to a link at its limit stops (its records
@@ -663,6 +676,7 @@ int main(void)
 	ep->job->ranks[1].node = 3;
 	ep->job->ranks[2].node = 2;
 	ep->job->ready = 1;
+	ep->ready = 1;          /* (as READY would have gone out) */
 
 	RUN(the_next_hop_is_the_route_of_the_topology);
 	RUN(items_wait_in_the_buffer_until_flushed);
