@@ -85,5 +85,6 @@ expect "... nothing was dropped" \
 	test "$(stat so_n0 items_dropped)$(stat so_n1 items_dropped)$(stat so_n2 items_dropped)" = 000
 for k in 0 1 2; do expect "daemon $k exits cleanly" stop_daemon "so_n$k"; done
 kill -TERM "$MITM" 2>/dev/null
-wait "$MITM" 2>/dev/null
+expect "the proxy exits cleanly" wait "$MITM"
+expect "... without a sanitizer report" not grep -qE 'runtime error|Sanitizer' "$TMP/so.mitm"
 finish

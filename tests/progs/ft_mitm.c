@@ -141,7 +141,8 @@ static void put_ba(struct conn *c, const uint8_t *f, size_t n)
 		return;
 	}
 	if (l->first + l->n == l->cap) {
-		memmove(l->q, l->q + l->first, l->n * sizeof(*l->q));
+		if (l->n)
+			memmove(l->q, l->q + l->first, l->n * sizeof(*l->q));
 		l->first = 0;
 		if (l->n == l->cap) {
 			l->cap = l->cap ? 2 * l->cap : 64;
