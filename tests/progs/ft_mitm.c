@@ -488,5 +488,6 @@ int main(int argc, char **argv)
 	}
 	printf("relayed %llu %llu frames, plaintext %llu of %llu DATA frames\n", (unsigned long long)relayed_ab,
 	       (unsigned long long)relayed_ba, (unsigned long long)plaintext, (unsigned long long)data_frames);
+	free(list);     /* (attacks[] point into it) */
 	return 0;
 }
