@@ -1,0 +1,77 @@
+/* daemon/plan/a2a.h - the routes of a node-level all-to-all (personalized
+ * all-to-all, seed 000: Kalé, Kumar, Varadarajan, §2): which node holds the
+ * block from node src to node dst after each phase.  Pure functions, no I/O:
+ * the collective engine builds its schedules from these, and ferryctl plan
+ * and the unit tests (a simulator) call them too.  (Issue 12, first part.)
+ *
+ * Nodes are the job's nodes numbered 0..P-1; each node has one block for
+ * every node (its local ranks' contributions combined).  A strategy moves
+ * the blocks in phases; in a phase a node sends every block it holds whose
+ * next holder is another node, combined into one message per next holder.
+ * A node sends its messages of a phase once it has every message of the
+ * phases before (the strategies below are built so that no message waits on
+ * one of the same phase).  The routes do not depend on the blocks' sizes, so
+ * every node knows from P alone which messages to expect; a message whose
+ * blocks are all empty still goes (the paper's dummy message).
+ *
+ * A2A_DIRECT    1 phase: every node to every node.  P-1 messages each.
+ * A2A_MESH      2 phases over a C x R mesh, C = ceil(sqrt(P)) columns and
+ *               R = ceil(P / C) rows, node n at row n / C, column n % C: the
+ *               block first goes along the row to the column of its
+ *               destination, then along that column.  The positions of the
+ *               last row beyond P are holes; a block for a hole's position
+ *               goes instead to the node of the hole's column in row
+ *               (sender's column) mod (R - 1) (§2.2).  2(sqrt(P)-1) messages
+ *               per node when P is a square.
+ * A2A_GRID3D    3 phases over a C x C x Z grid, C = ceil(cbrt(P)),
+ *               Z = ceil(P / C^2), node n at x = n % C, y = (n / C) % C,
+ *               z = n / C^2: along x, then y, then z.  A hole (a position of
+ *               the last plane beyond P) is taken by the node at the same x
+ *               and y in the plane before (§2.3); with a single plane, by the
+ *               mesh's rule.  3(cbrt(P)-1) messages per node when P is a cube.
+ * A2A_HYPERCUBE dimensional exchange over the largest power of two Q <= P,
+ *               log2(Q) phases, one message per node and phase; when P > Q a
+ *               first phase sends the blocks of every node n >= Q to node
+ *               n - Q, and a last one takes those for node n >= Q from node
+ *               n - Q to it (§2.4, Fig. 3).
+ */
+#ifndef FERRY_PLAN_A2A_H
+#define FERRY_PLAN_A2A_H
+
+#include <stdint.h>
+
+enum a2a_strategy {
+	A2A_DIRECT = 0,
+	A2A_MESH = 1,
+	A2A_GRID3D = 2,
+	A2A_HYPERCUBE = 3,
+	A2A_STRATEGIES = 4,
+};
+
+#define A2A_MAX_PHASES 34       /* a hypercube of 2^32 nodes with an extra node: 32 + 2 */
+
+struct a2a_plan {
+	enum a2a_strategy strategy;
+	uint32_t nodes;                 /* P */
+	uint32_t phases;
+	uint32_t cols, rows, planes;    /* mesh: C, R; grid: C, C, Z */
+	uint32_t cube;                  /* hypercube: Q */
+	uint32_t dims;                  /* hypercube: log2(Q) */
+};
+
+/* The strategy's name ("direct", "mesh", "grid3d", "hypercube"), or NULL. */
+const char *a2a_strategy_name(enum a2a_strategy s);
+/* The strategy of that name, or -1. */
+int a2a_strategy_by_name(const char *name);
+
+/* Fills p for strategy s over nodes nodes (>= 1).  Returns 0 or -EINVAL. */
+int a2a_plan_init(struct a2a_plan *p, enum a2a_strategy s, uint32_t nodes);
+
+/* The node that holds the block from src to dst after phase ph (0-based),
+ * given that holder held it before that phase.  holder, src, dst < nodes. */
+uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t src, uint32_t dst, uint32_t ph);
+
+/* The holder after phase ph, from the start (src holds it before phase 0). */
+uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32_t ph);
+
+#endif
