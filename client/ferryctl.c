@@ -12,6 +12,7 @@
  * endpoint, so it does not use libferry).  `route` calls the daemon's own
  * routing functions (daemon/plan/route.c), so it shows exactly what ferryd does.
  */
+#include "../daemon/plan/a2a.h"
 #include "../daemon/plan/route.h"
 #include "../proto/ctl.h"
 
@@ -47,6 +48,12 @@ static void usage(FILE *out)
 		"  route --dims AxBx... [--torus|--mesh|--grid] [--nodes N] --from NODE [--to NODE]\n"
 		"        [--histogram]    offline: the path of one item, or how many network\n"
 		"                         messages (hops) items need to every destination\n"
+		"  plan alltoall (--nodes N | --dims AxBx... [--torus|--mesh|--grid]) --bytes M\n"
+		"        [--ppn R] [--degree D] [--alpha-us A] [--beta-ns-per-byte B] [--format text|json]\n"
+		"                         offline: each all-to-all strategy's phases, messages and\n"
+		"                         bytes per node and predicted time, and which one ferryd\n"
+		"                         would choose (M bytes per pair of ranks; D: each node's\n"
+		"                         blocks go to its next D nodes, default all)\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -165,6 +172,141 @@ static int cmd_route(int argc, char **argv)
 	for (int h = 0; h < 64; h++)
 		if (hist[h])
 			printf("%-6d %10u %8.3f%%\n", h, hist[h], 100.0 * hist[h] / (double)total);
+	return 0;
+}
+
+/* --- plan --- */
+
+/* Defaults of the cost model offline: loopback TCP on the machines ferry is
+ * developed on (one way, busy-polling: 6 us; streaming 2.5 GB/s). */
+#define PLAN_ALPHA_US 6.0
+#define PLAN_BETA_NS_PER_BYTE 0.4
+
+static int cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "nodes", required_argument, NULL, 'n' }, { "dims", required_argument, NULL, 'd' },
+		{ "torus", no_argument, NULL, 't' }, { "mesh", no_argument, NULL, 'm' },
+		{ "grid", no_argument, NULL, 'g' }, { "ppn", required_argument, NULL, 'p' },
+		{ "bytes", required_argument, NULL, 'b' }, { "degree", required_argument, NULL, 'D' },
+		{ "alpha-us", required_argument, NULL, 'a' }, { "beta-ns-per-byte", required_argument, NULL, 'B' },
+		{ "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+	};
+	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0;
+	unsigned long long nodes = 0, ppn = 1, bytes = 0, degree = 0;
+	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
+	int json = 0, have_bytes = 0, have_degree = 0, opt;
+	struct a2a_stats st[A2A_STRATEGIES];
+	struct a2a_plan pl[A2A_STRATEGIES];
+	double us[A2A_STRATEGIES];
+	uint64_t pair;
+	enum a2a_strategy chosen;
+	char *end;
+
+	if (argc < 2 || strcmp(argv[1], "alltoall") != 0) {
+		fprintf(stderr, "ferryctl plan: the collectives planned so far: alltoall\n");
+		return 2;
+	}
+	argc--;
+	argv++;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		errno = 0;
+		switch (opt) {
+		case 'n': nodes = strtoull(optarg, &end, 10); break;
+		case 'd':
+			if (parse_dims(optarg, &ndims, dims) < 0) {
+				fprintf(stderr, "ferryctl plan: --dims %s: want sizes like 4x4x4\n", optarg);
+				return 2;
+			}
+			end = optarg + strlen(optarg);
+			break;
+		case 't': case 'm': case 'g': end = ""; break;   /* (the strategies run on any topology) */
+		case 'p': ppn = strtoull(optarg, &end, 10); break;
+		case 'b': bytes = strtoull(optarg, &end, 10); have_bytes = 1; break;
+		case 'D': degree = strtoull(optarg, &end, 10); have_degree = 1; break;
+		case 'a': alpha = strtod(optarg, &end); break;
+		case 'B': beta = strtod(optarg, &end); break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				fprintf(stderr, "ferryctl plan: --format text or json\n");
+				return 2;
+			}
+			json = optarg[0] == 'j';
+			end = "";
+			break;
+		default: return 2;
+		}
+		if (errno || *end) {
+			const char *name = "";
+
+			for (const struct option *o = opts; o->name; o++)
+				if (o->val == opt)
+					name = o->name;
+			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", name, optarg);
+			return 2;
+		}
+	}
+	if (!nodes && ndims) {
+		nodes = 1;
+		for (uint32_t d = 0; d < ndims; d++)
+			nodes *= dims[d];
+	}
+	if (!nodes || !have_bytes) {
+		fprintf(stderr, "ferryctl plan alltoall: needs --nodes (or --dims) and --bytes\n");
+		return 2;
+	}
+	if (nodes > A2A_STATS_MAX_NODES || ppn < 1 || ppn > 1024 || !(alpha >= 0) || !(beta >= 0)) {
+		fprintf(stderr, "ferryctl plan alltoall: --nodes 1 to %u, --ppn 1 to 1024, --alpha-us and "
+			"--beta-ns-per-byte not negative\n", A2A_STATS_MAX_NODES);
+		return 2;
+	}
+	if (!have_degree)
+		degree = nodes - 1;
+	if (degree >= nodes) {
+		fprintf(stderr, "ferryctl plan alltoall: --degree is at most nodes - 1 (%llu)\n", nodes - 1);
+		return 2;
+	}
+	if (bytes > (1ull << 40) / (ppn * ppn)) {
+		fprintf(stderr, "ferryctl plan alltoall: --bytes too large\n");
+		return 2;
+	}
+	/* Node level: a pair of nodes carries the blocks of ppn x ppn pairs of
+	 * ranks, combined. */
+	pair = bytes * ppn * ppn;
+	for (int s = 0; s < A2A_STRATEGIES; s++) {
+		int ret;
+
+		if (a2a_plan_init(&pl[s], s, (uint32_t)nodes) < 0 ||
+		    (ret = a2a_stats(&pl[s], (uint32_t)degree, pair, &st[s])) < 0) {
+			fprintf(stderr, "ferryctl plan alltoall: out of memory\n");
+			return 1;
+		}
+		us[s] = a2a_predict_us(&pl[s], (uint32_t)degree, pair, alpha, beta);
+	}
+	chosen = a2a_choose((uint32_t)nodes, (uint32_t)degree, pair, alpha, beta);
+	if (json) {
+		printf("{\"schema_version\": 1, \"collective\": \"alltoall\", \"nodes\": %llu, \"ppn\": %llu, "
+		       "\"bytes\": %llu, \"degree\": %llu, \"alpha_us\": %g, \"beta_ns_per_byte\": %g, "
+		       "\"chosen\": \"%s\", \"strategies\": [",
+		       nodes, ppn, bytes, degree, alpha, beta, a2a_strategy_name(chosen));
+		for (int s = 0; s < A2A_STRATEGIES; s++)
+			printf("%s{\"name\": \"%s\", \"phases\": %u, \"sends_max\": %u, \"sends_mean\": %.3f, "
+			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f}",
+			       s ? ", " : "", a2a_strategy_name(s), pl[s].phases, st[s].sends_max, st[s].sends_mean,
+			       st[s].recvs_max, (unsigned long long)st[s].bytes_sent_max, us[s]);
+		printf("]}\n");
+		return 0;
+	}
+	printf("all-to-all over %llu nodes x %llu ranks, %llu bytes per pair of ranks (%llu per pair of nodes), "
+	       "each node to %llu others; alpha %g us, beta %g ns/byte\n",
+	       nodes, ppn, bytes, (unsigned long long)pair, degree, alpha, beta);
+	printf("%-10s %6s %9s %10s %9s %16s %14s\n", "strategy", "phases", "sends_max", "sends_mean", "recvs_max",
+	       "bytes_sent_max", "predicted_us");
+	for (int s = 0; s < A2A_STRATEGIES; s++)
+		printf("%-10s %6u %9u %10.2f %9u %16llu %14.3f%s\n", a2a_strategy_name(s), pl[s].phases,
+		       st[s].sends_max, st[s].sends_mean, st[s].recvs_max, (unsigned long long)st[s].bytes_sent_max,
+		       us[s], s == (int)chosen ? "  <- chosen" : "");
 	return 0;
 }
 
@@ -288,6 +430,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 2 && strcmp(argv[1], "route") == 0)
 		return cmd_route(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "plan") == 0)
+		return cmd_plan(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "keygen") == 0)
 		return cmd_keygen();
 	while ((opt = getopt_long(argc, argv, "+r:t:h", opts, NULL)) != -1) {

@@ -8,7 +8,7 @@ set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
       libconfig-dev libsystemd-dev libibverbs-dev librdmacm-dev libsodium-dev libseccomp-dev
-      iproute2 util-linux procps psmisc systemd strace"
+      iproute2 util-linux procps psmisc systemd strace jq"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind" ;;

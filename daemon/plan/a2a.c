@@ -2,6 +2,7 @@
 #include "a2a.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[A2A_STRATEGIES] = { "direct", "mesh", "grid3d", "hypercube" };
@@ -146,4 +147,124 @@ uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32
 	for (uint32_t i = 0; i <= ph && i < p->phases; i++)
 		h = a2a_next(p, h, src, dst, i);
 	return h;
+}
+
+int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, struct a2a_stats *st)
+{
+	uint32_t P = p->nodes, *hold, *sends, *recvs;
+	uint64_t *bytes;
+	uint8_t *msg;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (degree >= P)
+		return -EINVAL;
+	if (P > A2A_STATS_MAX_NODES)
+		return -EINVAL;
+	hold = malloc((size_t)P * P * sizeof(*hold));
+	msg = malloc((size_t)P * P);
+	sends = calloc(P, sizeof(*sends));
+	recvs = calloc(P, sizeof(*recvs));
+	bytes = calloc(P, sizeof(*bytes));
+	if (!hold || !msg || !sends || !recvs || !bytes) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < (size_t)P * P; i++)
+		hold[i] = (uint32_t)(i / P);
+	for (uint32_t ph = 0; ph < p->phases; ph++) {
+		memset(msg, 0, (size_t)P * P);
+		for (size_t i = 0; i < (size_t)P * P; i++) {
+			uint32_t src = (uint32_t)(i / P), dst = (uint32_t)(i % P), h = hold[i];
+			uint32_t to = a2a_next(p, h, src, dst, ph);
+			/* A real block: dst among src's degree successors. */
+			int real = src != dst && (dst + P - src) % P <= degree;
+
+			if (to == h)
+				continue;
+			hold[i] = to;
+			if (real)
+				bytes[h] += pair_bytes;
+			/* Indirect strategies send every message of their phases
+			 * (dummies where no block goes); direct only real ones. */
+			if ((real || p->strategy != A2A_DIRECT) && !msg[(size_t)h * P + to]) {
+				msg[(size_t)h * P + to] = 1;
+				sends[h]++;
+				recvs[to]++;
+			}
+		}
+	}
+	{
+		uint64_t total = 0;
+
+		for (uint32_t n = 0; n < P; n++) {
+			total += sends[n];
+			if (sends[n] > st->sends_max)
+				st->sends_max = sends[n];
+			if (recvs[n] > st->recvs_max)
+				st->recvs_max = recvs[n];
+			if (bytes[n] > st->bytes_sent_max)
+				st->bytes_sent_max = bytes[n];
+		}
+		st->sends_mean = (double)total / P;
+	}
+out:
+	free(hold);
+	free(msg);
+	free(sends);
+	free(recvs);
+	free(bytes);
+	return ret;
+}
+
+double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, double alpha_us,
+		      double beta_ns_per_byte)
+{
+	double mb = (double)pair_bytes * beta_ns_per_byte / 1000.0;    /* one block's bytes, in us */
+	int all = degree + 1 >= p->nodes;
+	double d1 = all ? (double)p->nodes : (double)degree;
+	double h, c;
+
+	if (p->nodes == 1)
+		return 0;
+	switch (p->strategy) {
+	case A2A_DIRECT:
+		return degree * (alpha_us + mb);
+	case A2A_MESH:
+		c = p->cols - 1;
+		return all ? 2 * c * (alpha_us + p->cols * mb) : 2 * c * alpha_us + 2.0 * degree * mb;
+	case A2A_GRID3D:
+		h = (uint64_t)p->cols * p->cols * p->cols > p->nodes ? 1 : 0;
+		c = p->cols - 1;
+		if (all && !h)
+			return 3 * c * (alpha_us + (double)p->cols * p->cols * mb);
+		return (3 + h) * c * alpha_us + (3 + 2 * h) * d1 * mb;
+	case A2A_HYPERCUBE:
+		h = p->nodes > p->cube ? 1 : 0;
+		return p->phases * alpha_us +
+		       p->dims * ((1 + h) / 2.0) * (all ? (double)p->nodes : 2.0 * degree) * mb;
+	default:
+		return 0;
+	}
+}
+
+enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, double alpha_us,
+			     double beta_ns_per_byte)
+{
+	enum a2a_strategy best = A2A_DIRECT;
+	double best_us = 0;
+
+	for (int s = 0; s < A2A_STRATEGIES; s++) {
+		struct a2a_plan p;
+		double t;
+
+		if (a2a_plan_init(&p, s, nodes) < 0)
+			continue;
+		t = a2a_predict_us(&p, degree, pair_bytes, alpha_us, beta_ns_per_byte);
+		if (s == A2A_DIRECT || t < best_us) {
+			best = s;
+			best_us = t;
+		}
+	}
+	return best;
 }

@@ -74,4 +74,44 @@ uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t src, uint3
 /* The holder after phase ph, from the start (src holds it before phase 0). */
 uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32_t ph);
 
+/* What a strategy sends, found by running it (a simulator): node src has a
+ * block of pair_bytes for nodes src+1 .. src+degree (mod P): degree P-1 is
+ * the all-to-all, less the many-to-many of §3.1.  Messages are counted per
+ * node over all phases; those of the indirect strategies include the dummy
+ * messages their phases always send (every message the all-to-all would
+ * send), the direct one's only what has a block.  Up to A2A_STATS_MAX_NODES
+ * nodes (memory: about 5 x P^2 bytes). */
+#define A2A_STATS_MAX_NODES 2048u
+struct a2a_stats {
+	uint32_t sends_max, recvs_max;
+	double sends_mean;
+	uint64_t bytes_sent_max;        /* block bytes a node sends, all phases */
+};
+/* Returns 0, -EINVAL (degree >= P, or too many nodes) or -ENOMEM. */
+int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, struct a2a_stats *st);
+
+/* The time the strategy takes by the paper's cost equations, in
+ * microseconds: a message costs alpha_us, a byte beta_ns_per_byte.  Per
+ * node, m = pair_bytes, delta = degree, C the mesh's or grid's side, h 1
+ * when the grid or hypercube has holes (else 0); for the all-to-all
+ * (delta = P - 1):
+ *   direct     (P - 1) (alpha + m beta)                               (1)
+ *   mesh       2 (C - 1) (alpha + C m beta)                           (2)
+ *   grid3d     3 (C - 1) (alpha + C^2 m beta), with holes
+ *              (3 + h) (C - 1) alpha + (3 + 2h) P m beta              (3), (4)
+ *   hypercube  phases alpha + log2(Q) ((1 + h) / 2) P m beta          (5), (6)
+ * and for the many-to-many (§3.1):
+ *   direct     delta (alpha + m beta)                                 (10)
+ *   mesh       2 (C - 1) alpha + 2 delta m beta                       (7)
+ *   grid3d     (3 + h) (C - 1) alpha + (3 + 2h) delta m beta          (8)
+ *   hypercube  phases alpha + log2(Q) (1 + h) delta m beta            (9)
+ * (the paper's sqrt(P) and cbrt(P) are C here, its log2(P) the phases).
+ * The same numbers whichever node computes them. */
+double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, double alpha_us,
+		      double beta_ns_per_byte);
+
+/* The strategy a2a_predict_us says is fastest (ties: the lower enum). */
+enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, double alpha_us,
+			     double beta_ns_per_byte);
+
 #endif

@@ -191,6 +191,87 @@ TEST(hypercube_sends_one_message_per_phase)
 	}
 }
 
+/* a2a_stats (the library's own simulator) agrees with this one, and counts
+ * dummy messages for the indirect strategies only. */
+TEST(stats_count_messages_bytes_and_dummies)
+{
+	for (int s = 0; s < A2A_STRATEGIES; s++)
+		for (size_t i = 0; i < NSIZES && sizes[i] <= 128; i++) {
+			uint32_t P = sizes[i];
+			struct a2a_plan p;
+			struct a2a_stats st, nb;
+			struct sim r;
+
+			simulate(s, P, &r);
+			CHECK_EQ(a2a_plan_init(&p, s, P), 0);
+			CHECK_EQ(a2a_stats(&p, P - 1, 100, &st), 0);
+			CHECK_EQ(st.sends_max, r.sends_max);
+			CHECK_EQ(st.recvs_max, r.recvs_max);
+			CHECK(st.sends_mean * P > r.sends_total - 0.5 && st.sends_mean * P < r.sends_total + 0.5);
+			if (s == A2A_DIRECT)
+				CHECK_EQ(st.bytes_sent_max, 100ull * (P - 1));
+			if (s == A2A_HYPERCUBE && is_pow2(P))
+				CHECK_EQ(st.bytes_sent_max, 100ull * (P / 2) * r.phases);
+			/* Each node to its next one only (degree 1): direct sends
+			 * one message; the others send what the all-to-all does. */
+			if (P < 2)
+				continue;
+			CHECK_EQ(a2a_stats(&p, 1, 100, &nb), 0);
+			CHECK_EQ(nb.sends_max, s == A2A_DIRECT ? 1 : st.sends_max);
+			CHECK(nb.bytes_sent_max >= 100 && nb.bytes_sent_max <= st.bytes_sent_max);
+		}
+	{
+		struct a2a_plan p;
+		struct a2a_stats st;
+
+		CHECK_EQ(a2a_plan_init(&p, A2A_MESH, 4), 0);
+		CHECK_EQ(a2a_stats(&p, 4, 1, &st), -EINVAL);   /* degree >= P */
+		CHECK_EQ(a2a_plan_init(&p, A2A_MESH, A2A_STATS_MAX_NODES + 1), 0);
+		CHECK_EQ(a2a_stats(&p, 1, 1, &st), -EINVAL);
+	}
+}
+
+static double predict(enum a2a_strategy s, uint32_t P, uint32_t degree, uint64_t m, double a, double b)
+{
+	struct a2a_plan p;
+
+	CHECK_EQ(a2a_plan_init(&p, s, P), 0);
+	return a2a_predict_us(&p, degree, m, a, b);
+}
+
+static int near(double x, double y) { return x > y - 1e-6 && x < y + 1e-6; }
+
+/* The paper's equations, worked by hand: P = 16, alpha 5 us, beta 3.33
+ * ns/byte, m = 100 bytes (§2.1's example values). */
+TEST(predictions_follow_the_papers_equations)
+{
+	double mb = 0.333;
+
+	CHECK(near(predict(A2A_DIRECT, 16, 15, 100, 5, 3.33), 15 * (5 + mb)));                /* (1) */
+	CHECK(near(predict(A2A_MESH, 16, 15, 100, 5, 3.33), 2 * 3 * (5 + 4 * mb)));           /* (2) */
+	CHECK(near(predict(A2A_HYPERCUBE, 16, 15, 100, 5, 3.33), 4 * 5 + 4 * 0.5 * 16 * mb)); /* (5) */
+	/* 16 nodes in a 3x3x3 grid: holes. */
+	CHECK(near(predict(A2A_GRID3D, 16, 15, 100, 5, 3.33), 4 * 2 * 5 + 5 * 16 * mb));      /* (4) */
+	CHECK(near(predict(A2A_GRID3D, 27, 26, 100, 5, 3.33), 3 * 2 * (5 + 9 * mb)));         /* (3) */
+	/* 17 nodes: a hypercube of 16 plus one, two more phases, twice the bytes. */
+	CHECK(near(predict(A2A_HYPERCUBE, 17, 16, 100, 5, 3.33), 6 * 5 + 4 * 1.0 * 17 * mb)); /* (6) */
+	/* Many-to-many, degree 3. */
+	CHECK(near(predict(A2A_DIRECT, 16, 3, 100, 5, 3.33), 3 * (5 + mb)));                  /* (10) */
+	CHECK(near(predict(A2A_MESH, 16, 3, 100, 5, 3.33), 2 * 3 * 5 + 2 * 3 * mb));          /* (7) */
+	CHECK(near(predict(A2A_GRID3D, 16, 3, 100, 5, 3.33), 4 * 2 * 5 + 5 * 3 * mb));        /* (8) */
+	CHECK(near(predict(A2A_HYPERCUBE, 16, 3, 100, 5, 3.33), 4 * 5 + 4 * 3 * mb));         /* (9) */
+	CHECK(near(predict(A2A_MESH, 1, 0, 100, 5, 3.33), 0));
+}
+
+/* Small blocks go indirect, large ones direct (Figs. 6-7). */
+TEST(the_choice_follows_the_block_size)
+{
+	CHECK(a2a_choose(64, 63, 8, 5, 3.33) != A2A_DIRECT);
+	CHECK_EQ(a2a_choose(64, 63, 1 << 20, 5, 3.33), A2A_DIRECT);
+	CHECK_EQ(a2a_choose(2, 1, 8, 5, 3.33), A2A_DIRECT);    /* two nodes: nothing to combine */
+	CHECK_EQ(a2a_choose(1, 0, 8, 5, 3.33), A2A_DIRECT);
+}
+
 TEST(names_and_bad_arguments)
 {
 	struct a2a_plan p;
@@ -211,6 +292,9 @@ int main(void)
 	RUN(mesh_sends_2_sqrt_p_minus_1_and_holes_add_at_most_two_received);
 	RUN(grid_sends_3_cbrt_p_minus_1_on_a_cube);
 	RUN(hypercube_sends_one_message_per_phase);
+	RUN(stats_count_messages_bytes_and_dummies);
+	RUN(predictions_follow_the_papers_equations);
+	RUN(the_choice_follows_the_block_size);
 	RUN(names_and_bad_arguments);
 	return check_done();
 }
