@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +52,11 @@ static void usage(FILE *out)
 		"  plan alltoall (--nodes N | --dims AxBx... [--torus|--mesh|--grid]) --bytes M\n"
 		"        [--ppn R] [--degree D] [--alpha-us A] [--beta-ns-per-byte B] [--format text|json]\n"
 		"                         offline: each all-to-all strategy's phases, messages and\n"
-		"                         bytes per node and predicted time, and which one ferryd\n"
-		"                         would choose (M bytes per pair of ranks; D: each node's\n"
-		"                         blocks go to its next D nodes, default all)\n"
+		"                         bytes per node and predicted time, and the one the cost\n"
+		"                         model picks with these alpha and beta (M bytes per pair\n"
+		"                         of ranks; R ranks per node, default 1; D: each node's\n"
+		"                         blocks go to its next D nodes, default all; the topology\n"
+		"                         options give the node count only, for now)\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -211,7 +214,16 @@ static int cmd_plan(int argc, char **argv)
 	argv++;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		int numeric = strchr("npbDaB", opt) != NULL;
+
 		errno = 0;
+		end = optarg;
+		if (numeric && (!*optarg || *optarg == '-' || *optarg == '+' || *optarg == ' ')) {
+			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n",
+				opt == 'n' ? "nodes" : opt == 'p' ? "ppn" : opt == 'b' ? "bytes" : opt == 'D' ? "degree" :
+				opt == 'a' ? "alpha-us" : "beta-ns-per-byte", optarg);
+			return 2;
+		}
 		switch (opt) {
 		case 'n': nodes = strtoull(optarg, &end, 10); break;
 		case 'd':
@@ -247,18 +259,23 @@ static int cmd_plan(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!nodes && ndims) {
+	if (nodes && ndims) {
+		fprintf(stderr, "ferryctl plan alltoall: --nodes or --dims, not both\n");
+		return 2;
+	}
+	if (ndims) {
 		nodes = 1;
-		for (uint32_t d = 0; d < ndims; d++)
-			nodes *= dims[d];
+		for (uint32_t d = 0; d < ndims && nodes <= A2A_STATS_MAX_NODES; d++)
+			nodes *= dims[d];       /* (each factor <= 2^20: no overflow before the cap) */
 	}
 	if (!nodes || !have_bytes) {
 		fprintf(stderr, "ferryctl plan alltoall: needs --nodes (or --dims) and --bytes\n");
 		return 2;
 	}
-	if (nodes > A2A_STATS_MAX_NODES || ppn < 1 || ppn > 1024 || !(alpha >= 0) || !(beta >= 0)) {
-		fprintf(stderr, "ferryctl plan alltoall: --nodes 1 to %u, --ppn 1 to 1024, --alpha-us and "
-			"--beta-ns-per-byte not negative\n", A2A_STATS_MAX_NODES);
+	if (nodes > A2A_STATS_MAX_NODES || ppn < 1 || ppn > 1024 || !isfinite(alpha) || !isfinite(beta) ||
+	    alpha < 0 || beta < 0) {
+		fprintf(stderr, "ferryctl plan alltoall: --nodes (or the product of --dims) 1 to %u, --ppn 1 to "
+			"1024, --alpha-us and --beta-ns-per-byte finite and not negative\n", A2A_STATS_MAX_NODES);
 		return 2;
 	}
 	if (!have_degree)
@@ -283,6 +300,11 @@ static int cmd_plan(int argc, char **argv)
 			return 1;
 		}
 		us[s] = a2a_predict_us(&pl[s], (uint32_t)degree, pair, alpha, beta);
+		if (!isfinite(us[s])) {
+			fprintf(stderr, "ferryctl plan alltoall: --alpha-us or --beta-ns-per-byte too large: the "
+				"predicted time overflows\n");
+			return 2;
+		}
 	}
 	chosen = a2a_choose((uint32_t)nodes, (uint32_t)degree, pair, alpha, beta);
 	if (json) {

@@ -32,7 +32,7 @@ static uint32_t root_up(uint32_t n, int k)
 
 int a2a_plan_init(struct a2a_plan *p, enum a2a_strategy s, uint32_t nodes)
 {
-	if (nodes == 0 || (unsigned)s >= A2A_STRATEGIES)
+	if (nodes == 0 || nodes > A2A_MAX_NODES || (unsigned)s >= A2A_STRATEGIES)
 		return -EINVAL;
 	memset(p, 0, sizeof(*p));
 	p->strategy = s;
@@ -217,13 +217,16 @@ out:
 	return ret;
 }
 
+static double min_d(double a, double b)
+{
+	return a < b ? a : b;
+}
+
 double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, double alpha_us,
 		      double beta_ns_per_byte)
 {
 	double mb = (double)pair_bytes * beta_ns_per_byte / 1000.0;    /* one block's bytes, in us */
-	int all = degree + 1 >= p->nodes;
-	double d1 = all ? (double)p->nodes : (double)degree;
-	double h, c;
+	double c = p->cols ? p->cols - 1.0 : 0, h;
 
 	if (p->nodes == 1)
 		return 0;
@@ -231,18 +234,13 @@ double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_b
 	case A2A_DIRECT:
 		return degree * (alpha_us + mb);
 	case A2A_MESH:
-		c = p->cols - 1;
-		return all ? 2 * c * (alpha_us + p->cols * mb) : 2 * c * alpha_us + 2.0 * degree * mb;
+		return 2 * c * alpha_us + 2 * min_d(degree, c * p->cols) * mb;
 	case A2A_GRID3D:
 		h = (uint64_t)p->cols * p->cols * p->cols > p->nodes ? 1 : 0;
-		c = p->cols - 1;
-		if (all && !h)
-			return 3 * c * (alpha_us + (double)p->cols * p->cols * mb);
-		return (3 + h) * c * alpha_us + (3 + 2 * h) * d1 * mb;
+		return (3 + h) * c * alpha_us + (3 + 2 * h) * min_d(degree, c * p->cols * p->cols) * mb;
 	case A2A_HYPERCUBE:
 		h = p->nodes > p->cube ? 1 : 0;
-		return p->phases * alpha_us +
-		       p->dims * ((1 + h) / 2.0) * (all ? (double)p->nodes : 2.0 * degree) * mb;
+		return p->phases * alpha_us + p->dims * (1 + h) * min_d(degree, p->nodes / 2.0) * mb;
 	default:
 		return 0;
 	}

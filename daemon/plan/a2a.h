@@ -28,7 +28,10 @@
  *               z = n / C^2: along x, then y, then z.  A hole (a position of
  *               the last plane beyond P) is taken by the node at the same x
  *               and y in the plane before (§2.3); with a single plane, by the
- *               mesh's rule.  3(cbrt(P)-1) messages per node when P is a cube.
+ *               mesh's rule.  3(cbrt(P)-1) messages per node when P is a cube;
+ *               at most C-1 a phase always, but with holes a node of the plane
+ *               before the last may receive many more (P = 293: 28, against
+ *               3(C-1) = 18): the paper's simpler mapping.
  * A2A_HYPERCUBE dimensional exchange over the largest power of two Q <= P,
  *               log2(Q) phases, one message per node and phase; when P > Q a
  *               first phase sends the blocks of every node n >= Q to node
@@ -48,7 +51,8 @@ enum a2a_strategy {
 	A2A_STRATEGIES = 4,
 };
 
-#define A2A_MAX_PHASES 34       /* a hypercube of 2^32 nodes with an extra node: 32 + 2 */
+#define A2A_MAX_NODES (1u << 20)        /* as many as a cluster may have (proto/wire.h) */
+#define A2A_MAX_PHASES 22               /* a hypercube of 2^19 nodes with extra ones: 19 + 2 */
 
 struct a2a_plan {
 	enum a2a_strategy strategy;
@@ -64,7 +68,8 @@ const char *a2a_strategy_name(enum a2a_strategy s);
 /* The strategy of that name, or -1. */
 int a2a_strategy_by_name(const char *name);
 
-/* Fills p for strategy s over nodes nodes (>= 1).  Returns 0 or -EINVAL. */
+/* Fills p for strategy s over nodes nodes (1 to A2A_MAX_NODES).  Returns 0
+ * or -EINVAL. */
 int a2a_plan_init(struct a2a_plan *p, enum a2a_strategy s, uint32_t nodes);
 
 /* The node that holds the block from src to dst after phase ph (0-based),
@@ -93,20 +98,17 @@ int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, st
 /* The time the strategy takes by the paper's cost equations, in
  * microseconds: a message costs alpha_us, a byte beta_ns_per_byte.  Per
  * node, m = pair_bytes, delta = degree, C the mesh's or grid's side, h 1
- * when the grid or hypercube has holes (else 0); for the all-to-all
- * (delta = P - 1):
- *   direct     (P - 1) (alpha + m beta)                               (1)
- *   mesh       2 (C - 1) (alpha + C m beta)                           (2)
- *   grid3d     3 (C - 1) (alpha + C^2 m beta), with holes
- *              (3 + h) (C - 1) alpha + (3 + 2h) P m beta              (3), (4)
- *   hypercube  phases alpha + log2(Q) ((1 + h) / 2) P m beta          (5), (6)
- * and for the many-to-many (§3.1):
- *   direct     delta (alpha + m beta)                                 (10)
- *   mesh       2 (C - 1) alpha + 2 delta m beta                       (7)
- *   grid3d     (3 + h) (C - 1) alpha + (3 + 2h) delta m beta          (8)
- *   hypercube  phases alpha + log2(Q) (1 + h) delta m beta            (9)
- * (the paper's sqrt(P) and cbrt(P) are C here, its log2(P) the phases).
- * The same numbers whichever node computes them. */
+ * when the grid or hypercube has holes (else 0):
+ *   direct     delta (alpha + m beta)                                  (1), (10)
+ *   mesh       2 (C - 1) alpha + 2 min(delta, C (C - 1)) m beta         (2), (7)
+ *   grid3d     (3 + h) (C - 1) alpha
+ *              + (3 + 2h) min(delta, C^2 (C - 1)) m beta               (3), (4), (8)
+ *   hypercube  phases alpha + log2(Q) (1 + h) min(delta, P / 2) m beta (5), (6), (9)
+ * The all-to-all's equations (2), (3), (5) exactly, the many-to-many's
+ * (7)-(10) while delta is below the cap, and no jump between the two: the
+ * cap is what a phase carries in the all-to-all (the paper's sqrt(P) and
+ * cbrt(P) are C here, its log2(P) the phases, and (4) and (6) write P for
+ * the cap).  The same numbers whichever node computes them. */
 double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, double alpha_us,
 		      double beta_ns_per_byte);
 

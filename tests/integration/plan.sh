@@ -45,6 +45,14 @@ expect "a number that is not one: refused naming the option" \
 	bash -c "'$BUILD/ferryctl' plan alltoall --nodes 8 --bytes 1x 2>&1 | grep -q -- '--bytes 1x: not a number'"
 expect "--degree beyond the nodes: refused" \
 	bash -c "'$BUILD/ferryctl' plan alltoall --nodes 8 --bytes 1 --degree 8 2>&1 | grep -q 'at most nodes - 1'"
+expect "an empty or negative number: refused" \
+	bash -c "! '$BUILD/ferryctl' plan alltoall --nodes 8 --bytes '' 2>/dev/null && ! '$BUILD/ferryctl' plan alltoall --nodes 8 --bytes -1 2>/dev/null"
+expect "an infinite alpha, or one whose prediction overflows: refused, never inf in the JSON" \
+	bash -c "! '$BUILD/ferryctl' plan alltoall --nodes 8 --bytes 1 --alpha-us inf --format json 2>/dev/null && ! '$BUILD/ferryctl' plan alltoall --nodes 8 --bytes 1 --alpha-us 1e308 --format json 2>/dev/null"
+expect "--nodes and --dims together: refused" \
+	bash -c "! '$BUILD/ferryctl' plan alltoall --nodes 4 --dims 2x2 --bytes 1 2>/dev/null"
+expect "--dims beyond what the planner simulates: refused, not wrapped around" \
+	bash -c "'$BUILD/ferryctl' plan alltoall --dims 65536x65536x65536x65536 --bytes 1 2>&1 | grep -q '1 to 2048'"
 expect "a collective not planned yet: refused" \
 	bash -c "! '$BUILD/ferryctl' plan bcast --nodes 8 --bytes 1 2>/dev/null"
 finish
