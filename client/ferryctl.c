@@ -185,6 +185,15 @@ static int cmd_route(int argc, char **argv)
 #define PLAN_ALPHA_US 6.0
 #define PLAN_BETA_NS_PER_BYTE 0.4
 
+/* The long name of option val in opts. */
+static const char *opt_name(const struct option *opts, int val)
+{
+	for (; opts->name; opts++)
+		if (opts->val == val)
+			return opts->name;
+	return "?";
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -217,11 +226,10 @@ static int cmd_plan(int argc, char **argv)
 		int numeric = strchr("npbDaB", opt) != NULL;
 
 		errno = 0;
-		end = optarg;
+		end = NULL;     /* (set by the numbers' strto*) */
 		if (numeric && (!*optarg || *optarg == '-' || *optarg == '+' || *optarg == ' ')) {
-			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n",
-				opt == 'n' ? "nodes" : opt == 'p' ? "ppn" : opt == 'b' ? "bytes" : opt == 'D' ? "degree" :
-				opt == 'a' ? "alpha-us" : "beta-ns-per-byte", optarg);
+			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n", opt_name(opts, opt),
+				optarg);
 			return 2;
 		}
 		switch (opt) {
@@ -231,9 +239,8 @@ static int cmd_plan(int argc, char **argv)
 				fprintf(stderr, "ferryctl plan: --dims %s: want sizes like 4x4x4\n", optarg);
 				return 2;
 			}
-			end = optarg + strlen(optarg);
 			break;
-		case 't': case 'm': case 'g': end = ""; break;   /* (the strategies run on any topology) */
+		case 't': case 'm': case 'g': break;    /* (the strategies run on any topology) */
 		case 'p': ppn = strtoull(optarg, &end, 10); break;
 		case 'b': bytes = strtoull(optarg, &end, 10); have_bytes = 1; break;
 		case 'D': degree = strtoull(optarg, &end, 10); have_degree = 1; break;
@@ -245,17 +252,11 @@ static int cmd_plan(int argc, char **argv)
 				return 2;
 			}
 			json = optarg[0] == 'j';
-			end = "";
 			break;
 		default: return 2;
 		}
-		if (errno || *end) {
-			const char *name = "";
-
-			for (const struct option *o = opts; o->name; o++)
-				if (o->val == opt)
-					name = o->name;
-			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", name, optarg);
+		if (errno || (end && *end)) {
+			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", opt_name(opts, opt), optarg);
 			return 2;
 		}
 	}

@@ -68,7 +68,6 @@ struct sess {
 	int close_when_sent;
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
 	uint32_t join_flags;            /* ENDPOINT, ENDING: the CTL_JOIN_* flags of its JOIN */
-	int ready_sent;                 /* READY went out */
 	int killed;                     /* closed for breaking the protocol (counted) */
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
 };
@@ -321,7 +320,7 @@ static void send_direct(struct job *j)
 		struct ep *ep = j->ranks[r].ep;
 		struct sess *m = ep ? ep->sess : NULL;
 
-		if (!m || m->ready_sent || m->state != S_ENDPOINT || !(m->join_flags & CTL_JOIN_DIRECT))
+		if (!m || ep->ready || m->state != S_ENDPOINT || !(m->join_flags & CTL_JOIN_DIRECT))
 			continue;
 		if (n < max) {
 			slots[n] = (struct direct_slot){ .rank = r, .ep = ep, .efd = ep->efd_client };
@@ -386,10 +385,9 @@ void sess_job_ready(struct job *j)
 	for (uint32_t r = 0; r < j->size; r++) {
 		struct sess *m = j->ranks[r].ep ? j->ranks[r].ep->sess : NULL;
 
-		if (!m || m->ready_sent || m->state != S_ENDPOINT)
+		if (!m || j->ranks[r].ep->ready || m->state != S_ENDPOINT)
 			continue;
-		m->ready_sent = 1;
-		j->ranks[r].ep->ready = 1;
+		j->ranks[r].ep->ready = 1;     /* (READY goes out once) */
 		if (send_msg(m, buf, (size_t)n, NULL, 0) < 0)
 			close_session(m, "cannot send READY", 0);
 	}

@@ -81,7 +81,7 @@ static uint32_t mesh_row_hop(uint32_t cols, uint32_t rows, uint32_t nodes, uint3
 static uint32_t grid_next(const struct a2a_plan *p, uint32_t h, uint32_t dst, uint32_t ph)
 {
 	uint32_t c = p->cols, cc = c * c;
-	uint32_t xh = h % c, yh = (h / c) % c, zh = h / cc;
+	uint32_t yh = (h / c) % c, zh = h / cc;
 	uint32_t xd = dst % c, yd = (dst / c) % c, to;
 
 	switch (ph) {
@@ -92,7 +92,7 @@ static uint32_t grid_next(const struct a2a_plan *p, uint32_t h, uint32_t dst, ui
 		if (p->planes > 1)
 			return to - cc;         /* the hole's stand-in in the plane before */
 		/* One plane: the mesh's rule, rows being y. */
-		return (xh % (((p->nodes + c - 1) / c) - 1)) * c + xd;
+		return mesh_row_hop(c, (p->nodes + c - 1) / c, p->nodes, h, xd);
 	case 1:         /* along y */
 		to = zh * cc + yd * c + xd;
 		return to < p->nodes ? to : to - cc;
@@ -117,9 +117,8 @@ static uint32_t cube_next(const struct a2a_plan *p, uint32_t h, uint32_t dst, ui
 	}
 }
 
-uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t src, uint32_t dst, uint32_t ph)
+uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t dst, uint32_t ph)
 {
-	(void)src;
 	if (holder == dst || ph >= p->phases)
 		return holder;
 	switch (p->strategy) {
@@ -145,7 +144,7 @@ uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32
 	uint32_t h = src;
 
 	for (uint32_t i = 0; i <= ph && i < p->phases; i++)
-		h = a2a_next(p, h, src, dst, i);
+		h = a2a_next(p, h, dst, i);
 	return h;
 }
 
@@ -176,7 +175,7 @@ int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, st
 		memset(msg, 0, (size_t)P * P);
 		for (size_t i = 0; i < (size_t)P * P; i++) {
 			uint32_t src = (uint32_t)(i / P), dst = (uint32_t)(i % P), h = hold[i];
-			uint32_t to = a2a_next(p, h, src, dst, ph);
+			uint32_t to = a2a_next(p, h, dst, ph);
 			/* A real block: dst among src's degree successors. */
 			int real = src != dst && (dst + P - src) % P <= degree;
 

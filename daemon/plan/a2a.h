@@ -72,9 +72,10 @@ int a2a_strategy_by_name(const char *name);
  * or -EINVAL. */
 int a2a_plan_init(struct a2a_plan *p, enum a2a_strategy s, uint32_t nodes);
 
-/* The node that holds the block from src to dst after phase ph (0-based),
- * given that holder held it before that phase.  holder, src, dst < nodes. */
-uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t src, uint32_t dst, uint32_t ph);
+/* The node that holds a block for dst after phase ph (0-based), given that
+ * holder held it before that phase (where it came from does not matter).
+ * holder, dst < nodes. */
+uint32_t a2a_next(const struct a2a_plan *p, uint32_t holder, uint32_t dst, uint32_t ph);
 
 /* The holder after phase ph, from the start (src holds it before phase 0). */
 uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32_t ph);

@@ -36,7 +36,7 @@ static void simulate(enum a2a_strategy s, uint32_t P, struct sim *out)
 		memset(ps, 0, P * sizeof(*ps));
 		memset(pr, 0, P * sizeof(*pr));
 		for (uint32_t i = 0; i < P * P; i++) {
-			uint32_t src = i / P, dst = i % P, h = hold[i], to = a2a_next(&p, h, src, dst, ph);
+			uint32_t dst = i % P, h = hold[i], to = a2a_next(&p, h, dst, ph);
 
 			if (to >= P) {
 				out->ok = -1;
