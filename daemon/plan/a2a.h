@@ -117,4 +117,53 @@ double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_b
 enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, double alpha_us,
 			     double beta_ns_per_byte);
 
+/* ---- schedules (a2a_sched.c) ---- */
+
+struct sched;
+struct sched_node;
+
+/* One rank's all-to-all(v) arguments, each indexed by group rank: bytes and
+ * byte offsets it sends to every rank, receives from every rank. */
+struct a2a_rank_args {
+	const uint64_t *scount, *sdispl, *rcount, *rdispl;
+};
+
+/* Where the group's ranks are: node n (0..nodes-1) has the ranks
+ * rank_at[node_first[n] .. node_first[n + 1]), its slots 0, 1, ... in that
+ * order.  A node may have no rank. */
+struct a2a_layout {
+	uint32_t ranks;
+	const uint32_t *node_first;     /* [nodes + 1] */
+	const uint32_t *rank_at;        /* [ranks] */
+};
+
+/* Builds node n's part of the all-to-all schedule (sched.h) into out (a
+ * sched_node of a schedule over p->nodes nodes, empty), from the layout and
+ * the arguments of n's ranks (args[slot]); what other nodes' ranks pass is
+ * not needed.
+ *
+ * Message number = phase, order key = phase.  Node n's ranks' blocks leave
+ * straight from their send buffers (the message gathers them: the node's
+ * ranks are combined without a copy) and arrive straight in the receive
+ * buffers; blocks passing through n travel in SCHED_SEG_SIZED scratch
+ * segments, since only their senders know their sizes.  A message from node
+ * h to node t holds, for every pair of nodes (s, d) whose block goes from h
+ * to t in that phase (in the order of s, then d), one part per pair of
+ * ranks (a of s, b of d; a, then b, in slot order), zero-length parts
+ * included, so that the number of parts depends on the layout alone.  The
+ * indirect strategies send every message of their phases (dummies too,
+ * seed 000 §3.1); the direct one sends to node t only when n's ranks have
+ * bytes for t's ranks and receives from node f only when they expect bytes
+ * from f's.  Blocks between ranks of n are local copies.  Returns 0, -EINVAL
+ * (a rank's own send and receive counts between ranks of n disagree, or a
+ * layout out of range) or -ENOMEM. */
+int a2a_sched_node(const struct a2a_plan *p, const struct a2a_layout *lay, uint32_t n,
+		   const struct a2a_rank_args *args, struct sched_node *out);
+
+/* The whole schedule (every node, args[rank] for every group rank), as
+ * ferryctl plan and the unit tests build it: s must be sched_init'ed over
+ * p->nodes nodes.  Returns as a2a_sched_node. */
+int a2a_sched(const struct a2a_plan *p, const struct a2a_layout *lay, const struct a2a_rank_args *args,
+	      struct sched *s);
+
 #endif
