@@ -6,8 +6,11 @@
 #ifndef FERRY_PROTO_COLL_H
 #define FERRY_PROTO_COLL_H
 
+#include <assert.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum coll_type {
 	COLL_BYTE = 0, COLL_INT8 = 1, COLL_UINT8 = 2, COLL_INT16 = 3, COLL_UINT16 = 4,
@@ -37,6 +40,66 @@ static inline int coll_op_ok(unsigned t, unsigned op)
 	if (t >= COLL_TYPES || op >= COLL_OPS)
 		return 0;
 	return op <= COLL_MAX || (t != COLL_FLOAT && t != COLL_DOUBLE);
+}
+
+/* --- collective messages on the wire --------------------------------------
+ *
+ * A message of a collective schedule (daemon/plan/sched.h) is a byte stream:
+ * a struct wire_coll_msg, then nparts little-endian u64 part lengths, then
+ * the parts one after the other.  It travels in pieces of at most
+ * WIRE_COLL_PIECE_MAX stream bytes, each the payload of one item after a
+ * struct wire_coll_piece, in order (a piece's offset is where the one before
+ * ended: the path between two nodes keeps order, and a receiver refuses a
+ * piece that does not continue its message). */
+
+#define WIRE_COLL_PIECE_MAX (64u * 1024 - 64)   /* stream bytes in one piece */
+#define WIRE_COLL_PARTS_MAX (1u << 24)          /* parts in one message */
+
+struct wire_coll_piece {
+	uint32_t op;            /* the group's operation number (posting order) */
+	uint32_t msg;           /* the message's number in the schedule */
+	uint32_t from;          /* the sending node's index in the group */
+	uint32_t group;         /* the group: 0 the whole job, else a ferry_split group */
+	uint64_t offset;        /* of this piece's bytes in the stream */
+	uint64_t total;         /* stream bytes of the whole message */
+};
+static_assert(sizeof(struct wire_coll_piece) == 32, "coll piece layout");
+
+struct wire_coll_msg {
+	uint32_t nparts;        /* <= WIRE_COLL_PARTS_MAX */
+	uint32_t reserved;      /* 0 */
+};
+static_assert(sizeof(struct wire_coll_msg) == 8, "coll message layout");
+
+/* The stream bytes before the parts of a message of nparts parts. */
+static inline uint64_t wire_coll_head_bytes(uint32_t nparts)
+{
+	return sizeof(struct wire_coll_msg) + 8 * (uint64_t)nparts;
+}
+
+static inline void wire_coll_piece_encode(void *buf, const struct wire_coll_piece *p)
+{
+	/* little-endian hosts only (proto/wire.h says so for every item) */
+	memcpy(buf, p, sizeof(*p));
+}
+
+/* Decodes the piece header at the start of an item's payload of len bytes:
+ * the header, and at least one byte after it unless the piece ends an
+ * empty stream (impossible: a stream has its 8-byte head), within its
+ * message (offset + bytes <= total), at most WIRE_COLL_PIECE_MAX bytes.
+ * Returns the stream bytes that follow, or -EPROTO. */
+static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, struct wire_coll_piece *p)
+{
+	uint64_t n;
+
+	if (len <= sizeof(*p))
+		return -EPROTO;
+	memcpy(p, payload, sizeof(*p));
+	n = len - sizeof(*p);
+	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
+	    n > p->total - p->offset)
+		return -EPROTO;
+	return (int64_t)n;
 }
 
 #endif

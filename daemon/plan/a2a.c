@@ -184,9 +184,9 @@ int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, st
 			hold[i] = to;
 			if (real)
 				bytes[h] += pair_bytes;
-			/* Indirect strategies send every message of their phases
-			 * (dummies where no block goes); direct only real ones. */
-			if ((real || p->strategy != A2A_DIRECT) && !msg[(size_t)h * P + to]) {
+			/* Every strategy sends every message of its phases
+			 * (dummies where no block goes): a2a.h, "schedules". */
+			if (!msg[(size_t)h * P + to]) {
 				msg[(size_t)h * P + to] = 1;
 				sends[h]++;
 				recvs[to]++;
@@ -231,7 +231,7 @@ double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_b
 		return 0;
 	switch (p->strategy) {
 	case A2A_DIRECT:
-		return degree * (alpha_us + mb);
+		return (p->nodes - 1.0) * alpha_us + degree * mb;
 	case A2A_MESH:
 		return 2 * c * alpha_us + 2 * min_d(degree, c * p->cols) * mb;
 	case A2A_GRID3D:

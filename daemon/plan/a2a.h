@@ -85,7 +85,7 @@ uint32_t a2a_holder(const struct a2a_plan *p, uint32_t src, uint32_t dst, uint32
  * the all-to-all, less the many-to-many of §3.1.  Messages are counted per
  * node over all phases; those of the indirect strategies include the dummy
  * messages their phases always send (every message the all-to-all would
- * send), the direct one's only what has a block.  Up to A2A_STATS_MAX_NODES
+ * send), the direct one's too (see "schedules").  Up to A2A_STATS_MAX_NODES
  * nodes (memory: about 5 x P^2 bytes). */
 #define A2A_STATS_MAX_NODES 2048u
 struct a2a_stats {
@@ -100,7 +100,7 @@ int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, st
  * microseconds: a message costs alpha_us, a byte beta_ns_per_byte.  Per
  * node, m = pair_bytes, delta = degree, C the mesh's or grid's side, h 1
  * when the grid or hypercube has holes (else 0):
- *   direct     delta (alpha + m beta)                                  (1), (10)
+ *   direct     (P - 1) alpha + delta m beta                            (1), (10)*
  *   mesh       2 (C - 1) alpha + 2 min(delta, C (C - 1)) m beta         (2), (7)
  *   grid3d     (3 + h) (C - 1) alpha
  *              + (3 + 2h) min(delta, C^2 (C - 1)) m beta               (3), (4), (8)
@@ -150,11 +150,17 @@ struct a2a_layout {
  * h to node t holds, for every pair of nodes (s, d) whose block goes from h
  * to t in that phase (in the order of s, then d), one part per pair of
  * ranks (a of s, b of d; a, then b, in slot order), zero-length parts
- * included, so that the number of parts depends on the layout alone.  The
- * indirect strategies send every message of their phases (dummies too,
- * seed 000 §3.1); the direct one sends to node t only when n's ranks have
- * bytes for t's ranks and receives from node f only when they expect bytes
- * from f's.  Blocks between ranks of n are local copies.  Returns 0, -EINVAL
+ * included, so that the number of parts depends on the layout alone.  Every
+ * strategy sends every message of its phases, dummies too (seed 000 §3.1),
+ * the direct one as well: a receiver then learns every size it was sent,
+ * and ranks whose counts disagree (a sender with nothing for a receiver
+ * that expects bytes) fail the operation instead of leaving the receiver
+ * waiting for a message that never comes.  (The paper's sparse direct
+ * many-to-many, delta messages, needs every receiver to know its senders,
+ * which only counts that agree tell.)  Blocks between ranks of n are local
+ * copies.  Building a node's part walks the route of every node pair:
+ * O(P^2 phases) time, fine for the thousands of nodes the tests and
+ * benchmarks reach, not for the 2^20 the routes allow.  Returns 0, -EINVAL
  * (a rank's own send and receive counts between ranks of n disagree, or a
  * layout out of range) or -ENOMEM. */
 int a2a_sched_node(const struct a2a_plan *p, const struct a2a_layout *lay, uint32_t n,

@@ -128,24 +128,11 @@ static struct hop *received(struct ctx *c, uint32_t s, uint32_t d)
 	return f ? *f : NULL;
 }
 
-/* 1 if n's ranks have bytes for (dir 0) or expect bytes from (dir 1) the
- * ranks of node t: whether the direct strategy exchanges a message. */
-static int has_bytes(struct ctx *c, uint32_t t, int dir)
-{
-	for (uint32_t a = 0; a < nranks(c, c->n); a++)
-		for (uint32_t j = 0; j < nranks(c, t); j++)
-			if ((dir ? c->args[a].rcount : c->args[a].scount)[rank_at(c, t, j)])
-				return 1;
-	return 0;
-}
-
 /* The SEND of out hops [i, j) (one phase, one peer). */
 static void build_send(struct ctx *c, const struct hop *h, size_t cnt, uint32_t *stamp)
 {
 	uint32_t n = c->n, step;
 
-	if (c->p->strategy == A2A_DIRECT && !has_bytes(c, h->peer, 0))
-		return;
 	step = sched_step(c->out, SCHED_SEND, h->peer, h->ph, h->ph);
 	/* Segments first (a step's references are contiguous), then the
 	 * dependencies: the RECVs that brought blocks passing through. */
@@ -183,8 +170,6 @@ static void build_recv(struct ctx *c, struct hop *h, size_t cnt)
 {
 	uint32_t n = c->n, step;
 
-	if (c->p->strategy == A2A_DIRECT && !has_bytes(c, h->peer, 1))
-		return;
 	step = sched_step(c->out, SCHED_RECV, h->peer, h->ph, h->ph);
 	for (size_t k = 0; k < cnt; k++) {
 		uint32_t s = h[k].s, d = h[k].d;

@@ -305,7 +305,7 @@ static int check_node(const struct sched *s, uint32_t me, char *why, size_t why_
 
 /* One access of a step to a segment, for the ordering check. */
 struct access {
-	uint8_t buf, write;
+	uint8_t buf, write, read;
 	uint32_t index, step;
 	uint64_t off, end;
 };
@@ -351,24 +351,42 @@ static int check_races(const struct sched_node *n, uint32_t me, char *why, size_
 		}
 		for (uint32_t r = 0; r < st->nref; r++) {
 			const struct sched_seg *sg = &n->segs[n->refs[st->ref + r]];
-			int write = is_recv(st->kind) || ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) &&
-							  r == 0);
+			int local = st->kind == SCHED_COPY || st->kind == SCHED_REDUCE;
+			int write = is_recv(st->kind) || (local && r == 0);
+			int read = st->kind == SCHED_SEND || st->kind == SCHED_RECV_REDUCE || (local && r == 1) ||
+				   (st->kind == SCHED_REDUCE && r == 0);
 
 			/* (a sized segment: the whole of its buffer, whatever comes) */
-			acc[na++] = (struct access){ sg->buf, (uint8_t)write, sg->index, k, sg->off,
+			acc[na++] = (struct access){ sg->buf, (uint8_t)write, (uint8_t)read, sg->index, k, sg->off,
 						     (sg->flags & SCHED_SEG_SIZED) ? UINT64_MAX : sg->off + sg->len };
 		}
 	}
 	qsort(acc, na, sizeof(*acc), access_cmp);
 	for (size_t i = 0; i < na && !ret; i++) {
+		const struct access *a = &acc[i];
+
 		for (size_t j = i + 1; j < na; j++) {
-			const struct access *a = &acc[i], *b = &acc[j];
+			const struct access *b = &acc[j];
 			uint32_t lo, hi;
 
 			if (b->buf != a->buf || b->index != a->index || b->off >= a->end)
 				break;
-			if ((!a->write && !b->write) || a->step == b->step || a->end == a->off || b->end == b->off)
+			if ((!a->write && !b->write) || a->end == a->off || b->end == b->off)
 				continue;
+			if (a->step == b->step) {
+				/* One step naming bytes twice, one of them
+				 * written: a part delivered twice, a reduction
+				 * done twice, or a copy or reduction over
+				 * overlapping ranges (reduce.h forbids those,
+				 * but for the very same range). */
+				const struct sched_step *st = &n->steps[a->step];
+
+				if ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) && a->off == b->off &&
+				    a->end == b->end && a->write != b->write)
+					continue;
+				ret = why_set(why, why_len, "node %u step %u: names the same bytes twice", me, a->step);
+				break;
+			}
 			lo = a->step < b->step ? a->step : b->step;
 			hi = a->step ^ b->step ^ lo;
 			if (!(reach[(size_t)hi * words + lo / 64] & (1ull << (lo % 64)))) {
@@ -377,6 +395,27 @@ static int check_races(const struct sched_node *n, uint32_t me, char *why, size_
 				break;
 			}
 		}
+		/* Scratch is read only after steps it depends on wrote every
+		 * byte of it: the writes before it, in the order of their
+		 * offsets, leave no gap. */
+		if (ret || !a->read || a->buf != SCHED_BUF_SCRATCH || a->end == a->off)
+			continue;
+		uint64_t covered = a->off;
+		const uint64_t *ra = reach + (size_t)a->step * words;
+
+		for (size_t j = 0; j < na && covered < a->end; j++) {
+			const struct access *w = &acc[j];
+
+			if (w->buf != a->buf || w->index != a->index || !w->write || w->off > covered)
+				continue;
+			if (!(ra[w->step / 64] & (1ull << (w->step % 64))))
+				continue;
+			if (w->end > covered)
+				covered = w->end;
+		}
+		if (covered < a->end)
+			ret = why_set(why, why_len, "node %u step %u: reads scratch %u at %llu before a step it "
+				      "depends on wrote it", me, a->step, a->index, (unsigned long long)covered);
 	}
 out:
 	free(reach);
@@ -734,6 +773,10 @@ static int sim_step(struct sim *m, uint32_t node, uint32_t k)
 			uint64_t plen = in->part_len[r];
 
 			if (g->flags & SCHED_SEG_SIZED) {
+				if (g->len && plen > g->len)
+					return why_set(m->why, m->why_len, "node %u step %u part %u: %llu bytes came "
+						       "for at most %llu", node, k, r, (unsigned long long)plen,
+						       (unsigned long long)g->len);
 				free(sn->scratch[g->index]);
 				sn->scratch[g->index] = malloc(plen + 1);
 				free(sn->written[g->index]);

@@ -25,7 +25,10 @@
  * matching it (same sender, receiver and msg) lists as many segments; a
  * segment of a fixed length must get a part of that length (else the ranks
  * disagree about sizes: the operation fails), a scratch segment marked
- * SCHED_SEG_SIZED takes the length of its part.  So a node plans with what
+ * SCHED_SEG_SIZED takes the length of its part (up to its len, if not 0).
+ * A SEND is done once its bytes are taken (the executor copies them into a
+ * stream), so a later step may overwrite them; ready messages on one link
+ * go lowest order key first, the first ready first among equal keys.  So a node plans with what
  * it knows when the operation is posted (its own ranks' counts), and data
  * whose size only its sender knows (alltoallv through an indirect strategy)
  * travels in sized scratch segments.
@@ -37,8 +40,14 @@
  * order, as their messages arrive.  sched_check says whether a schedule is
  * well formed: every message sent once and received once with the same
  * number of parts and matching fixed lengths, no cycle across nodes, no
- * segment written by two steps that no dependency orders (or read while
- * written), a scratch segment read only after a step that writes it.
+ * bytes written by two steps that no dependency orders (or read while
+ * written), no step naming bytes it writes twice, scratch read only after
+ * steps it depends on wrote every byte of it.  (Its cost grows with the
+ * square of a node's steps: it is for the unit tests and ferryctl, not for
+ * the daemon, which runs its own planners' output.)  The buffers a planner
+ * addresses are distinct: FERRY_IN_PLACE is staged by the layer above
+ * (the send side copied first), never a send buffer that is a receive
+ * buffer.
  * sched_run executes one over real buffers (the simulator).
  *
  * Ownership: a sched owns its nodes' arrays; sched_free frees them all.
@@ -71,7 +80,8 @@ struct sched_seg {
 	uint8_t flags;          /* SCHED_SEG_* */
 	uint16_t reserved;
 	uint32_t index;         /* rank slot, or scratch buffer */
-	uint64_t off, len;      /* the byte range (len: the most a SIZED segment takes) */
+	uint64_t off, len;      /* the byte range; SIZED: the most it takes, 0 no bound
+				 * (but the operation's memory) */
 };
 
 struct sched_step {

@@ -1,0 +1,589 @@
+/* daemon/coll/exec.c - see exec.h.
+ *
+ * Ownership: struct coll_exec owns the per-step tables, the inbox (one
+ * entry per message the schedule takes, with the stream kept while it
+ * arrives), the outbox (streams being sent, owned until their last piece is
+ * taken) and the scratch buffers; coll_exec_free frees them all.  A FORWARD
+ * moves an inbox stream to the outbox (ownership moves with it).
+ */
+#include "exec.h"
+
+#include "../plan/reduce.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A message this node takes. */
+struct inmsg {
+	uint32_t from, msg;
+	uint32_t step;          /* the RECV, RECV_REDUCE or FORWARD that takes it */
+	uint8_t *buf;           /* the stream, total bytes, while it arrives and waits */
+	uint64_t total, got;
+	int taken;              /* its step ran: no more pieces */
+};
+
+/* A stream being sent. */
+struct outmsg {
+	uint32_t peer, msg, order;
+	uint64_t seq;           /* ties between equal order keys: first ready first */
+	uint8_t *buf;
+	uint64_t total, sent;
+};
+
+struct coll_exec {
+	const struct sched_node *n;
+	const struct sched_mem *mem;
+	struct coll_exec_cfg cfg;
+	const struct coll_exec_ops *ops;
+	void *ctx;
+
+	uint32_t *waiting;              /* [nsteps]: dependencies not done, + 1 for a message not complete */
+	uint32_t *dep_first, *dep_list; /* dependants of step k: dep_list[dep_first[k] .. dep_first[k + 1]) */
+	uint8_t *done;                  /* [nsteps] */
+	uint32_t *ready;                /* steps that may run, a stack */
+	uint32_t nready, ndone;
+
+	struct inmsg *in;               /* sorted by (from, msg) */
+	uint32_t nin;
+	uint32_t *in_of_step;           /* [nsteps]: its inbox entry, or UINT32_MAX */
+
+	struct outmsg *out;
+	uint32_t nout, cap_out;
+	uint64_t out_seq;
+
+	uint8_t **scratch;              /* [nscratch] */
+	uint64_t *scratch_len;          /* a sized one's length once it came */
+	uint32_t *scratch_refs;         /* steps still to run that name it: freed at 0 */
+
+	uint64_t mem_now, mem_peak;
+	int failed;
+	char err[200];
+};
+
+static int fail(struct coll_exec *x, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct coll_exec *x, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (x->failed)
+		return x->failed;
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+	x->failed = ret;
+	return ret;
+}
+
+/* Counts bytes against mem_max; -ENOMEM (failing) beyond it. */
+static int mem_take(struct coll_exec *x, uint64_t bytes)
+{
+	if (bytes > x->cfg.mem_max || x->mem_now > x->cfg.mem_max - bytes)
+		return fail(x, -ENOMEM, "the operation needs more than its %llu bytes of memory",
+			    (unsigned long long)x->cfg.mem_max);
+	x->mem_now += bytes;
+	if (x->mem_now > x->mem_peak)
+		x->mem_peak = x->mem_now;
+	return 0;
+}
+
+static void mem_give(struct coll_exec *x, uint64_t bytes)
+{
+	x->mem_now -= bytes;
+}
+
+static int in_cmp(const void *a, const void *b)
+{
+	const struct inmsg *p = a, *q = b;
+
+	if (p->from != q->from)
+		return p->from < q->from ? -1 : 1;
+	return p->msg < q->msg ? -1 : p->msg > q->msg;
+}
+
+/* Where segment g lives, and its length (a sized one: what came). */
+static uint8_t *seg_ptr(struct coll_exec *x, const struct sched_seg *g, uint64_t *len_p)
+{
+	uint8_t *base;
+
+	switch (g->buf) {
+	case SCHED_BUF_SEND:
+	case SCHED_BUF_RECV:
+		/* (a rank may pass no buffer where its counts are zero) */
+		base = g->buf == SCHED_BUF_SEND ? x->mem->send[g->index] : x->mem->recv[g->index];
+		*len_p = g->len;
+		return base ? base + g->off : NULL;
+	default:
+		if (g->flags & SCHED_SEG_SIZED) {
+			*len_p = x->scratch_len[g->index];
+			return x->scratch[g->index];
+		}
+		*len_p = g->len;
+		return x->scratch[g->index] ? x->scratch[g->index] + g->off : NULL;
+	}
+}
+
+static void make_ready(struct coll_exec *x, uint32_t k)
+{
+	x->ready[x->nready++] = k;
+}
+
+static void scratch_release(struct coll_exec *x, uint32_t b)
+{
+	if (--x->scratch_refs[b])
+		return;
+	mem_give(x, (x->n->scratch_len[b] ? x->n->scratch_len[b] : x->scratch_len[b]));
+	free(x->scratch[b]);
+	x->scratch[b] = NULL;
+	x->scratch_len[b] = 0;
+}
+
+static void step_done(struct coll_exec *x, uint32_t k)
+{
+	const struct sched_step *st = &x->n->steps[k];
+
+	/* Scratch no later step names is given back now, not at the end. */
+	for (uint32_t r = 0; r < st->nref; r++) {
+		const struct sched_seg *g = &x->n->segs[x->n->refs[st->ref + r]];
+
+		if (g->buf == SCHED_BUF_SCRATCH)
+			scratch_release(x, g->index);
+	}
+	x->done[k] = 1;
+	x->ndone++;
+	for (uint32_t i = x->dep_first[k]; i < x->dep_first[k + 1]; i++)
+		if (!--x->waiting[x->dep_list[i]])
+			make_ready(x, x->dep_list[i]);
+}
+
+static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t order, uint8_t *buf, uint64_t total)
+{
+	if (x->nout == x->cap_out) {
+		uint32_t ncap = x->cap_out ? x->cap_out * 2 : 8;
+		struct outmsg *o = reallocarray(x->out, ncap, sizeof(*o));
+
+		if (!o)
+			return fail(x, -ENOMEM, "out of memory");
+		x->out = o;
+		x->cap_out = ncap;
+	}
+	x->out[x->nout++] = (struct outmsg){ peer, msg, order, x->out_seq++, buf, total, 0 };
+	return 0;
+}
+
+/* SEND: the segments as one stream, into the outbox. */
+static int run_send(struct coll_exec *x, const struct sched_step *st)
+{
+	const struct sched_node *n = x->n;
+	uint64_t total = wire_coll_head_bytes(st->nref), len, off;
+	struct wire_coll_msg head = { .nparts = st->nref };
+	uint8_t *buf;
+
+	for (uint32_t r = 0; r < st->nref; r++) {
+		seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+		total += len;
+	}
+	if (mem_take(x, total))
+		return x->failed;
+	buf = malloc(total);
+	if (!buf) {
+		mem_give(x, total);
+		return fail(x, -ENOMEM, "out of memory");
+	}
+	memcpy(buf, &head, sizeof(head));
+	off = sizeof(head) + 8 * (uint64_t)st->nref;
+	for (uint32_t r = 0; r < st->nref; r++) {
+		const uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+		uint64_t le = htole64(len);
+
+		memcpy(buf + sizeof(head) + 8 * (uint64_t)r, &le, 8);
+		if (len)
+			memcpy(buf + off, p, len);
+		off += len;
+	}
+	if (out_add(x, st->peer, st->msg, st->order, buf, total)) {
+		free(buf);
+		mem_give(x, total);
+		return x->failed;
+	}
+	return 0;
+}
+
+/* RECV, RECV_REDUCE: the complete stream of im into the segments. */
+static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st, struct inmsg *im)
+{
+	const struct sched_node *n = x->n;
+	struct wire_coll_msg head;
+	uint64_t off, sum = 0;
+
+	memcpy(&head, im->buf, sizeof(head));
+	if (head.reserved || head.nparts != st->nref || im->total < wire_coll_head_bytes(head.nparts))
+		return fail(x, -EPROTO, "node %u sent message %u with %u parts, step %u takes %u", im->from, im->msg,
+			    head.nparts, k, st->nref);
+	off = wire_coll_head_bytes(head.nparts);
+	for (uint32_t r = 0; r < st->nref; r++) {
+		uint64_t plen;
+
+		memcpy(&plen, im->buf + sizeof(head) + 8 * (uint64_t)r, 8);
+		plen = le64toh(plen);
+		if (plen > im->total - off - sum)
+			return fail(x, -EPROTO, "node %u sent message %u with parts longer than it", im->from,
+				    im->msg);
+		sum += plen;
+	}
+	if (off + sum != im->total)
+		return fail(x, -EPROTO, "node %u sent message %u of %llu bytes, its parts say %llu", im->from,
+			    im->msg, (unsigned long long)im->total, (unsigned long long)(off + sum));
+	for (uint32_t r = 0; r < st->nref; r++) {
+		const struct sched_seg *g = &n->segs[n->refs[st->ref + r]];
+		uint64_t plen, len;
+		uint8_t *p;
+
+		memcpy(&plen, im->buf + sizeof(head) + 8 * (uint64_t)r, 8);
+		plen = le64toh(plen);
+		if (g->flags & SCHED_SEG_SIZED) {
+			if (g->len && plen > g->len)
+				return fail(x, -EINVAL, "node %u sent %llu bytes for a block of at most %llu "
+					    "(message %u part %u): the ranks' counts disagree", im->from,
+					    (unsigned long long)plen, (unsigned long long)g->len, im->msg, r);
+			if (mem_take(x, plen))
+				return x->failed;
+			mem_give(x, x->scratch_len[g->index]);
+			free(x->scratch[g->index]);
+			x->scratch[g->index] = malloc(plen ? plen : 1);
+			if (!x->scratch[g->index])
+				return fail(x, -ENOMEM, "out of memory");
+			x->scratch_len[g->index] = plen;
+		}
+		p = seg_ptr(x, g, &len);
+		if (plen != len)
+			/* the ranks disagree about a block's size */
+			return fail(x, -EINVAL, "node %u sent %llu bytes for a block of %llu (message %u part %u): "
+				    "the ranks' counts disagree", im->from, (unsigned long long)plen,
+				    (unsigned long long)len, im->msg, r);
+		if (!len)
+			continue;
+		if (st->kind == SCHED_RECV)
+			memcpy(p, im->buf + off, len);
+		else
+			reduce_apply(st->type, st->op, p, im->buf + off, len / coll_type_size(st->type));
+		off += len;
+	}
+	free(im->buf);
+	mem_give(x, im->total);
+	im->buf = NULL;
+	return 0;
+}
+
+static int run_step(struct coll_exec *x, uint32_t k)
+{
+	const struct sched_node *n = x->n;
+	const struct sched_step *st = &n->steps[k];
+	struct inmsg *im = x->in_of_step[k] != UINT32_MAX ? &x->in[x->in_of_step[k]] : NULL;
+	uint8_t *d, *s;
+	uint64_t len;
+	int ret = 0;
+
+	switch (st->kind) {
+	case SCHED_SEND:
+		ret = run_send(x, st);
+		break;
+	case SCHED_RECV:
+	case SCHED_RECV_REDUCE:
+		im->taken = 1;
+		ret = run_recv(x, k, st, im);
+		break;
+	case SCHED_FORWARD:
+		/* the stream changes hands: inbox to outbox, no copy */
+		im->taken = 1;
+		ret = out_add(x, st->peer, st->msg, st->order, im->buf, im->total);
+		if (!ret)
+			im->buf = NULL;
+		break;
+	case SCHED_COPY:
+	case SCHED_REDUCE:
+		d = seg_ptr(x, &n->segs[n->refs[st->ref]], &len);
+		s = seg_ptr(x, &n->segs[n->refs[st->ref + 1]], &len);
+		if (!len)
+			break;
+		if (st->kind == SCHED_COPY)
+			memmove(d, s, len);
+		else
+			reduce_apply(st->type, st->op, d, s, len / coll_type_size(st->type));
+		break;
+	default:
+		ret = fail(x, -EINVAL, "step %u: kind %u", k, st->kind);
+	}
+	if (!ret)
+		step_done(x, k);
+	return ret;
+}
+
+/* Sends pieces while peers take them, lowest order key first. */
+static int send_pieces(struct coll_exec *x)
+{
+	uint32_t *blocked = NULL;       /* peers that said -EAGAIN this round */
+	uint32_t nblocked = 0;
+
+	for (;;) {
+		struct outmsg *best = NULL;
+
+		for (uint32_t i = 0; i < x->nout; i++) {
+			struct outmsg *o = &x->out[i];
+			int skip = 0;
+
+			for (uint32_t b = 0; b < nblocked; b++)
+				skip |= blocked[b] == o->peer;
+			if (!skip && (!best || o->order < best->order ||
+				      (o->order == best->order && o->seq < best->seq)))
+				best = o;
+		}
+		if (!best)
+			break;
+		uint64_t n = best->total - best->sent;
+		struct wire_coll_piece h = { .op = x->cfg.op, .msg = best->msg, .from = x->cfg.self,
+					     .group = x->cfg.group, .offset = best->sent, .total = best->total };
+
+		if (n > x->cfg.piece_max)
+			n = x->cfg.piece_max;
+		int ret = x->ops->send(x->ctx, best->peer, &h, best->buf + best->sent, (uint32_t)n);
+
+		if (ret == -EAGAIN) {
+			uint32_t *nb = reallocarray(blocked, nblocked + 1, sizeof(*nb));
+
+			if (!nb) {
+				free(blocked);
+				return fail(x, -ENOMEM, "out of memory");
+			}
+			blocked = nb;
+			blocked[nblocked++] = best->peer;
+			continue;
+		}
+		if (ret) {
+			free(blocked);
+			return fail(x, ret, "sending to node %u: %s", best->peer, strerror(-ret));
+		}
+		best->sent += n;
+		if (best->sent == best->total) {
+			free(best->buf);
+			mem_give(x, best->total);
+			*best = x->out[--x->nout];
+		}
+	}
+	free(blocked);
+	return 0;
+}
+
+int coll_exec_run(struct coll_exec *x)
+{
+	if (x->failed)
+		return x->failed;
+	while (x->nready) {
+		uint32_t k = x->ready[--x->nready];
+
+		if (run_step(x, k))
+			return x->failed;
+	}
+	if (send_pieces(x))
+		return x->failed;
+	return x->ndone == x->n->nsteps && !x->nout;
+}
+
+int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len)
+{
+	struct inmsg key = { .from = hdr->from, .msg = hdr->msg }, *im;
+
+	if (x->failed)
+		return x->failed;
+	im = x->nin ? bsearch(&key, x->in, x->nin, sizeof(*x->in), in_cmp) : NULL;
+	if (!im || im->taken)
+		return fail(x, -EPROTO, "node %u sent message %u, which the schedule does not expect%s", hdr->from,
+			    hdr->msg, im ? " again" : "");
+	if (hdr->offset != im->got || (im->got && hdr->total != im->total) || len > hdr->total - hdr->offset ||
+	    (im->got && im->got == im->total))
+		return fail(x, -EPROTO, "node %u sent a piece at %llu of message %u, which is at %llu of %llu",
+			    hdr->from, (unsigned long long)hdr->offset, hdr->msg, (unsigned long long)im->got,
+			    (unsigned long long)im->total);
+	if (!im->got) {
+		if (hdr->total < sizeof(struct wire_coll_msg))
+			return fail(x, -EPROTO, "node %u sent message %u of %llu bytes", hdr->from, hdr->msg,
+				    (unsigned long long)hdr->total);
+		if (mem_take(x, hdr->total))
+			return x->failed;
+		im->buf = malloc(hdr->total);
+		if (!im->buf) {
+			mem_give(x, hdr->total);
+			return fail(x, -ENOMEM, "out of memory");
+		}
+		im->total = hdr->total;
+	}
+	if (len)
+		memcpy(im->buf + im->got, data, len);
+	im->got += len;
+	if (im->got == im->total && !--x->waiting[im->step])
+		make_ready(x, im->step);
+	return 0;
+}
+
+const char *coll_exec_error(const struct coll_exec *x)
+{
+	return x->err;
+}
+
+uint64_t coll_exec_mem(const struct coll_exec *x)
+{
+	return x->mem_now;
+}
+
+uint64_t coll_exec_mem_peak(const struct coll_exec *x)
+{
+	return x->mem_peak;
+}
+
+void coll_exec_free(struct coll_exec *x)
+{
+	if (!x)
+		return;
+	for (uint32_t i = 0; i < x->nin; i++)
+		free(x->in[i].buf);
+	for (uint32_t i = 0; i < x->nout; i++)
+		free(x->out[i].buf);
+	for (uint32_t b = 0; x->scratch && b < x->n->nscratch; b++)
+		free(x->scratch[b]);
+	free(x->scratch);
+	free(x->scratch_len);
+	free(x->scratch_refs);
+	free(x->in);
+	free(x->in_of_step);
+	free(x->out);
+	free(x->waiting);
+	free(x->dep_first);
+	free(x->dep_list);
+	free(x->done);
+	free(x->ready);
+	free(x);
+}
+
+static int err_out(char *err, size_t err_len, int ret, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int err_out(char *err, size_t err_len, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && err_len) {
+		va_start(ap, fmt);
+		vsnprintf(err, err_len, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const struct coll_exec_cfg *cfg,
+		  const struct coll_exec_ops *ops, void *ctx, struct coll_exec **x_p, char *err, size_t err_len)
+{
+	struct coll_exec *x;
+	uint32_t ns = n->nsteps;
+	int ret = -ENOMEM;
+
+	if (!cfg->piece_max || cfg->piece_max > WIRE_COLL_PIECE_MAX)
+		return err_out(err, err_len, -EINVAL, "piece size %u", cfg->piece_max);
+	/* The ranks' arguments place the segments: each must lie in its buffer. */
+	for (uint32_t g = 0; g < n->nsegs; g++) {
+		const struct sched_seg *s = &n->segs[g];
+		uint64_t blen;
+
+		if (s->buf == SCHED_BUF_SCRATCH)
+			continue;
+		blen = s->buf == SCHED_BUF_SEND ? mem->send_len[s->index] : mem->recv_len[s->index];
+		if (s->off > blen || s->len > blen - s->off)
+			return err_out(err, err_len, -EINVAL, "a block of %llu bytes at %llu is beyond the %s buffer "
+				       "(%llu bytes) of local rank %u", (unsigned long long)s->len,
+				       (unsigned long long)s->off, s->buf == SCHED_BUF_SEND ? "send" : "receive",
+				       (unsigned long long)blen, s->index);
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return err_out(err, err_len, -ENOMEM, "out of memory");
+	x->n = n;
+	x->mem = mem;
+	x->cfg = *cfg;
+	x->ops = ops;
+	x->ctx = ctx;
+	x->waiting = calloc(ns + 1, sizeof(*x->waiting));
+	x->dep_first = calloc(ns + 2, sizeof(*x->dep_first));
+	x->dep_list = calloc(n->ndeps + 1, sizeof(*x->dep_list));
+	x->done = calloc(ns + 1, 1);
+	x->ready = calloc(ns + 1, sizeof(*x->ready));
+	x->in = calloc(ns + 1, sizeof(*x->in));
+	x->in_of_step = malloc((ns + 1) * sizeof(*x->in_of_step));
+	x->scratch = calloc(n->nscratch + 1, sizeof(*x->scratch));
+	x->scratch_len = calloc(n->nscratch + 1, sizeof(*x->scratch_len));
+	x->scratch_refs = calloc(n->nscratch + 1, sizeof(*x->scratch_refs));
+	if (!x->scratch_refs || !x->waiting || !x->dep_first || !x->dep_list || !x->done || !x->ready || !x->in || !x->in_of_step ||
+	    !x->scratch || !x->scratch_len)
+		goto err;
+	/* Dependants, counted then filled (CSR). */
+	for (uint32_t k = 0; k < ns; k++) {
+		const struct sched_step *st = &n->steps[k];
+
+		for (uint32_t d = 0; d < st->ndep; d++)
+			x->dep_first[n->deps[st->dep + d] + 1]++;
+		x->waiting[k] = st->ndep;
+		x->in_of_step[k] = UINT32_MAX;
+		for (uint32_t r = 0; r < st->nref; r++)
+			if (n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SCRATCH)
+				x->scratch_refs[n->segs[n->refs[st->ref + r]].index]++;
+		if (st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE || st->kind == SCHED_FORWARD) {
+			x->waiting[k]++;
+			x->in[x->nin++] = (struct inmsg){
+				.from = st->kind == SCHED_FORWARD ? st->from : st->peer,
+				.msg = st->kind == SCHED_FORWARD ? st->from_msg : st->msg,
+				.step = k,
+			};
+		}
+	}
+	for (uint32_t k = 0; k < ns; k++)
+		x->dep_first[k + 1] += x->dep_first[k];
+	{
+		uint32_t *fill = calloc(ns + 1, sizeof(*fill));
+
+		if (!fill)
+			goto err;
+		for (uint32_t k = 0; k < ns; k++) {
+			const struct sched_step *st = &n->steps[k];
+
+			for (uint32_t d = 0; d < st->ndep; d++) {
+				uint32_t p = n->deps[st->dep + d];
+
+				x->dep_list[x->dep_first[p] + fill[p]++] = k;
+			}
+		}
+		free(fill);
+	}
+	if (x->nin)
+		qsort(x->in, x->nin, sizeof(*x->in), in_cmp);
+	for (uint32_t i = 0; i < x->nin; i++)
+		x->in_of_step[x->in[i].step] = i;
+	for (uint32_t b = 0; b < n->nscratch; b++) {
+		if (!n->scratch_len[b] || !x->scratch_refs[b])
+			continue;
+		if (mem_take(x, n->scratch_len[b])) {
+			ret = err_out(err, err_len, -ENOMEM, "%s", x->err);
+			goto err_free;
+		}
+		x->scratch[b] = malloc(n->scratch_len[b]);
+		if (!x->scratch[b])
+			goto err;
+	}
+	for (uint32_t k = 0; k < ns; k++)
+		if (!x->waiting[k])
+			make_ready(x, k);
+	*x_p = x;
+	return 0;
+err:
+	err_out(err, err_len, ret, "out of memory");
+err_free:
+	coll_exec_free(x);
+	return ret;
+}

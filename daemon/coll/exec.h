@@ -1,0 +1,83 @@
+/* daemon/coll/exec.h - the executor: runs this node's part of one
+ * collective operation's schedule (daemon/plan/sched.h), whatever planner
+ * made it.  It does no I/O itself: the layer above hands it the pieces that
+ * arrive for the operation (coll_exec_deliver) and gives it a function that
+ * sends a piece (struct coll_exec_ops), and calls coll_exec_run until it
+ * says the operation is done or failed.
+ *
+ * What it trusts and what it checks: the schedule is ferryd's own (its
+ * planners; the unit tests run every planner's output through sched_check),
+ * so it is trusted.  The segments' places come from a rank's arguments and
+ * are checked against the buffers when the executor starts.  Everything in a
+ * piece is checked: a piece of a message the schedule does not expect, one
+ * that does not continue its message, a message whose head is malformed or
+ * whose parts do not fit the segments fails the operation (never the
+ * daemon) with a message saying which node sent what.
+ *
+ * Messages are sent whole: a SEND's segments are copied into one stream
+ * when the step runs (so the step is done at once and a later step may
+ * overwrite them), and go out in pieces of at most piece_max stream bytes,
+ * the lowest order key first among the messages ready for any peer (a peer
+ * that has no room, -EAGAIN, is tried again at the next run).  A message
+ * arriving is kept whole until the step that takes it may run; a FORWARD
+ * passes the kept stream on without copying it.  Every byte allocated so
+ * (scratch, streams) counts against mem_max.
+ *
+ * Ownership: the executor owns its streams and scratch; the schedule and
+ * the buffers (mem) are the caller's and must stay until coll_exec_free.
+ */
+#ifndef FERRY_COLL_EXEC_H
+#define FERRY_COLL_EXEC_H
+
+#include "../plan/sched.h"
+#include "../../proto/coll.h"
+
+#include <stdint.h>
+
+struct coll_exec;
+
+struct coll_exec_ops {
+	/* Sends one piece to node peer of the group: hdr, then len stream
+	 * bytes at data (copied before it returns).  Returns 0, -EAGAIN when
+	 * there is no room now, or another -errno, which fails the
+	 * operation. */
+	int (*send)(void *ctx, uint32_t peer, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len);
+};
+
+struct coll_exec_cfg {
+	uint32_t self;          /* this node's index in the group */
+	uint32_t op, group;     /* what the pieces carry */
+	uint32_t piece_max;     /* stream bytes per piece, 1..WIRE_COLL_PIECE_MAX */
+	uint64_t mem_max;       /* bytes the executor may hold at once */
+};
+
+/* Sets up the run of schedule node n over buffers mem.  Returns 0, -EINVAL
+ * (a segment beyond its buffer: err says which; a bad cfg), or -ENOMEM
+ * (also when the scratch buffers alone exceed mem_max). */
+int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const struct coll_exec_cfg *cfg,
+		  const struct coll_exec_ops *ops, void *ctx, struct coll_exec **x_p, char *err, size_t err_len);
+
+/* Runs every step that can run and sends what the peers take.  Returns 1
+ * when every step is done and every piece sent, 0 when it waits for pieces
+ * or room, or the -errno the operation failed with (coll_exec_error says
+ * why; it stays failed). */
+int coll_exec_run(struct coll_exec *x);
+
+/* A piece for this operation arrived (hdr decoded by
+ * wire_coll_piece_decode, data its len stream bytes), from the node hdr->from
+ * (the caller checks that the transport agrees).  Takes a copy.  Returns 0,
+ * or the -errno the operation failed with: -EPROTO (a message the schedule
+ * does not expect, a piece out of order, a malformed head), -ENOMEM (beyond
+ * mem_max).  Call coll_exec_run after. */
+int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len);
+
+/* Why the operation failed ("" while it has not). */
+const char *coll_exec_error(const struct coll_exec *x);
+
+/* Bytes the executor holds now, and the most it held. */
+uint64_t coll_exec_mem(const struct coll_exec *x);
+uint64_t coll_exec_mem_peak(const struct coll_exec *x);
+
+void coll_exec_free(struct coll_exec *x);
+
+#endif

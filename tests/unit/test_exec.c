@@ -1,0 +1,691 @@
+/* tests/unit/test_exec.c - the collective executor (daemon/coll/exec.c):
+ * one executor per node, the pieces they send carried between them by a
+ * network in this test (per-link FIFOs of bounded room, links served in a
+ * random order, so -EAGAIN and interleaving happen), running the
+ * all-to-all schedules of every strategy, a forwarding chain and a
+ * reduction; then what a hostile peer sends: pieces the schedule does not
+ * expect, out of order, malformed heads, sizes that disagree, too much
+ * memory. */
+#define UNIT "exec"
+#include "check.h"
+#include "../../daemon/coll/exec.h"
+#include "../../daemon/plan/a2a.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the network ---- */
+
+struct piece {
+	struct piece *next;
+	uint32_t to;
+	struct wire_coll_piece h;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct net {
+	uint32_t nodes;
+	struct piece **head, **tail;    /* [from * nodes + to] */
+	uint32_t *queued;               /* pieces on each link */
+	uint32_t room;                  /* pieces a link holds */
+	uint64_t pieces, eagain;
+	uint64_t rnd;
+};
+
+struct ctx {
+	struct net *net;
+	uint32_t self;
+};
+
+static uint64_t rnd(struct net *n)
+{
+	n->rnd ^= n->rnd >> 12;
+	n->rnd ^= n->rnd << 25;
+	n->rnd ^= n->rnd >> 27;
+	return n->rnd * 0x2545F4914F6CDD1Dull;
+}
+
+static int net_send(void *vctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
+{
+	struct ctx *c = vctx;
+	struct net *n = c->net;
+	size_t l = (size_t)c->self * n->nodes + peer;
+	struct piece *p;
+
+	if (peer >= n->nodes || peer == c->self)
+		return -EINVAL;
+	if (n->queued[l] >= n->room) {
+		n->eagain++;
+		return -EAGAIN;
+	}
+	p = malloc(sizeof(*p) + len + 1);
+	p->next = NULL;
+	p->to = peer;
+	p->h = *h;
+	p->len = len;
+	if (len)
+		memcpy(p->data, data, len);
+	if (n->tail[l])
+		n->tail[l]->next = p;
+	else
+		n->head[l] = p;
+	n->tail[l] = p;
+	n->queued[l]++;
+	n->pieces++;
+	return 0;
+}
+
+static const struct coll_exec_ops net_ops = { .send = net_send };
+
+static void net_init(struct net *n, uint32_t nodes, uint32_t room, uint64_t seed)
+{
+	memset(n, 0, sizeof(*n));
+	n->nodes = nodes;
+	n->room = room;
+	n->rnd = seed * 2 + 1;
+	n->head = calloc((size_t)nodes * nodes, sizeof(*n->head));
+	n->tail = calloc((size_t)nodes * nodes, sizeof(*n->tail));
+	n->queued = calloc((size_t)nodes * nodes, sizeof(*n->queued));
+}
+
+static void net_free(struct net *n)
+{
+	for (size_t l = 0; l < (size_t)n->nodes * n->nodes; l++)
+		while (n->head[l]) {
+			struct piece *p = n->head[l];
+
+			n->head[l] = p->next;
+			free(p);
+		}
+	free(n->head);
+	free(n->tail);
+	free(n->queued);
+}
+
+/* Runs executors x[nodes] to the end: nodes run and links deliver in a
+ * random order.  Returns 0 when all are done, else the first error. */
+static int net_run(struct net *n, struct coll_exec **x)
+{
+	uint32_t N = n->nodes;
+	int *done = calloc(N, sizeof(int));
+	int ret = 0;
+
+	for (uint64_t round = 0; round < 1000000; round++) {
+		uint32_t all = 1;
+
+		for (uint32_t i = 0; i < N; i++) {
+			int r = done[i] ? 1 : coll_exec_run(x[i]);
+
+			if (r < 0) {
+				fprintf(stderr, "  node %u: %s\n", i, coll_exec_error(x[i]));
+				ret = r;
+				goto out;
+			}
+			done[i] = r;
+			all &= (uint32_t)r;
+		}
+		/* deliver a random number of pieces from random links */
+		uint32_t moved = 0;
+		for (uint32_t k = 0; k < 2 * N; k++) {
+			size_t l = rnd(n) % ((size_t)N * N);
+			struct piece *p = n->head[l];
+
+			if (!p)
+				continue;
+			n->head[l] = p->next;
+			if (!p->next)
+				n->tail[l] = NULL;
+			n->queued[l]--;
+			int r = coll_exec_deliver(x[p->to], &p->h, p->data, p->len);
+
+			free(p);
+			moved++;
+			if (r < 0) {
+				fprintf(stderr, "  node %zu deliver: %s\n", l % N, coll_exec_error(x[l % N]));
+				ret = r;
+				goto out;
+			}
+		}
+		if (all && !moved) {
+			int empty = 1;
+
+			for (size_t l = 0; l < (size_t)N * N; l++)
+				empty &= !n->head[l];
+			if (empty)
+				goto out;
+		}
+	}
+	ret = -ETIMEDOUT;
+out:
+	free(done);
+	return ret;
+}
+
+/* ---- all-to-all through the executors ---- */
+
+static uint8_t pat(uint32_t a, uint32_t b, uint64_t i)
+{
+	return (uint8_t)(a * 29 + b * 101 + i * 13 + 5);
+}
+
+/* P nodes, ppn[n] ranks each, block bytes (uneven: rank pair counts vary
+ * when block is 0 and uneven is set); piece_max stream bytes per piece;
+ * links hold room pieces.  Returns the number of wrong bytes, or -1 when a
+ * run failed. */
+static long a2a_exec(enum a2a_strategy strat, uint32_t P, const uint32_t *ppn, uint64_t block, int uneven,
+		     uint32_t piece_max, uint32_t room, uint64_t seed, struct net *stats)
+{
+	struct a2a_plan p;
+	struct sched s;
+	uint32_t R = 0, *first = calloc(P + 1, 4), *rank_at;
+	long bad = 0;
+
+	for (uint32_t i = 0; i < P; i++) {
+		first[i + 1] = first[i] + ppn[i];
+		R += ppn[i];
+	}
+	rank_at = calloc(R + 1, 4);
+	for (uint32_t r = 0; r < R; r++)
+		rank_at[r] = r;
+	uint64_t *cnt = calloc((size_t)R * R + 1, 8), *rcnt = calloc((size_t)R * R + 1, 8);
+	uint64_t *sd = calloc((size_t)R * R + 1, 8), *rd = calloc((size_t)R * R + 1, 8);
+	uint64_t *slen = calloc(R + 1, 8), *rlen = calloc(R + 1, 8);
+	struct a2a_rank_args *args = calloc(R + 1, sizeof(*args));
+	for (uint32_t a = 0; a < R; a++)
+		for (uint32_t b = 0; b < R; b++) {
+			uint64_t c = uneven ? (a * 3 + b * 7) % 5 * 17 : block;
+
+			cnt[(size_t)a * R + b] = c;
+			rcnt[(size_t)b * R + a] = c;
+		}
+	for (uint32_t a = 0; a < R; a++) {
+		for (uint32_t b = 0; b < R; b++) {
+			sd[(size_t)a * R + b] = slen[a];
+			slen[a] += cnt[(size_t)a * R + b];
+			rd[(size_t)a * R + b] = rlen[a];
+			rlen[a] += rcnt[(size_t)a * R + b];
+		}
+		args[a] = (struct a2a_rank_args){ cnt + (size_t)a * R, sd + (size_t)a * R, rcnt + (size_t)a * R,
+						  rd + (size_t)a * R };
+	}
+	struct a2a_layout lay = { R, first, rank_at };
+	CHECK_EQ(a2a_plan_init(&p, strat, P), 0);
+	CHECK_EQ(sched_init(&s, P), 0);
+	CHECK_EQ(a2a_sched(&p, &lay, args, &s), 0);
+
+	struct sched_mem *mem = calloc(P, sizeof(*mem));
+	struct coll_exec **x = calloc(P, sizeof(*x));
+	struct ctx *ctx = calloc(P, sizeof(*ctx));
+	struct net net;
+	net_init(&net, P, room, seed);
+	for (uint32_t i = 0; i < P; i++) {
+		struct coll_exec_cfg cfg = { .self = i, .op = 7, .group = 0, .piece_max = piece_max,
+					     .mem_max = 1u << 26 };
+		char err[200];
+
+		mem[i].send = calloc(ppn[i] + 1, sizeof(void *));
+		mem[i].recv = calloc(ppn[i] + 1, sizeof(void *));
+		mem[i].send_len = calloc(ppn[i] + 1, 8);
+		mem[i].recv_len = calloc(ppn[i] + 1, 8);
+		for (uint32_t k = 0; k < ppn[i]; k++) {
+			uint32_t a = first[i] + k;
+
+			mem[i].send_len[k] = slen[a];
+			mem[i].recv_len[k] = rlen[a];
+			mem[i].send[k] = slen[a] ? malloc(slen[a]) : NULL;
+			mem[i].recv[k] = rlen[a] ? malloc(rlen[a]) : NULL;
+			if (rlen[a])
+				memset(mem[i].recv[k], 0xee, rlen[a]);
+			for (uint32_t b = 0; b < R; b++)
+				for (uint64_t j = 0; j < cnt[(size_t)a * R + b]; j++)
+					mem[i].send[k][sd[(size_t)a * R + b] + j] = pat(a, b, j);
+		}
+		ctx[i] = (struct ctx){ &net, i };
+		CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], err, sizeof(err)), 0);
+	}
+	int ret = net_run(&net, x);
+	if (ret)
+		bad = -1;
+	for (uint32_t i = 0; i < P && !ret; i++)
+		for (uint32_t k = 0; k < ppn[i]; k++) {
+			uint32_t b = first[i] + k;
+
+			for (uint32_t a = 0; a < R; a++)
+				for (uint64_t j = 0; j < rcnt[(size_t)b * R + a]; j++)
+					bad += mem[i].recv[k][rd[(size_t)b * R + a] + j] != pat(a, b, j);
+		}
+	for (uint32_t i = 0; i < P; i++) {
+		/* every stream given back once it went */
+		if (!ret)
+			CHECK_EQ(coll_exec_mem(x[i]), 0);
+		coll_exec_free(x[i]);
+		for (uint32_t k = 0; k < ppn[i]; k++) {
+			free(mem[i].send[k]);
+			free(mem[i].recv[k]);
+		}
+		free(mem[i].send);
+		free(mem[i].recv);
+		free(mem[i].send_len);
+		free(mem[i].recv_len);
+	}
+	if (stats) {
+		stats->pieces += net.pieces;
+		stats->eagain += net.eagain;
+	}
+	net_free(&net);
+	free(mem);
+	free(x);
+	free(ctx);
+	sched_free(&s);
+	free(first);
+	free(rank_at);
+	free(cnt);
+	free(rcnt);
+	free(sd);
+	free(rd);
+	free(slen);
+	free(rlen);
+	free(args);
+	return bad;
+}
+
+TEST(alltoall_runs_on_executors)
+{
+	static const uint32_t Ps[] = { 1, 2, 3, 5, 8, 9, 12, 17 };
+	uint32_t ppn[17];
+	struct net st = { 0 };
+	int runs = 0;
+
+	for (size_t pi = 0; pi < sizeof(Ps) / sizeof(Ps[0]); pi++)
+		for (int layout = 0; layout < 3; layout++)
+			for (int strat = 0; strat < A2A_STRATEGIES; strat++) {
+				uint32_t P = Ps[pi];
+
+				for (uint32_t i = 0; i < P; i++)
+					ppn[i] = layout == 0 ? 1 : layout == 1 ? 2 : (i * 5 + 1) % 3;
+				/* small pieces and little room: many pieces,
+				 * -EAGAIN; then a large block */
+				CHECK_EQ(a2a_exec(strat, P, ppn, 8, 0, 16, 2, (uint64_t)runs, &st), 0);
+				CHECK_EQ(a2a_exec(strat, P, ppn, 0, 1, 40, 3, (uint64_t)runs + 1, &st), 0);
+				CHECK_EQ(a2a_exec(strat, P, ppn, 0, 0, 100, 1, (uint64_t)runs + 2, &st), 0);
+				runs += 3;
+			}
+	/* larger blocks, real piece sizes, on few nodes */
+	for (int strat = 0; strat < A2A_STRATEGIES; strat++) {
+		uint32_t two[4] = { 2, 1, 2, 3 };
+
+		CHECK_EQ(a2a_exec(strat, 4, two, 70000, 0, WIRE_COLL_PIECE_MAX, 4, 99, &st), 0);
+		runs++;
+	}
+	CHECK(st.eagain > 0);           /* the room limit was met, and waited out */
+	CHECK(runs > 200);
+	printf("# %d all-to-alls run on executors, %llu pieces, %llu -EAGAIN\n", runs, (unsigned long long)st.pieces,
+	       (unsigned long long)st.eagain);
+}
+
+/* ---- a chain of FORWARDs and a reduction ---- */
+
+TEST(forward_and_reduce_on_executors)
+{
+	/* nodes 0 -> 1 -> 2 -> 3 forward node 0's 5 int64 values; node 3
+	 * adds them into its own (RECV_REDUCE), the other way round node 3
+	 * sends its result straight back to node 0 */
+	struct sched s;
+	struct sched_mem mem[4];
+	int64_t sv[4][5], rv[4][5];
+	uint8_t *sp[4], *rp[4];
+	uint64_t sl[4], rl[4];
+	struct coll_exec *x[4];
+	struct ctx ctx[4];
+	struct net net;
+
+	CHECK_EQ(sched_init(&s, 4), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		s.node[i].nslots = 1;
+		for (int e = 0; e < 5; e++) {
+			sv[i][e] = (int64_t)(i + 1) * 1000 + e;
+			rv[i][e] = -1;
+		}
+		sp[i] = (uint8_t *)sv[i];
+		rp[i] = (uint8_t *)rv[i];
+		sl[i] = rl[i] = sizeof(sv[i]);
+		mem[i] = (struct sched_mem){ &sp[i], &rp[i], &sl[i], &rl[i] };
+	}
+	struct sched_node *n0 = &s.node[0], *n1 = &s.node[1], *n2 = &s.node[2], *n3 = &s.node[3];
+	sched_step(n0, SCHED_SEND, 1, 0, 0);
+	sched_ref(n0, sched_seg(n0, SCHED_BUF_SEND, 0, 0, 40, 0));
+	sched_step(n0, SCHED_RECV, 3, 1, 0);
+	sched_ref(n0, sched_seg(n0, SCHED_BUF_RECV, 0, 0, 40, 0));
+	sched_step(n1, SCHED_FORWARD, 2, 0, 0);
+	sched_step_forward(n1, 0, 0);
+	sched_step(n2, SCHED_FORWARD, 3, 0, 0);
+	sched_step_forward(n2, 1, 0);
+	uint32_t acc = sched_seg(n3, SCHED_BUF_RECV, 0, 0, 40, 0);
+	uint32_t c = sched_step(n3, SCHED_COPY, 0, 0, 0);
+	sched_ref(n3, acc);
+	sched_ref(n3, sched_seg(n3, SCHED_BUF_SEND, 0, 0, 40, 0));
+	uint32_t r = sched_step(n3, SCHED_RECV_REDUCE, 2, 0, 0);
+	sched_step_reduce(n3, COLL_INT64, COLL_SUM);
+	sched_ref(n3, acc);
+	sched_dep(n3, c);
+	sched_step(n3, SCHED_SEND, 0, 1, 0);
+	sched_ref(n3, acc);
+	sched_dep(n3, r);
+	CHECK_EQ(sched_err(&s), 0);
+	CHECK_EQ(sched_check(&s, NULL, 0), 0);
+	net_init(&net, 4, 1, 5);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct coll_exec_cfg cfg = { .self = i, .piece_max = 7, .mem_max = 4096 };
+
+		ctx[i] = (struct ctx){ &net, i };
+		CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], NULL, 0), 0);
+	}
+	CHECK_EQ(net_run(&net, x), 0);
+	for (int e = 0; e < 5; e++) {
+		CHECK_EQ(rv[3][e], 5000 + 2 * e);
+		CHECK_EQ(rv[0][e], 5000 + 2 * e);
+	}
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK(coll_exec_mem_peak(x[i]) > 0 || i == 2 || i == 1);
+		coll_exec_free(x[i]);
+	}
+	net_free(&net);
+	sched_free(&s);
+}
+
+/* ---- a hostile peer ---- */
+
+/* Node 1 of a 2-node schedule: takes message 3 from node 0 (two parts of
+ * 4 and 6 bytes into its receive buffer), sends nothing. */
+struct victim {
+	struct sched s;
+	struct sched_mem mem;
+	uint8_t buf[16], *bp;
+	uint64_t blen;
+	struct coll_exec *x;
+};
+
+static void victim_init(struct victim *v, uint64_t mem_max)
+{
+	static const struct coll_exec_ops none = { .send = net_send };
+	struct coll_exec_cfg cfg = { .self = 1, .piece_max = 64, .mem_max = mem_max };
+
+	CHECK_EQ(sched_init(&v->s, 2), 0);
+	struct sched_node *n = &v->s.node[1];
+	n->nslots = 1;
+	sched_step(n, SCHED_RECV, 0, 3, 0);
+	sched_ref(n, sched_seg(n, SCHED_BUF_RECV, 0, 0, 4, 0));
+	sched_ref(n, sched_seg(n, SCHED_BUF_RECV, 0, 8, 6, 0));
+	memset(v->buf, 0xee, sizeof(v->buf));
+	v->bp = v->buf;
+	v->blen = sizeof(v->buf);
+	v->mem = (struct sched_mem){ &v->bp, &v->bp, &v->blen, &v->blen };
+	CHECK_EQ(coll_exec_new(n, &v->mem, &cfg, &none, NULL, &v->x, NULL, 0), 0);
+}
+
+static void victim_free(struct victim *v)
+{
+	coll_exec_free(v->x);
+	sched_free(&v->s);
+}
+
+/* A message stream of parts of the given lengths (data: 0x11, 0x22, ...). */
+static size_t stream(uint8_t *out, uint32_t nparts, const uint64_t *lens)
+{
+	struct wire_coll_msg h = { .nparts = nparts };
+	size_t off = wire_coll_head_bytes(nparts);
+
+	memcpy(out, &h, sizeof(h));
+	for (uint32_t i = 0; i < nparts; i++) {
+		memcpy(out + 8 + 8 * i, &lens[i], 8);
+		memset(out + off, 0x11 * (int)(i + 1), lens[i]);
+		off += lens[i];
+	}
+	return off;
+}
+
+static struct wire_coll_piece piece(uint32_t from, uint32_t msg, uint64_t off, uint64_t total)
+{
+	return (struct wire_coll_piece){ .from = from, .msg = msg, .offset = off, .total = total };
+}
+
+TEST(hostile_pieces_fail_the_operation_only)
+{
+	struct victim v;
+	uint8_t st[128];
+	uint64_t good[2] = { 4, 6 };
+	size_t len = stream(st, 2, good);
+	struct wire_coll_piece h;
+
+	/* the good message, in two pieces: delivered */
+	victim_init(&v, 1 << 20);
+	CHECK_EQ(coll_exec_run(v.x), 0);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, 10), 0);
+	CHECK_EQ(coll_exec_run(v.x), 0);
+	h = piece(0, 3, 10, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st + 10, (uint32_t)len - 10), 0);
+	CHECK_EQ(coll_exec_run(v.x), 1);
+	CHECK_EQ(v.buf[0], 0x11);
+	CHECK_EQ(v.buf[3], 0x11);
+	CHECK_EQ(v.buf[4], 0xee);
+	CHECK_EQ(v.buf[8], 0x22);
+	CHECK_EQ(v.buf[13], 0x22);
+	CHECK_EQ(v.buf[14], 0xee);
+	CHECK_EQ(coll_exec_mem(v.x), 0);
+	/* ... and again: not expected any more */
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), -EPROTO);
+	CHECK(strstr(coll_exec_error(v.x), "again") != NULL);
+	victim_free(&v);
+
+	/* a message the schedule does not have; from a node it does not expect */
+	victim_init(&v, 1 << 20);
+	h = piece(0, 4, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), -EPROTO);
+	CHECK_EQ(coll_exec_run(v.x), -EPROTO);  /* failed stays failed */
+	victim_free(&v);
+	victim_init(&v, 1 << 20);
+	h = piece(5, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), -EPROTO);
+	victim_free(&v);
+
+	/* a piece that skips ahead, one that changes the total */
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 4, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st + 4, 4), -EPROTO);
+	victim_free(&v);
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, 4), 0);
+	h = piece(0, 3, 4, len + 1);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st + 4, 4), -EPROTO);
+	victim_free(&v);
+
+	/* heads that lie: 3 parts; parts longer than the message; parts
+	 * shorter */
+	uint64_t three[3] = { 4, 6, 0 };
+	victim_init(&v, 1 << 20);
+	len = stream(st, 3, three);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), 0);
+	CHECK_EQ(coll_exec_run(v.x), -EPROTO);
+	CHECK(strstr(coll_exec_error(v.x), "3 parts") != NULL);
+	victim_free(&v);
+	uint64_t huge[2] = { 4, 6 };
+	len = stream(st, 2, huge);
+	huge[1] = UINT64_MAX - 2;       /* overflows a sum of lengths */
+	memcpy(st + 16, &huge[1], 8);
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), 0);
+	CHECK_EQ(coll_exec_run(v.x), -EPROTO);
+	victim_free(&v);
+	len = stream(st, 2, good);
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 0, len + 3);    /* 3 bytes no part owns */
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len + 3), 0);
+	CHECK_EQ(coll_exec_run(v.x), -EPROTO);
+	victim_free(&v);
+
+	/* a part of another size than the block: the ranks disagree */
+	uint64_t other[2] = { 4, 7 };
+	len = stream(st, 2, other);
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), 0);
+	CHECK_EQ(coll_exec_run(v.x), -EINVAL);
+	CHECK(strstr(coll_exec_error(v.x), "7 bytes for a block of 6") != NULL);
+	CHECK_EQ(v.buf[14], 0xee);      /* nothing beyond the block */
+	victim_free(&v);
+
+	/* a total beyond the memory the operation may hold */
+	victim_init(&v, 64);
+	h = piece(0, 3, 0, 1u << 30);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, 16), -ENOMEM);
+	victim_free(&v);
+
+	/* the decoder: a header alone, a piece beyond its total, too long */
+	uint8_t raw[sizeof(struct wire_coll_piece) + 8];
+	struct wire_coll_piece d;
+	h = piece(0, 3, 0, 8);
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), 8);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(h), &d), -EPROTO);
+	h = piece(0, 3, 4, 8);
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	h = piece(0, 3, 0, 4);
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+}
+
+TEST(segments_beyond_buffers_are_refused)
+{
+	struct victim v;
+	struct coll_exec *x = NULL;
+	struct coll_exec_cfg cfg = { .self = 1, .piece_max = 64, .mem_max = 1 << 20 };
+	char err[200];
+
+	victim_init(&v, 1 << 20);
+	v.blen = 13;                    /* the second block ends at 14 */
+	CHECK_EQ(coll_exec_new(&v.s.node[1], &v.mem, &cfg, &net_ops, NULL, &x, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "beyond the receive buffer") != NULL);
+	cfg.piece_max = 0;
+	v.blen = 16;
+	CHECK_EQ(coll_exec_new(&v.s.node[1], &v.mem, &cfg, &net_ops, NULL, &x, err, sizeof(err)), -EINVAL);
+	victim_free(&v);
+}
+
+/* Floating-point reductions go in the order the dependencies fix, whatever
+ * order the messages arrive in: node 0 holds 1e100 and adds node 1's 1.0,
+ * then node 2's -1e100: 0 every time (the other order would give 1). */
+TEST(float_reductions_follow_the_schedule_order)
+{
+	double v[3] = { 1e100, 1.0, -1e100 };
+
+	CHECK((v[0] + v[1]) + v[2] != (v[0] + v[2]) + v[1]);   /* the order shows */
+	for (uint64_t seed = 0; seed < 40; seed++) {
+		struct sched s;
+		double mine[3], out = -7;
+		uint8_t *sp[3], *rp = (uint8_t *)&out;
+		uint64_t l8 = 8;
+		struct sched_mem mem[3];
+		struct coll_exec *x[3];
+		struct ctx ctx[3];
+		struct net net;
+
+		CHECK_EQ(sched_init(&s, 3), 0);
+		for (uint32_t i = 0; i < 3; i++) {
+			mine[i] = v[i];
+			sp[i] = (uint8_t *)&mine[i];
+			mem[i] = (struct sched_mem){ &sp[i], &rp, &l8, &l8 };
+			s.node[i].nslots = 1;
+			if (i) {
+				sched_step(&s.node[i], SCHED_SEND, 0, 0, 0);
+				sched_ref(&s.node[i], sched_seg(&s.node[i], SCHED_BUF_SEND, 0, 0, 8, 0));
+			}
+		}
+		struct sched_node *n = &s.node[0];
+		uint32_t acc = sched_seg(n, SCHED_BUF_RECV, 0, 0, 8, 0);
+		uint32_t c = sched_step(n, SCHED_COPY, 0, 0, 0);
+		sched_ref(n, acc);
+		sched_ref(n, sched_seg(n, SCHED_BUF_SEND, 0, 0, 8, 0));
+		uint32_t r1 = sched_step(n, SCHED_RECV_REDUCE, 1, 0, 0);
+		sched_step_reduce(n, COLL_DOUBLE, COLL_SUM);
+		sched_ref(n, acc);
+		sched_dep(n, c);
+		sched_step(n, SCHED_RECV_REDUCE, 2, 0, 0);
+		sched_step_reduce(n, COLL_DOUBLE, COLL_SUM);
+		sched_ref(n, acc);
+		sched_dep(n, r1);
+		CHECK_EQ(sched_check(&s, NULL, 0), 0);
+		net_init(&net, 3, 1, seed);
+		for (uint32_t i = 0; i < 3; i++) {
+			struct coll_exec_cfg cfg = { .self = i, .piece_max = 5, .mem_max = 4096 };
+
+			ctx[i] = (struct ctx){ &net, i };
+			CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], NULL, 0), 0);
+		}
+		CHECK_EQ(net_run(&net, x), 0);
+		CHECK(out == 0.0);
+		for (uint32_t i = 0; i < 3; i++)
+			coll_exec_free(x[i]);
+		net_free(&net);
+		sched_free(&s);
+	}
+}
+
+/* Counts that disagree between nodes (rank 0 sends rank 1 nothing, rank 1
+ * expects 5 bytes) fail the operation on the receiving node, with every
+ * strategy, the direct one too: nothing waits for a message that never
+ * comes. */
+TEST(counts_that_disagree_fail_instead_of_hanging)
+{
+	for (int strat = 0; strat < A2A_STRATEGIES; strat++) {
+		uint32_t first[3] = { 0, 1, 2 }, rank_at[2] = { 0, 1 };
+		uint64_t s0[2] = { 0, 0 }, r0[2] = { 0, 0 }, d[2] = { 0, 0 };
+		uint64_t s1[2] = { 0, 0 }, r1[2] = { 5, 0 };
+		struct a2a_rank_args a0 = { s0, d, r0, d }, a1 = { s1, d, r1, d };
+		struct a2a_layout lay = { 2, first, rank_at };
+		struct a2a_plan p;
+		struct sched s;
+		uint8_t sb[8], rb[8], *sp0 = sb, *rp0 = rb, *sp1 = sb, *rp1 = rb;
+		uint64_t l8 = 8;
+		struct sched_mem mem[2] = { { &sp0, &rp0, &l8, &l8 }, { &sp1, &rp1, &l8, &l8 } };
+		struct coll_exec *x[2];
+		struct ctx ctx[2];
+		struct net net;
+
+		CHECK_EQ(a2a_plan_init(&p, strat, 2), 0);
+		CHECK_EQ(sched_init(&s, 2), 0);
+		CHECK_EQ(a2a_sched_node(&p, &lay, 0, &a0, &s.node[0]), 0);
+		CHECK_EQ(a2a_sched_node(&p, &lay, 1, &a1, &s.node[1]), 0);
+		net_init(&net, 2, 4, 1);
+		for (uint32_t i = 0; i < 2; i++) {
+			struct coll_exec_cfg cfg = { .self = i, .piece_max = 64, .mem_max = 4096 };
+
+			ctx[i] = (struct ctx){ &net, i };
+			CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], NULL, 0), 0);
+		}
+		CHECK_EQ(net_run(&net, x), -EINVAL);
+		CHECK(strstr(coll_exec_error(x[1]), "0 bytes for a block of 5") != NULL);
+		coll_exec_free(x[0]);
+		coll_exec_free(x[1]);
+		net_free(&net);
+		sched_free(&s);
+	}
+}
+
+int main(void)
+{
+	RUN(alltoall_runs_on_executors);
+	RUN(forward_and_reduce_on_executors);
+	RUN(hostile_pieces_fail_the_operation_only);
+	RUN(segments_beyond_buffers_are_refused);
+	RUN(float_reductions_follow_the_schedule_order);
+	RUN(counts_that_disagree_fail_instead_of_hanging);
+	return check_done();
+}
