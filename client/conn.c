@@ -221,9 +221,20 @@ int conn_check(struct ferry *f)
 
 	if (f->dead)
 		return f->dead;
-	len = conn_read_msg(f, &m, fds, &nfds, 0);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
+	for (;;) {
+		nfds = 0;
+		len = conn_read_msg(f, &m, fds, &nfds, 0);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (len <= 0 || m.type != CTL_COLL_DONE || nfds)
+			break;
+		conn_drop_msg(f, len);
+		if (coll_done(f, m.u.coll_done.seq, m.u.coll_done.err, m.u.coll_done.text) < 0) {
+			f->dead = conn_seterr(-EPROTO, "ferryd ended collective operation %u, which was not posted",
+					      m.u.coll_done.seq);
+			return f->dead;
+		}
+	}
 	if (len == -ETIMEDOUT)
 		return 0;
 	if (len > 0 && m.type == CTL_ERROR)

@@ -105,7 +105,9 @@ int ferry_open(ferry_t **f_p, const struct ferry_opts *opts);
 
 /* Sends what is still in the ring, waits until the daemon has taken it (at
  * most the open timeout), and frees everything.  Returns 0, or -ETIMEDOUT /
- * -ECONNRESET if items may not have reached the daemon.  f is freed either way. */
+ * -ECONNRESET if items may not have reached the daemon.  f is freed either
+ * way, except with collective requests not yet freed by ferry_test or
+ * ferry_wait: then it returns -EBUSY and closes nothing. */
 int ferry_close(ferry_t *f);
 
 int ferry_rank(const ferry_t *f);
@@ -199,6 +201,36 @@ int ferry_poll(ferry_t *f, unsigned events, int timeout_ms);
  * poll/epoll loops.  It is armed by a ferry_recv that returns 0 items: call
  * ferry_recv until it returns 0, then wait on the fd. */
 int ferry_fd(const ferry_t *f);
+
+/* --- Collective operations (DESIGN.md "Collectives"; README "Collectives") ---
+ *
+ * Run by the daemons, node-level: ferryd waits until every rank of the job
+ * on its node has posted an operation, runs it with the other nodes' daemons
+ * while the application goes on, and tells each rank when it ended.  Every
+ * rank of the job posts the same collectives in the same order.  They are
+ * independent of items and steps: a barrier neither flushes nor orders
+ * items (steps do that), and collectives may run between ferry_done and
+ * ferry_step_wait.  A collective that cannot complete fails on every rank
+ * instead of waiting for ever: -EPIPE when a rank left the job,
+ * -EHOSTDOWN when a node or link was lost, -EINVAL when the ranks posted
+ * different operations, with ferry_last_error() saying why; the job is then
+ * broken (its steps fail too).  ferry_fd() becomes readable when a request
+ * completes. */
+typedef struct ferry_req ferry_req_t;
+
+/* Returns when every rank of the job has entered the barrier: 0 or -errno. */
+int ferry_barrier(ferry_t *f);
+/* The same, non-blocking: *req_p is the request, for ferry_test/ferry_wait. */
+int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p);
+
+/* 0: pending; 1: done, or *req_p is NULL (the request is freed and *req_p
+ * set to NULL); -errno: it failed (freed too). */
+int ferry_test(ferry_req_t **req_p);
+/* Waits until the request ended: 0 or -errno; frees it, *req_p = NULL. */
+int ferry_wait(ferry_req_t **req_p);
+/* Waits for n requests (NULL entries are skipped): 0, or the first error;
+ * frees them all. */
+int ferry_waitall(int n, ferry_req_t **reqs);
 
 /* Text for a negative errno value returned by this library. */
 const char *ferry_strerror(int err);

@@ -377,6 +377,8 @@ FERRY_API int ferry_close(ferry_t *f)
 
 	if (!f)
 		return 0;
+	if (coll_outstanding(f))
+		return conn_seterr(-EBUSY, "collective requests are outstanding: ferry_wait for them first");
 	if (!f->dead)
 		ret = tx_drain(f, f->timeout_ms);
 	destroy(f);

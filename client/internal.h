@@ -123,6 +123,9 @@ struct ferry {
 	uint32_t recv_unflushed;        /* ferry_recv calls since batches were pushed */
 	int tx_armed;           /* producer_waiting set for batches the ring had no room for */
 	struct ring *armed_out; /* ... in this ring (out_arm) */
+	/* collectives (coll.c) */
+	uint32_t coll_seq;      /* operations posted */
+	struct ferry_req *reqs; /* requests not yet freed by ferry_test/ferry_wait */
 };
 
 /* Records for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
@@ -183,9 +186,10 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 /* Consumes the len bytes of the message conn_read_msg returned. */
 void conn_drop_msg(struct ferry *f, int len);
 
-/* The daemon may only talk on the socket before READY; after that, readable
- * means it closed the connection (or sent an ERROR before doing so).  Returns
- * 0, or the error that ended the session (then also in f->dead). */
+/* After READY the daemon talks on the socket only to say that a collective
+ * operation ended (COLL_DONE: coll_done takes it) or, before it closes the
+ * connection, what went wrong (ERROR).  Takes every message that came, and
+ * returns 0, or the error that ended the session (then also in f->dead). */
 int conn_check(struct ferry *f);
 
 /* Sleeps until the daemon signals efd_client, the socket says something, or
@@ -200,6 +204,17 @@ static inline void conn_wake(int efd)
 	ssize_t n = write(efd, &one, sizeof(one));
 
 	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
+}
+
+/* --- coll.c --- */
+
+/* The daemon says operation seq ended (err 0 or a positive errno, text why).
+ * Returns 0, or -EPROTO if no request of ours has that number. */
+int coll_done(struct ferry *f, uint32_t seq, int err, const char *text);
+/* Requests not yet freed (ferry_close refuses while there are). */
+static inline int coll_outstanding(const struct ferry *f)
+{
+	return f->reqs != NULL;
 }
 
 /* --- poll.c --- */

@@ -50,20 +50,24 @@ static inline int coll_op_ok(unsigned t, unsigned op)
  * WIRE_COLL_PIECE_MAX stream bytes, each the payload of one item after a
  * struct wire_coll_piece, in order (a piece's offset is where the one before
  * ended: the path between two nodes keeps order, and a receiver refuses a
- * piece that does not continue its message). */
+ * piece that does not continue its message).  Between daemons a piece is a
+ * control item of type WIRE_CTL_COLL (proto/wire.h), routed and resent like
+ * every item. */
 
 #define WIRE_COLL_PIECE_MAX (64u * 1024 - 64)   /* stream bytes in one piece */
 #define WIRE_COLL_PARTS_MAX (1u << 24)          /* parts in one message */
 
 struct wire_coll_piece {
-	uint32_t op;            /* the group's operation number (posting order) */
+	uint32_t job;           /* cluster-wide job id (proto/wire.h) */
+	uint32_t gen;           /* its generation, <= 127 */
+	uint32_t op;            /* the group's operation number (posting order, from 1) */
 	uint32_t msg;           /* the message's number in the schedule */
 	uint32_t from;          /* the sending node's index in the group */
 	uint32_t group;         /* the group: 0 the whole job, else a ferry_split group */
 	uint64_t offset;        /* of this piece's bytes in the stream */
 	uint64_t total;         /* stream bytes of the whole message */
 };
-static_assert(sizeof(struct wire_coll_piece) == 32, "coll piece layout");
+static_assert(sizeof(struct wire_coll_piece) == 40, "coll piece layout");
 
 struct wire_coll_msg {
 	uint32_t nparts;        /* <= WIRE_COLL_PARTS_MAX */
@@ -97,7 +101,7 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	memcpy(p, payload, sizeof(*p));
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
-	    n > p->total - p->offset)
+	    n > p->total - p->offset || p->gen > 127 || p->op == 0)
 		return -EPROTO;
 	return (int64_t)n;
 }

@@ -91,6 +91,35 @@ ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text)
 	return put(buf, cap, CTL_ERROR, &b, sizeof(b), text, n);
 }
 
+/* What a COLL body must satisfy. */
+static int coll_ok(const struct ctl_coll_wire *c)
+{
+	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || c->flags)
+		return 0;
+	switch (c->kind) {
+	case CTL_COLL_BARRIER:
+		return !c->arg[0] && !c->arg[1] && !c->arg[2] && !c->arg[3];
+	}
+	return 0;
+}
+
+ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c)
+{
+	if (!coll_ok(c))
+		return -EINVAL;
+	return put(buf, cap, CTL_COLL, c, sizeof(*c), NULL, 0);
+}
+
+ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t seq, int err, const char *text)
+{
+	size_t n = err ? strnlen(text, CTL_ERRTEXT_MAX) : 0;
+	struct ctl_coll_done_wire b = { .seq = seq, .err = err, .text_len = (uint32_t)n };
+
+	if (err < 0 || seq == 0)
+		return -EINVAL;
+	return put(buf, cap, CTL_COLL_DONE, &b, sizeof(b), text, n);
+}
+
 ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg)
 {
 	struct ctl_query_wire b = { .what = what, .arg = arg };
@@ -200,6 +229,25 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		msg->u.text.text = (const char *)body;
 		msg->u.text.len = h.len;
 		break;
+	case CTL_COLL:
+		if (fixed(body, h.len, &msg->u.coll, sizeof(msg->u.coll)) < 0 || !coll_ok(&msg->u.coll))
+			return -EPROTO;
+		break;
+	case CTL_COLL_DONE: {
+		struct ctl_coll_done_wire d;
+
+		if (h.len < sizeof(d))
+			return -EPROTO;
+		memcpy(&d, body, sizeof(d));
+		if (d.seq == 0 || d.err < 0 || d.reserved || d.text_len > CTL_ERRTEXT_MAX ||
+		    d.text_len != h.len - sizeof(d) || (!d.err && d.text_len))
+			return -EPROTO;
+		msg->u.coll_done.seq = d.seq;
+		msg->u.coll_done.err = d.err;
+		memcpy(msg->u.coll_done.text, body + sizeof(d), d.text_len);
+		msg->u.coll_done.text[d.text_len] = '\0';
+		break;
+	}
 	}
 	return (ssize_t)(sizeof(h) + h.len);
 }

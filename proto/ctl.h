@@ -13,6 +13,8 @@
  *                                       JOIN asked, and the job has direct rings here)
  *                                ◀──    READY {size}, once every rank has joined
  *                                ◀──    ERROR {errno, text} when something fails
+ *   COLL {kind, seq, group, ...} ──▶    (after READY) posts a collective operation
+ *                                ◀──    COLL_DONE {seq, errno, text} when it ended
  *
  * A tool (ferryctl) sends HELLO {role=ADMIN} and then QUERY messages, each
  * answered by one TEXT message.  Items never travel here: they use the rings.
@@ -33,8 +35,9 @@
 
 /* 2: the fragments of a large item carry their index in it (proto/ring.h,
  *    PROTO_REC_FRAG): a daemon and a libferry of version 1 would not agree
- *    on where items start. */
-#define CTL_VERSION   2
+ *    on where items start.
+ * 3: COLL and COLL_DONE (collective operations). */
+#define CTL_VERSION   3
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -47,7 +50,9 @@ enum ctl_type {
 	CTL_QUERY    = 6,   /* c→d, admin */
 	CTL_TEXT     = 7,   /* d→c, admin */
 	CTL_DIRECT   = 8,   /* d→c, before READY, carries 1 + n fds (proto/direct.h) */
-	CTL_TYPE_MAX = CTL_DIRECT,
+	CTL_COLL     = 9,   /* c→d, after READY: a collective operation */
+	CTL_COLL_DONE = 10, /* d→c: that operation ended */
+	CTL_TYPE_MAX = CTL_COLL_DONE,
 };
 
 enum ctl_role {
@@ -151,6 +156,33 @@ struct ctl_query_wire {
 };
 static_assert(sizeof(struct ctl_query_wire) == 8, "query layout");
 
+/* COLL: the rank posts its operation number seq of the group (every rank
+ * of a group posts the same operations in the same order, numbered from 1
+ * by each handle); kind says what it is, the rest its arguments. */
+enum ctl_coll_kind {
+	CTL_COLL_BARRIER = 1,   /* no arguments */
+	CTL_COLL_KIND_MAX = CTL_COLL_BARRIER,
+};
+
+struct ctl_coll_wire {
+	uint32_t kind;          /* enum ctl_coll_kind */
+	uint32_t seq;           /* >= 1 */
+	uint32_t group;         /* 0: the whole job */
+	uint32_t flags;         /* none yet: zero */
+	uint64_t arg[4];        /* kind-specific; zero where the kind has none */
+};
+static_assert(sizeof(struct ctl_coll_wire) == 48, "coll layout");
+
+/* COLL_DONE: operation seq ended, err 0 or a positive errno (the
+ * operation failed: text_len bytes of why follow). */
+struct ctl_coll_done_wire {
+	uint32_t seq;
+	int32_t  err;
+	uint32_t text_len;      /* <= CTL_ERRTEXT_MAX */
+	uint32_t reserved;      /* zero */
+};
+static_assert(sizeof(struct ctl_coll_done_wire) == 16, "coll done layout");
+
 /* A decoded message.  Pointers point into the buffer given to ctl_decode. */
 struct ctl_msg {
 	uint8_t type;
@@ -175,6 +207,12 @@ struct ctl_msg {
 			const char *text;
 			uint32_t len;
 		} text;
+		struct ctl_coll_wire coll;
+		struct {
+			uint32_t seq;
+			int err;
+			char text[CTL_ERRTEXT_MAX + 1];
+		} coll_done;
 	} u;
 };
 
@@ -195,5 +233,7 @@ ssize_t ctl_encode_ready(void *buf, size_t cap, uint32_t size, uint32_t nodes);
 ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text);
 ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg);
 ssize_t ctl_encode_text(void *buf, size_t cap, const char *text, size_t len);
+ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c);
+ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t seq, int err, const char *text);
 
 #endif

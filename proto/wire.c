@@ -164,9 +164,10 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		r->err = (int32_t)rd32(p + 12);
 		r->incarnation = rd64(p + 16);
 		r->name_len = rd32(p + 24);
-		r->reserved = rd32(p + 28);
+		r->coll_started = rd32(p + 28);
 		if (r->name_len != len - sizeof(*r) || !proto_name_ok((const char *)p + sizeof(*r), r->name_len) ||
-		    r->size == 0 || r->size > PROTO_MAX_RANKS || r->rank >= r->size || r->reserved ||
+		    r->size == 0 || r->size > PROTO_MAX_RANKS || r->rank >= r->size ||
+		    (type != WIRE_CTL_LEAVE && r->coll_started) ||
 		    (type == WIRE_CTL_REJECT ? r->err <= 0 || r->incarnation : r->err != 0 || !r->incarnation))
 			return -EPROTO;
 		memcpy(c->name, p + sizeof(*r), r->name_len);
@@ -238,7 +239,8 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		f->rank = rd32(p + 12);
 		f->node = rd32(p + 16);
 		f->err = (int32_t)rd32(p + 20);
-		f->text_len = rd32(p + 24);
+		f->coll_ok = rd32(p + 24);
+		f->text_len = rd32(p + 28);
 		if (!f->job || f->gen > WIRE_GEN_MASK || f->err <= 0 || f->err > 4095 || f->text_len != len - sizeof(*f))
 			return -EPROTO;
 		return decode_text(p + sizeof(*f), f->text_len, c->text);
@@ -276,7 +278,8 @@ ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *
 	wr32(p + 12, f->rank);
 	wr32(p + 16, f->node);
 	wr32(p + 20, (uint32_t)f->err);
-	wr32(p + 24, f->text_len);
+	wr32(p + 24, f->coll_ok);
+	wr32(p + 28, f->text_len);
 	memcpy(p + sizeof(*f), text, f->text_len);
 	return (ssize_t)n;
 }
@@ -310,7 +313,7 @@ ssize_t wire_ctl_encode_rank(void *buf, size_t cap, const struct wire_ctl_rank *
 	wr32(p + 12, (uint32_t)r->err);
 	wr64(p + 16, r->incarnation);
 	wr32(p + 24, r->name_len);
-	wr32(p + 28, 0);
+	wr32(p + 28, r->coll_started);
 	memcpy(p + sizeof(*r), name, r->name_len);
 	return (ssize_t)n;
 }

@@ -43,8 +43,10 @@
  *    (a link down, or a node restarted as a new incarnation).
  * 5: WIRE_FRAME_URGENT.
  * 6: WIRE_ITEM_BATCH.
- * 7: the step parity in wire_item.gen (WIRE_GEN_STEP); generations < 128. */
-#define WIRE_VERSION    7
+ * 7: the step parity in wire_item.gen (WIRE_GEN_STEP); generations < 128.
+ * 8: WIRE_CTL_COLL, the collectives' messages; LEAVE's coll_started and
+ *    FAIL's coll_ok. */
+#define WIRE_VERSION    8
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -225,7 +227,8 @@ enum wire_ctl_type {
 	WIRE_CTL_XON    = 10,   /* node -> nodes of a job: that rank takes items again */
 	WIRE_CTL_FAIL   = 11,   /* node of a job -> its home, home -> the job's nodes: no more steps */
 	WIRE_CTL_LOST   = 12,   /* a peer of a node -> every node: their link is down, or the node restarted */
-	WIRE_CTL_TYPE_MAX = WIRE_CTL_LOST,
+	WIRE_CTL_COLL   = 13,   /* node -> node of a job: a piece of a collective's message (proto/coll.h) */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_COLL,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
@@ -242,7 +245,8 @@ struct wire_ctl_rank {
 	int32_t  err;           /* REJECT: positive errno; else 0 */
 	uint64_t incarnation;   /* JOIN, LEAVE: non-zero; REJECT: 0 */
 	uint32_t name_len;      /* 1..PROTO_NAME_MAX bytes follow (proto_name_ok) */
-	uint32_t reserved;      /* 0 */
+	uint32_t coll_started;  /* LEAVE: the job's collective operations the sending node has
+				 * started (it runs them to the end); else 0 */
 };
 static_assert(sizeof(struct wire_ctl_rank) == 32, "ctl rank layout");
 
@@ -293,9 +297,12 @@ struct wire_ctl_fail {
 	uint32_t rank;
 	uint32_t node;
 	int32_t  err;
+	uint32_t coll_ok;       /* the job's collective operations up to this one may still
+				 * complete (those a node that lost its rank had started);
+				 * the later ones fail */
 	uint32_t text_len;      /* 1..WIRE_FAIL_TEXT_MAX */
 };
-static_assert(sizeof(struct wire_ctl_fail) == 28, "ctl fail layout");
+static_assert(sizeof(struct wire_ctl_fail) == 32, "ctl fail layout");
 
 /* LOST, from a routing peer of node to every node, by kind: LINK, the link
  * between the sender and node has been down for a while (both may be alive:

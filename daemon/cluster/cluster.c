@@ -23,6 +23,7 @@ static struct {
 	uint32_t self;
 	struct loop_timer report_timer;
 	uint64_t *restarted_as;         /* nnodes: the incarnation the last restart heard of named */
+	cluster_coll_rx_fn *coll_rx;
 } cluster;
 
 uint32_t cluster_home(uid_t uid, const char *name)
@@ -38,11 +39,16 @@ uint32_t cluster_home(uid_t uid, const char *name)
 
 /* --- jobs that fail --- */
 
-/* Its ranks here hear it (once). */
-static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, const char *text)
+/* Its ranks here hear it (once).  Its collective operations up to coll_ok
+ * may still complete (coll.h); a later failure can only lower that. */
+static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, uint32_t coll_ok, const char *text)
 {
-	if (j->failed)
+	if (j->failed) {
+		if (coll_ok < j->coll_ok)
+			j->coll_ok = coll_ok;
 		return 0;
+	}
+	j->coll_ok = coll_ok;
 	j->failed = err;
 	snprintf(j->fail_text, sizeof(j->fail_text), "%s", text);
 	log_notice("job %s (uid %u): %s; its steps fail with %s", j->name, j->uid, text, strerror(err));
@@ -68,7 +74,7 @@ static void job_cut(struct job *j, const struct loss *l, int home_cut, const cha
 	uint32_t home = cluster_home(j->uid, j->name);
 
 	if (home_cut)
-		fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, why);
+		fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, 0, why);
 	if (home != cluster.self) {
 		msg_fail(home, &c.u.fail, why);
 	} else {
@@ -122,7 +128,7 @@ static void take_loss(const struct loss *l, const char *why)
 					if (j->ranks[r].ep)
 						rank_joined(j, r);
 			} else if (j->id && !j->stale) {
-				fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, why);
+				fail_local(j, j->step, JOB_NO_NODE, EHOSTDOWN, 0, why);
 				job_forget_id(j);
 			}
 			continue;
@@ -255,14 +261,14 @@ static void node_fail(const struct wire_ctl *c, uint32_t from)
 			log_rl_warn("FAIL about job %s from node %u, which is not its home; ignored", j->name, from);
 		return;
 	}
-	fail_local(j, f->step, f->rank, f->err, c->text);
+	fail_local(j, f->step, f->rank, f->err, f->coll_ok, c->text);
 }
 
 /* --- the session layer's events --- */
 
 static void rank_joined(struct job *j, uint32_t rank)
 {
-	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_JOIN, j->uid, j->name, j->size, rank, 0);
+	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_JOIN, j->uid, j->name, j->size, rank, 0, 0);
 }
 
 static void rank_left(struct ep *ep)
@@ -270,7 +276,8 @@ static void rank_left(struct ep *ep)
 	struct job *j = ep->job;
 
 	flow_ep_gone(ep);
-	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_LEAVE, j->uid, j->name, j->size, ep->rank, 0);
+	msg_rank(cluster_home(j->uid, j->name), WIRE_CTL_LEAVE, j->uid, j->name, j->size, ep->rank, 0,
+		 j->coll_started);
 }
 
 const struct sess_events cluster_sess_events = {
@@ -314,7 +321,7 @@ static void node_table(const struct wire_ctl *c, uint32_t from)
 		struct job *old = job_by_id(t->job, (uint8_t)t->gen);
 
 		if (old && old != j) {
-			fail_local(old, old->step, UINT32_MAX, EHOSTDOWN, "its home node restarted");
+			fail_local(old, old->step, UINT32_MAX, EHOSTDOWN, 0, "its home node restarted");
 			job_forget_id(old);
 		}
 	}
@@ -440,6 +447,31 @@ static int send_reports(void)
 	return work;
 }
 
+void cluster_set_coll_rx(cluster_coll_rx_fn *fn)
+{
+	cluster.coll_rx = fn;
+}
+
+void cluster_job_fail(struct job *j, int err, uint32_t coll_ok, const char *why)
+{
+	struct wire_ctl c = {
+		.type = WIRE_CTL_FAIL,
+		.u.fail = { .job = j->id, .gen = j->gen, .step = j->step, .rank = JOB_NO_NODE, .node = JOB_NO_NODE,
+			    .err = err, .coll_ok = coll_ok },
+	};
+	uint32_t home = cluster_home(j->uid, j->name);
+
+	/* (Failed already: the home may still lower coll_ok.) */
+	if (!j->id || (j->failed && coll_ok >= j->coll_ok))
+		return;
+	if (home != cluster.self) {
+		msg_fail(home, &c.u.fail, why);
+	} else {
+		snprintf(c.text, sizeof(c.text), "%s", why);
+		home_fail(&c, cluster.self);
+	}
+}
+
 int cluster_poll(void)
 {
 	const struct ctlq_item *m;
@@ -448,7 +480,11 @@ int cluster_poll(void)
 	while ((m = ctlq_first())) {
 		struct wire_ctl c;
 
-		if (m->from >= cluster.conf->nnodes || wire_ctl_decode(m->type, m->payload, m->len, &c) < 0)
+		if (m->type == WIRE_CTL_COLL) {
+			/* the collective engine's, which checks it */
+			if (cluster.coll_rx && m->from < cluster.conf->nnodes)
+				cluster.coll_rx(m->from, m->payload, m->len);
+		} else if (m->from >= cluster.conf->nnodes || wire_ctl_decode(m->type, m->payload, m->len, &c) < 0)
 			log_rl_warn("malformed control item (type %u) from node %u; ignored", m->type, m->from);
 		else
 			dispatch(&c, m->from);

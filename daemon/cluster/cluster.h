@@ -59,6 +59,20 @@ uint32_t cluster_home(uid_t uid, const char *name);
 /* Loop hook: handles the control items that arrived, sends step reports. */
 int cluster_poll(void);
 
+/* The collective engine (the layer above) takes the pieces of collective
+ * messages (control items of type WIRE_CTL_COLL) that arrive for this node:
+ * fn(from, payload, len) is called from cluster_poll for each, from the node
+ * that sent it.  NULL: they are dropped. */
+typedef void cluster_coll_rx_fn(uint32_t from, const uint8_t *payload, uint32_t len);
+void cluster_set_coll_rx(cluster_coll_rx_fn *fn);
+
+/* Something this node found makes the job unable to go on (a collective
+ * that failed here: err, why): it asks the home to fail the job, whose FAIL
+ * reaches every node of the job, which fail their ranks' steps and their
+ * collective operations after coll_ok (the same way as when a rank
+ * leaves). */
+void cluster_job_fail(struct job *j, int err, uint32_t coll_ok, const char *why);
+
 /* For ferryctl status (only uid's jobs, unless uid is 0): the jobs with ranks
  * here, and the jobs this node is home of. */
 void cluster_write_status(FILE *out, uid_t uid);

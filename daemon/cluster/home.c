@@ -30,6 +30,7 @@ struct hjob {
 	uint32_t step;
 	int started;                    /* GO went out */
 	int failed;                     /* FAIL went out */
+	uint32_t coll_ok;               /* ... saying collectives up to this may complete */
 	uint32_t *node;                 /* rank -> node, JOB_NO_NODE if not joined */
 	struct steps_node *hn;          /* nodes that host ranks */
 	uint32_t nhn, caphn;
@@ -126,15 +127,21 @@ static struct steps_node *hnode(struct hjob *h, uint32_t node, uint64_t inc)
 
 /* The job can complete no more steps: FAIL to each of its nodes, behind the
  * STEPs that went to it (home.h), and no STEP after it (home_report). */
-static void fail_hjob(struct hjob *h, uint32_t rank, uint32_t node, int err, const char *text)
+static void fail_hjob(struct hjob *h, uint32_t rank, uint32_t node, int err, uint32_t coll_ok, const char *text)
 {
 	struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = rank, .node = node,
-				   .err = err };
+				   .err = err, .coll_ok = coll_ok };
 
-	if (!h->started || h->failed)
+	if (!h->started || (h->failed && coll_ok >= h->coll_ok))
 		return;
+	/* Failed already: a later failure can only lower the collective
+	 * operations that may still complete (a rank that left before
+	 * posting one of them), and the nodes hear that. */
+	if (!h->failed)
+		log_info("job %s (uid %u): %s; its ranks' steps from step %u on fail", h->name, h->uid, text,
+			 h->step);
 	h->failed = 1;
-	log_info("job %s (uid %u): %s; its ranks' steps from step %u on fail", h->name, h->uid, text, h->step);
+	h->coll_ok = coll_ok;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_fail(h->hn[i].node, &f, text);
 }
@@ -163,7 +170,7 @@ static int drop_node(struct hjob *h, uint32_t node, const char *why)
 		return 1;
 	}
 	if (gone)
-		fail_hjob(h, JOB_NO_NODE, node, EHOSTDOWN, why);
+		fail_hjob(h, JOB_NO_NODE, node, EHOSTDOWN, 0, why);
 	/* Its step counters must not count any more either. */
 	for (i = 0; i < h->nhn && h->hn[i].node != node; i++)
 		;
@@ -224,7 +231,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		if (uid_ranks(r->uid) + r->size > HOME_RANKS_PER_UID) {
 			log_rl_warn("job %s (uid %u): the user's jobs homed here would exceed %u ranks; refused",
 				    c->name, r->uid, HOME_RANKS_PER_UID);
-			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS, 0);
 			return;
 		}
 		h = calloc(1, sizeof(*h));
@@ -232,7 +239,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 			h->node = malloc(r->size * sizeof(*h->node));
 		if (!h || !h->node) {
 			free(h);
-			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM, 0);
 			return;
 		}
 		for (uint32_t i = 0; i < r->size; i++)
@@ -245,14 +252,14 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		home.hjobs = h;
 	}
 	if (h->size != r->size) {
-		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EINVAL);
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EINVAL, 0);
 		return;
 	}
 	if (h->node[r->rank] == from)
 		return;         /* said again by the same instance (its node says JOIN again when it
 				 * hears this home restarted, or could not reach it) */
 	if (h->node[r->rank] != JOB_NO_NODE) {
-		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE);
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EADDRINUSE, 0);
 		return;
 	}
 	if (h->started) {
@@ -260,11 +267,11 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		 * cannot take its place again: its steps would wait for a job
 		 * the others have given up on.  The job ends when its last
 		 * rank leaves; then the name is free. */
-		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EBUSY);
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EBUSY, 0);
 		return;
 	}
 	if (!hnode(h, from, r->incarnation)) {
-		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM);
+		msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, ENOMEM, 0);
 		return;
 	}
 	h->node[r->rank] = from;
@@ -284,7 +291,7 @@ void home_join(const struct wire_ctl *c, uint32_t from)
 		if (!i) {
 			log_rl_err("node %u is home of %u jobs already; job %s refused", home.self, JOB_IDS_PER_HOME - 1,
 				   h->name);
-			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS);
+			msg_rank(from, WIRE_CTL_REJECT, r->uid, c->name, r->size, r->rank, EUSERS, 0);
 			h->node[r->rank] = JOB_NO_NODE;
 			h->joined--;
 			return;
@@ -342,7 +349,9 @@ void home_leave(const struct wire_ctl *c, uint32_t from)
 	 * leave after their last step completed: the STEP for it went out
 	 * before this, along the same routes.) */
 	snprintf(text, sizeof(text), "rank %u (on node %u) left job %s in step %u", r->rank, from, h->name, h->step);
-	fail_hjob(h, r->rank, JOB_NO_NODE, EPIPE, text);
+	/* The collectives its node started go on there to the end (coll.h):
+	 * those may still complete everywhere, the later ones cannot. */
+	fail_hjob(h, r->rank, JOB_NO_NODE, EPIPE, r->coll_started, text);
 }
 
 int loss_cuts(const struct route *r, const struct loss *l, uint32_t x, uint32_t y)
@@ -416,7 +425,7 @@ static void fail_if_cut(struct hjob *h, const struct loss *l, const char *why)
 {
 	for (uint32_t i = 0; i < h->nhn && h->started && !h->failed; i++)
 		if (loss_cuts(&home.conf->route, l, home.self, h->hn[i].node))
-			fail_hjob(h, JOB_NO_NODE, l->b, EHOSTDOWN, why);
+			fail_hjob(h, JOB_NO_NODE, l->b, EHOSTDOWN, 0, why);
 }
 
 void home_lost(const struct loss *l, const char *why)
@@ -443,7 +452,7 @@ void home_fail(const struct wire_ctl *c, uint32_t from)
 	struct hjob *h = hjob_by_id(f->job, f->gen);
 
 	if (h && hnode_find(h, from))   /* only a node of the job says so */
-		fail_hjob(h, f->rank, f->node, f->err, c->text);
+		fail_hjob(h, f->rank, f->node, f->err, f->coll_ok, c->text);
 }
 
 void home_report(const struct wire_ctl *c, uint32_t from)

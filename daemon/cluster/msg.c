@@ -6,11 +6,12 @@
 
 #include <string.h>
 
-void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err)
+void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err,
+	      uint32_t coll_started)
 {
 	struct wire_ctl_rank r = { .uid = uid, .size = size, .rank = rank, .err = err,
 				   .incarnation = err ? 0 : peer_self_incarnation(),
-				   .name_len = (uint32_t)strlen(name) };
+				   .name_len = (uint32_t)strlen(name), .coll_started = coll_started };
 	uint8_t buf[sizeof(r) + PROTO_NAME_MAX];
 	ssize_t n = wire_ctl_encode_rank(buf, sizeof(buf), &r, name);
 

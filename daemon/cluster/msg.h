@@ -12,7 +12,8 @@ struct wire_ctl_fail;
 
 /* JOIN, LEAVE or REJECT (err: positive errno) about rank of job (uid, name).
  * JOIN and LEAVE carry this daemon's incarnation. */
-void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err);
+void msg_rank(uint32_t node, uint32_t type, uid_t uid, const char *name, uint32_t size, uint32_t rank, int err,
+	      uint32_t coll_started);
 
 /* FAIL to node, saying text (cut to WIRE_FAIL_TEXT_MAX bytes; f->text_len
  * is set from it). */

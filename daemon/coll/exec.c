@@ -343,7 +343,8 @@ static int send_pieces(struct coll_exec *x)
 		if (!best)
 			break;
 		uint64_t n = best->total - best->sent;
-		struct wire_coll_piece h = { .op = x->cfg.op, .msg = best->msg, .from = x->cfg.self,
+		struct wire_coll_piece h = { .job = x->cfg.job, .gen = x->cfg.gen, .op = x->cfg.op,
+					     .msg = best->msg, .from = x->cfg.self,
 					     .group = x->cfg.group, .offset = best->sent, .total = best->total };
 
 		if (n > x->cfg.piece_max)

@@ -46,7 +46,7 @@ struct coll_exec_ops {
 
 struct coll_exec_cfg {
 	uint32_t self;          /* this node's index in the group */
-	uint32_t op, group;     /* what the pieces carry */
+	uint32_t job, gen, op, group;   /* what the pieces carry */
 	uint32_t piece_max;     /* stream bytes per piece, 1..WIRE_COLL_PIECE_MAX */
 	uint64_t mem_max;       /* bytes the executor may hold at once */
 };

@@ -83,6 +83,13 @@ struct job {
 	 * errno its ranks' ferry_step_wait returns, 0 while it can; and why. */
 	int failed;
 	char fail_text[160];
+	/* Collective operations (coll/coll.h): how many this node has started
+	 * (it runs them to the end, even when its ranks leave; a LEAVE says so
+	 * to the home); and, once the job failed, up to which operation they
+	 * may still complete (the FAIL says, from what the node that lost its
+	 * rank had started; the others fail). */
+	uint32_t coll_started;
+	uint32_t coll_ok;
 	/* Its home was lost: its id may be handed out again by the home's
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */

@@ -394,6 +394,19 @@ void sess_job_ready(struct job *j)
 	log_rl_info("job %s (uid %u): ready, %u ranks on %u nodes", j->name, j->uid, j->size, nodes);
 }
 
+void sess_coll_done(struct ep *ep, uint32_t seq, int err, const char *why)
+{
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_coll_done_wire) + CTL_ERRTEXT_MAX];
+	struct sess *s = ep->sess;
+	ssize_t n;
+
+	if (!s || s->state != S_ENDPOINT)
+		return;
+	n = ctl_encode_coll_done(buf, sizeof(buf), seq, err, why ? why : "");
+	if (n < 0 || send_msg(s, buf, (size_t)n, NULL, 0) < 0)
+		close_session(s, "cannot send COLL_DONE", 0);
+}
+
 void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err)
 {
 	struct job *j = job_find(uid, name);
@@ -628,6 +641,15 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			return;
 		}
 		close_session(s, "unexpected message from a tool", 1);
+		return;
+	case S_ENDPOINT:
+		/* After READY only; ep_fail on the way (a broken protocol)
+		 * closes the session. */
+		if (m->type == CTL_COLL && sessions.ev->coll_post && s->ep && s->ep->ready) {
+			sessions.ev->coll_post(s->ep, &m->u.coll);
+			return;
+		}
+		close_session(s, "unexpected control message", 1);
 		return;
 	default:
 		close_session(s, "unexpected control message", 1);

@@ -21,6 +21,7 @@
 
 #include "job.h"
 #include "../core/conf.h"
+#include "../../proto/ctl.h"
 
 struct ep;
 
@@ -53,6 +54,10 @@ struct sess_events {
 	/* A local rank leaves: ep (ep->job, ep->rank) ends right after, and
 	 * its job too if it was its last rank here. */
 	void (*rank_left)(struct ep *ep);
+	/* A local rank whose client has READY posted a collective operation
+	 * (decoded and checked as ctl_decode does; the rest is the layer's
+	 * to check).  Optional: without it, COLL is a protocol error. */
+	void (*coll_post)(struct ep *ep, const struct ctl_coll_wire *c);
 };
 
 /* Sets up the listening socket in c->runtime_dir, or takes listen_fd (socket
@@ -69,6 +74,11 @@ void sess_fini(void);
 /* Loop hook: publishes RX rings, ends the sessions and endpoints that were
  * closed.  Runs after the TX rings were drained in this turn of the loop. */
 int sess_poll(void);
+
+/* Tells ep's client that its collective operation seq ended: err 0, or a
+ * positive errno and why.  A client that does not read its socket loses its
+ * session (SESS_OUT_MAX). */
+void sess_coll_done(struct ep *ep, uint32_t seq, int err, const char *why);
 
 /* Stops accepting clients (SIGTERM). */
 void sess_stop_accepting(void);

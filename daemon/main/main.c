@@ -5,6 +5,7 @@
 #include "query.h"
 #include "topology.h"
 #include "../cluster/cluster.h"
+#include "../coll/coll.h"
 #include "../core/conf.h"
 #include "../core/log.h"
 #include "../core/loop.h"
@@ -261,10 +262,15 @@ static int poll_all(void)
 	int work = fwd_poll();
 
 	work |= cluster_poll();
+	work |= coll_poll();
 	work |= sess_poll();
 	work |= peer_poll();
 	return work;
 }
+
+/* What the session layer tells the layers above: joins and leaves to the
+ * cluster layer, collectives to the engine. */
+static struct sess_events sess_ev;
 
 int main(int argc, char **argv)
 {
@@ -384,8 +390,12 @@ int main(int argc, char **argv)
 		goto fini_endpoints;
 	if (cluster_init(&ferryd.conf, ferryd.self) < 0)
 		goto fini_fwd;
-	if (sess_init(&ferryd.conf, ferryd.self, notify_listen_fd(), query_answer, &cluster_sess_events) < 0)
+	if (coll_init(&ferryd.conf, ferryd.self) < 0)
 		goto fini_cluster;
+	sess_ev = cluster_sess_events;
+	sess_ev.coll_post = coll_post;
+	if (sess_init(&ferryd.conf, ferryd.self, notify_listen_fd(), query_answer, &sess_ev) < 0)
+		goto fini_coll;
 	/* Everything is set up: from here on ferryd makes only the calls of
 	 * core/sandbox.def.  Before READY=1, so that a daemon systemd counts
 	 * as started is a sandboxed one. */
@@ -404,6 +414,8 @@ int main(int argc, char **argv)
 	ret = loop_run() < 0 ? 1 : 0;
 fini_sessions:
 	sess_fini();
+fini_coll:
+	coll_fini();
 fini_cluster:
 	cluster_fini();
 fini_fwd:

@@ -1,6 +1,7 @@
 /* daemon/main/query.c - see query.h. */
 #include "query.h"
 #include "../cluster/cluster.h"
+#include "../coll/coll.h"
 #include "../core/loop.h"
 #include "../core/sandbox.h"
 #include "../fwd/agg.h"
@@ -120,6 +121,7 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		fprintf(out, "transport %s\n", peer_transport_name());
 		peer_write_transport_stats(out);
 		fwd_write_peer_stats(out);
+		coll_write_stats(out, cred->uid);
 		return 0;
 	case CTL_Q_DEBUG:
 		/* Fault injection for tests: break the link to node arg, or

@@ -115,7 +115,7 @@ static void setup(void)
 	if (a2a_sched(&p, &lay, args, &s))
 		abort();
 	for (uint32_t i = 0; i < P; i++) {
-		struct coll_exec_cfg cfg = { .self = i, .piece_max = 24, .mem_max = 1 << 20 };
+		struct coll_exec_cfg cfg = { .self = i, .op = 1, .piece_max = 24, .mem_max = 1 << 20 };
 
 		mem[i].send = calloc(ppn[i] + 1, sizeof(void *));
 		mem[i].recv = calloc(ppn[i] + 1, sizeof(void *));
@@ -164,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
 	struct coll_exec *x;
-	struct coll_exec_cfg cfg = { .self = VICTIM, .piece_max = 24, .mem_max = 1 << 16 };
+	struct coll_exec_cfg cfg = { .self = VICTIM, .op = 1, .piece_max = 24, .mem_max = 1 << 16 };
 	int failed = 0;
 
 	if (!ready) {

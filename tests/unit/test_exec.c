@@ -448,7 +448,7 @@ static size_t stream(uint8_t *out, uint32_t nparts, const uint64_t *lens)
 
 static struct wire_coll_piece piece(uint32_t from, uint32_t msg, uint64_t off, uint64_t total)
 {
-	return (struct wire_coll_piece){ .from = from, .msg = msg, .offset = off, .total = total };
+	return (struct wire_coll_piece){ .op = 1, .from = from, .msg = msg, .offset = off, .total = total };
 }
 
 TEST(hostile_pieces_fail_the_operation_only)

@@ -103,6 +103,55 @@ TEST(ctl_rejects_malformed)
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
 }
 
+/* COLL and COLL_DONE: what a rank posts, what ferryd answers. */
+TEST(ctl_collectives)
+{
+	uint8_t buf[512];
+	struct ctl_msg m;
+	struct ctl_coll_wire c = { .kind = CTL_COLL_BARRIER, .seq = 7 };
+	ssize_t n = ctl_encode_coll(buf, sizeof(buf), &c);
+
+	CHECK(n > 0);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.type, CTL_COLL);
+	CHECK_EQ(m.u.coll.kind, CTL_COLL_BARRIER);
+	CHECK_EQ(m.u.coll.seq, 7);
+	/* refused on both sides: no kind, seq 0, flags, a barrier with arguments */
+	struct ctl_coll_wire bad[4] = { { .kind = 0, .seq = 1 }, { .kind = CTL_COLL_BARRIER, .seq = 0 },
+					{ .kind = CTL_COLL_BARRIER, .seq = 1, .flags = 1 },
+					{ .kind = CTL_COLL_BARRIER, .seq = 1, .arg = { 0, 0, 5, 0 } } };
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(ctl_encode_coll(buf, sizeof(buf), &bad[i]), -EINVAL);
+		/* forged: the decoder refuses it too */
+		n = ctl_encode_coll(buf, sizeof(buf), &c);
+		memcpy(buf + sizeof(struct ctl_hdr), &bad[i], sizeof(bad[i]));
+		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	}
+	n = ctl_encode_coll_done(buf, sizeof(buf), 7, 0, "ignored");
+	CHECK(n > 0);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.u.coll_done.seq, 7);
+	CHECK_EQ(m.u.coll_done.err, 0);
+	CHECK_EQ(m.u.coll_done.text[0], 0);
+	n = ctl_encode_coll_done(buf, sizeof(buf), 8, EPIPE, "rank 3 left");
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK_EQ(m.u.coll_done.err, EPIPE);
+	CHECK(strcmp(m.u.coll_done.text, "rank 3 left") == 0);
+	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 0, 0, ""), -EINVAL);
+	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 1, -1, ""), -EINVAL);
+	/* text with success, or a length that is not the body's: refused */
+	n = ctl_encode_coll_done(buf, sizeof(buf), 8, EPIPE, "x");
+	struct ctl_coll_done_wire d;
+	memcpy(&d, buf + sizeof(struct ctl_hdr), sizeof(d));
+	d.err = 0;
+	memcpy(buf + sizeof(struct ctl_hdr), &d, sizeof(d));
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	d.err = EPIPE;
+	d.text_len = 2;
+	memcpy(buf + sizeof(struct ctl_hdr), &d, sizeof(d));
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+}
+
 TEST(job_names)
 {
 	CHECK(proto_name_ok("a", 1));
@@ -388,6 +437,13 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_LEAVE, buf, (size_t)n, &c), -EPROTO);    /* and an incarnation */
 	r.incarnation = 1;
+	/* LEAVE says how many collectives its node started; the others carry 0 */
+	r.coll_started = 41;
+	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_LEAVE, buf, (size_t)n, &c), 0);
+	CHECK_EQ(c.u.rank.coll_started, 41);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);
+	r.coll_started = 0;
 	r.size = PROTO_MAX_RANKS + 1;           /* a job larger than any can be */
 	n = wire_ctl_encode_rank(buf, sizeof(buf), &r, "sort");
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_JOIN, buf, (size_t)n, &c), -EPROTO);
@@ -440,11 +496,12 @@ TEST(control_items_round_trip)
 	/* FAIL: the text comes back NUL-terminated; it must be printable. */
 	{
 		struct wire_ctl_fail f = { .job = 4097, .gen = 9, .step = 4, .rank = 2, .node = UINT32_MAX,
-					   .err = EPIPE, .text_len = 11 };
+					   .err = EPIPE, .coll_ok = 12, .text_len = 11 };
 
 		n = wire_ctl_encode_fail(buf, sizeof(buf), &f, "rank 2 left");
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), 0);
 		CHECK(c.u.fail.rank == 2 && c.u.fail.err == EPIPE && c.u.fail.node == UINT32_MAX);
+		CHECK_EQ(c.u.fail.coll_ok, 12);
 		CHECK_EQ(strcmp(c.text, "rank 2 left"), 0);
 		buf[sizeof(f) + 3] = '\n';
 		CHECK_EQ(wire_ctl_decode(WIRE_CTL_FAIL, buf, (size_t)n, &c), -EPROTO);
@@ -491,6 +548,7 @@ int main(void)
 	RUN(ctl_round_trips);
 	RUN(ctl_partial_messages_wait_for_more);
 	RUN(ctl_rejects_malformed);
+	RUN(ctl_collectives);
 	RUN(job_names);
 	RUN(frame_header_round_trip_and_checks);
 	RUN(frame_items_round_trip_and_truncation);

@@ -9,6 +9,7 @@
 #include "../../client/recv.c"
 #include "../../client/send.c"      /* FERRY_BATCH: ferry_recv pushes batches */
 #include "../../client/poll.c"
+#include "../../client/coll.c"      /* conn.c hands COLL_DONE to it */
 
 #include <stdlib.h>
 

@@ -10,6 +10,7 @@
 #include "../../daemon/plan/sched.h"
 #include "../../daemon/plan/reduce.h"
 #include "../../daemon/plan/a2a.h"
+#include "../../daemon/plan/barrier.h"
 #include "../../proto/coll.h"
 
 #include <errno.h>
@@ -1081,6 +1082,56 @@ TEST(a2a_refuses_bad_arguments)
 	case_free(&c);
 }
 
+/* The barrier: ceil(log2 G) messages per node, valid, and no node's last
+ * receive can happen before every node sent its first message (each node's
+ * last step depends, through messages, on every node's first). */
+TEST(barrier_schedules)
+{
+	for (uint32_t G = 1; G <= 70; G++) {
+		struct sched s;
+		struct mem mm;
+		struct sched_run_stats st;
+		uint32_t rounds = 0;
+
+		while ((1ull << rounds) < G)
+			rounds++;
+		CHECK_EQ(sched_init(&s, G), 0);
+		for (uint32_t n = 0; n < G; n++)
+			CHECK_EQ(barrier_sched_node(G, n, &s.node[n]), 0);
+		CHECK_EQ(check(&s), 0);
+		mem_init(&mm, G, 0, 0);
+		CHECK_EQ(run(&s, &mm, G, &st), 0);
+		CHECK_EQ(st.sends_max, rounds);
+		CHECK_EQ(st.recvs_max, rounds);
+		CHECK_EQ(st.bytes_sent, 0);
+		/* Reachability through dependencies and messages: node n's
+		 * first send reaches node m's last receive, for every n, m. */
+		for (uint32_t n = 0; n < G && G > 1; n++) {
+			/* heard[m]: node m has (transitively) heard from n by
+			 * the end of round r */
+			uint8_t *heard = calloc(G, 1);
+
+			heard[n] = 1;
+			for (uint32_t r = 0; r < rounds; r++) {
+				uint8_t *next = calloc(G, 1);
+
+				for (uint32_t m = 0; m < G; m++)
+					next[m] = heard[m] || heard[(m + G - (1u << r) % G) % G];
+				free(heard);
+				heard = next;
+			}
+			for (uint32_t m = 0; m < G; m++)
+				CHECK(heard[m]);
+			free(heard);
+		}
+		mem_free(&mm);
+		sched_free(&s);
+	}
+	struct sched_node n = { 0 };
+	CHECK_EQ(barrier_sched_node(3, 3, &n), -EINVAL);
+	CHECK_EQ(barrier_sched_node(0, 0, &n), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(send_recv_gathers_and_scatters);
@@ -1095,5 +1146,6 @@ int main(void)
 	RUN(a2a_message_counts_match_the_paper);
 	RUN(a2a_shape_does_not_depend_on_sizes);
 	RUN(a2a_refuses_bad_arguments);
+	RUN(barrier_schedules);
 	return check_done();
 }

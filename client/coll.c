@@ -1,0 +1,167 @@
+/* client/coll.c - collective operations: posting them to ferryd (COLL on
+ * the control socket) and the requests that wait for its COLL_DONE.  See
+ * ferry.h, "Collective operations".
+ *
+ * Ownership: a request is the handle's (in f->reqs) from its post until
+ * ferry_test or ferry_wait frees it; the application holds the pointer.
+ * ferry_close refuses (-EBUSY) while any is not freed, so a request never
+ * outlives its handle.
+ */
+#include "internal.h"
+#include "../proto/ctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+struct ferry_req {
+	struct ferry_req *next;
+	struct ferry *f;
+	uint32_t seq;
+	int done;               /* COLL_DONE came */
+	int err;                /* ... with this: 0 or -errno */
+	char text[CTL_ERRTEXT_MAX + 1];
+};
+
+int coll_done(struct ferry *f, uint32_t seq, int err, const char *text)
+{
+	for (struct ferry_req *r = f->reqs; r; r = r->next)
+		if (r->seq == seq && !r->done) {
+			r->done = 1;
+			r->err = -err;
+			snprintf(r->text, sizeof(r->text), "%s", text);
+			return 0;
+		}
+	return -EPROTO;
+}
+
+/* Posts operation c (its seq filled in here) and makes its request. */
+static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
+{
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(*c)];
+	struct ferry_req *r;
+	ssize_t n;
+
+	conn_clearerr();
+	if (!req_p)
+		return conn_seterr(-EINVAL, "no place for the request");
+	*req_p = NULL;
+	if (f->dead)
+		return f->dead;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return conn_seterr(-ENOMEM, "out of memory for a request");
+	c->seq = f->coll_seq + 1;
+	n = ctl_encode_coll(buf, sizeof(buf), c);
+	if (n < 0) {
+		free(r);
+		return conn_seterr(-EINVAL, "cannot encode the operation");
+	}
+	/* A small message on a socket the daemon keeps reading: a blocking
+	 * send returns at once unless the daemon is stuck, and then the
+	 * session is lost anyway. */
+	if (send(f->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
+		free(r);
+		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)", strerror(errno));
+		return f->dead;
+	}
+	f->coll_seq = c->seq;
+	r->f = f;
+	r->seq = c->seq;
+	r->next = f->reqs;
+	f->reqs = r;
+	*req_p = r;
+	return 0;
+}
+
+static void req_free(struct ferry_req *r)
+{
+	struct ferry_req **pp = &r->f->reqs;
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = r->next;
+	free(r);
+}
+
+/* Ends a request that is done: its result, and frees it. */
+static int req_end(ferry_req_t **req_p)
+{
+	struct ferry_req *r = *req_p;
+	int err = r->err;
+
+	if (err)
+		conn_seterr(err, "%s", r->text);
+	req_free(r);
+	*req_p = NULL;
+	return err;
+}
+
+FERRY_API int ferry_test(ferry_req_t **req_p)
+{
+	struct ferry_req *r;
+	int ret;
+
+	if (!req_p || !*req_p)
+		return 1;
+	r = *req_p;
+	if (!r->done && (ret = conn_check(r->f)) < 0) {
+		/* the daemon is gone: so is the operation */
+		r->done = 1;
+		r->err = ret;
+		snprintf(r->text, sizeof(r->text), "%.*s", (int)sizeof(r->text) - 1, ferry_last_error());
+	}
+	if (!r->done)
+		return 0;
+	ret = req_end(req_p);
+	return ret < 0 ? ret : 1;
+}
+
+FERRY_API int ferry_wait(ferry_req_t **req_p)
+{
+	for (;;) {
+		int ret = ferry_test(req_p);
+		struct pollfd pfd;
+
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+		/* Only the socket says it ended (the daemon fails an operation
+		 * that cannot complete: no time limit here). */
+		pfd.fd = (*req_p)->f->sock;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return conn_seterr(-errno, "poll: %s", strerror(errno));
+	}
+}
+
+FERRY_API int ferry_waitall(int n, ferry_req_t **reqs)
+{
+	int first = 0;
+
+	for (int i = 0; reqs && i < n; i++) {
+		int ret = ferry_wait(&reqs[i]);
+
+		if (ret < 0 && !first)
+			first = ret;
+	}
+	return first;
+}
+
+FERRY_API int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p)
+{
+	struct ctl_coll_wire c = { .kind = CTL_COLL_BARRIER };
+
+	return post(f, &c, req_p);
+}
+
+FERRY_API int ferry_barrier(ferry_t *f)
+{
+	ferry_req_t *r;
+	int ret = ferry_ibarrier(f, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
+}

@@ -1,0 +1,567 @@
+/* daemon/coll/coll.c - see coll.h.
+ *
+ * Ownership (coll.h): cjobs in one list, each holding its job; an operation
+ * (struct cop) belongs to its cjob's list, ordered by number, and owns its
+ * schedule, executor and the early pieces waiting for it.  Operations end
+ * (ok or failed) from coll_poll, which tells the ranks and frees them;
+ * events (a post, a piece) only mark and queue.
+ */
+#include "coll.h"
+
+#include "exec.h"
+#include "../cluster/cluster.h"
+#include "../core/log.h"
+#include "../core/loop.h"
+#include "../fwd/ctlq.h"
+#include "../local/endpoint.h"
+#include "../local/job.h"
+#include "../local/session.h"
+#include "../plan/barrier.h"
+#include "../plan/sched.h"
+#include "../../proto/coll.h"
+#include "../../proto/wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What one operation may hold (streams, scratch) on this node. */
+#define COLL_OP_MEM_MAX (256ull << 20)
+
+struct early {
+	struct early *next;
+	struct wire_coll_piece h;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct cjob;
+
+struct cop {
+	struct cop *next;
+	struct cjob *cj;
+	uint32_t seq;
+	uint32_t kind;                  /* enum ctl_coll_kind; 0 until a local rank posted it */
+	uint32_t posted;                /* local ranks that posted it */
+	int started, ended, told;
+	int err;                        /* positive errno once ended badly */
+	char why[CTL_ERRTEXT_MAX + 1];
+	struct sched s;
+	struct sched_mem mem;
+	struct coll_exec *x;
+	struct early *early, **early_tail;
+	uint64_t early_bytes;
+	uint64_t start_ns, ns;
+};
+
+struct cjob {
+	struct cjob *next;
+	struct job *j;                  /* held */
+	uint32_t *posted;               /* [j->size]: the last operation each local rank posted */
+	uint32_t *nodes, G, me;         /* the job's nodes by id; this node's index */
+	uint32_t nlocal;                /* the job's ranks on this node (the table's, left or not) */
+	struct cop *ops;
+	uint32_t ended_upto;            /* every operation up to it ended and is gone */
+	uint64_t early_bytes;
+	uint64_t ops_run, ops_failed, last_us;
+	uint32_t last_kind;
+};
+
+static struct {
+	const struct conf *conf;
+	uint32_t self;
+	struct cjob *jobs;
+	int work;                       /* something to do at the next coll_poll */
+	uint8_t piece[sizeof(struct wire_coll_piece) + WIRE_COLL_PIECE_MAX];
+} coll;
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case CTL_COLL_BARRIER:
+		return "barrier";
+	}
+	return "?";
+}
+
+/* --- jobs --- */
+
+static int node_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The job's nodes, sorted: index = the node's number in schedules. */
+static int cjob_nodes(struct cjob *cj)
+{
+	struct job *j = cj->j;
+	uint32_t n = 0;
+
+	free(cj->nodes);
+	cj->nodes = malloc(((size_t)j->size + 1) * sizeof(*cj->nodes));
+	if (!cj->nodes)
+		return -ENOMEM;
+	for (uint32_t r = 0; r < j->size; r++)
+		if (j->ranks[r].node != JOB_NO_NODE)
+			cj->nodes[n++] = j->ranks[r].node;
+	qsort(cj->nodes, n, sizeof(*cj->nodes), node_cmp);
+	cj->G = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!cj->G || cj->nodes[cj->G - 1] != cj->nodes[i])
+			cj->nodes[cj->G++] = cj->nodes[i];
+	for (cj->me = 0; cj->me < cj->G && cj->nodes[cj->me] != coll.self; cj->me++)
+		;
+	cj->nlocal = 0;
+	for (uint32_t r = 0; r < j->size; r++)
+		cj->nlocal += j->ranks[r].node == coll.self;
+	return cj->me < cj->G ? 0 : -ENOENT;
+}
+
+static struct cjob *cjob_find(const struct job *j)
+{
+	for (struct cjob *cj = coll.jobs; cj; cj = cj->next)
+		if (cj->j == j)
+			return cj;
+	return NULL;
+}
+
+/* By the id pieces carry: also a job whose ranks here all left (job_by_id
+ * no longer finds it), whose started operations this node runs to the end
+ * for the others. */
+static struct cjob *cjob_by_id(uint32_t id, uint32_t gen)
+{
+	for (struct cjob *cj = coll.jobs; cj; cj = cj->next)
+		if (cj->j->id == id && cj->j->gen == gen)
+			return cj;
+	return NULL;
+}
+
+/* The job's collective state, made at its first operation or piece (the
+ * job is ready: its rank table is whole). */
+static struct cjob *cjob_get(struct job *j)
+{
+	struct cjob *cj = cjob_find(j);
+
+	if (cj)
+		return cj;
+	if (!j->ready)
+		return NULL;
+	cj = calloc(1, sizeof(*cj));
+	if (!cj)
+		return NULL;
+	cj->j = j;
+	cj->posted = calloc(j->size, sizeof(*cj->posted));
+	if (!cj->posted || cjob_nodes(cj) < 0) {
+		free(cj->posted);
+		free(cj->nodes);
+		free(cj);
+		return NULL;
+	}
+	job_hold(j);
+	cj->next = coll.jobs;
+	coll.jobs = cj;
+	return cj;
+}
+
+static void cop_free(struct cop *op)
+{
+	while (op->early) {
+		struct early *e = op->early;
+
+		op->early = e->next;
+		free(e);
+	}
+	coll_exec_free(op->x);
+	sched_free(&op->s);
+	free(op);
+}
+
+/* Operation seq of cj, made if it is not there (after every operation
+ * that ended and went, before none of those it does not know yet). */
+static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make)
+{
+	struct cop **pp = &cj->ops, *op;
+
+	while (*pp && (*pp)->seq < seq)
+		pp = &(*pp)->next;
+	if (*pp && (*pp)->seq == seq)
+		return *pp;
+	if (!make || seq <= cj->ended_upto)
+		return NULL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->cj = cj;
+	op->seq = seq;
+	op->early_tail = &op->early;
+	op->next = *pp;
+	*pp = op;
+	return op;
+}
+
+/* The operation ends (once): err 0, or a positive errno and why. */
+static void cop_end(struct cop *op, int err, const char *why)
+{
+	if (op->ended)
+		return;
+	op->ended = 1;
+	op->err = err;
+	op->ns = loop_now_ns() - (op->start_ns ? op->start_ns : loop_now_ns());
+	snprintf(op->why, sizeof(op->why), "%s", err ? why : "");
+	coll.work = 1;
+}
+
+/* --- sending --- */
+
+static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
+{
+	struct cop *op = ctx;
+	struct cjob *cj = op->cj;
+
+	if (peer >= cj->G)
+		return -EINVAL;
+	wire_coll_piece_encode(coll.piece, h);
+	if (len)
+		memcpy(coll.piece + sizeof(*h), data, len);
+	ctlq_send(cj->nodes[peer], WIRE_CTL_COLL, coll.piece, (uint32_t)(sizeof(*h) + len));
+	return 0;
+}
+
+static const struct coll_exec_ops exec_ops = { .send = send_piece };
+
+/* --- starting --- */
+
+static void cop_start(struct cop *op)
+{
+	struct cjob *cj = op->cj;
+	struct coll_exec_cfg cfg = {
+		.self = cj->me, .job = cj->j->id, .gen = cj->j->gen, .op = op->seq, .group = 0,
+		.piece_max = WIRE_COLL_PIECE_MAX, .mem_max = COLL_OP_MEM_MAX,
+	};
+	char err[200];
+	int ret;
+
+	op->started = 1;
+	op->start_ns = loop_now_ns();
+	if (op->seq > cj->j->coll_started)
+		cj->j->coll_started = op->seq;
+	if ((ret = sched_init(&op->s, cj->G)) < 0) {
+		cop_end(op, -ret, "out of memory for the schedule");
+		return;
+	}
+	switch (op->kind) {
+	case CTL_COLL_BARRIER:
+		ret = barrier_sched_node(cj->G, cj->me, &op->s.node[cj->me]);
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	if (ret < 0) {
+		cop_end(op, -ret, "cannot plan the operation");
+		return;
+	}
+	ret = coll_exec_new(&op->s.node[cj->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
+	if (ret < 0) {
+		cop_end(op, -ret, err);
+		return;
+	}
+	/* what came before it started */
+	while (op->early && !op->ended) {
+		struct early *e = op->early;
+
+		op->early = e->next;
+		cj->early_bytes -= e->len;
+		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
+		free(e);
+		if (ret < 0)
+			cop_end(op, -ret, coll_exec_error(op->x));
+	}
+	op->early_tail = &op->early;
+}
+
+/* --- events --- */
+
+void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
+{
+	struct job *j = ep->job;
+	struct cjob *cj = cjob_get(j);
+	struct cop *op;
+
+	if (!cj) {
+		sess_coll_done(ep, c->seq, ENOMEM, "out of memory for the job's collectives");
+		return;
+	}
+	if (c->group != 0) {
+		ep_fail(ep, "posted a collective on a group (not supported yet)");
+		return;
+	}
+	if (c->seq != cj->posted[ep->rank] + 1) {
+		ep_fail(ep, "posted collective operations out of order");
+		return;
+	}
+	cj->posted[ep->rank] = c->seq;
+	if (j->failed && c->seq > j->coll_ok) {
+		sess_coll_done(ep, c->seq, j->failed, j->fail_text);
+		return;
+	}
+	op = cop_get(cj, c->seq, 1);
+	if (!op) {
+		sess_coll_done(ep, c->seq, ENOMEM, "out of memory for the operation");
+		return;
+	}
+	if (op->kind && op->kind != c->kind) {
+		cop_end(op, EINVAL, "the ranks posted different operations");
+	} else {
+		op->kind = c->kind;
+	}
+	op->posted++;
+	if (op->told)   /* it failed before this rank posted it */
+		sess_coll_done(ep, op->seq, op->err, op->why);
+	coll.work = 1;
+	loop_kick();
+}
+
+static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
+{
+	struct wire_coll_piece h;
+	int64_t n = wire_coll_piece_decode(payload, len, &h);
+	struct job *j;
+	struct cjob *cj;
+	struct cop *op;
+
+	if (n < 0) {
+		log_rl_warn("malformed collective piece from node %u; dropped", from);
+		return;
+	}
+	cj = cjob_by_id(h.job, h.gen);
+	if (!cj) {
+		j = job_by_id(h.job, (uint8_t)h.gen);
+		cj = j ? cjob_get(j) : NULL;
+	}
+	if (!cj)
+		return;         /* a job that ended here (or never was) */
+	j = cj->j;
+	if (h.group != 0 || h.from >= cj->G || cj->nodes[h.from] != from) {
+		log_rl_warn("job %s: collective piece from node %u claims to be from node index %u of %u; dropped",
+			    j->name, from, h.from, cj->G);
+		return;
+	}
+	op = cop_get(cj, h.op, !j->failed || h.op <= j->coll_ok);
+	if (!op || op->ended)
+		return;         /* after the operation ended here: it failed, or the job did */
+	coll.work = 1;
+	if (op->started) {
+		/* a piece that fails it leaves the executor failed: coll_poll
+		 * ends the operation and the job */
+		(void)coll_exec_deliver(op->x, &h, payload + sizeof(h), (uint32_t)n);
+		return;
+	}
+	if (cj->early_bytes + (uint64_t)n > COLL_EARLY_MAX) {
+		cop_end(op, ENOBUFS, "other nodes are too far ahead in the job's collectives");
+		return;
+	}
+	struct early *e = malloc(sizeof(*e) + (size_t)n + 1);
+
+	if (!e) {
+		cop_end(op, ENOMEM, "out of memory for an early piece");
+		return;
+	}
+	e->next = NULL;
+	e->h = h;
+	e->len = (uint32_t)n;
+	memcpy(e->data, payload + sizeof(h), (size_t)n);
+	*op->early_tail = e;
+	op->early_tail = &e->next;
+	cj->early_bytes += (uint64_t)n;
+}
+
+/* --- the loop --- */
+
+/* Tells the local ranks that posted op how it ended. */
+static void cop_tell(struct cop *op)
+{
+	struct cjob *cj = op->cj;
+	struct job *j = cj->j;
+
+	for (uint32_t r = 0; r < j->size; r++) {
+		struct ep *ep = j->ranks[r].ep;
+
+		if (ep && cj->posted[r] >= op->seq)
+			sess_coll_done(ep, op->seq, op->err, op->why);
+	}
+	op->told = 1;
+	if (op->started) {
+		cj->ops_run++;
+		cj->ops_failed += op->err != 0;
+		cj->last_kind = op->kind;
+		cj->last_us = op->ns / 1000;
+	}
+}
+
+/* The first local rank that left before posting operation seq, or
+ * UINT32_MAX. */
+static uint32_t left_before(const struct cjob *cj, uint32_t seq)
+{
+	const struct job *j = cj->j;
+
+	for (uint32_t r = 0; r < j->size; r++)
+		if (j->ranks[r].node == coll.self && !j->ranks[r].ep && cj->posted[r] < seq)
+			return r;
+	return UINT32_MAX;
+}
+
+static int cjob_poll(struct cjob *cj)
+{
+	struct job *j = cj->j;
+	int work = 0;
+
+	for (struct cop *op = cj->ops; op; op = op->next) {
+		uint32_t gone;
+
+		if (!op->ended && !op->started && op->kind && op->posted >= cj->nlocal) {
+			cop_start(op);
+			work = 1;
+		}
+		if (!op->ended && op->started) {
+			int r = coll_exec_run(op->x);
+
+			if (r == 1)
+				cop_end(op, 0, NULL);
+			else if (r < 0)
+				cop_end(op, -r, coll_exec_error(op->x));
+		}
+		/* The job failed: what the failure left able to complete goes
+		 * on (coll.h), the rest fails. */
+		if (!op->ended && j->failed && op->seq > j->coll_ok)
+			cop_end(op, j->failed, j->fail_text[0] ? j->fail_text : "the job failed");
+		if (!op->ended && !op->started && (gone = left_before(cj, op->seq)) != UINT32_MAX) {
+			char why[CTL_ERRTEXT_MAX + 1];
+
+			snprintf(why, sizeof(why), "rank %u (on node %u) left job %s before collective operation %u",
+				 gone, coll.self, j->name, op->seq);
+			cop_end(op, EPIPE, why);
+		}
+		if (op->ended && op->err && !op->told && (!j->failed || op->seq <= j->coll_ok)) {
+			/* Failed here, for a reason of its own: the other
+			 * nodes would wait for it, so the job fails
+			 * everywhere from this operation on (the home tells
+			 * every node). */
+			char why[CTL_ERRTEXT_MAX + 100];
+
+			snprintf(why, sizeof(why), "collective operation %u (%s) failed on node %u: %.180s", op->seq,
+				 kind_name(op->kind), coll.self, op->why);
+			snprintf(op->why, sizeof(op->why), "%.*s", (int)sizeof(op->why) - 1, why);
+			log_rl_notice("job %s (uid %u): %s", j->name, j->uid, why);
+			cluster_job_fail(j, op->err, op->seq - 1, why);
+		}
+		if (op->ended && !op->told) {
+			/* ranks that have not posted it yet hear it when they do
+			 * (only a failure can end it before they all did) */
+			cop_tell(op);
+			work = 1;
+		}
+	}
+	/* Operations that ended, in order, go (a late piece then finds
+	 * nothing and is dropped). */
+	while (cj->ops && cj->ops->told && cj->ops->seq == cj->ended_upto + 1) {
+		struct cop *op = cj->ops;
+		int all = 1;
+
+		for (uint32_t r = 0; r < j->size; r++)
+			if (j->ranks[r].ep && cj->posted[r] < op->seq)
+				all = 0;
+		if (!all && op->err)
+			break;  /* a rank here still has to post it, and hear the failure */
+		cj->ops = op->next;
+		cj->ended_upto = op->seq;
+		cop_free(op);
+		work = 1;
+	}
+	return work;
+}
+
+/* 1 if an operation of cj is running here (started, not ended). */
+static int cjob_running(const struct cjob *cj)
+{
+	for (const struct cop *op = cj->ops; op; op = op->next)
+		if (op->started && !op->ended)
+			return 1;
+	return 0;
+}
+
+int coll_poll(void)
+{
+	struct cjob **pp = &coll.jobs;
+	int work = coll.work;
+
+	coll.work = 0;
+	while (*pp) {
+		struct cjob *cj = *pp;
+
+		work |= cjob_poll(cj);
+		if (cj->j->gone && !cjob_running(cj)) {
+			/* no rank here any more, and nothing this node still
+			 * runs for the others */
+			*pp = cj->next;
+			while (cj->ops) {
+				struct cop *op = cj->ops;
+
+				cj->ops = op->next;
+				cop_free(op);
+			}
+			job_put(cj->j);
+			free(cj->posted);
+			free(cj->nodes);
+			free(cj);
+			continue;
+		}
+		pp = &cj->next;
+	}
+	return work;
+}
+
+void coll_write_stats(FILE *out, uid_t uid)
+{
+	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
+		uint32_t pending = 0;
+
+		if (uid && cj->j->uid != uid)
+			continue;
+		for (struct cop *op = cj->ops; op; op = op->next)
+			pending += !op->ended;
+		fprintf(out, "coll job %s uid %u nodes %u ops_run %llu ops_failed %llu pending %u last %s last_us %llu\n",
+			cj->j->name, cj->j->uid, cj->G, (unsigned long long)cj->ops_run,
+			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
+			(unsigned long long)cj->last_us);
+	}
+}
+
+int coll_init(const struct conf *c, uint32_t self)
+{
+	coll.conf = c;
+	coll.self = self;
+	cluster_set_coll_rx(coll_rx);
+	return 0;
+}
+
+void coll_fini(void)
+{
+	cluster_set_coll_rx(NULL);
+	while (coll.jobs) {
+		struct cjob *cj = coll.jobs;
+
+		coll.jobs = cj->next;
+		while (cj->ops) {
+			struct cop *op = cj->ops;
+
+			cj->ops = op->next;
+			cop_free(op);
+		}
+		job_put(cj->j);
+		free(cj->posted);
+		free(cj->nodes);
+		free(cj);
+	}
+}

@@ -1,0 +1,107 @@
+#!/bin/bash
+# Barriers run by the daemons (ferry_barrier, ferry_ibarrier): real daemons,
+# real client processes.  No rank leaves barrier k before every rank entered
+# it (each rank writes its enter and leave times, CLOCK_REALTIME, and ranks
+# enter at staggered times); one rank, one node, several nodes with uneven
+# ranks per node, a node of the cluster without ranks of the job; the
+# non-blocking form makes progress without the caller; ferry_close refuses
+# while a request is outstanding; a rank that dies fails the others'
+# barrier (EPIPE, naming it) instead of leaving them waiting; ranks that
+# finish and close do not fail the others' last barrier.
+. "$(dirname "$0")/lib.sh"
+
+# barrier_job CLUSTER JOB SIZE BARRIERS NODE_OF... [-- ft_coll options]:
+# SIZE ranks, rank r on daemon NODE_OF[r] (a runtime directory name), in the
+# background; then wait_coll JOB checks they all exited 0.
+barrier_job() {
+	local job=$1 size=$2 n=$3 r pids=""
+	shift 3
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	rm -f "$TMP/$job.times"
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
+			--size "$size" --barriers "$n" --times "$TMP/$job.times" "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+# ordered JOB N: for each of the N barriers, the latest enter is before the
+# earliest leave (and every rank wrote every barrier).
+ordered() {
+	local job=$1 n=$2 size=$3
+	awk -v n="$n" -v size="$size" '
+		{ c[$1]++; if ($2 > e[$1]) e[$1] = $2; if (!($1 in l) || $3 < l[$1]) l[$1] = $3 }
+		END { for (k = 1; k <= n; k++) if (c[k] != size || l[k] < e[k]) { print "# barrier " k ": " c[k] " ranks, latest enter " e[k] ", earliest leave " l[k]; exit 1 } }
+	' "$TMP/$job.times"
+}
+
+# --- one daemon --------------------------------------------------------------
+start_daemon one || exit 1
+barrier_job solo 1 5 one
+expect "one rank: 5 barriers return at once" wait_job solo
+expect "... and say so" grep -q "rank 0 ok: 5 barriers" "$TMP/solo.0.log"
+barrier_job three 3 10 one one one -- --skew-ms 20
+expect "three ranks on one node: 10 barriers, entered 20 ms apart" wait_job three
+expect "... no rank left a barrier before every rank entered it" ordered three 10 3
+barrier_job nb 3 5 one one one -- --skew-ms 30 --nonblocking
+expect "ferry_ibarrier and ferry_test: 5 barriers" wait_job nb
+expect "... rank 0, first in, saw them pending while the others had not entered" \
+	awk '/ok:/ { exit !($6 > 0) }' "$TMP/nb.0.log"
+expect "... ordered as well" ordered nb 5 3
+barrier_job busy 2 2 one one -- --close-busy
+expect "ferry_close with a request outstanding says -EBUSY and closes nothing" wait_job busy
+stop_daemon one >/dev/null
+
+# --- clusters ----------------------------------------------------------------
+start_cluster c 5 || exit 1
+# 7 ranks over 5 nodes: 2, 2, 1, 1, 1 ranks per node
+barrier_job five 7 20 c_n0 c_n1 c_n2 c_n3 c_n4 c_n0 c_n1 -- --skew-ms 5
+expect "5 nodes, 7 ranks (2, 2, 1, 1, 1 per node): 20 barriers" wait_job five
+expect "... ordered" ordered five 20 7
+# a job on nodes 1 and 3 only: the others have no rank of it
+barrier_job two 4 30 c_n1 c_n3 c_n3 c_n1
+expect "a job on 2 of the 5 nodes: 30 barriers" wait_job two
+expect "... ordered" ordered two 30 4
+# two jobs at once do not see each other's barriers
+barrier_job ja 3 40 c_n0 c_n2 c_n4
+barrier_job jb 3 40 c_n4 c_n2 c_n0 -- --nonblocking
+expect "two jobs at once, 40 barriers each" wait_job ja
+expect "... the other one too" wait_job jb
+expect "... both ordered" bash -c "$(declare -f ordered); TMP=$TMP; ordered ja 40 3 && ordered jb 40 3"
+# ranks that close right after their last barrier, ten times: none fails
+# another's (a LEAVE says which operations its node started: coll.h)
+quick=0
+for i in $(seq 10); do
+	barrier_job "q$i" 3 1 c_n0 c_n1 c_n2
+	wait_job "q$i" && quick=$((quick + 1))
+done
+expect "ten jobs whose ranks close right after one barrier: every rank's barrier succeeded ($quick of 10)" \
+	test "$quick" = 10
+# ferryctl stats: the job's collectives while a rank lingers
+barrier_job st 2 3 c_n0 c_n2 -- --linger 3000
+expect "... a job that lingers after 3 barriers" wait_for "grep -q ok: '$TMP/st.0.log' && grep -q ok: '$TMP/st.1.log'"
+expect "ferryctl stats: the job's collectives (3 run, none failed, the last a barrier)" \
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 2 ops_run 3 ops_failed 0 pending 0 last barrier'"
+wait_job st >/dev/null
+
+# --- failure -----------------------------------------------------------------
+# rank 2 (node 2) dies instead of entering barrier 3: the others' barrier 3
+# fails with EPIPE naming it, within a few seconds, and never hangs
+barrier_job dies 4 10 c_n0 c_n1 c_n2 c_n3 -- --die-before 3 --die-rank 2
+t0=$(date +%s.%N)
+for r in 0 1 3; do
+	expect "a rank died before barrier 3: rank $r's barrier 3 fails with EPIPE naming rank 2" \
+		bash -c "wait_pid() { while kill -0 \$1 2>/dev/null; do sleep 0.05; done; }; \
+			 timeout 20 bash -c 'while ! grep -q \"barrier\" \"$TMP/dies.$r.log\"; do sleep 0.05; done'; \
+			 grep -qE 'rank $r barrier 3: .*rank 2 .*left' '$TMP/dies.$r.log'"
+done
+d=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+expect "... within 2 s of its exit, plus slack for a loaded machine ($d s)" awk -v d="$d" 'BEGIN { exit !(d <= 6.0) }'
+wait_job dies >/dev/null
+# the daemons are healthy: a new job runs its barriers
+barrier_job after 5 5 c_n0 c_n1 c_n2 c_n3 c_n4
+expect "after that, a new job on the same daemons runs its barriers" wait_job after
+expect "the daemons exit cleanly" stop_cluster c 5
+finish

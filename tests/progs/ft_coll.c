@@ -1,0 +1,150 @@
+/* tests/progs/ft_coll.c - collective operations run by the daemons, checked
+ * from the outside.
+ *
+ *   ft_coll --job J --rank R --size P [--barriers N] [--skew-ms MS]
+ *           [--times FILE] [--nonblocking] [--die-before K] [--linger MS]
+ *           [--close-busy] [--die-rank R]
+ *
+ * Runs N barriers (ferry_barrier, or with --nonblocking ferry_ibarrier and
+ * ferry_test until it is done, counting the tests that said "pending").
+ * Before each barrier, rank r sleeps r x MS milliseconds (--skew-ms), so
+ * that ranks enter at different times.  With --times, appends a line per
+ * barrier to FILE: "k enter_ns exit_ns" (CLOCK_REALTIME, one clock for every
+ * process of the machine), for the test to check that no rank left barrier
+ * k before every rank entered it.  With --die-before K, rank R (--die-rank,
+ * default every rank) exits at once (no ferry_close) instead of entering
+ * barrier K.  With --close-busy,
+ * it posts an ibarrier and checks that ferry_close says -EBUSY before
+ * waiting for it.  With --linger, it waits MS ms before ferry_close.
+ *
+ * Prints "rank R ok: N barriers, T pending tests" and exits 0, or
+ * "rank R barrier K: ERRNAME: message" and exits 3 when a barrier failed
+ * (what the tests look for when a rank dies), 1 on any other error.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <unistd.h>
+
+static long long real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
+		{ "size", required_argument, NULL, 'p' }, { "barriers", required_argument, NULL, 'n' },
+		{ "skew-ms", required_argument, NULL, 's' }, { "times", required_argument, NULL, 't' },
+		{ "nonblocking", no_argument, NULL, 'N' }, { "die-before", required_argument, NULL, 'd' },
+		{ "linger", required_argument, NULL, 'L' }, { "close-busy", no_argument, NULL, 'B' },
+		{ "die-rank", required_argument, NULL, 'R' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ferry_opts fo = { 0 };
+	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0;
+	const char *times = NULL;
+	int opt, ret, nonblocking = 0, close_busy = 0;
+	FILE *tf = NULL;
+	ferry_t *f;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'j': fo.job = optarg; break;
+		case 'r': fo.rank = (int)arg_long("--rank", optarg); break;
+		case 'p': fo.size = (int)arg_long("--size", optarg); break;
+		case 'n': barriers = arg_long("--barriers", optarg); break;
+		case 's': skew_ms = arg_long("--skew-ms", optarg); break;
+		case 't': times = optarg; break;
+		case 'N': nonblocking = 1; break;
+		case 'd': die_before = arg_long("--die-before", optarg); break;
+		case 'L': linger = arg_long("--linger", optarg); break;
+		case 'B': close_busy = 1; break;
+		case 'R': die_rank = arg_long("--die-rank", optarg); break;
+		default: return 2;
+		}
+	}
+	ret = ferry_open(&f, &fo);
+	if (ret < 0) {
+		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
+		return 1;
+	}
+	if (times && !(tf = fopen(times, "a"))) {
+		perror(times);
+		return 1;
+	}
+	printf("rank %d running\n", fo.rank);
+	fflush(stdout);
+	if (close_busy) {
+		ferry_req_t *r;
+
+		if ((ret = ferry_ibarrier(f, &r)) < 0) {
+			fprintf(stderr, "ferry_ibarrier: %s\n", ferry_last_error());
+			return 1;
+		}
+		ret = ferry_close(f);
+		if (ret != -EBUSY) {
+			fprintf(stderr, "ferry_close with a request outstanding said %d, not -EBUSY\n", ret);
+			return 1;
+		}
+		if ((ret = ferry_wait(&r)) < 0 || r != NULL) {
+			fprintf(stderr, "ferry_wait: %s\n", ferry_last_error());
+			return 1;
+		}
+		/* a freed request: test says done */
+		if (ferry_test(&r) != 1) {
+			fprintf(stderr, "ferry_test of NULL is not 1\n");
+			return 1;
+		}
+	}
+	for (long k = 1; k <= barriers; k++) {
+		long long enter, leave;
+
+		if (k == die_before && (die_rank < 0 || die_rank == fo.rank)) {
+			printf("rank %d dies before barrier %ld\n", fo.rank, k);
+			fflush(stdout);
+			_exit(0);
+		}
+		if (skew_ms)
+			usleep((useconds_t)(skew_ms * fo.rank * 1000));
+		enter = real_ns();
+		if (nonblocking) {
+			ferry_req_t *r;
+
+			ret = ferry_ibarrier(f, &r);
+			while (ret == 0 && (ret = ferry_test(&r)) == 0) {
+				pending++;
+				usleep(100);
+			}
+			if (ret == 1)
+				ret = 0;
+		} else {
+			ret = ferry_barrier(f);
+		}
+		leave = real_ns();
+		if (ret < 0) {
+			printf("rank %d barrier %ld: %s: %s\n", fo.rank, k, ferry_strerror(ret), ferry_last_error());
+			fflush(stdout);
+			return 3;
+		}
+		if (tf)
+			fprintf(tf, "%ld %lld %lld\n", k, enter, leave);
+	}
+	if (tf)
+		fclose(tf);
+	printf("rank %d ok: %ld barriers, %ld pending tests\n", fo.rank, barriers, pending);
+	fflush(stdout);
+	if (linger)
+		usleep((useconds_t)linger * 1000);
+	ret = ferry_close(f);
+	if (ret < 0) {
+		fprintf(stderr, "ferry_close: %s\n", ferry_last_error());
+		return 1;
+	}
+	return 0;
+}
