@@ -24,6 +24,10 @@ struct ferry_req {
 	int done;               /* COLL_DONE came */
 	int err;                /* ... with this: 0 or -errno */
 	char text[CTL_ERRTEXT_MAX + 1];
+	struct fmem *stage;     /* its staging region, or NULL */
+	void *copy_to;          /* when it succeeded: copy_len bytes from copy_from here */
+	const void *copy_from;
+	size_t copy_len;
 };
 
 int coll_done(struct ferry *f, uint32_t seq, int err, const char *text)
@@ -85,6 +89,7 @@ static void req_free(struct ferry_req *r)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = r->next;
+	stage_put(r->f, r->stage);
 	free(r);
 }
 
@@ -96,6 +101,8 @@ static int req_end(ferry_req_t **req_p)
 
 	if (err)
 		conn_seterr(err, "%s", r->text);
+	else if (r->copy_len)
+		memcpy(r->copy_to, r->copy_from, r->copy_len);
 	req_free(r);
 	*req_p = NULL;
 	return err;
@@ -149,6 +156,108 @@ FERRY_API int ferry_waitall(int n, ferry_req_t **reqs)
 			first = ret;
 	}
 	return first;
+}
+
+/* The algorithms of each operation, by the names ferryctl plan prints; the
+ * daemon numbers them the same way (daemon/plan/a2a.h enum a2a_strategy). */
+static const char *const alltoall_algs[] = { "direct", "mesh", "grid3d", "hypercube" };
+
+static int alg_by_name(const char *name, uint32_t *alg_p)
+{
+	if (!name) {
+		*alg_p = 0;
+		return 0;
+	}
+	for (uint32_t i = 0; i < sizeof(alltoall_algs) / sizeof(alltoall_algs[0]); i++)
+		if (strcmp(name, alltoall_algs[i]) == 0) {
+			*alg_p = i + 1;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm)
+{
+	uint32_t alg;
+
+	conn_clearerr();
+	if (!op || strcmp(op, "alltoall") != 0)
+		return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall has)",
+				   op ? op : "(null)");
+	if (alg_by_name(algorithm, &alg) < 0)
+		return conn_seterr(-EINVAL, "alltoall has no algorithm \"%s\" (direct, mesh, grid3d, hypercube)",
+				   algorithm);
+	f->alltoall_alg = alg;
+	f->coll_env_read = 1;   /* the call wins over the environment */
+	return 0;
+}
+
+/* $FERRY_COLL_ALLTOALL, once, unless ferry_coll_strategy said otherwise. */
+static int read_env(struct ferry *f)
+{
+	const char *e = getenv("FERRY_COLL_ALLTOALL");
+
+	if (f->coll_env_read)
+		return 0;
+	f->coll_env_read = 1;
+	if (e && *e && strcmp(e, "auto") != 0 && alg_by_name(e, &f->alltoall_alg) < 0)
+		return conn_seterr(-EINVAL, "FERRY_COLL_ALLTOALL=%s: no such algorithm (direct, mesh, grid3d, "
+				   "hypercube, auto)", e);
+	return 0;
+}
+
+FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p)
+{
+	struct ctl_coll_wire c = { .kind = CTL_COLL_ALLTOALL, .count = block };
+	int in_place = sendbuf == FERRY_IN_PLACE, stage_send, stage_recv, ret;
+	size_t total, need;
+	struct fmem *stage = NULL;
+	uint8_t *base = NULL;
+	uint32_t id = 0;
+
+	conn_clearerr();
+	if (req_p)
+		*req_p = NULL;
+	if ((ret = read_env(f)) < 0)
+		return ret;
+	c.strategy = f->alltoall_alg;
+	if (__builtin_mul_overflow(block, (size_t)f->size, &total))
+		return conn_seterr(-EINVAL, "blocks of %zu bytes for %u ranks: too many bytes", block, f->size);
+	if (total && (!recvbuf || !sendbuf))
+		return conn_seterr(-EINVAL, "no %s buffer", recvbuf ? "send" : "receive");
+	/* Memory from ferry_alloc is used in place; the rest goes through a
+	 * staging region (in place: the receive buffer's contents are sent,
+	 * so they are copied first, wherever they are). */
+	stage_send = total && (in_place || !mem_ref(f, sendbuf, total, &c.send));
+	stage_recv = total && !mem_ref(f, recvbuf, total, &c.recv);
+	need = (stage_send ? total : 0) + (stage_recv ? total : 0);
+	if (need && (ret = stage_get(f, need, &stage, &base, &id)) < 0)
+		return ret;
+	if (stage_send) {
+		memcpy(base, in_place ? recvbuf : sendbuf, total);
+		c.send = (struct ctl_buf){ .mem = id, .off = 0, .len = total };
+	}
+	if (stage_recv)
+		c.recv = (struct ctl_buf){ .mem = id, .off = stage_send ? total : 0, .len = total };
+	if ((ret = post(f, &c, req_p)) < 0) {
+		stage_put(f, stage);
+		return ret;
+	}
+	(*req_p)->stage = stage;
+	if (stage_recv) {
+		(*req_p)->copy_to = recvbuf;
+		(*req_p)->copy_from = base + c.recv.off;
+		(*req_p)->copy_len = total;
+	}
+	return 0;
+}
+
+FERRY_API int ferry_alltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block)
+{
+	ferry_req_t *r;
+	int ret = ferry_ialltoall(f, sendbuf, recvbuf, block, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
 }
 
 FERRY_API int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p)

@@ -218,10 +218,38 @@ int ferry_fd(const ferry_t *f);
  * completes. */
 typedef struct ferry_req ferry_req_t;
 
+#define FERRY_IN_PLACE ((void *)1)
+
 /* Returns when every rank of the job has entered the barrier: 0 or -errno. */
 int ferry_barrier(ferry_t *f);
 /* The same, non-blocking: *req_p is the request, for ferry_test/ferry_wait. */
 int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p);
+
+/* Every rank sends block bytes to every rank: sendbuf holds size blocks,
+ * the one for rank r at r x block; recvbuf gets size blocks, the one from
+ * rank r at r x block.  sendbuf may be FERRY_IN_PLACE: recvbuf's blocks
+ * are sent and replaced.  Every rank passes the same block (else -EINVAL
+ * on every rank).  Buffers in memory from ferry_alloc are read and written
+ * by the daemon in place; others are copied into shared memory when the
+ * operation is posted and out of it when it completes (the non-blocking
+ * form: when ferry_test or ferry_wait says it did).  The algorithm (direct,
+ * mesh, grid3d, hypercube: README, "Collectives") is the one the cost model
+ * predicts fastest, or the one ferry_coll_strategy or $FERRY_COLL_ALLTOALL
+ * forces (every rank must force the same). */
+int ferry_alltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block);
+int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p);
+
+/* Forces the algorithm of collective op ("alltoall"): "direct", "mesh",
+ * "grid3d", "hypercube", or NULL for the automatic choice.  0 or -EINVAL. */
+int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm);
+
+/* Memory the daemon reads and writes directly (no copy): bytes of it into
+ * *p_p, shared with this process's ferryd.  Any pointer inside it counts
+ * as such a buffer.  0 or -errno.  ferry_free gives it back (p as
+ * ferry_alloc returned it; an operation that still uses it keeps the
+ * daemon's mapping). */
+int ferry_alloc(ferry_t *f, size_t bytes, void **p_p);
+void ferry_free(ferry_t *f, void *p);
 
 /* 0: pending; 1: done, or *req_p is NULL (the request is freed and *req_p
  * set to NULL); -errno: it failed (freed too). */

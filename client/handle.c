@@ -210,6 +210,7 @@ static void destroy(struct ferry *f)
 	rx_free(f);
 	batch_free(f);
 	direct_free(f);
+	mem_free_all(f);
 	if (f->region)
 		munmap(f->region, f->region_bytes);
 	if (f->efd_client >= 0)

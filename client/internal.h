@@ -126,6 +126,12 @@ struct ferry {
 	/* collectives (coll.c) */
 	uint32_t coll_seq;      /* operations posted */
 	struct ferry_req *reqs; /* requests not yet freed by ferry_test/ferry_wait */
+	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
+	int coll_env_read;      /* ... the environment was read */
+	/* memory shared with ferryd (mem.c) */
+	struct fmem *mems;      /* every region, application's and staging */
+	struct fmem *stage_free; /* a staging region no request uses, kept for the next */
+	uint32_t mem_next_id;
 };
 
 /* Records for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
@@ -205,6 +211,22 @@ static inline void conn_wake(int efd)
 
 	(void)n;        /* EAGAIN: the counter is huge, the daemon wakes anyway */
 }
+
+/* --- mem.c --- */
+
+struct fmem;
+struct ctl_buf;
+
+/* If [p, p + len) lies in a ferry_alloc region: its place there into *b,
+ * and 1; else 0. */
+int mem_ref(struct ferry *f, const void *p, size_t len, struct ctl_buf *b);
+/* A staging region of at least bytes for one request (the kept one if it
+ * is large enough): 0 or -errno. */
+int stage_get(struct ferry *f, size_t bytes, struct fmem **m_p, uint8_t **base_p, uint32_t *id_p);
+/* The request is done with it (NULL: nothing). */
+void stage_put(struct ferry *f, struct fmem *m);
+/* For closing: unmaps every region. */
+void mem_free_all(struct ferry *f);
 
 /* --- coll.c --- */
 

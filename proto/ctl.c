@@ -91,16 +91,39 @@ ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text)
 	return put(buf, cap, CTL_ERROR, &b, sizeof(b), text, n);
 }
 
-/* What a COLL body must satisfy. */
+static int buf_ok(const struct ctl_buf *b)
+{
+	return !b->reserved && (b->mem || (!b->off && !b->len)) && b->off <= UINT64_MAX - b->len;
+}
+
+static int buf_none(const struct ctl_buf *b)
+{
+	return !b->mem && !b->off && !b->len && !b->reserved;
+}
+
+/* What a COLL body must satisfy (what depends on the job, its size, is the
+ * daemon's to check). */
 static int coll_ok(const struct ctl_coll_wire *c)
 {
-	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || c->flags)
+	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || c->flags || c->reserved ||
+	    !buf_ok(&c->send) || !buf_ok(&c->recv))
 		return 0;
 	switch (c->kind) {
 	case CTL_COLL_BARRIER:
-		return !c->arg[0] && !c->arg[1] && !c->arg[2] && !c->arg[3];
+		return !c->strategy && !c->count && buf_none(&c->send) && buf_none(&c->recv);
+	case CTL_COLL_ALLTOALL:
+		return c->strategy <= 4;
 	}
 	return 0;
+}
+
+ssize_t ctl_encode_mem(void *buf, size_t cap, uint32_t type, uint32_t id, uint64_t bytes)
+{
+	struct ctl_mem_wire m = { .id = id, .bytes = bytes };
+
+	if ((type != CTL_MEM && type != CTL_MEM_FREE) || !id || (type == CTL_MEM_FREE && bytes))
+		return -EINVAL;
+	return put(buf, cap, (uint8_t)type, &m, sizeof(m), NULL, 0);
 }
 
 ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c)
@@ -231,6 +254,12 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		break;
 	case CTL_COLL:
 		if (fixed(body, h.len, &msg->u.coll, sizeof(msg->u.coll)) < 0 || !coll_ok(&msg->u.coll))
+			return -EPROTO;
+		break;
+	case CTL_MEM:
+	case CTL_MEM_FREE:
+		if (fixed(body, h.len, &msg->u.mem, sizeof(msg->u.mem)) < 0 || !msg->u.mem.id ||
+		    msg->u.mem.reserved || (h.type == CTL_MEM_FREE && msg->u.mem.bytes))
 			return -EPROTO;
 		break;
 	case CTL_COLL_DONE: {

@@ -13,6 +13,9 @@
  *                                       JOIN asked, and the job has direct rings here)
  *                                ◀──    READY {size}, once every rank has joined
  *                                ◀──    ERROR {errno, text} when something fails
+ *   MEM {id, bytes} + SCM_RIGHTS: ──▶    (after READY) shares a sealed memfd for
+ *     [memfd]                           collectives' buffers (daemon/local/mem.h)
+ *   MEM_FREE {id}                ──▶    ... and stops sharing it
  *   COLL {kind, seq, group, ...} ──▶    (after READY) posts a collective operation
  *                                ◀──    COLL_DONE {seq, errno, text} when it ended
  *
@@ -52,7 +55,9 @@ enum ctl_type {
 	CTL_DIRECT   = 8,   /* d→c, before READY, carries 1 + n fds (proto/direct.h) */
 	CTL_COLL     = 9,   /* c→d, after READY: a collective operation */
 	CTL_COLL_DONE = 10, /* d→c: that operation ended */
-	CTL_TYPE_MAX = CTL_COLL_DONE,
+	CTL_MEM      = 11,  /* c→d, after READY, carries 1 fd: memory for collectives */
+	CTL_MEM_FREE = 12,  /* c→d: that memory is no longer shared */
+	CTL_TYPE_MAX = CTL_MEM_FREE,
 };
 
 enum ctl_role {
@@ -161,17 +166,38 @@ static_assert(sizeof(struct ctl_query_wire) == 8, "query layout");
  * by each handle); kind says what it is, the rest its arguments. */
 enum ctl_coll_kind {
 	CTL_COLL_BARRIER = 1,   /* no arguments */
-	CTL_COLL_KIND_MAX = CTL_COLL_BARRIER,
+	CTL_COLL_ALLTOALL = 2,  /* count: bytes per block; send and recv: size blocks each */
+	CTL_COLL_KIND_MAX = CTL_COLL_ALLTOALL,
 };
+
+/* A buffer in memory shared with MEM: len bytes at off of region mem; mem 0
+ * with off and len 0 for none. */
+struct ctl_buf {
+	uint32_t mem;
+	uint32_t reserved;      /* zero */
+	uint64_t off, len;
+};
+static_assert(sizeof(struct ctl_buf) == 24, "buf layout");
 
 struct ctl_coll_wire {
 	uint32_t kind;          /* enum ctl_coll_kind */
 	uint32_t seq;           /* >= 1 */
 	uint32_t group;         /* 0: the whole job */
 	uint32_t flags;         /* none yet: zero */
-	uint64_t arg[4];        /* kind-specific; zero where the kind has none */
+	uint32_t strategy;      /* 0: automatic; else the algorithm (per kind) + 1 */
+	uint32_t reserved;      /* zero */
+	uint64_t count;         /* kind-specific; zero where the kind has none */
+	struct ctl_buf send, recv;
 };
-static_assert(sizeof(struct ctl_coll_wire) == 48, "coll layout");
+static_assert(sizeof(struct ctl_coll_wire) == 80, "coll layout");
+
+/* MEM, MEM_FREE (bytes 0). */
+struct ctl_mem_wire {
+	uint32_t id;            /* >= 1, chosen by the client */
+	uint32_t reserved;      /* zero */
+	uint64_t bytes;
+};
+static_assert(sizeof(struct ctl_mem_wire) == 16, "mem layout");
 
 /* COLL_DONE: operation seq ended, err 0 or a positive errno (the
  * operation failed: text_len bytes of why follow). */
@@ -208,6 +234,7 @@ struct ctl_msg {
 			uint32_t len;
 		} text;
 		struct ctl_coll_wire coll;
+		struct ctl_mem_wire mem;
 		struct {
 			uint32_t seq;
 			int err;
@@ -235,5 +262,6 @@ ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg);
 ssize_t ctl_encode_text(void *buf, size_t cap, const char *text, size_t len);
 ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c);
 ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t seq, int err, const char *text);
+ssize_t ctl_encode_mem(void *buf, size_t cap, uint32_t type, uint32_t id, uint64_t bytes);
 
 #endif

@@ -15,6 +15,8 @@
 #include "../fwd/ctlq.h"
 #include "../local/endpoint.h"
 #include "../local/job.h"
+#include "../local/mem.h"
+#include "../plan/a2a.h"
 #include "../local/session.h"
 #include "../plan/barrier.h"
 #include "../plan/sched.h"
@@ -37,12 +39,27 @@ struct early {
 
 struct cjob;
 
+/* What one local rank posted for an operation: its buffers (their regions
+ * held while the operation lasts). */
+struct cslot {
+	int posted;
+	struct mem *sm, *rm;
+	uint8_t *sp, *rp;
+	uint64_t slen, rlen;
+};
+
 struct cop {
 	struct cop *next;
 	struct cjob *cj;
 	uint32_t seq;
 	uint32_t kind;                  /* enum ctl_coll_kind; 0 until a local rank posted it */
 	uint32_t posted;                /* local ranks that posted it */
+	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
+	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
+	struct cslot *slots;            /* [cj->nlocal], by slot */
+	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
+	uint64_t *slen, *rlen;
+	uint64_t *counts, *displs;      /* all-to-all: [size], the same for every rank */
 	int started, ended, told;
 	int err;                        /* positive errno once ended badly */
 	char why[CTL_ERRTEXT_MAX + 1];
@@ -52,6 +69,7 @@ struct cop {
 	struct early *early, **early_tail;
 	uint64_t early_bytes;
 	uint64_t start_ns, ns;
+	const char *alg;                /* the algorithm that ran */
 };
 
 struct cjob {
@@ -60,11 +78,14 @@ struct cjob {
 	uint32_t *posted;               /* [j->size]: the last operation each local rank posted */
 	uint32_t *nodes, G, me;         /* the job's nodes by id; this node's index */
 	uint32_t nlocal;                /* the job's ranks on this node (the table's, left or not) */
+	uint32_t *node_first, *rank_at; /* [G + 1], [size]: ranks by node index (a2a_layout) */
+	uint32_t *slot_of;              /* [size]: a local rank's slot (its place among them) */
 	struct cop *ops;
 	uint32_t ended_upto;            /* every operation up to it ended and is gone */
 	uint64_t early_bytes;
 	uint64_t ops_run, ops_failed, last_us;
 	uint32_t last_kind;
+	const char *last_alg;
 };
 
 static struct {
@@ -80,6 +101,8 @@ static const char *kind_name(uint32_t kind)
 	switch (kind) {
 	case CTL_COLL_BARRIER:
 		return "barrier";
+	case CTL_COLL_ALLTOALL:
+		return "alltoall";
 	}
 	return "?";
 }
@@ -113,10 +136,41 @@ static int cjob_nodes(struct cjob *cj)
 			cj->nodes[cj->G++] = cj->nodes[i];
 	for (cj->me = 0; cj->me < cj->G && cj->nodes[cj->me] != coll.self; cj->me++)
 		;
-	cj->nlocal = 0;
-	for (uint32_t r = 0; r < j->size; r++)
-		cj->nlocal += j->ranks[r].node == coll.self;
-	return cj->me < cj->G ? 0 : -ENOENT;
+	if (cj->me == cj->G)
+		return -ENOENT;
+	/* Ranks by node, in rank order within a node: the planners' layout,
+	 * and a local rank's slot. */
+	cj->node_first = calloc((size_t)cj->G + 1, sizeof(*cj->node_first));
+	cj->rank_at = calloc((size_t)j->size + 1, sizeof(*cj->rank_at));
+	cj->slot_of = calloc((size_t)j->size + 1, sizeof(*cj->slot_of));
+	uint32_t *fill = calloc((size_t)cj->G + 1, sizeof(*fill));
+	uint32_t *idx = calloc((size_t)j->size + 1, sizeof(*idx));
+	if (!cj->node_first || !cj->rank_at || !cj->slot_of || !fill || !idx) {
+		free(fill);
+		free(idx);
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < j->size; r++) {
+		uint32_t *at = bsearch(&j->ranks[r].node, cj->nodes, cj->G, sizeof(*cj->nodes), node_cmp);
+
+		if (!at) {
+			free(fill);
+			free(idx);
+			return -ENOENT;         /* a rank on no node: the table is not whole */
+		}
+		idx[r] = (uint32_t)(at - cj->nodes);
+		cj->node_first[idx[r] + 1]++;
+	}
+	for (uint32_t i = 0; i < cj->G; i++)
+		cj->node_first[i + 1] += cj->node_first[i];
+	for (uint32_t r = 0; r < j->size; r++) {
+		cj->slot_of[r] = fill[idx[r]];
+		cj->rank_at[cj->node_first[idx[r]] + fill[idx[r]]++] = r;
+	}
+	free(fill);
+	free(idx);
+	cj->nlocal = cj->node_first[cj->me + 1] - cj->node_first[cj->me];
+	return 0;
 }
 
 static struct cjob *cjob_find(const struct job *j)
@@ -138,6 +192,15 @@ static struct cjob *cjob_by_id(uint32_t id, uint32_t gen)
 	return NULL;
 }
 
+static void cjob_free_arrays(struct cjob *cj)
+{
+	free(cj->posted);
+	free(cj->nodes);
+	free(cj->node_first);
+	free(cj->rank_at);
+	free(cj->slot_of);
+}
+
 /* The job's collective state, made at its first operation or piece (the
  * job is ready: its rank table is whole). */
 static struct cjob *cjob_get(struct job *j)
@@ -154,8 +217,7 @@ static struct cjob *cjob_get(struct job *j)
 	cj->j = j;
 	cj->posted = calloc(j->size, sizeof(*cj->posted));
 	if (!cj->posted || cjob_nodes(cj) < 0) {
-		free(cj->posted);
-		free(cj->nodes);
+		cjob_free_arrays(cj);
 		free(cj);
 		return NULL;
 	}
@@ -167,6 +229,17 @@ static struct cjob *cjob_get(struct job *j)
 
 static void cop_free(struct cop *op)
 {
+	for (uint32_t i = 0; op->slots && i < op->cj->nlocal; i++) {
+		mem_put(op->slots[i].sm);
+		mem_put(op->slots[i].rm);
+	}
+	free(op->slots);
+	free(op->sp);
+	free(op->rp);
+	free(op->slen);
+	free(op->rlen);
+	free(op->counts);
+	free(op->displs);
 	while (op->early) {
 		struct early *e = op->early;
 
@@ -233,6 +306,61 @@ static const struct coll_exec_ops exec_ops = { .send = send_piece };
 
 /* --- starting --- */
 
+/* Cost model defaults until links measure their own (issue 12): loopback
+ * TCP here (README, ferryctl plan). */
+#define COLL_ALPHA_US 6.0
+#define COLL_BETA_NS_PER_BYTE 0.4
+
+/* This node's part of an all-to-all of op->count bytes per block: every
+ * rank's counts are the same, so one pair of arrays serves them all, and
+ * every node computes the same choice from the same numbers. */
+static int plan_alltoall(struct cop *op)
+{
+	struct cjob *cj = op->cj;
+	uint32_t size = cj->j->size, n = cj->nlocal;
+	struct a2a_layout lay = { size, cj->node_first, cj->rank_at };
+	struct a2a_rank_args *args;
+	struct a2a_plan p;
+	enum a2a_strategy s;
+	double ppn = (double)size / cj->G;
+	int ret;
+
+	op->counts = calloc((size_t)size + 1, sizeof(*op->counts));
+	op->displs = calloc((size_t)size + 1, sizeof(*op->displs));
+	args = calloc((size_t)n + 1, sizeof(*args));
+	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
+	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
+	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
+	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
+	if (!op->counts || !op->displs || !args || !op->sp || !op->rp || !op->slen || !op->rlen || !op->slots) {
+		free(args);
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < size; r++) {
+		op->counts[r] = op->count;
+		op->displs[r] = (uint64_t)r * op->count;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		args[k] = (struct a2a_rank_args){ op->counts, op->displs, op->counts, op->displs };
+		op->sp[k] = op->slots[k].sp;
+		op->rp[k] = op->slots[k].rp;
+		op->slen[k] = op->slots[k].slen;
+		op->rlen[k] = op->slots[k].rlen;
+	}
+	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	if (op->strategy)
+		s = (enum a2a_strategy)(op->strategy - 1);
+	else
+		s = a2a_choose(cj->G, cj->G - 1, (uint64_t)((double)op->count * ppn * ppn), COLL_ALPHA_US,
+			       COLL_BETA_NS_PER_BYTE);
+	op->alg = a2a_strategy_name(s);
+	ret = a2a_plan_init(&p, s, cj->G);
+	if (!ret)
+		ret = a2a_sched_node(&p, &lay, cj->me, args, &op->s.node[cj->me]);
+	free(args);
+	return ret;
+}
+
 static void cop_start(struct cop *op)
 {
 	struct cjob *cj = op->cj;
@@ -253,7 +381,11 @@ static void cop_start(struct cop *op)
 	}
 	switch (op->kind) {
 	case CTL_COLL_BARRIER:
+		op->alg = "dissemination";
 		ret = barrier_sched_node(cj->G, cj->me, &op->s.node[cj->me]);
+		break;
+	case CTL_COLL_ALLTOALL:
+		ret = plan_alltoall(op);
 		break;
 	default:
 		ret = -EINVAL;
@@ -282,6 +414,66 @@ static void cop_start(struct cop *op)
 }
 
 /* --- events --- */
+
+/* One buffer of a post: len bytes at b in ep's memory, held for the
+ * operation.  Returns 0 or -EINVAL (why in op->why). */
+static int post_buffer(struct cop *op, struct ep *ep, const struct ctl_buf *b, uint64_t len, struct mem **m_p,
+		       uint8_t **p_p, const char *what)
+{
+	struct mem *m;
+	uint8_t *p;
+
+	if (b->len != len) {
+		snprintf(op->why, sizeof(op->why), "rank %u: a %s buffer of %llu bytes where %llu were expected",
+			 ep->rank, what, (unsigned long long)b->len, (unsigned long long)len);
+		return -EINVAL;
+	}
+	if (!len)
+		return 0;
+	m = mem_find(ep, b->mem);
+	p = mem_at(m, b->off, b->len);
+	if (!p) {
+		snprintf(op->why, sizeof(op->why), "rank %u: its %s buffer is not in memory it shares with ferryd "
+			 "(region %u, %llu bytes at %llu)", ep->rank, what, b->mem, (unsigned long long)b->len,
+			 (unsigned long long)b->off);
+		return -EINVAL;
+	}
+	mem_hold(m);
+	*m_p = m;
+	*p_p = p;
+	return 0;
+}
+
+/* The buffers ep posted for op (all-to-all: size blocks each way). */
+static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wire *c)
+{
+	struct cjob *cj = op->cj;
+	struct cslot *sl;
+	uint64_t len;
+
+	if (c->kind == CTL_COLL_BARRIER)
+		return 0;
+	if (!op->slots && !(op->slots = calloc(cj->nlocal + 1, sizeof(*op->slots)))) {
+		snprintf(op->why, sizeof(op->why), "out of memory");
+		return -EINVAL;
+	}
+	sl = &op->slots[cj->slot_of[ep->rank]];
+	if (sl->posted) {
+		snprintf(op->why, sizeof(op->why), "rank %u posted operation %u twice", ep->rank, op->seq);
+		return -EINVAL;
+	}
+	sl->posted = 1;
+	if (__builtin_mul_overflow(c->count, (uint64_t)cj->j->size, &len)) {
+		snprintf(op->why, sizeof(op->why), "rank %u: blocks of %llu bytes for %u ranks", ep->rank,
+			 (unsigned long long)c->count, cj->j->size);
+		return -EINVAL;
+	}
+	sl->slen = sl->rlen = len;
+	if (post_buffer(op, ep, &c->send, len, &sl->sm, &sl->sp, "send") < 0 ||
+	    post_buffer(op, ep, &c->recv, len, &sl->rm, &sl->rp, "receive") < 0)
+		return -EINVAL;
+	return 0;
+}
 
 void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 {
@@ -313,9 +505,16 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	}
 	if (op->kind && op->kind != c->kind) {
 		cop_end(op, EINVAL, "the ranks posted different operations");
+	} else if (op->kind && (op->count != c->count || op->strategy != c->strategy)) {
+		cop_end(op, EINVAL, op->count != c->count ? "the ranks posted different sizes"
+							  : "the ranks forced different algorithms");
 	} else {
 		op->kind = c->kind;
+		op->count = c->count;
+		op->strategy = c->strategy;
 	}
+	if (!op->ended && post_buffers(op, ep, c) < 0)
+		cop_end(op, EINVAL, op->why);
 	op->posted++;
 	if (op->told)   /* it failed before this rank posted it */
 		sess_coll_done(ep, op->seq, op->err, op->why);
@@ -396,6 +595,7 @@ static void cop_tell(struct cop *op)
 		cj->ops_run++;
 		cj->ops_failed += op->err != 0;
 		cj->last_kind = op->kind;
+		cj->last_alg = op->alg;
 		cj->last_us = op->ns / 1000;
 	}
 }
@@ -512,8 +712,7 @@ int coll_poll(void)
 				cop_free(op);
 			}
 			job_put(cj->j);
-			free(cj->posted);
-			free(cj->nodes);
+			cjob_free_arrays(cj);
 			free(cj);
 			continue;
 		}
@@ -531,10 +730,10 @@ void coll_write_stats(FILE *out, uid_t uid)
 			continue;
 		for (struct cop *op = cj->ops; op; op = op->next)
 			pending += !op->ended;
-		fprintf(out, "coll job %s uid %u nodes %u ops_run %llu ops_failed %llu pending %u last %s last_us %llu\n",
-			cj->j->name, cj->j->uid, cj->G, (unsigned long long)cj->ops_run,
+		fprintf(out, "coll job %s uid %u nodes %u ops_run %llu ops_failed %llu pending %u last %s alg %s "
+			"last_us %llu\n", cj->j->name, cj->j->uid, cj->G, (unsigned long long)cj->ops_run,
 			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
-			(unsigned long long)cj->last_us);
+			cj->ops_run && cj->last_alg ? cj->last_alg : "-", (unsigned long long)cj->last_us);
 	}
 }
 
@@ -560,8 +759,7 @@ void coll_fini(void)
 			cop_free(op);
 		}
 		job_put(cj->j);
-		free(cj->posted);
-		free(cj->nodes);
+		cjob_free_arrays(cj);
 		free(cj);
 	}
 }

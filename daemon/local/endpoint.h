@@ -55,6 +55,7 @@
 struct sess;
 struct user;
 struct ep_lender;               /* a TX ring's loans (endpoint.c) */
+struct mem;
 
 struct ep {
 	struct ep *next;                /* every endpoint (ep_first) */
@@ -108,6 +109,10 @@ struct ep {
 	const char *failed;             /* the client broke the protocol: why; nothing more is taken */
 
 	uint64_t items_sent, items_received;
+
+	/* Memory its client shares for collectives (mem.h); ep_close drops
+	 * the table's references. */
+	struct mem *mems;
 };
 
 #define EP_NO_RANK UINT32_MAX

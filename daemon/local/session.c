@@ -18,6 +18,7 @@
  * session ends.
  */
 #include "session.h"
+#include "mem.h"
 #include "direct.h"
 #include "endpoint.h"
 #include "user.h"
@@ -69,6 +70,7 @@ struct sess {
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
 	uint32_t join_flags;            /* ENDPOINT, ENDING: the CTL_JOIN_* flags of its JOIN */
 	int killed;                     /* closed for breaking the protocol (counted) */
+	int fd_in;                      /* ENDPOINT: the fd that came for a MEM not yet read, or -1 */
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
 };
 
@@ -523,6 +525,8 @@ static void reap(int tell)
 		}
 		if (s->state == S_DEAD) {
 			*pp = s->next;
+			if (s->fd_in >= 0)
+				close(s->fd_in);
 			free(s);
 			freed = 1;
 		} else {
@@ -649,6 +653,21 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			sessions.ev->coll_post(s->ep, &m->u.coll);
 			return;
 		}
+		if (m->type == CTL_MEM && s->ep && s->ep->ready && s->fd_in >= 0) {
+			char why[160];
+			int fd = s->fd_in, ret;
+
+			s->fd_in = -1;
+			ret = mem_add(s->ep, m->u.mem.id, fd, m->u.mem.bytes, why, sizeof(why));
+			if (ret < 0)
+				reject(s, -ret, "%s", why);
+			return;
+		}
+		if (m->type == CTL_MEM_FREE && s->ep && s->ep->ready) {
+			if (mem_remove(s->ep, m->u.mem.id) < 0)
+				reject(s, EINVAL, "memory region %u: not registered", m->u.mem.id);
+			return;
+		}
 		close_session(s, "unexpected control message", 1);
 		return;
 	default:
@@ -681,6 +700,47 @@ static int consume(struct sess *s)
 	}
 }
 
+/* Receives what s sent into s->in, and a file descriptor that came with
+ * it (a MEM's memfd) into s->fd_in: one at a time, only from an endpoint's
+ * client, only when none is waiting.  Returns the bytes, 0 at EOF, -EPROTO
+ * for descriptors that were not expected (closed), or -errno. */
+static ssize_t recv_fds(struct sess *s)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = s->in + s->in_len, .iov_len = sizeof(s->in) - s->in_len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	ssize_t n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	int bad = 0;
+
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (s->state == S_ENDPOINT && s->fd_in < 0 && !bad) {
+				s->fd_in = fd;
+				continue;
+			}
+			close(fd);
+			bad = 1;
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		bad = 1;        /* more than fit: they were closed by the kernel */
+	return bad ? -EPROTO : n;
+}
+
 static void on_sock(struct loop_watch *w, uint32_t events)
 {
 	struct sess *s = w->ctx;
@@ -709,14 +769,18 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 		return;
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		while (reading(s)) {
-			ssize_t n = recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, MSG_DONTWAIT);
+			ssize_t n = recv_fds(s);
 
+			if (n == -EPROTO) {
+				close_session(s, "file descriptors where none were expected", 1);
+				return;
+			}
 			if (n == 0) {
 				close_session(s, s->state == S_ENDPOINT ? "closed" : NULL, 0);
 				return;
 			}
 			if (n < 0) {
-				if (errno == EAGAIN || errno == EINTR)
+				if (n == -EAGAIN || n == -EINTR)
 					break;
 				close_session(s, "receive failed", 0);
 				return;
@@ -780,6 +844,7 @@ static void new_session(int fd)
 		return;
 	}
 	s->fd = fd;
+	s->fd_in = -1;
 	s->cred = cred;
 	s->unjoined = u;
 	s->id = ++sessions.next_id;

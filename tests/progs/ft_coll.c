@@ -17,6 +17,13 @@
  * it posts an ibarrier and checks that ferry_close says -EBUSY before
  * waiting for it.  With --linger, it waits MS ms before ferry_close.
  *
+ * With --alltoall B, runs N all-to-alls of B-byte blocks instead of
+ * barriers (ferry_alltoall, or ferry_ialltoall with --nonblocking) and
+ * checks every byte it receives against what its sender's pattern says;
+ * --alloc puts both buffers in ferry_alloc memory, --in-place sends from
+ * the receive buffer (FERRY_IN_PLACE), --strategy NAME forces an algorithm
+ * (ferry_coll_strategy), --mismatch makes this rank pass one byte more.
+ *
  * Prints "rank R ok: N barriers, T pending tests" and exits 0, or
  * "rank R barrier K: ERRNAME: message" and exits 3 when a barrier failed
  * (what the tests look for when a rank dies), 1 on any other error.
@@ -43,11 +50,16 @@ int main(int argc, char **argv)
 		{ "skew-ms", required_argument, NULL, 's' }, { "times", required_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'N' }, { "die-before", required_argument, NULL, 'd' },
 		{ "linger", required_argument, NULL, 'L' }, { "close-busy", no_argument, NULL, 'B' },
-		{ "die-rank", required_argument, NULL, 'R' },
+		{ "die-rank", required_argument, NULL, 'R' }, { "alltoall", required_argument, NULL, 'A' },
+		{ "alloc", no_argument, NULL, 'M' }, { "in-place", no_argument, NULL, 'I' },
+		{ "strategy", required_argument, NULL, 'S' }, { "mismatch", no_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
-	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0;
+	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0, a2a = -1;
+	int use_alloc = 0, in_place = 0, mismatch = 0;
+	const char *strategy = NULL;
+	uint8_t *sbuf = NULL, *rbuf = NULL;
 	const char *times = NULL;
 	int opt, ret, nonblocking = 0, close_busy = 0;
 	FILE *tf = NULL;
@@ -66,6 +78,11 @@ int main(int argc, char **argv)
 		case 'L': linger = arg_long("--linger", optarg); break;
 		case 'B': close_busy = 1; break;
 		case 'R': die_rank = arg_long("--die-rank", optarg); break;
+		case 'A': a2a = arg_long("--alltoall", optarg); break;
+		case 'M': use_alloc = 1; break;
+		case 'I': in_place = 1; break;
+		case 'S': strategy = optarg; break;
+		case 'X': mismatch = 1; break;
 		default: return 2;
 		}
 	}
@@ -80,6 +97,23 @@ int main(int argc, char **argv)
 	}
 	printf("rank %d running\n", fo.rank);
 	fflush(stdout);
+	if (strategy && (ret = ferry_coll_strategy(f, "alltoall", strategy)) < 0) {
+		fprintf(stderr, "ferry_coll_strategy: %s\n", ferry_last_error());
+		return 1;
+	}
+	if (a2a >= 0) {
+		size_t block = (size_t)a2a + (size_t)mismatch, total = block * (size_t)fo.size;
+
+		if (use_alloc) {
+			if (ferry_alloc(f, total + 1, (void **)&sbuf) < 0 || ferry_alloc(f, total + 1, (void **)&rbuf) < 0) {
+				fprintf(stderr, "ferry_alloc: %s\n", ferry_last_error());
+				return 1;
+			}
+		} else {
+			sbuf = malloc(total + 1);
+			rbuf = malloc(total + 1);
+		}
+	}
 	if (close_busy) {
 		ferry_req_t *r;
 
@@ -113,7 +147,39 @@ int main(int argc, char **argv)
 		if (skew_ms)
 			usleep((useconds_t)(skew_ms * fo.rank * 1000));
 		enter = real_ns();
-		if (nonblocking) {
+		if (a2a >= 0) {
+			size_t block = (size_t)a2a + (size_t)mismatch;
+			uint8_t *src = in_place ? rbuf : sbuf;
+
+			for (int dst = 0; dst < fo.size; dst++)
+				for (size_t i = 0; i < block; i++)
+					src[(size_t)dst * block + i] = pattern_byte((uint32_t)fo.rank, (uint32_t)dst,
+										    (uint32_t)k, (uint32_t)i);
+			if (!in_place)
+				memset(rbuf, 0xee, block * (size_t)fo.size);
+			if (nonblocking) {
+				ferry_req_t *r;
+
+				ret = ferry_ialltoall(f, in_place ? FERRY_IN_PLACE : sbuf, rbuf, block, &r);
+				while (ret == 0 && (ret = ferry_test(&r)) == 0) {
+					pending++;
+					usleep(100);
+				}
+				if (ret == 1)
+					ret = 0;
+			} else {
+				ret = ferry_alltoall(f, in_place ? FERRY_IN_PLACE : sbuf, rbuf, block);
+			}
+			for (int src_rank = 0; ret == 0 && src_rank < fo.size; src_rank++)
+				for (size_t i = 0; i < block; i++)
+					if (rbuf[(size_t)src_rank * block + i] !=
+					    pattern_byte((uint32_t)src_rank, (uint32_t)fo.rank, (uint32_t)k, (uint32_t)i)) {
+						printf("rank %d alltoall %ld: byte %zu from rank %d is wrong\n", fo.rank, k,
+						       i, src_rank);
+						fflush(stdout);
+						return 1;
+					}
+		} else if (nonblocking) {
 			ferry_req_t *r;
 
 			ret = ferry_ibarrier(f, &r);
@@ -128,7 +194,8 @@ int main(int argc, char **argv)
 		}
 		leave = real_ns();
 		if (ret < 0) {
-			printf("rank %d barrier %ld: %s: %s\n", fo.rank, k, ferry_strerror(ret), ferry_last_error());
+			printf("rank %d %s %ld: %s: %s\n", fo.rank, a2a >= 0 ? "alltoall" : "barrier", k,
+			       ferry_strerror(ret), ferry_last_error());
 			fflush(stdout);
 			return 3;
 		}
@@ -137,7 +204,15 @@ int main(int argc, char **argv)
 	}
 	if (tf)
 		fclose(tf);
-	printf("rank %d ok: %ld barriers, %ld pending tests\n", fo.rank, barriers, pending);
+	printf("rank %d ok: %ld %s, %ld pending tests\n", fo.rank, barriers, a2a >= 0 ? "alltoalls" : "barriers",
+	       pending);
+	if (use_alloc) {
+		ferry_free(f, sbuf);
+		ferry_free(f, rbuf);
+	} else {
+		free(sbuf);
+		free(rbuf);
+	}
 	fflush(stdout);
 	if (linger)
 		usleep((useconds_t)linger * 1000);

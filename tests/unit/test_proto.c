@@ -116,11 +116,18 @@ TEST(ctl_collectives)
 	CHECK_EQ(m.type, CTL_COLL);
 	CHECK_EQ(m.u.coll.kind, CTL_COLL_BARRIER);
 	CHECK_EQ(m.u.coll.seq, 7);
-	/* refused on both sides: no kind, seq 0, flags, a barrier with arguments */
-	struct ctl_coll_wire bad[4] = { { .kind = 0, .seq = 1 }, { .kind = CTL_COLL_BARRIER, .seq = 0 },
+	/* refused on both sides: no kind, seq 0, flags, a barrier with
+	 * arguments, a buffer in no region, one past the end of memory, an
+	 * unknown strategy */
+	struct ctl_coll_wire bad[8] = { { .kind = 0, .seq = 1 }, { .kind = CTL_COLL_BARRIER, .seq = 0 },
 					{ .kind = CTL_COLL_BARRIER, .seq = 1, .flags = 1 },
-					{ .kind = CTL_COLL_BARRIER, .seq = 1, .arg = { 0, 0, 5, 0 } } };
-	for (int i = 0; i < 4; i++) {
+					{ .kind = CTL_COLL_BARRIER, .seq = 1, .count = 5 },
+					{ .kind = CTL_COLL_ALLTOALL, .seq = 1, .send = { .mem = 0, .len = 8 } },
+					{ .kind = CTL_COLL_ALLTOALL, .seq = 1,
+					  .recv = { .mem = 1, .off = UINT64_MAX, .len = 2 } },
+					{ .kind = CTL_COLL_ALLTOALL, .seq = 1, .strategy = 5 },
+					{ .kind = CTL_COLL_KIND_MAX + 1, .seq = 1 } };
+	for (int i = 0; i < 8; i++) {
 		CHECK_EQ(ctl_encode_coll(buf, sizeof(buf), &bad[i]), -EINVAL);
 		/* forged: the decoder refuses it too */
 		n = ctl_encode_coll(buf, sizeof(buf), &c);
@@ -137,6 +144,22 @@ TEST(ctl_collectives)
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
 	CHECK_EQ(m.u.coll_done.err, EPIPE);
 	CHECK(strcmp(m.u.coll_done.text, "rank 3 left") == 0);
+	/* an all-to-all of 8-byte blocks between buffers of regions 1 and 2 */
+	struct ctl_coll_wire a = { .kind = CTL_COLL_ALLTOALL, .seq = 2, .strategy = 2, .count = 8,
+				   .send = { .mem = 1, .off = 64, .len = 32 }, .recv = { .mem = 2, .len = 32 } };
+	n = ctl_encode_coll(buf, sizeof(buf), &a);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK(m.u.coll.send.mem == 1 && m.u.coll.send.off == 64 && m.u.coll.recv.mem == 2 && m.u.coll.count == 8);
+	/* MEM and MEM_FREE */
+	n = ctl_encode_mem(buf, sizeof(buf), CTL_MEM, 3, 4096);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK(m.type == CTL_MEM && m.u.mem.id == 3 && m.u.mem.bytes == 4096);
+	CHECK_EQ(ctl_encode_mem(buf, sizeof(buf), CTL_MEM, 0, 4096), -EINVAL);
+	CHECK_EQ(ctl_encode_mem(buf, sizeof(buf), CTL_MEM_FREE, 3, 1), -EINVAL);
+	n = ctl_encode_mem(buf, sizeof(buf), CTL_MEM_FREE, 3, 0);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	buf[sizeof(struct ctl_hdr) + 8] = 1;     /* FREE with bytes */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
 	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 0, 0, ""), -EINVAL);
 	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 1, -1, ""), -EINVAL);
 	/* text with success, or a length that is not the body's: refused */

@@ -10,6 +10,7 @@
 #include "../../client/send.c"      /* FERRY_BATCH: ferry_recv pushes batches */
 #include "../../client/poll.c"
 #include "../../client/coll.c"      /* conn.c hands COLL_DONE to it */
+#include "../../client/mem.c"
 
 #include <stdlib.h>
 

@@ -1,0 +1,202 @@
+/* client/mem.c - memory shared with ferryd for collectives: ferry_alloc
+ * (the application's, used in place) and the staging that ordinary buffers
+ * are copied through.  See internal.h, "mem.c".
+ *
+ * A region is a memfd, sealed against shrinking and growing (ferryd maps it
+ * and must not fault on a page that went away: daemon/local/mem.h), mapped
+ * here, and registered with CTL_MEM under a number of this handle.
+ *
+ * Ownership: the handle's list owns every region.  ferry_free drops an
+ * application region (ferryd keeps its own mapping while an operation uses
+ * it); a staging region belongs to one request while it runs, then goes
+ * back to the handle (f->stage_free), which keeps one for the next request;
+ * ferry_close unmaps them all.
+ */
+#include "internal.h"
+#include "../proto/ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct fmem {
+	struct fmem *next;
+	uint32_t id;
+	int app;                /* ferry_alloc's */
+	uint8_t *base;
+	size_t bytes;
+};
+
+/* Sends MEM with the memfd.  Returns 0 or -errno (the session is lost). */
+static int send_mem(struct ferry *f, uint32_t id, uint64_t bytes, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	uint8_t msg[sizeof(struct ctl_hdr) + sizeof(struct ctl_mem_wire)];
+	ssize_t n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM, id, bytes);
+	struct iovec iov = { .iov_base = msg, .iov_len = (size_t)n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+
+	if (n < 0)
+		return conn_seterr(-EINVAL, "cannot encode MEM");
+	memset(&cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	if (sendmsg(f->sock, &mh, MSG_NOSIGNAL) != n) {
+		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (sharing memory: %s)", strerror(errno));
+		return f->dead;
+	}
+	return 0;
+}
+
+/* A new region of bytes (rounded up to pages), registered, into *m_p.
+ * Returns 0 or -errno (ferry_last_error says why). */
+static int region_new(struct ferry *f, size_t bytes, int app, struct fmem **m_p)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct fmem *m;
+	int fd, ret;
+
+	if (page <= 0)
+		page = 4096;
+	if (bytes > SIZE_MAX - (size_t)page)
+		return conn_seterr(-ENOMEM, "%zu bytes of shared memory: too many", bytes);
+	bytes = bytes ? (bytes + (size_t)page - 1) / (size_t)page * (size_t)page : (size_t)page;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return conn_seterr(-ENOMEM, "out of memory");
+	fd = memfd_create("ferry-coll", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		ret = conn_seterr(-errno, "memfd_create: %s", strerror(errno));
+		free(m);
+		return ret;
+	}
+	if (ftruncate(fd, (off_t)bytes) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		ret = conn_seterr(-errno, "sizing shared memory of %zu bytes: %s", bytes, strerror(errno));
+		goto err;
+	}
+	m->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		ret = conn_seterr(-errno, "mmap of %zu bytes: %s", bytes, strerror(errno));
+		goto err;
+	}
+	m->bytes = bytes;
+	m->app = app;
+	m->id = ++f->mem_next_id;
+	if ((ret = send_mem(f, m->id, bytes, fd)) < 0) {
+		munmap(m->base, bytes);
+		goto err;
+	}
+	close(fd);
+	m->next = f->mems;
+	f->mems = m;
+	*m_p = m;
+	return 0;
+err:
+	close(fd);
+	free(m);
+	return ret;
+}
+
+static void region_free(struct ferry *f, struct fmem *m, int tell)
+{
+	struct fmem **pp = &f->mems;
+	uint8_t msg[sizeof(struct ctl_hdr) + sizeof(struct ctl_mem_wire)];
+	ssize_t n;
+
+	while (*pp && *pp != m)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = m->next;
+	if (tell && !f->dead && (n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM_FREE, m->id, 0)) > 0 &&
+	    send(f->sock, msg, (size_t)n, MSG_NOSIGNAL) != n)
+		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (freeing shared memory)");
+	munmap(m->base, m->bytes);
+	free(m);
+}
+
+int mem_ref(struct ferry *f, const void *p, size_t len, struct ctl_buf *b)
+{
+	const uint8_t *q = p;
+
+	for (struct fmem *m = f->mems; m; m = m->next)
+		if (m->app && q >= m->base && q <= m->base + m->bytes && len <= (size_t)(m->base + m->bytes - q)) {
+			*b = (struct ctl_buf){ .mem = m->id, .off = (uint64_t)(q - m->base), .len = len };
+			return 1;
+		}
+	return 0;
+}
+
+int stage_get(struct ferry *f, size_t bytes, struct fmem **m_p, uint8_t **base_p, uint32_t *id_p)
+{
+	struct fmem *m = f->stage_free;
+	int ret;
+
+	if (m && m->bytes >= bytes) {
+		f->stage_free = NULL;
+	} else if ((ret = region_new(f, bytes, 0, &m)) < 0) {
+		return ret;
+	}
+	*m_p = m;
+	*base_p = m->base;
+	*id_p = m->id;
+	return 0;
+}
+
+void stage_put(struct ferry *f, struct fmem *m)
+{
+	if (!m)
+		return;
+	/* Keep the larger of the two for the next request. */
+	if (!f->stage_free || f->stage_free->bytes < m->bytes) {
+		if (f->stage_free)
+			region_free(f, f->stage_free, 1);
+		f->stage_free = m;
+		return;
+	}
+	region_free(f, m, 1);
+}
+
+void mem_free_all(struct ferry *f)
+{
+	while (f->mems)
+		region_free(f, f->mems, 0);
+	f->stage_free = NULL;
+}
+
+FERRY_API int ferry_alloc(ferry_t *f, size_t bytes, void **p_p)
+{
+	struct fmem *m;
+	int ret;
+
+	conn_clearerr();
+	if (!p_p)
+		return conn_seterr(-EINVAL, "no place for the pointer");
+	if (f->dead)
+		return f->dead;
+	if ((ret = region_new(f, bytes, 1, &m)) < 0)
+		return ret;
+	*p_p = m->base;
+	return 0;
+}
+
+FERRY_API void ferry_free(ferry_t *f, void *p)
+{
+	for (struct fmem *m = f->mems; p && m; m = m->next)
+		if (m->app && m->base == p) {
+			region_free(f, m, 1);
+			return;
+		}
+}

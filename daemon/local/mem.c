@@ -1,0 +1,123 @@
+/* daemon/local/mem.c - see mem.h.
+ *
+ * Ownership (mem.h): a struct mem is freed and unmapped by the mem_put that
+ * drops its last reference.
+ */
+#include "mem.h"
+
+#include "endpoint.h"
+#include "../core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mem *mem_find(const struct ep *ep, uint32_t id)
+{
+	for (struct mem *m = ep->mems; m; m = m->next)
+		if (m->id == id)
+			return m;
+	return NULL;
+}
+
+void mem_hold(struct mem *m)
+{
+	m->refs++;
+}
+
+void mem_put(struct mem *m)
+{
+	if (!m || --m->refs)
+		return;
+	if (m->bytes)
+		munmap(m->base, m->bytes);
+	free(m);
+}
+
+int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len)
+{
+	struct stat st;
+	uint64_t total = 0;
+	uint32_t n = 0;
+	struct mem *m;
+	int seals, ret;
+
+	for (m = ep->mems; m; m = m->next) {
+		total += m->bytes;
+		n++;
+	}
+	if (id == 0 || mem_find(ep, id)) {
+		snprintf(why, why_len, "memory region %u: %s", id, id ? "registered already" : "id 0");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (n >= MEM_MAX_REGIONS || bytes > MEM_MAX_BYTES - total) {
+		snprintf(why, why_len, "memory region %u: the endpoint has %u regions of %llu bytes (at most %u, "
+			 "%llu bytes)", id, n, (unsigned long long)total, MEM_MAX_REGIONS,
+			 (unsigned long long)MEM_MAX_BYTES);
+		ret = -EDQUOT;
+		goto out;
+	}
+	/* Only a memfd that cannot shrink: a region the client could
+	 * truncate under us would be a SIGBUS in the daemon. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < bytes) {
+		snprintf(why, why_len, "memory region %u: not a memfd of %llu bytes sealed against shrinking", id,
+			 (unsigned long long)bytes);
+		ret = -EINVAL;
+		goto out;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		ret = -ENOMEM;
+		snprintf(why, why_len, "out of memory");
+		goto out;
+	}
+	if (bytes) {
+		m->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m->base == MAP_FAILED) {
+			ret = -errno;
+			snprintf(why, why_len, "memory region %u: mmap of %llu bytes: %m", id,
+				 (unsigned long long)bytes);
+			free(m);
+			goto out;
+		}
+	}
+	m->id = id;
+	m->bytes = bytes;
+	m->refs = 1;
+	m->next = ep->mems;
+	ep->mems = m;
+	ret = 0;
+out:
+	close(fd);
+	return ret;
+}
+
+int mem_remove(struct ep *ep, uint32_t id)
+{
+	for (struct mem **pp = &ep->mems; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			struct mem *m = *pp;
+
+			*pp = m->next;
+			mem_put(m);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void mem_remove_all(struct ep *ep)
+{
+	while (ep->mems) {
+		struct mem *m = ep->mems;
+
+		ep->mems = m->next;
+		mem_put(m);
+	}
+}

@@ -1,0 +1,66 @@
+/* daemon/local/mem.h - memory a client shares with ferryd for collective
+ * operations (DESIGN.md "Collectives": ferry_alloc memory the daemon reads
+ * and writes in place, and the staging libferry copies ordinary buffers
+ * into).
+ *
+ * A client registers a region with CTL_MEM: a memfd, sealed so that it
+ * cannot shrink (F_SEAL_SHRINK, else an access after an ftruncate would
+ * kill the daemon with SIGBUS) nor be resealed otherwise, of at least the
+ * size it says, numbered by the client (1, 2, ...; unique per endpoint).
+ * ferryd maps it shared, read and write.  An operation names its buffers as
+ * (region, offset, length), checked against the region here.
+ *
+ * Ownership: a region is reference-counted.  The endpoint's table holds one
+ * reference from CTL_MEM to CTL_MEM_FREE or the endpoint's end; an
+ * operation that uses the region holds one (mem_hold) until it ends (it may
+ * end after its rank left: the daemon finishes operations for the other
+ * nodes).  The last reference unmaps it.
+ */
+#ifndef FERRY_LOCAL_MEM_H
+#define FERRY_LOCAL_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ep;
+
+struct mem {
+	struct mem *next;               /* the endpoint's table */
+	uint32_t id;
+	uint32_t refs;
+	uint8_t *base;
+	uint64_t bytes;
+};
+
+/* Regions one endpoint may have, and their bytes in all. */
+#define MEM_MAX_REGIONS 64
+#define MEM_MAX_BYTES   (64ull << 30)
+
+/* Registers fd (taken: closed here whatever happens) as region id of ep,
+ * bytes long.  Returns 0, or -EINVAL (not a memfd sealed against
+ * shrinking, shorter than bytes, id 0 or in use), -EDQUOT (beyond
+ * MEM_MAX_REGIONS or MEM_MAX_BYTES), -ENOMEM, or mmap's error; why says
+ * what. */
+int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);
+
+/* Drops the table's reference to region id.  Returns 0 or -ENOENT. */
+int mem_remove(struct ep *ep, uint32_t id);
+
+/* Drops every region of ep (its end). */
+void mem_remove_all(struct ep *ep);
+
+/* The region id of ep, or NULL. */
+struct mem *mem_find(const struct ep *ep, uint32_t id);
+
+/* len bytes at off of m, or NULL if they are not all inside it. */
+static inline uint8_t *mem_at(const struct mem *m, uint64_t off, uint64_t len)
+{
+	if (!m || off > m->bytes || len > m->bytes - off)
+		return 0;
+	return m->base + off;
+}
+
+void mem_hold(struct mem *m);
+void mem_put(struct mem *m);
+
+#endif
