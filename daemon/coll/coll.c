@@ -430,7 +430,7 @@ static int post_buffer(struct cop *op, struct ep *ep, const struct ctl_buf *b, u
 	}
 	if (!len)
 		return 0;
-	m = mem_find(ep, b->mem);
+	m = mem_find(ep->mems, b->mem);
 	p = mem_at(m, b->off, b->len);
 	if (!p) {
 		snprintf(op->why, sizeof(op->why), "rank %u: its %s buffer is not in memory it shares with ferryd "

@@ -479,7 +479,7 @@ void ep_close(struct ep *ep)
 	if (ep->lender && ep->lender->first != ep->lender->next && endpoints.take_back && !endpoints.exiting)
 		endpoints.take_back(ep);
 
-	mem_remove_all(ep);
+	mem_remove_all(&ep->mems);
 	if (ep->pending.count) {
 		ep_drop(ep->job, ep->pending.count);
 		log_rl_notice("session %u: %llu queued items for rank %u dropped", ep->id,

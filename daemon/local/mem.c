@@ -5,8 +5,6 @@
  */
 #include "mem.h"
 
-#include "endpoint.h"
-#include "../core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct mem *mem_find(const struct ep *ep, uint32_t id)
+struct mem *mem_find(struct mem *list, uint32_t id)
 {
-	for (struct mem *m = ep->mems; m; m = m->next)
+	for (struct mem *m = list; m; m = m->next)
 		if (m->id == id)
 			return m;
 	return NULL;
@@ -38,7 +36,7 @@ void mem_put(struct mem *m)
 	free(m);
 }
 
-int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len)
+int mem_add(struct mem **list, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len)
 {
 	struct stat st;
 	uint64_t total = 0;
@@ -46,11 +44,11 @@ int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_
 	struct mem *m;
 	int seals, ret;
 
-	for (m = ep->mems; m; m = m->next) {
+	for (m = *list; m; m = m->next) {
 		total += m->bytes;
 		n++;
 	}
-	if (id == 0 || mem_find(ep, id)) {
+	if (id == 0 || mem_find(*list, id)) {
 		snprintf(why, why_len, "memory region %u: %s", id, id ? "registered already" : "id 0");
 		ret = -EINVAL;
 		goto out;
@@ -91,17 +89,17 @@ int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_
 	m->id = id;
 	m->bytes = bytes;
 	m->refs = 1;
-	m->next = ep->mems;
-	ep->mems = m;
+	m->next = *list;
+	*list = m;
 	ret = 0;
 out:
 	close(fd);
 	return ret;
 }
 
-int mem_remove(struct ep *ep, uint32_t id)
+int mem_remove(struct mem **list, uint32_t id)
 {
-	for (struct mem **pp = &ep->mems; *pp; pp = &(*pp)->next)
+	for (struct mem **pp = list; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
 			struct mem *m = *pp;
 
@@ -112,12 +110,12 @@ int mem_remove(struct ep *ep, uint32_t id)
 	return -ENOENT;
 }
 
-void mem_remove_all(struct ep *ep)
+void mem_remove_all(struct mem **list)
 {
-	while (ep->mems) {
-		struct mem *m = ep->mems;
+	while (*list) {
+		struct mem *m = *list;
 
-		ep->mems = m->next;
+		*list = m->next;
 		mem_put(m);
 	}
 }

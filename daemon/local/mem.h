@@ -22,8 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct ep;
-
 struct mem {
 	struct mem *next;               /* the endpoint's table */
 	uint32_t id;
@@ -36,21 +34,22 @@ struct mem {
 #define MEM_MAX_REGIONS 64
 #define MEM_MAX_BYTES   (64ull << 30)
 
-/* Registers fd (taken: closed here whatever happens) as region id of ep,
+/* Registers fd (taken: closed here whatever happens) as region id of the
+ * endpoint whose table is list (struct ep's mems),
  * bytes long.  Returns 0, or -EINVAL (not a memfd sealed against
  * shrinking, shorter than bytes, id 0 or in use), -EDQUOT (beyond
  * MEM_MAX_REGIONS or MEM_MAX_BYTES), -ENOMEM, or mmap's error; why says
  * what. */
-int mem_add(struct ep *ep, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);
+int mem_add(struct mem **list, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);
 
 /* Drops the table's reference to region id.  Returns 0 or -ENOENT. */
-int mem_remove(struct ep *ep, uint32_t id);
+int mem_remove(struct mem **list, uint32_t id);
 
-/* Drops every region of ep (its end). */
-void mem_remove_all(struct ep *ep);
+/* Drops every region of the table (its endpoint's end). */
+void mem_remove_all(struct mem **list);
 
-/* The region id of ep, or NULL. */
-struct mem *mem_find(const struct ep *ep, uint32_t id);
+/* The region id of the table, or NULL. */
+struct mem *mem_find(struct mem *list, uint32_t id);
 
 /* len bytes at off of m, or NULL if they are not all inside it. */
 static inline uint8_t *mem_at(const struct mem *m, uint64_t off, uint64_t len)

@@ -658,13 +658,13 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			int fd = s->fd_in, ret;
 
 			s->fd_in = -1;
-			ret = mem_add(s->ep, m->u.mem.id, fd, m->u.mem.bytes, why, sizeof(why));
+			ret = mem_add(&s->ep->mems, m->u.mem.id, fd, m->u.mem.bytes, why, sizeof(why));
 			if (ret < 0)
 				reject(s, -ret, "%s", why);
 			return;
 		}
 		if (m->type == CTL_MEM_FREE && s->ep && s->ep->ready) {
-			if (mem_remove(s->ep, m->u.mem.id) < 0)
+			if (mem_remove(&s->ep->mems, m->u.mem.id) < 0)
 				reject(s, EINVAL, "memory region %u: not registered", m->u.mem.id);
 			return;
 		}

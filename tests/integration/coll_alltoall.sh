@@ -1,0 +1,98 @@
+#!/bin/bash
+# ferry_alltoall / ferry_ialltoall run by the daemons: real daemons, real
+# client processes (ft_coll), every byte each rank receives checked against
+# its sender's pattern.  Every strategy forced (direct, mesh, grid3d,
+# hypercube) and the automatic choice; one node and several, uneven ranks
+# per node, a node of the cluster without ranks of the job; blocks of 0, 1,
+# 8, 100 bytes, 4 KiB and 256 KiB; ordinary buffers (staged) and
+# ferry_alloc memory (in place), FERRY_IN_PLACE; the non-blocking form;
+# two jobs at once; block sizes that disagree and a rank that dies fail on
+# every rank instead of hanging.  (The full product of node counts, layouts
+# and sizes: make check-coll.)
+. "$(dirname "$0")/lib.sh"
+
+# a2a JOB SIZE ITERS NODE_OF... -- ft_coll options: SIZE ranks, rank r on
+# daemon NODE_OF[r], in the background; wait_job JOB checks them.
+a2a() {
+	local job=$1 size=$2 n=$3 r pids=""
+	shift 3
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
+			--size "$size" --barriers "$n" "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+run_a2a() { a2a "$@"; wait_job "$1"; }
+
+# --- one node ------------------------------------------------------------------
+start_daemon one || exit 1
+expect "one rank: all-to-all with itself" run_a2a solo 1 3 one -- --alltoall 8
+for b in 0 1 8 100 4096; do
+	expect "one node, 3 ranks, ${b}-byte blocks" run_a2a "o$b" 3 3 one one one -- --alltoall "$b"
+done
+expect "one node, ferry_alloc buffers, in place" run_a2a oai 3 3 one one one -- --alltoall 100 --alloc --in-place
+expect "one node, FERRY_IN_PLACE from ordinary memory, non-blocking" \
+	run_a2a oin 3 3 one one one -- --alltoall 100 --in-place --nonblocking
+stop_daemon one >/dev/null
+
+# --- five nodes, 7 ranks: 2, 2, 1, 1, 1 per node -------------------------------
+start_cluster c 5 || exit 1
+where7="c_n0 c_n1 c_n2 c_n3 c_n4 c_n0 c_n1"
+for s in direct mesh grid3d hypercube; do
+	for b in 1 8 100; do
+		# shellcheck disable=SC2086
+		expect "5 nodes, 7 ranks (2,2,1,1,1), $s, ${b}-byte blocks" \
+			run_a2a "$s$b" 7 2 $where7 -- --alltoall "$b" --strategy "$s"
+	done
+done
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, automatic choice, 4 KiB blocks in ferry_alloc memory" \
+	run_a2a auto4k 7 2 $where7 -- --alltoall 4096 --alloc
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, automatic choice, 256 KiB blocks (1.75 MiB per rank)" \
+	run_a2a auto256k 7 1 $where7 -- --alltoall 262144
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, mesh, 0-byte blocks" run_a2a m0 7 2 $where7 -- --alltoall 0 --strategy mesh
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, grid3d, in place, non-blocking" \
+	run_a2a gin 7 3 $where7 -- --alltoall 64 --strategy grid3d --in-place --nonblocking
+expect "a job on 2 of the 5 nodes (the others have no rank of it), hypercube" \
+	run_a2a two 4 3 c_n1 c_n3 c_n3 c_n1 -- --alltoall 32 --strategy hypercube
+a2a ja 5 5 c_n0 c_n1 c_n2 c_n3 c_n4 -- --alltoall 16 --strategy mesh
+a2a jb 5 5 c_n4 c_n3 c_n2 c_n1 c_n0 -- --alltoall 24 --strategy direct --nonblocking
+expect "two jobs' all-to-alls at once" wait_job ja
+expect "... the other one too" wait_job jb
+a2a st 3 2 c_n0 c_n2 c_n4 -- --alltoall 8 --strategy hypercube --linger 3000
+expect "... a job that lingers after 2 all-to-alls" wait_for "grep -q ok: '$TMP/st.0.log'"
+expect "ferryctl stats: 2 all-to-alls by the hypercube" \
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube'"
+wait_job st >/dev/null
+
+# --- failures --------------------------------------------------------------------
+# rank 3 passes 9-byte blocks, the others 8: every rank's first all-to-all
+# fails with EINVAL (sizes that disagree), none hangs
+mm=""
+for r in 0 1 2 3; do
+	FERRY_RUNTIME_DIR=$TMP/c_n$r bg "mm.$r.log" prog ft_coll --job mm --rank "$r" --size 4 --barriers 1 \
+		--alltoall 8 --strategy direct $([ "$r" = 3 ] && echo --mismatch)
+	mm="$mm $LASTPID"
+done
+for p in $mm; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1; done"; done
+fails=$(grep -l "alltoall 1: .*Invalid argument\|alltoall 1: .*invalid" "$TMP"/mm.*.log 2>/dev/null | wc -l)
+expect "block sizes that disagree: the all-to-all fails on all 4 ranks ($fails), none hangs" test "$fails" = 4
+wait $mm 2>/dev/null
+# rank 2 dies instead of its third all-to-all: the others fail with EPIPE naming it
+a2a dies 4 10 c_n0 c_n1 c_n2 c_n3 -- --alltoall 64 --die-before 3 --die-rank 2
+for r in 0 1 3; do
+	expect "a rank died: rank $r's all-to-all 3 fails with EPIPE naming rank 2" \
+		bash -c "timeout 20 bash -c 'while ! grep -q alltoall \"$TMP/dies.$r.log\"; do sleep 0.05; done'; \
+			 grep -qE 'rank $r alltoall 3: .*rank 2 .*left' '$TMP/dies.$r.log'"
+done
+wait_job dies >/dev/null
+expect "after that, a new job's all-to-all on the same daemons" run_a2a after 5 2 c_n0 c_n1 c_n2 c_n3 c_n4 -- --alltoall 8
+expect "the daemons exit cleanly" stop_cluster c 5
+finish
