@@ -85,7 +85,7 @@ BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 BENCH_FAMILIES := a2a latency rate bw security knobs
 
 
-.PHONY: all deps check check-run check-rdma demo demo-run install uninstall fuzz clean tests bench soak \
+.PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -311,6 +311,15 @@ SOAK_SECONDS ?= 600
 soak: deps
 	@$(MAKE) --no-print-directory -s all $(PROGS)
 	@SOAK_SECONDS=$(SOAK_SECONDS) BUILD=$(BUILD) bash tests/soak/soak.sh
+
+# The collectives' full product of node counts, layouts, strategies and
+# sizes (tests/coll/full.sh; make check runs a pairwise part of it).  The
+# summary counts as tests/run.sh does.
+check-coll: deps
+	@$(MAKE) --no-print-directory -s all $(PROGS)
+	@BUILD=$(abspath $(BUILD)) bash tests/coll/full.sh | tee build/coll.log; rc=$${PIPESTATUS[0]}; \
+	p=$$(grep -ac '^ok - ' build/coll.log); f=$$(grep -ac '^not ok - ' build/coll.log); \
+	echo "$$p passed, $$f failed"; exit $$rc
 
 # RDMA verbs for real: soft-RoCE in a QEMU VM (tests/rdma/).  The summary
 # counts as tests/run.sh does: "N passed, N failed", ", N skipped" if any.

@@ -16,6 +16,7 @@
 #include "../local/endpoint.h"
 #include "../local/job.h"
 #include "../local/mem.h"
+#include "../local/user.h"
 #include "../plan/a2a.h"
 #include "../local/session.h"
 #include "../plan/barrier.h"
@@ -244,6 +245,8 @@ static void cop_free(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
+		op->cj->early_bytes -= e->len;
+		user_give_coll(op->cj->j->user, e->len);
 		free(e);
 	}
 	coll_exec_free(op->x);
@@ -302,7 +305,23 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	return 0;
 }
 
-static const struct coll_exec_ops exec_ops = { .send = send_piece };
+/* The executor's memory is its user's (limits.user_memory_bytes). */
+static int exec_mem_take(void *ctx, uint64_t bytes)
+{
+	struct cop *op = ctx;
+
+	return user_take_coll(op->cj->j->user, bytes);
+}
+
+static void exec_mem_give(void *ctx, uint64_t bytes)
+{
+	struct cop *op = ctx;
+
+	user_give_coll(op->cj->j->user, bytes);
+}
+
+static const struct coll_exec_ops exec_ops = { .send = send_piece, .mem_take = exec_mem_take,
+					       .mem_give = exec_mem_give };
 
 /* --- starting --- */
 
@@ -405,6 +424,7 @@ static void cop_start(struct cop *op)
 
 		op->early = e->next;
 		cj->early_bytes -= e->len;
+		user_give_coll(cj->j->user, e->len);
 		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
 		free(e);
 		if (ret < 0)
@@ -561,9 +581,14 @@ static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 		cop_end(op, ENOBUFS, "other nodes are too far ahead in the job's collectives");
 		return;
 	}
+	if (user_take_coll(j->user, (uint64_t)n) < 0) {
+		cop_end(op, ENOBUFS, user_refusal());
+		return;
+	}
 	struct early *e = malloc(sizeof(*e) + (size_t)n + 1);
 
 	if (!e) {
+		user_give_coll(j->user, (uint64_t)n);
 		cop_end(op, ENOMEM, "out of memory for an early piece");
 		return;
 	}

@@ -80,9 +80,14 @@ static int fail(struct coll_exec *x, int ret, const char *fmt, ...)
 /* Counts bytes against mem_max; -ENOMEM (failing) beyond it. */
 static int mem_take(struct coll_exec *x, uint64_t bytes)
 {
+	int ret;
+
 	if (bytes > x->cfg.mem_max || x->mem_now > x->cfg.mem_max - bytes)
 		return fail(x, -ENOMEM, "the operation needs more than its %llu bytes of memory",
 			    (unsigned long long)x->cfg.mem_max);
+	if (x->ops->mem_take && (ret = x->ops->mem_take(x->ctx, bytes)) < 0)
+		return fail(x, ret, "the operation needs %llu bytes more of daemon memory than its user may "
+			    "have (limits.user_memory_bytes, limits.memory_bytes)", (unsigned long long)bytes);
 	x->mem_now += bytes;
 	if (x->mem_now > x->mem_peak)
 		x->mem_peak = x->mem_now;
@@ -92,6 +97,8 @@ static int mem_take(struct coll_exec *x, uint64_t bytes)
 static void mem_give(struct coll_exec *x, uint64_t bytes)
 {
 	x->mem_now -= bytes;
+	if (x->ops->mem_give && bytes)
+		x->ops->mem_give(x->ctx, bytes);
 }
 
 static int in_cmp(const void *a, const void *b)
@@ -447,6 +454,7 @@ void coll_exec_free(struct coll_exec *x)
 {
 	if (!x)
 		return;
+	mem_give(x, x->mem_now);
 	for (uint32_t i = 0; i < x->nin; i++)
 		free(x->in[i].buf);
 	for (uint32_t i = 0; i < x->nout; i++)

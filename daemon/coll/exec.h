@@ -42,6 +42,12 @@ struct coll_exec_ops {
 	 * there is no room now, or another -errno, which fails the
 	 * operation. */
 	int (*send)(void *ctx, uint32_t peer, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len);
+	/* Optional: bytes the executor is about to hold (beyond mem_max's
+	 * own bound: the user's share of daemon memory): 0, or -errno to fail
+	 * the operation; and bytes it gave back.  Whatever it still holds when
+	 * it is freed is given back then. */
+	int (*mem_take)(void *ctx, uint64_t bytes);
+	void (*mem_give)(void *ctx, uint64_t bytes);
 };
 
 struct coll_exec_cfg {

@@ -70,7 +70,7 @@ void user_put(struct user *u)
 {
 	struct user **pp;
 
-	if (u->unjoined || u->endpoints || u->jobs || u->queue_bytes || u->table_bytes)
+	if (u->unjoined || u->endpoints || u->jobs || u->queue_bytes || u->table_bytes || u->coll_bytes)
 		return;
 	for (pp = &users.all; *pp != u; pp = &(*pp)->next)
 		;
@@ -140,9 +140,9 @@ static int mem_fits(const struct user *u, uint64_t bytes)
 
 	if (!c)
 		return 0;
-	if (u->queue_bytes + u->table_bytes + bytes > c->user_memory_bytes)
+	if (u->queue_bytes + u->table_bytes + u->coll_bytes + bytes > c->user_memory_bytes)
 		return -EDQUOT;
-	if (user_total.queue_bytes + user_total.table_bytes + bytes > c->memory_bytes)
+	if (user_total.queue_bytes + user_total.table_bytes + user_total.coll_bytes + bytes > c->memory_bytes)
 		return -ENOBUFS;
 	return 0;
 }
@@ -178,6 +178,32 @@ void user_give_job(struct user *u, uint64_t bytes)
 	u->table_bytes -= bytes;
 	user_total.jobs--;
 	user_total.table_bytes -= bytes;
+	user_put(u);
+}
+
+int user_take_coll(struct user *u, uint64_t bytes)
+{
+	const struct conf *c = users.conf;
+	int ret = mem_fits(u, bytes);
+
+	if (ret == -EDQUOT)
+		return refuse(ret, "a collective operation needs %llu bytes more, and uid %u holds %llu bytes of "
+			      "daemon memory already (limits.user_memory_bytes = %llu)", (unsigned long long)bytes,
+			      (unsigned)u->uid, (unsigned long long)(u->queue_bytes + u->table_bytes + u->coll_bytes),
+			      (unsigned long long)c->user_memory_bytes);
+	if (ret == -ENOBUFS)
+		return refuse(ret, "a collective operation needs %llu bytes more than ferryd has left "
+			      "(limits.memory_bytes = %llu)", (unsigned long long)bytes,
+			      (unsigned long long)c->memory_bytes);
+	u->coll_bytes += bytes;
+	user_total.coll_bytes += bytes;
+	return 0;
+}
+
+void user_give_coll(struct user *u, uint64_t bytes)
+{
+	u->coll_bytes -= bytes;
+	user_total.coll_bytes -= bytes;
 	user_put(u);
 }
 

@@ -33,6 +33,7 @@ struct user {
 	uint32_t jobs;                  /* jobs with ranks here */
 	uint64_t queue_bytes;           /* chunks of items queued for its endpoints (recq.h) */
 	uint64_t table_bytes;           /* its jobs and their rank tables */
+	uint64_t coll_bytes;            /* its collectives' streams, scratch and early pieces */
 	uint64_t mem_waits;             /* items that waited because memory was used up */
 };
 
@@ -62,6 +63,13 @@ void user_give_job(struct user *u, uint64_t bytes);
 /* Memory for queued items; force: even above the limits (control records
  * that must not wait).  Refusals of queue memory are backpressure, not
  * errors: they are counted in mem_waits, and user_refusal is left alone. */
+/* Memory of its jobs' collective operations (coll/coll.c: the executors'
+ * streams and scratch, pieces that came early): bounded by its share of
+ * daemon memory like its queues.  Returns 0, -EDQUOT or -ENOBUFS (the
+ * operation fails, saying so: user_refusal). */
+int user_take_coll(struct user *u, uint64_t bytes);
+void user_give_coll(struct user *u, uint64_t bytes);
+
 int user_take_queue(struct user *u, uint64_t bytes, int force);
 /* Memory for items parked for u's endpoint (fwd/flow.h): they are already
  * on their way and their senders have been told to stop, so only the

@@ -77,11 +77,11 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			user_total.unjoined, ep_count(), job_count(), user_count());
 		fprintf(out, "memory_queued_bytes %llu\nmemory_queued_peak_bytes %llu\nmemory_table_bytes %llu\n"
 			"memory_region_bytes %llu\nmemory_frame_bytes %llu\nmemory_reply_bytes %llu\n"
-			"memory_waits %llu\n",
+			"memory_waits %llu\nmemory_coll_bytes %llu\n",
 			(unsigned long long)recq_mem_bytes, (unsigned long long)recq_mem_peak,
 			(unsigned long long)user_total.table_bytes, (unsigned long long)ep_region_bytes(),
 			(unsigned long long)frame_mem_bytes, (unsigned long long)sess_out_bytes(),
-			(unsigned long long)user_total.mem_waits);
+			(unsigned long long)user_total.mem_waits, (unsigned long long)user_total.coll_bytes);
 		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\nsessions_refused %llu\n"
 			"sessions_timed_out %llu\njoins_refused %llu\naccept_paused %llu\n",
 			(unsigned long long)sess_stats.sessions_opened,

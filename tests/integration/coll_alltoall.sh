@@ -95,4 +95,17 @@ done
 wait_job dies >/dev/null
 expect "after that, a new job's all-to-all on the same daemons" run_a2a after 5 2 c_n0 c_n1 c_n2 c_n3 c_n4 -- --alltoall 8
 expect "the daemons exit cleanly" stop_cluster c 5
+
+# Collective memory is its user's (limits.user_memory_bytes): an all-to-all
+# whose messages need more fails on every rank, and gives it all back.
+start_cluster lim 2 "limits: { user_memory_bytes = 4194304; };" || exit 1
+expect "2 MiB blocks within a 4 MiB share: fine" run_a2a small 2 1 lim_n0 lim_n1 -- --alltoall 1048576 --alloc
+a2a big 2 1 lim_n0 lim_n1 -- --alltoall 8388608 --alloc
+wait_job big >/dev/null 2>&1
+expect "8 MiB blocks beyond a 4 MiB share: the all-to-all fails on both ranks, saying why" \
+	bash -c "grep -q 'alltoall 1: .*limits.user_memory_bytes' '$TMP/big.0.log' &&
+		 grep -q 'alltoall 1: .*limits.user_memory_bytes' '$TMP/big.1.log'"
+expect "... and the daemons hold no collective memory afterwards" \
+	wait_for "[ \"\$(stat lim_n0 memory_coll_bytes)\" = 0 ] && [ \"\$(stat lim_n1 memory_coll_bytes)\" = 0 ]"
+expect "lim: daemons exit cleanly" stop_cluster lim 2
 finish

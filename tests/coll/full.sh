@@ -1,0 +1,75 @@
+#!/bin/bash
+# make check-coll: the full product of the collectives' integration tests,
+# beyond what make check runs (tests/integration/coll_*.sh): every strategy
+# forced and auto, on 1, 2, 3, 4, 5, 7, 8, 9, 12, 16 and 17 nodes (a prime
+# above 10), with 1, 2 and 3 ranks per node and an uneven layout, blocks of
+# 0, 1, 8, 100 bytes and 4 KiB, and 256 KiB on at most 4 nodes; barriers on
+# every layout.  One cluster per node count; every rank checks every byte
+# it receives (tests/progs/ft_coll.c).  Prints "ok - ..." per case and the
+# lib.sh summary; about 10 minutes on a 2-core machine.
+. "$(dirname "$0")/../integration/lib.sh"
+TEST=coll_full
+
+# layout N PPN: the daemons of the ranks of a job with PPN ranks per node on
+# N nodes (PPN "u": uneven, 1 to 3 by node), rank r on node r mod N.
+layout() {
+	local n=$1 ppn=$2 k r=0 total=0 i
+	local -a per=()
+	for k in $(seq 0 $((n - 1))); do
+		if [ "$ppn" = u ]; then per+=($((k % 3 + 1))); else per+=("$ppn"); fi
+		total=$((total + per[k]))
+	done
+	# deal ranks round-robin over nodes that still have room
+	local -a left=("${per[@]}")
+	while [ $r -lt $total ]; do
+		for k in $(seq 0 $((n - 1))); do
+			if [ "${left[$k]}" -gt 0 ]; then
+				echo "f_n$k"
+				left[k]=$((left[k] - 1))
+				r=$((r + 1))
+			fi
+		done
+	done
+}
+run_case() {   # run_case JOB WHERE... -- ft_coll options
+	local job=$1 r=0 pids=""
+	shift
+	local -a where=()
+	while [ "$1" != -- ]; do where+=("$1"); shift; done
+	shift
+	for d in "${where[@]}"; do
+		FERRY_RUNTIME_DIR=$TMP/$d bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" --size "${#where[@]}" "$@"
+		pids="$pids $LASTPID"
+		r=$((r + 1))
+	done
+	eval "JOB_$job=\"$pids\""
+	wait_job "$job"
+}
+
+id=0
+for n in 1 2 3 4 5 7 8 9 12 16 17; do
+	start_cluster f "$n" || { t_fail "$n nodes: cluster up"; continue; }
+	for ppn in 1 2 3 u; do
+		[ "$n" -ge 12 ] && [ "$ppn" = 3 ] && continue   # 36+ processes on 2 cores: the uneven layout covers it
+		# shellcheck disable=SC2207
+		where=($(layout "$n" "$ppn"))
+		id=$((id + 1))
+		expect "$n nodes, $ppn per node (${#where[@]} ranks): 3 barriers" \
+			run_case "b$id" "${where[@]}" -- --barriers 3
+		for s in auto direct mesh grid3d hypercube; do
+			opt=(); [ "$s" != auto ] && opt=(--strategy "$s")
+			for b in 0 1 8 100 4096; do
+				id=$((id + 1))
+				expect "$n nodes, $ppn per node, $s, ${b}-byte blocks" \
+					run_case "a$id" "${where[@]}" -- --barriers 1 --alltoall "$b" "${opt[@]}"
+			done
+			if [ "$n" -le 4 ]; then
+				id=$((id + 1))
+				expect "$n nodes, $ppn per node, $s, 256 KiB blocks in ferry_alloc memory" \
+					run_case "a$id" "${where[@]}" -- --barriers 1 --alltoall 262144 --alloc "${opt[@]}"
+			fi
+		done
+	done
+	expect "$n nodes: the daemons exit cleanly" stop_cluster f "$n"
+done
+finish
