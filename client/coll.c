@@ -55,6 +55,15 @@ static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
 	*req_p = NULL;
 	if (f->dead)
 		return f->dead;
+	{
+		int pending = 0;
+
+		for (struct ferry_req *q = f->reqs; q; q = q->next)
+			pending++;
+		if (pending >= FERRY_COLL_MAX_PENDING)
+			return conn_seterr(-EAGAIN, "%d collective requests are outstanding: ferry_test or ferry_wait "
+					   "for some first", pending);
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return conn_seterr(-ENOMEM, "out of memory for a request");
@@ -116,8 +125,8 @@ FERRY_API int ferry_test(ferry_req_t **req_p)
 	if (!req_p || !*req_p)
 		return 1;
 	r = *req_p;
-	if (!r->done && (ret = conn_check(r->f)) < 0) {
-		/* the daemon is gone: so is the operation */
+	if (!r->done && (ret = conn_check(r->f)) < 0 && !r->done) {
+		/* the daemon is gone, and the operation had not ended */
 		r->done = 1;
 		r->err = ret;
 		snprintf(r->text, sizeof(r->text), "%.*s", (int)sizeof(r->text) - 1, ferry_last_error());

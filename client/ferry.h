@@ -215,8 +215,13 @@ int ferry_fd(const ferry_t *f);
  * -EHOSTDOWN when a node or link was lost, -EINVAL when the ranks posted
  * different operations, with ferry_last_error() saying why; the job is then
  * broken (its steps fail too).  ferry_fd() becomes readable when a request
- * completes. */
+ * completes; since ferry_recv and ferry_send may take that news off the
+ * socket, a program that waits on ferry_fd() calls ferry_test on its
+ * outstanding requests before it waits (as it calls ferry_recv until it
+ * returns 0).  A handle has at most FERRY_COLL_MAX_PENDING requests not yet
+ * freed by ferry_test or ferry_wait: posting another says -EAGAIN. */
 typedef struct ferry_req ferry_req_t;
+#define FERRY_COLL_MAX_PENDING 64
 
 #define FERRY_IN_PLACE ((void *)1)
 

@@ -353,6 +353,11 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 	if (!j)
 		return;
 	j->ready = 1;
+	/* The layout of its collectives, fixed now (job.h) */
+	free(j->layout);
+	j->layout = malloc(((size_t)j->size + 1) * sizeof(*j->layout));
+	for (uint32_t r = 0; j->layout && r < j->size; r++)
+		j->layout[r] = j->ranks[r].node;
 	sess_job_ready(j);
 	check_cuts(j);
 }

@@ -30,12 +30,33 @@
 
 /* What one operation may hold (streams, scratch) on this node. */
 #define COLL_OP_MEM_MAX (256ull << 20)
+/* Operations of one job this node keeps at once (running, waiting for its
+ * ranks, or for pieces that came early).  libferry lets a rank have
+ * FERRY_COLL_MAX_PENDING (64) requests at once, which bounds them at twice
+ * that between the ranks here and those of the nodes ahead (coll.h); a
+ * client that posts beyond loses its session, a node whose pieces would go
+ * beyond fails the job. */
+#define COLL_MAX_OPS 256
+/* A job whose ranks here all left keeps running the operations this node
+ * started, for the other nodes, at most this long (then they end: nobody
+ * here waits for them, and the job's state is freed). */
+#define COLL_GONE_GRACE_NS (10ull * 1000000000u)
 
 struct early {
 	struct early *next;
 	struct wire_coll_piece h;
 	uint32_t len;
 	uint8_t data[];
+};
+
+/* A piece for a job this node has not seen start yet (its GO is still on
+ * its way while another node's ranks already post): kept as it came, in
+ * order, until the job is ready here (coll_poll) or gone. */
+struct pre {
+	struct pre *next;
+	uint32_t from, len;
+	struct job *j;                  /* held */
+	uint8_t payload[];
 };
 
 struct cjob;
@@ -82,7 +103,8 @@ struct cjob {
 	uint32_t *node_first, *rank_at; /* [G + 1], [size]: ranks by node index (a2a_layout) */
 	uint32_t *slot_of;              /* [size]: a local rank's slot (its place among them) */
 	struct cop *ops;
-	uint32_t ended_upto;            /* every operation up to it ended and is gone */
+	uint32_t nops;                  /* in ops */
+	uint64_t gone_ns;               /* when its last rank here left, 0 while it has ranks here */
 	uint64_t early_bytes;
 	uint64_t ops_run, ops_failed, last_us;
 	uint32_t last_kind;
@@ -94,6 +116,8 @@ static struct {
 	uint32_t self;
 	struct cjob *jobs;
 	int work;                       /* something to do at the next coll_poll */
+	struct loop_timer gone_timer;   /* a job without ranks here may have to be ended */
+	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
 	uint8_t piece[sizeof(struct wire_coll_piece) + WIRE_COLL_PIECE_MAX];
 } coll;
 
@@ -127,9 +151,11 @@ static int cjob_nodes(struct cjob *cj)
 	cj->nodes = malloc(((size_t)j->size + 1) * sizeof(*cj->nodes));
 	if (!cj->nodes)
 		return -ENOMEM;
+	if (!j->layout)
+		return -ENOMEM;
 	for (uint32_t r = 0; r < j->size; r++)
-		if (j->ranks[r].node != JOB_NO_NODE)
-			cj->nodes[n++] = j->ranks[r].node;
+		if (j->layout[r] != JOB_NO_NODE)
+			cj->nodes[n++] = j->layout[r];
 	qsort(cj->nodes, n, sizeof(*cj->nodes), node_cmp);
 	cj->G = 0;
 	for (uint32_t i = 0; i < n; i++)
@@ -152,7 +178,7 @@ static int cjob_nodes(struct cjob *cj)
 		return -ENOMEM;
 	}
 	for (uint32_t r = 0; r < j->size; r++) {
-		uint32_t *at = bsearch(&j->ranks[r].node, cj->nodes, cj->G, sizeof(*cj->nodes), node_cmp);
+		uint32_t *at = bsearch(&j->layout[r], cj->nodes, cj->G, sizeof(*cj->nodes), node_cmp);
 
 		if (!at) {
 			free(fill);
@@ -188,7 +214,7 @@ static struct cjob *cjob_find(const struct job *j)
 static struct cjob *cjob_by_id(uint32_t id, uint32_t gen)
 {
 	for (struct cjob *cj = coll.jobs; cj; cj = cj->next)
-		if (cj->j->id == id && cj->j->gen == gen)
+		if (cj->j->id == id && cj->j->gen == gen && !cj->j->stale)
 			return cj;
 	return NULL;
 }
@@ -254,9 +280,12 @@ static void cop_free(struct cop *op)
 	free(op);
 }
 
-/* Operation seq of cj, made if it is not there (after every operation
- * that ended and went, before none of those it does not know yet). */
-static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make)
+/* Operation seq of cj, made if it is not there and make says so.  An
+ * operation is not made again once it ended and went: operations start here
+ * in order, so one at or below the last started (j->coll_started) that is
+ * not in the list has gone.  NULL also when cj holds COLL_MAX_OPS (*full_p
+ * set) or memory is short. */
+static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make, int *full_p)
 {
 	struct cop **pp = &cj->ops, *op;
 
@@ -264,11 +293,17 @@ static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make)
 		pp = &(*pp)->next;
 	if (*pp && (*pp)->seq == seq)
 		return *pp;
-	if (!make || seq <= cj->ended_upto)
+	if (!make || seq <= cj->j->coll_started)
 		return NULL;
+	if (cj->nops >= COLL_MAX_OPS) {
+		if (full_p)
+			*full_p = 1;
+		return NULL;
+	}
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return NULL;
+	cj->nops++;
 	op->cj = cj;
 	op->seq = seq;
 	op->early_tail = &op->early;
@@ -514,14 +549,28 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		return;
 	}
 	cj->posted[ep->rank] = c->seq;
-	if (j->failed && c->seq > j->coll_ok) {
+	op = cop_get(cj, c->seq, 0, NULL);
+	if (!op && j->failed && c->seq > j->coll_ok) {
+		/* (an operation that exists answers when it ends, once) */
 		sess_coll_done(ep, c->seq, j->failed, j->fail_text);
 		return;
 	}
-	op = cop_get(cj, c->seq, 1);
 	if (!op) {
-		sess_coll_done(ep, c->seq, ENOMEM, "out of memory for the operation");
-		return;
+		int full = 0;
+
+		op = cop_get(cj, c->seq, 1, &full);
+		if (!op && full) {
+			ep_fail(ep, "more collective operations outstanding than a job may have (256)");
+			return;
+		}
+		if (!op) {
+			char why[CTL_ERRTEXT_MAX + 1];
+
+			snprintf(why, sizeof(why), "out of memory for collective operation %u", c->seq);
+			sess_coll_done(ep, c->seq, ENOMEM, why);
+			cluster_job_fail(j, ENOMEM, c->seq - 1, why);
+			return;
+		}
 	}
 	if (op->kind && op->kind != c->kind) {
 		cop_end(op, EINVAL, "the ranks posted different operations");
@@ -542,32 +591,121 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	loop_kick();
 }
 
+static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, const struct wire_coll_piece *hp,
+		     int64_t n);
+
+/* 1 if pieces of j wait in coll.pre. */
+static int pre_has(const struct job *j)
+{
+	for (struct pre *p = coll.pre; p; p = p->next)
+		if (p->j == j)
+			return 1;
+	return 0;
+}
+
 static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 {
 	struct wire_coll_piece h;
 	int64_t n = wire_coll_piece_decode(payload, len, &h);
 	struct job *j;
 	struct cjob *cj;
-	struct cop *op;
 
 	if (n < 0) {
 		log_rl_warn("malformed collective piece from node %u; dropped", from);
 		return;
 	}
 	cj = cjob_by_id(h.job, h.gen);
-	if (!cj) {
-		j = job_by_id(h.job, (uint8_t)h.gen);
-		cj = j ? cjob_get(j) : NULL;
+	j = cj ? cj->j : job_by_id(h.job, (uint8_t)h.gen);
+	if (!j)
+		return;         /* a job that ended here (or never was) */
+	if (!cj && (!j->ready || pre_has(j))) {
+		/* Not started here yet: it waits, its user's memory. */
+		struct pre *p;
+
+		if (user_take_coll(j->user, len) < 0) {
+			log_rl_warn("job %s (uid %u): a collective piece from node %u before the job started here, "
+				    "beyond the user's memory: dropped (%s)", j->name, j->uid, from, user_refusal());
+			return;
+		}
+		p = malloc(sizeof(*p) + len);
+		if (!p) {
+			user_give_coll(j->user, len);
+			return;
+		}
+		p->next = NULL;
+		p->from = from;
+		p->len = len;
+		p->j = j;
+		job_hold(j);
+		memcpy(p->payload, payload, len);
+		*coll.pre_tail = p;
+		coll.pre_tail = &p->next;
+		coll.work = 1;
+		return;
 	}
 	if (!cj)
-		return;         /* a job that ended here (or never was) */
-	j = cj->j;
+		cj = cjob_get(j);
+	if (!cj)
+		return;
+	piece_in(cj, from, payload, &h, n);
+}
+
+/* The pieces that waited for their jobs to start here: those of jobs now
+ * ready go in, in order; those of jobs gone are dropped. */
+static void pre_poll(void)
+{
+	struct pre **pp = &coll.pre;
+
+	while (*pp) {
+		struct pre *p = *pp;
+		struct job *j = p->j;
+		struct cjob *cj = NULL;
+		int go = j->ready && !j->gone && !j->stale;
+
+		if (!go && !j->gone && !j->stale) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (!*pp)
+			coll.pre_tail = pp;
+		if (go && (cj = cjob_get(j))) {
+			struct wire_coll_piece h;
+			int64_t n = wire_coll_piece_decode(p->payload, p->len, &h);
+
+			piece_in(cj, p->from, p->payload, &h, n);
+		}
+		user_give_coll(j->user, p->len);
+		job_put(j);
+		free(p);
+	}
+}
+
+/* A decoded piece of cj's job from node from. */
+static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, const struct wire_coll_piece *hp,
+		     int64_t n)
+{
+	struct wire_coll_piece h = *hp;
+	struct job *j = cj->j;
+	struct cop *op;
+
 	if (h.group != 0 || h.from >= cj->G || cj->nodes[h.from] != from) {
 		log_rl_warn("job %s: collective piece from node %u claims to be from node index %u of %u; dropped",
 			    j->name, from, h.from, cj->G);
 		return;
 	}
-	op = cop_get(cj, h.op, !j->failed || h.op <= j->coll_ok);
+	int full = 0;
+
+	op = cop_get(cj, h.op, !j->failed || h.op <= j->coll_ok, &full);
+	if (!op && full && !j->failed) {
+		char why[CTL_ERRTEXT_MAX + 1];
+
+		snprintf(why, sizeof(why), "node %u is more than %u collective operations ahead of node %u", from,
+			 COLL_MAX_OPS, coll.self);
+		log_rl_warn("job %s (uid %u): %s", j->name, j->uid, why);
+		cluster_job_fail(j, ENOBUFS, cj->j->coll_started, why);
+		return;
+	}
 	if (!op || op->ended)
 		return;         /* after the operation ended here: it failed, or the job did */
 	coll.work = 1;
@@ -625,6 +763,17 @@ static void cop_tell(struct cop *op)
 	}
 }
 
+/* Local ranks still here that have not posted operation seq. */
+static uint32_t left_to_post(const struct cjob *cj, uint32_t seq)
+{
+	const struct job *j = cj->j;
+	uint32_t n = 0;
+
+	for (uint32_t r = 0; r < j->size; r++)
+		n += j->layout[r] == coll.self && j->ranks[r].ep && cj->posted[r] < seq;
+	return n;
+}
+
 /* The first local rank that left before posting operation seq, or
  * UINT32_MAX. */
 static uint32_t left_before(const struct cjob *cj, uint32_t seq)
@@ -632,7 +781,7 @@ static uint32_t left_before(const struct cjob *cj, uint32_t seq)
 	const struct job *j = cj->j;
 
 	for (uint32_t r = 0; r < j->size; r++)
-		if (j->ranks[r].node == coll.self && !j->ranks[r].ep && cj->posted[r] < seq)
+		if (j->layout[r] == coll.self && !j->ranks[r].ep && cj->posted[r] < seq)
 			return r;
 	return UINT32_MAX;
 }
@@ -642,9 +791,21 @@ static int cjob_poll(struct cjob *cj)
 	struct job *j = cj->j;
 	int work = 0;
 
-	for (struct cop *op = cj->ops; op; op = op->next) {
+	for (struct cop **pp = &cj->ops, *op; (op = *pp);) {
 		uint32_t gone;
 
+		/* The job failed: what the failure left able to complete goes
+		 * on (coll.h), the rest fails; so does what a rank here left
+		 * before posting: both before anything starts. */
+		if (!op->ended && j->failed && op->seq > j->coll_ok)
+			cop_end(op, j->failed, j->fail_text[0] ? j->fail_text : "the job failed");
+		if (!op->ended && !op->started && (gone = left_before(cj, op->seq)) != UINT32_MAX) {
+			char why[CTL_ERRTEXT_MAX + 1];
+
+			snprintf(why, sizeof(why), "rank %u (on node %u) left job %s before collective operation %u",
+				 gone, coll.self, j->name, op->seq);
+			cop_end(op, EPIPE, why);
+		}
 		if (!op->ended && !op->started && op->kind && op->posted >= cj->nlocal) {
 			cop_start(op);
 			work = 1;
@@ -657,17 +818,8 @@ static int cjob_poll(struct cjob *cj)
 			else if (r < 0)
 				cop_end(op, -r, coll_exec_error(op->x));
 		}
-		/* The job failed: what the failure left able to complete goes
-		 * on (coll.h), the rest fails. */
-		if (!op->ended && j->failed && op->seq > j->coll_ok)
-			cop_end(op, j->failed, j->fail_text[0] ? j->fail_text : "the job failed");
-		if (!op->ended && !op->started && (gone = left_before(cj, op->seq)) != UINT32_MAX) {
-			char why[CTL_ERRTEXT_MAX + 1];
-
-			snprintf(why, sizeof(why), "rank %u (on node %u) left job %s before collective operation %u",
-				 gone, coll.self, j->name, op->seq);
-			cop_end(op, EPIPE, why);
-		}
+		if (!op->ended && cj->gone_ns && loop_now_ns() - cj->gone_ns >= COLL_GONE_GRACE_NS)
+			cop_end(op, ETIMEDOUT, "no rank of the job is left on this node");
 		if (op->ended && op->err && !op->told && (!j->failed || op->seq <= j->coll_ok)) {
 			/* Failed here, for a reason of its own: the other
 			 * nodes would wait for it, so the job fails
@@ -687,22 +839,17 @@ static int cjob_poll(struct cjob *cj)
 			cop_tell(op);
 			work = 1;
 		}
-	}
-	/* Operations that ended, in order, go (a late piece then finds
-	 * nothing and is dropped). */
-	while (cj->ops && cj->ops->told && cj->ops->seq == cj->ended_upto + 1) {
-		struct cop *op = cj->ops;
-		int all = 1;
-
-		for (uint32_t r = 0; r < j->size; r++)
-			if (j->ranks[r].ep && cj->posted[r] < op->seq)
-				all = 0;
-		if (!all && op->err)
-			break;  /* a rank here still has to post it, and hear the failure */
-		cj->ops = op->next;
-		cj->ended_upto = op->seq;
-		cop_free(op);
-		work = 1;
+		/* It goes once told, unless a rank here still has to post it
+		 * (and hear how it ended).  A piece that comes after finds
+		 * nothing and is dropped (cop_get). */
+		if (op->told && left_to_post(cj, op->seq) == 0) {
+			*pp = op->next;
+			cj->nops--;
+			cop_free(op);
+			work = 1;
+			continue;
+		}
+		pp = &op->next;
 	}
 	return work;
 }
@@ -716,15 +863,27 @@ static int cjob_running(const struct cjob *cj)
 	return 0;
 }
 
+static void gone_check(struct loop_timer *t)
+{
+	(void)t;
+	coll.work = 1;  /* coll_poll runs in this turn of the loop */
+}
+
 int coll_poll(void)
 {
 	struct cjob **pp = &coll.jobs;
 	int work = coll.work;
 
 	coll.work = 0;
+	if (coll.pre)
+		pre_poll();
 	while (*pp) {
 		struct cjob *cj = *pp;
 
+		if (cj->j->gone && !cj->gone_ns) {
+			cj->gone_ns = loop_now_ns();
+			loop_timer_arm(&coll.gone_timer, COLL_GONE_GRACE_NS + 1000000, gone_check, NULL);
+		}
 		work |= cjob_poll(cj);
 		if (cj->j->gone && !cjob_running(cj)) {
 			/* no rank here any more, and nothing this node still
@@ -766,6 +925,7 @@ int coll_init(const struct conf *c, uint32_t self)
 {
 	coll.conf = c;
 	coll.self = self;
+	coll.pre_tail = &coll.pre;
 	cluster_set_coll_rx(coll_rx);
 	return 0;
 }
@@ -773,6 +933,16 @@ int coll_init(const struct conf *c, uint32_t self)
 void coll_fini(void)
 {
 	cluster_set_coll_rx(NULL);
+	while (coll.pre) {
+		struct pre *p = coll.pre;
+
+		coll.pre = p->next;
+		user_give_coll(p->j->user, p->len);
+		job_put(p->j);
+		free(p);
+	}
+	coll.pre_tail = &coll.pre;
+	loop_timer_cancel(&coll.gone_timer);
 	while (coll.jobs) {
 		struct cjob *cj = coll.jobs;
 

@@ -203,6 +203,7 @@ int job_put(struct job *j)
 	direct_free(j->direct);
 	free(j->xoff);
 	free(j->nodes);
+	free(j->layout);
 	free(j->ranks);
 	free(j);
 	return 1;

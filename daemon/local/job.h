@@ -90,6 +90,10 @@ struct job {
 	 * rank had started; the others fail). */
 	uint32_t coll_started;
 	uint32_t coll_ok;
+	/* rank -> node as the table was when the job started (GO): the
+	 * collectives' layout, which a rank that leaves does not change
+	 * (ranks[].node does); NULL before GO.  Freed with the job. */
+	uint32_t *layout;
 	/* Its home was lost: its id may be handed out again by the home's
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */

@@ -23,6 +23,10 @@
  * --alloc puts both buffers in ferry_alloc memory, --in-place sends from
  * the receive buffer (FERRY_IN_PLACE), --strategy NAME forces an algorithm
  * (ferry_coll_strategy), --mismatch makes this rank pass one byte more.
+ * --post-and-die K: this rank (--die-rank) posts barrier K with
+ * ferry_ibarrier and exits at once.  --flood N: first posts N ibarriers
+ * without waiting, and prints how many were taken before -EAGAIN (then
+ * waits for those).
  *
  * Prints "rank R ok: N barriers, T pending tests" and exits 0, or
  * "rank R barrier K: ERRNAME: message" and exits 3 when a barrier failed
@@ -53,11 +57,13 @@ int main(int argc, char **argv)
 		{ "die-rank", required_argument, NULL, 'R' }, { "alltoall", required_argument, NULL, 'A' },
 		{ "alloc", no_argument, NULL, 'M' }, { "in-place", no_argument, NULL, 'I' },
 		{ "strategy", required_argument, NULL, 'S' }, { "mismatch", no_argument, NULL, 'X' },
+		{ "post-and-die", required_argument, NULL, 'P' }, { "flood", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
 	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0, a2a = -1;
 	int use_alloc = 0, in_place = 0, mismatch = 0;
+	long post_and_die = -1, flood = 0;
 	const char *strategy = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL;
 	const char *times = NULL;
@@ -83,6 +89,8 @@ int main(int argc, char **argv)
 		case 'I': in_place = 1; break;
 		case 'S': strategy = optarg; break;
 		case 'X': mismatch = 1; break;
+		case 'P': post_and_die = arg_long("--post-and-die", optarg); break;
+		case 'F': flood = arg_long("--flood", optarg); break;
 		default: return 2;
 		}
 	}
@@ -97,6 +105,20 @@ int main(int argc, char **argv)
 	}
 	printf("rank %d running\n", fo.rank);
 	fflush(stdout);
+	if (flood > 0) {
+		ferry_req_t **reqs = calloc((size_t)flood, sizeof(*reqs));
+		long taken = 0;
+
+		while (taken < flood && (ret = ferry_ibarrier(f, &reqs[taken])) == 0)
+			taken++;
+		printf("rank %d flood: %ld taken, then %s\n", fo.rank, taken, taken < flood ? ferry_strerror(ret) : "none refused");
+		fflush(stdout);
+		if ((ret = ferry_waitall((int)taken, reqs)) < 0) {
+			printf("rank %d flood: %s: %s\n", fo.rank, ferry_strerror(ret), ferry_last_error());
+			return 3;
+		}
+		free(reqs);
+	}
 	if (strategy && (ret = ferry_coll_strategy(f, "alltoall", strategy)) < 0) {
 		fprintf(stderr, "ferry_coll_strategy: %s\n", ferry_last_error());
 		return 1;
@@ -139,6 +161,14 @@ int main(int argc, char **argv)
 	for (long k = 1; k <= barriers; k++) {
 		long long enter, leave;
 
+		if (k == post_and_die && (die_rank < 0 || die_rank == fo.rank)) {
+			ferry_req_t *r;
+
+			ret = ferry_ibarrier(f, &r);
+			printf("rank %d posted barrier %ld (%d) and dies\n", fo.rank, k, ret);
+			fflush(stdout);
+			_exit(0);
+		}
 		if (k == die_before && (die_rank < 0 || die_rank == fo.rank)) {
 			printf("rank %d dies before barrier %ld\n", fo.rank, k);
 			fflush(stdout);
