@@ -190,7 +190,7 @@ FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algori
 	uint32_t alg;
 
 	conn_clearerr();
-	if (!op || strcmp(op, "alltoall") != 0)
+	if (!op || (strcmp(op, "alltoall") != 0 && strcmp(op, "alltoallv") != 0))
 		return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall has)",
 				   op ? op : "(null)");
 	if (alg_by_name(algorithm, &alg) < 0)
@@ -259,6 +259,103 @@ FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, si
 		(*req_p)->copy_len = total;
 	}
 	return 0;
+}
+
+/* The bytes counts[r] at displs[r] reach over all ranks (0 if none), or
+ * SIZE_MAX if they wrap. */
+static size_t extent(const struct ferry *f, const size_t *counts, const size_t *displs)
+{
+	size_t end = 0, e;
+
+	for (uint32_t r = 0; r < f->size; r++) {
+		if (!counts[r])
+			continue;
+		if (__builtin_add_overflow(displs[r], counts[r], &e))
+			return SIZE_MAX;
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			       void *recvbuf, const size_t *recvcounts, const size_t *rdispls, ferry_req_t **req_p)
+{
+	struct ctl_coll_wire c = { .kind = CTL_COLL_ALLTOALLV };
+	int in_place = sendbuf == FERRY_IN_PLACE, stage_send, stage_recv, ret;
+	size_t sext, rext, vlen, need, off = 0;
+	struct fmem *stage = NULL;
+	uint8_t *base = NULL;
+	uint64_t *vec;
+	uint32_t id = 0;
+
+	conn_clearerr();
+	if (req_p)
+		*req_p = NULL;
+	if ((ret = read_env(f)) < 0)
+		return ret;
+	c.strategy = f->alltoall_alg;
+	/* In place: recvbuf's blocks, as recvcounts and rdispls place them,
+	 * are what is sent. */
+	if (in_place) {
+		sendcounts = recvcounts;
+		sdispls = rdispls;
+	}
+	if (!sendcounts || !sdispls || !recvcounts || !rdispls)
+		return conn_seterr(-EINVAL, "no counts or displacements");
+	sext = extent(f, sendcounts, sdispls);
+	rext = extent(f, recvcounts, rdispls);
+	if (sext == SIZE_MAX || rext == SIZE_MAX)
+		return conn_seterr(-EINVAL, "a displacement plus its count wraps around");
+	if ((sext && !sendbuf) || (rext && !recvbuf))
+		return conn_seterr(-EINVAL, "no %s buffer", rext && !recvbuf ? "receive" : "send");
+	vlen = 32 * (size_t)f->size;
+	stage_send = sext && (in_place || !mem_ref(f, sendbuf, sext, &c.send));
+	stage_recv = rext && !mem_ref(f, recvbuf, rext, &c.recv);
+	need = vlen + (stage_send ? sext : 0) + (stage_recv ? rext : 0);
+	if ((ret = stage_get(f, need, &stage, &base, &id)) < 0)
+		return ret;
+	/* The counts and displacements, as 64-bit numbers, then the data. */
+	vec = (uint64_t *)(void *)base;
+	for (uint32_t r = 0; r < f->size; r++) {
+		vec[r] = sendcounts[r];
+		vec[f->size + r] = sdispls[r];
+		vec[2 * (size_t)f->size + r] = recvcounts[r];
+		vec[3 * (size_t)f->size + r] = rdispls[r];
+	}
+	c.vec = (struct ctl_buf){ .mem = id, .off = 0, .len = vlen };
+	off = vlen;
+	if (stage_send) {
+		memcpy(base + off, in_place ? recvbuf : sendbuf, sext);
+		c.send = (struct ctl_buf){ .mem = id, .off = off, .len = sext };
+		off += sext;
+	}
+	if (stage_recv) {
+		/* The extent is copied back whole when the operation ends:
+		 * what lies between the blocks must come back as it was. */
+		memcpy(base + off, recvbuf, rext);
+		c.recv = (struct ctl_buf){ .mem = id, .off = off, .len = rext };
+	}
+	if ((ret = post(f, &c, req_p)) < 0) {
+		stage_put(f, stage);
+		return ret;
+	}
+	(*req_p)->stage = stage;
+	if (stage_recv) {
+		(*req_p)->copy_to = recvbuf;
+		(*req_p)->copy_from = base + c.recv.off;
+		(*req_p)->copy_len = rext;
+	}
+	return 0;
+}
+
+FERRY_API int ferry_alltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			      void *recvbuf, const size_t *recvcounts, const size_t *rdispls)
+{
+	ferry_req_t *r;
+	int ret = ferry_ialltoallv(f, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
 }
 
 FERRY_API int ferry_alltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block)

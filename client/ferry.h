@@ -244,6 +244,19 @@ int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p);
 int ferry_alltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block);
 int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p);
 
+/* The same with a count and a displacement (bytes) per rank, each array
+ * indexed by rank: sendcounts[r] bytes at sdispls[r] go to rank r,
+ * recvcounts[r] bytes from rank r land at rdispls[r].  Zero counts make a
+ * many-to-many; the counts rank a sends rank b and b expects from a must
+ * agree (else -EINVAL on every rank).  With FERRY_IN_PLACE as sendbuf,
+ * recvbuf's blocks as recvcounts and rdispls place them are sent.  The
+ * arrays are read before the call returns.  The automatic choice of
+ * algorithm is the one for small blocks (no node knows all the sizes). */
+int ferry_alltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+		    void *recvbuf, const size_t *recvcounts, const size_t *rdispls);
+int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+		     void *recvbuf, const size_t *recvcounts, const size_t *rdispls, ferry_req_t **req_p);
+
 /* Forces the algorithm of collective op ("alltoall"): "direct", "mesh",
  * "grid3d", "hypercube", or NULL for the automatic choice.  0 or -EINVAL. */
 int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm);

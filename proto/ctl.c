@@ -106,13 +106,15 @@ static int buf_none(const struct ctl_buf *b)
 static int coll_ok(const struct ctl_coll_wire *c)
 {
 	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || c->flags || c->reserved ||
-	    !buf_ok(&c->send) || !buf_ok(&c->recv))
+	    !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
 		return 0;
 	switch (c->kind) {
 	case CTL_COLL_BARRIER:
-		return !c->strategy && !c->count && buf_none(&c->send) && buf_none(&c->recv);
+		return !c->strategy && !c->count && buf_none(&c->send) && buf_none(&c->recv) && buf_none(&c->vec);
 	case CTL_COLL_ALLTOALL:
-		return c->strategy <= 4;
+		return c->strategy <= 4 && buf_none(&c->vec);
+	case CTL_COLL_ALLTOALLV:
+		return c->strategy <= 4 && !c->count && c->vec.mem && c->vec.len % 32 == 0;
 	}
 	return 0;
 }

@@ -167,7 +167,9 @@ static_assert(sizeof(struct ctl_query_wire) == 8, "query layout");
 enum ctl_coll_kind {
 	CTL_COLL_BARRIER = 1,   /* no arguments */
 	CTL_COLL_ALLTOALL = 2,  /* count: bytes per block; send and recv: size blocks each */
-	CTL_COLL_KIND_MAX = CTL_COLL_ALLTOALL,
+	CTL_COLL_ALLTOALLV = 3, /* vec: sendcounts, sdispls, recvcounts, rdispls (size u64 each,
+				 * in that order); send and recv: the extents they address */
+	CTL_COLL_KIND_MAX = CTL_COLL_ALLTOALLV,
 };
 
 /* A buffer in memory shared with MEM: len bytes at off of region mem; mem 0
@@ -188,8 +190,9 @@ struct ctl_coll_wire {
 	uint32_t reserved;      /* zero */
 	uint64_t count;         /* kind-specific; zero where the kind has none */
 	struct ctl_buf send, recv;
+	struct ctl_buf vec;     /* per-rank counts and displacements, where the kind has them */
 };
-static_assert(sizeof(struct ctl_coll_wire) == 80, "coll layout");
+static_assert(sizeof(struct ctl_coll_wire) == 104, "coll layout");
 
 /* MEM, MEM_FREE (bytes 0). */
 struct ctl_mem_wire {

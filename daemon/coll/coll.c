@@ -68,6 +68,7 @@ struct cslot {
 	struct mem *sm, *rm;
 	uint8_t *sp, *rp;
 	uint64_t slen, rlen;
+	uint64_t *vec;                  /* all-to-allv: its counts and displacements, copied (4 x size) */
 };
 
 struct cop {
@@ -128,6 +129,8 @@ static const char *kind_name(uint32_t kind)
 		return "barrier";
 	case CTL_COLL_ALLTOALL:
 		return "alltoall";
+	case CTL_COLL_ALLTOALLV:
+		return "alltoallv";
 	}
 	return "?";
 }
@@ -259,6 +262,10 @@ static void cop_free(struct cop *op)
 	for (uint32_t i = 0; op->slots && i < op->cj->nlocal; i++) {
 		mem_put(op->slots[i].sm);
 		mem_put(op->slots[i].rm);
+		if (op->slots[i].vec) {
+			user_give_coll(op->cj->j->user, 32ull * op->cj->j->size);
+			free(op->slots[i].vec);
+		}
 	}
 	free(op->slots);
 	free(op->sp);
@@ -395,13 +402,20 @@ static int plan_alltoall(struct cop *op)
 		op->displs[r] = (uint64_t)r * op->count;
 	}
 	for (uint32_t k = 0; k < n; k++) {
-		args[k] = (struct a2a_rank_args){ op->counts, op->displs, op->counts, op->displs };
+		const uint64_t *v = op->slots[k].vec;
+
+		if (op->kind == CTL_COLL_ALLTOALLV)
+			args[k] = (struct a2a_rank_args){ v, v + size, v + 2 * (size_t)size, v + 3 * (size_t)size };
+		else
+			args[k] = (struct a2a_rank_args){ op->counts, op->displs, op->counts, op->displs };
 		op->sp[k] = op->slots[k].sp;
 		op->rp[k] = op->slots[k].rp;
 		op->slen[k] = op->slots[k].slen;
 		op->rlen[k] = op->slots[k].rlen;
 	}
 	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	/* (An all-to-allv's sizes are known to no node in full: every node
+	 * chooses as for small blocks, the same everywhere.) */
 	if (op->strategy)
 		s = (enum a2a_strategy)(op->strategy - 1);
 	else
@@ -439,6 +453,7 @@ static void cop_start(struct cop *op)
 		ret = barrier_sched_node(cj->G, cj->me, &op->s.node[cj->me]);
 		break;
 	case CTL_COLL_ALLTOALL:
+	case CTL_COLL_ALLTOALLV:
 		ret = plan_alltoall(op);
 		break;
 	default:
@@ -518,6 +533,37 @@ static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wir
 		return -EINVAL;
 	}
 	sl->posted = 1;
+	if (c->kind == CTL_COLL_ALLTOALLV) {
+		/* Its counts and displacements, copied out of the shared
+		 * memory the client could still write; the executor checks
+		 * every block against the buffers (coll_exec_new). */
+		uint64_t vlen = 32ull * cj->j->size;
+		const uint8_t *v = mem_at(mem_find(ep->mems, c->vec.mem), c->vec.off, c->vec.len);
+
+		if (c->vec.len != vlen || !v) {
+			snprintf(op->why, sizeof(op->why), "rank %u: its counts and displacements (%llu bytes) are not "
+				 "4 x %u in memory it shares with ferryd", ep->rank, (unsigned long long)c->vec.len,
+				 cj->j->size);
+			return -EINVAL;
+		}
+		if (user_take_coll(cj->j->user, vlen) < 0) {
+			snprintf(op->why, sizeof(op->why), "%s", user_refusal());
+			return -EINVAL;
+		}
+		sl->vec = malloc(vlen);
+		if (!sl->vec) {
+			user_give_coll(cj->j->user, vlen);
+			snprintf(op->why, sizeof(op->why), "out of memory");
+			return -EINVAL;
+		}
+		memcpy(sl->vec, v, vlen);
+		sl->slen = c->send.len;
+		sl->rlen = c->recv.len;
+		if (post_buffer(op, ep, &c->send, c->send.len, &sl->sm, &sl->sp, "send") < 0 ||
+		    post_buffer(op, ep, &c->recv, c->recv.len, &sl->rm, &sl->rp, "receive") < 0)
+			return -EINVAL;
+		return 0;
+	}
 	if (__builtin_mul_overflow(c->count, (uint64_t)cj->j->size, &len)) {
 		snprintf(op->why, sizeof(op->why), "rank %u: blocks of %llu bytes for %u ranks", ep->rank,
 			 (unsigned long long)c->count, cj->j->size);

@@ -121,7 +121,7 @@ static uint8_t *seg_ptr(struct coll_exec *x, const struct sched_seg *g, uint64_t
 		/* (a rank may pass no buffer where its counts are zero) */
 		base = g->buf == SCHED_BUF_SEND ? x->mem->send[g->index] : x->mem->recv[g->index];
 		*len_p = g->len;
-		return base ? base + g->off : NULL;
+		return base && g->len ? base + g->off : base;
 	default:
 		if (g->flags & SCHED_SEG_SIZED) {
 			*len_p = x->scratch_len[g->index];
@@ -502,7 +502,9 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 		const struct sched_seg *s = &n->segs[g];
 		uint64_t blen;
 
-		if (s->buf == SCHED_BUF_SCRATCH)
+		/* (an empty block's place does not matter: MPI's rule for a
+		 * zero count, and nothing is read or written there) */
+		if (s->buf == SCHED_BUF_SCRATCH || !s->len)
 			continue;
 		blen = s->buf == SCHED_BUF_SEND ? mem->send_len[s->index] : mem->recv_len[s->index];
 		if (s->off > blen || s->len > blen - s->off)

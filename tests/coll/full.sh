@@ -32,7 +32,7 @@ layout() {
 	done
 }
 run_case() {   # run_case JOB WHERE... -- ft_coll options
-	local job=$1 r=0 pids=""
+	local job=$1 r=0 pids="" d
 	shift
 	local -a where=()
 	while [ "$1" != -- ]; do where+=("$1"); shift; done
@@ -63,6 +63,9 @@ for n in 1 2 3 4 5 7 8 9 12 16 17; do
 				expect "$n nodes, $ppn per node, $s, ${b}-byte blocks" \
 					run_case "a$id" "${where[@]}" -- --barriers 1 --alltoall "$b" "${opt[@]}"
 			done
+			id=$((id + 1))
+			expect "$n nodes, $ppn per node, $s, all-to-allv with uneven counts" \
+				run_case "v$id" "${where[@]}" -- --barriers 1 --alltoallv "${opt[@]}"
 			if [ "$n" -le 4 ]; then
 				id=$((id + 1))
 				expect "$n nodes, $ppn per node, $s, 256 KiB blocks in ferry_alloc memory" \

@@ -60,6 +60,19 @@ expect "5 nodes, 7 ranks, mesh, 0-byte blocks" run_a2a m0 7 2 $where7 -- --allto
 # shellcheck disable=SC2086
 expect "5 nodes, 7 ranks, grid3d, in place, non-blocking" \
 	run_a2a gin 7 3 $where7 -- --alltoall 64 --strategy grid3d --in-place --nonblocking
+# all-to-allv: uneven counts with zeros, displacements in reverse order
+# with gaps that must stay as they were
+for s in direct mesh grid3d hypercube; do
+	# shellcheck disable=SC2086
+	expect "5 nodes, 7 ranks, all-to-allv with uneven counts, $s" \
+		run_a2a "v$s" 7 2 $where7 -- --alltoallv --strategy "$s"
+done
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, many-to-many (each rank to its next 2), automatic choice, non-blocking" \
+	run_a2a vmany 7 2 $where7 -- --alltoallv --many 2 --nonblocking
+# shellcheck disable=SC2086
+expect "5 nodes, 7 ranks, all-to-allv in place, in ferry_alloc memory" \
+	run_a2a vin 7 2 $where7 -- --alltoallv --in-place --alloc --strategy mesh
 expect "a job on 2 of the 5 nodes (the others have no rank of it), hypercube" \
 	run_a2a two 4 3 c_n1 c_n3 c_n3 c_n1 -- --alltoall 32 --strategy hypercube
 a2a ja 5 5 c_n0 c_n1 c_n2 c_n3 c_n4 -- --alltoall 16 --strategy mesh

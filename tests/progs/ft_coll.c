@@ -23,6 +23,9 @@
  * --alloc puts both buffers in ferry_alloc memory, --in-place sends from
  * the receive buffer (FERRY_IN_PLACE), --strategy NAME forces an algorithm
  * (ferry_coll_strategy), --mismatch makes this rank pass one byte more.
+ * --alltoallv runs all-to-allv instead, with uneven counts (zeros among
+ * them) and displacements in reverse rank order with gaps that must stay
+ * untouched (--many D: only to the next D ranks, a many-to-many).
  * --post-and-die K: this rank (--die-rank) posts barrier K with
  * ferry_ibarrier and exits at once.  --flood N: first posts N ibarriers
  * without waiting, and prints how many were taken before -EAGAIN (then
@@ -37,6 +40,24 @@
 #include <errno.h>
 #include <getopt.h>
 #include <unistd.h>
+
+/* Bytes rank a sends rank b in an all-to-allv: uneven, zeros among them;
+ * with many >= 0 only to the next many ranks. */
+static size_t vcount(uint32_t a, uint32_t b, uint32_t P, long many, int sym)
+{
+	if (sym && a > b) {     /* in place: a sends b what b sends a */
+		uint32_t t = a;
+
+		a = b;
+		b = t;
+	}
+	if (many >= 0) {
+		uint32_t d = (b + P - a) % P;
+
+		return d >= 1 && d <= (uint32_t)many ? (size_t)((a * 5 + b * 13) % 29 + 1) : 0;
+	}
+	return (a * 7 + b * 3) % 11 == 0 ? 0 : (size_t)((a * 5 + b * 13) % 29 + 1);
+}
 
 static long long real_ns(void)
 {
@@ -58,12 +79,15 @@ int main(int argc, char **argv)
 		{ "alloc", no_argument, NULL, 'M' }, { "in-place", no_argument, NULL, 'I' },
 		{ "strategy", required_argument, NULL, 'S' }, { "mismatch", no_argument, NULL, 'X' },
 		{ "post-and-die", required_argument, NULL, 'P' }, { "flood", required_argument, NULL, 'F' },
+		{ "alltoallv", no_argument, NULL, 'V' }, { "many", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
 	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0, a2a = -1;
 	int use_alloc = 0, in_place = 0, mismatch = 0;
-	long post_and_die = -1, flood = 0;
+	long post_and_die = -1, flood = 0, many = -1;
+	int v = 0;
+	size_t *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL, sext = 0, rext = 0;
 	const char *strategy = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL;
 	const char *times = NULL;
@@ -91,6 +115,8 @@ int main(int argc, char **argv)
 		case 'X': mismatch = 1; break;
 		case 'P': post_and_die = arg_long("--post-and-die", optarg); break;
 		case 'F': flood = arg_long("--flood", optarg); break;
+		case 'V': v = 1; break;
+		case 'D': many = arg_long("--many", optarg); break;
 		default: return 2;
 		}
 	}
@@ -122,6 +148,38 @@ int main(int argc, char **argv)
 	if (strategy && (ret = ferry_coll_strategy(f, "alltoall", strategy)) < 0) {
 		fprintf(stderr, "ferry_coll_strategy: %s\n", ferry_last_error());
 		return 1;
+	}
+	if (v) {
+		/* counts and reverse-order displacements with 3-byte gaps */
+		uint32_t P = (uint32_t)fo.size, me = (uint32_t)fo.rank;
+
+		sc = calloc(P, sizeof(*sc));
+		sd = calloc(P, sizeof(*sd));
+		rc = calloc(P, sizeof(*rc));
+		rd = calloc(P, sizeof(*rd));
+		for (uint32_t b = 0; b < P; b++) {
+			sc[b] = vcount(me, b, P, many, in_place);
+			rc[b] = vcount(b, me, P, many, in_place);
+		}
+		sext = rext = 3;
+		for (uint32_t b = P; b-- > 0;) {
+			sd[b] = sext;
+			sext += sc[b] + 3;
+			rd[b] = rext;
+			rext += rc[b] + 3;
+		}
+		if (in_place)   /* one buffer: the larger extent, placed by recv */
+			sext = rext;
+		if (use_alloc) {
+			if (ferry_alloc(f, sext, (void **)&sbuf) < 0 || ferry_alloc(f, rext, (void **)&rbuf) < 0) {
+				fprintf(stderr, "ferry_alloc: %s\n", ferry_last_error());
+				return 1;
+			}
+		} else {
+			sbuf = malloc(sext);
+			rbuf = malloc(rext);
+		}
+		a2a = -1;
 	}
 	if (a2a >= 0) {
 		size_t block = (size_t)a2a + (size_t)mismatch, total = block * (size_t)fo.size;
@@ -177,7 +235,48 @@ int main(int argc, char **argv)
 		if (skew_ms)
 			usleep((useconds_t)(skew_ms * fo.rank * 1000));
 		enter = real_ns();
-		if (a2a >= 0) {
+		if (v) {
+			uint32_t P = (uint32_t)fo.size, me = (uint32_t)fo.rank;
+
+			memset(rbuf, 0xee, rext);
+			for (uint32_t b = 0; b < P; b++)
+				for (size_t i = 0; i < (in_place ? rc[b] : sc[b]); i++)
+					(in_place ? rbuf : sbuf)[(in_place ? rd[b] : sd[b]) + i] =
+						pattern_byte(me, b, (uint32_t)k, (uint32_t)i);
+			if (nonblocking) {
+				ferry_req_t *r;
+
+				ret = ferry_ialltoallv(f, in_place ? FERRY_IN_PLACE : sbuf, sc, sd, rbuf, rc, rd, &r);
+				while (ret == 0 && (ret = ferry_test(&r)) == 0) {
+					pending++;
+					usleep(100);
+				}
+				if (ret == 1)
+					ret = 0;
+			} else {
+				ret = ferry_alltoallv(f, in_place ? FERRY_IN_PLACE : sbuf, sc, sd, rbuf, rc, rd);
+			}
+			/* every block from its sender, the gaps untouched (in
+			 * place: what is not a block is what we wrote, 0xee) */
+			for (uint32_t a = 0; ret == 0 && a < P; a++)
+				for (size_t i = 0; i < rc[a]; i++)
+					if (rbuf[rd[a] + i] != pattern_byte(a, me, (uint32_t)k, (uint32_t)i)) {
+						printf("rank %d alltoallv %ld: byte %zu from rank %u is wrong\n", fo.rank,
+						       k, i, a);
+						return 1;
+					}
+			for (size_t i = 0; ret == 0 && i < rext; i++) {
+				int in_block = 0;
+
+				for (uint32_t a = 0; a < P; a++)
+					in_block |= i >= rd[a] && i < rd[a] + rc[a];
+				if (!in_block && rbuf[i] != 0xee) {
+					printf("rank %d alltoallv %ld: byte %zu between blocks was written\n", fo.rank,
+					       k, i);
+					return 1;
+				}
+			}
+		} else if (a2a >= 0) {
 			size_t block = (size_t)a2a + (size_t)mismatch;
 			uint8_t *src = in_place ? rbuf : sbuf;
 
@@ -224,7 +323,7 @@ int main(int argc, char **argv)
 		}
 		leave = real_ns();
 		if (ret < 0) {
-			printf("rank %d %s %ld: %s: %s\n", fo.rank, a2a >= 0 ? "alltoall" : "barrier", k,
+			printf("rank %d %s %ld: %s: %s\n", fo.rank, v ? "alltoallv" : a2a >= 0 ? "alltoall" : "barrier", k,
 			       ferry_strerror(ret), ferry_last_error());
 			fflush(stdout);
 			return 3;
@@ -234,8 +333,12 @@ int main(int argc, char **argv)
 	}
 	if (tf)
 		fclose(tf);
-	printf("rank %d ok: %ld %s, %ld pending tests\n", fo.rank, barriers, a2a >= 0 ? "alltoalls" : "barriers",
-	       pending);
+	printf("rank %d ok: %ld %s, %ld pending tests\n", fo.rank, barriers,
+	       v ? "alltoallvs" : a2a >= 0 ? "alltoalls" : "barriers", pending);
+	free(sc);
+	free(sd);
+	free(rc);
+	free(rd);
 	if (use_alloc) {
 		ferry_free(f, sbuf);
 		ferry_free(f, rbuf);
