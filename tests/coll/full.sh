@@ -1,12 +1,12 @@
 #!/bin/bash
 # make check-coll: the full product of the collectives' integration tests,
 # beyond what make check runs (tests/integration/coll_*.sh): every strategy
-# forced and auto, on 1, 2, 3, 4, 5, 7, 8, 9, 12, 16 and 17 nodes (a prime
+# forced and auto (all-to-all and all-to-allv), on 1, 2, 3, 4, 5, 7, 8, 9, 12, 16 and 17 nodes (a prime
 # above 10), with 1, 2 and 3 ranks per node and an uneven layout, blocks of
 # 0, 1, 8, 100 bytes and 4 KiB, and 256 KiB on at most 4 nodes; barriers on
 # every layout.  One cluster per node count; every rank checks every byte
 # it receives (tests/progs/ft_coll.c).  Prints "ok - ..." per case and the
-# lib.sh summary; about 10 minutes on a 2-core machine.
+# lib.sh summary; 1362 cases in about a minute and a half on a 2-core machine.
 . "$(dirname "$0")/../integration/lib.sh"
 TEST=coll_full
 
