@@ -90,6 +90,27 @@ static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
 	return 0;
 }
 
+/* post, for an operation whose buffers went through stage (NULL: none):
+ * the request owns stage, and when it succeeds copies len bytes from
+ * `from` (in stage) to recvbuf (NULL: nothing to copy out). */
+static int post_staged(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p, struct fmem *stage,
+		       void *recvbuf, const uint8_t *from, size_t len)
+{
+	int ret = post(f, c, req_p);
+
+	if (ret < 0) {
+		stage_put(f, stage);
+		return ret;
+	}
+	(*req_p)->stage = stage;
+	if (recvbuf && len) {
+		(*req_p)->copy_to = recvbuf;
+		(*req_p)->copy_from = from;
+		(*req_p)->copy_len = len;
+	}
+	return 0;
+}
+
 static void req_free(struct ferry_req *r)
 {
 	struct ferry_req **pp = &r->f->reqs;
@@ -248,17 +269,8 @@ FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, si
 	}
 	if (stage_recv)
 		c.recv = (struct ctl_buf){ .mem = id, .off = stage_send ? total : 0, .len = total };
-	if ((ret = post(f, &c, req_p)) < 0) {
-		stage_put(f, stage);
-		return ret;
-	}
-	(*req_p)->stage = stage;
-	if (stage_recv) {
-		(*req_p)->copy_to = recvbuf;
-		(*req_p)->copy_from = base + c.recv.off;
-		(*req_p)->copy_len = total;
-	}
-	return 0;
+	return post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
+			   total);
 }
 
 /* The bytes counts[r] at displs[r] reach over all ranks (0 if none), or
@@ -336,17 +348,8 @@ FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *se
 		memcpy(base + off, recvbuf, rext);
 		c.recv = (struct ctl_buf){ .mem = id, .off = off, .len = rext };
 	}
-	if ((ret = post(f, &c, req_p)) < 0) {
-		stage_put(f, stage);
-		return ret;
-	}
-	(*req_p)->stage = stage;
-	if (stage_recv) {
-		(*req_p)->copy_to = recvbuf;
-		(*req_p)->copy_from = base + c.recv.off;
-		(*req_p)->copy_len = rext;
-	}
-	return 0;
+	return post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
+			   rext);
 }
 
 FERRY_API int ferry_alltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,

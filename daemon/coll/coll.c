@@ -900,6 +900,20 @@ static int cjob_poll(struct cjob *cj)
 	return work;
 }
 
+/* Frees cj (out of the list already), its operations and its job reference. */
+static void cjob_free(struct cjob *cj)
+{
+	while (cj->ops) {
+		struct cop *op = cj->ops;
+
+		cj->ops = op->next;
+		cop_free(op);
+	}
+	job_put(cj->j);
+	cjob_free_arrays(cj);
+	free(cj);
+}
+
 /* 1 if an operation of cj is running here (started, not ended). */
 static int cjob_running(const struct cjob *cj)
 {
@@ -935,15 +949,7 @@ int coll_poll(void)
 			/* no rank here any more, and nothing this node still
 			 * runs for the others */
 			*pp = cj->next;
-			while (cj->ops) {
-				struct cop *op = cj->ops;
-
-				cj->ops = op->next;
-				cop_free(op);
-			}
-			job_put(cj->j);
-			cjob_free_arrays(cj);
-			free(cj);
+			cjob_free(cj);
 			continue;
 		}
 		pp = &cj->next;
@@ -993,14 +999,6 @@ void coll_fini(void)
 		struct cjob *cj = coll.jobs;
 
 		coll.jobs = cj->next;
-		while (cj->ops) {
-			struct cop *op = cj->ops;
-
-			cj->ops = op->next;
-			cop_free(op);
-		}
-		job_put(cj->j);
-		cjob_free_arrays(cj);
-		free(cj);
+		cjob_free(cj);
 	}
 }
