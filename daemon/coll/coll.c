@@ -151,10 +151,8 @@ static int cjob_nodes(struct cjob *cj)
 	uint32_t n = 0;
 
 	free(cj->nodes);
-	cj->nodes = malloc(((size_t)j->size + 1) * sizeof(*cj->nodes));
+	cj->nodes = j->layout ? malloc(((size_t)j->size + 1) * sizeof(*cj->nodes)) : NULL;
 	if (!cj->nodes)
-		return -ENOMEM;
-	if (!j->layout)
 		return -ENOMEM;
 	for (uint32_t r = 0; r < j->size; r++)
 		if (j->layout[r] != JOB_NO_NODE)
@@ -787,13 +785,20 @@ static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, con
 
 /* --- the loop --- */
 
+/* The job's ranks on this node (cj->nlocal of them), by slot. */
+static const uint32_t *local_ranks(const struct cjob *cj)
+{
+	return cj->rank_at + cj->node_first[cj->me];
+}
+
 /* Tells the local ranks that posted op how it ended. */
 static void cop_tell(struct cop *op)
 {
 	struct cjob *cj = op->cj;
 	struct job *j = cj->j;
 
-	for (uint32_t r = 0; r < j->size; r++) {
+	for (uint32_t i = 0; i < cj->nlocal; i++) {
+		uint32_t r = local_ranks(cj)[i];
 		struct ep *ep = j->ranks[r].ep;
 
 		if (ep && cj->posted[r] >= op->seq)
@@ -815,8 +820,11 @@ static uint32_t left_to_post(const struct cjob *cj, uint32_t seq)
 	const struct job *j = cj->j;
 	uint32_t n = 0;
 
-	for (uint32_t r = 0; r < j->size; r++)
-		n += j->layout[r] == coll.self && j->ranks[r].ep && cj->posted[r] < seq;
+	for (uint32_t i = 0; i < cj->nlocal; i++) {
+		uint32_t r = local_ranks(cj)[i];
+
+		n += j->ranks[r].ep && cj->posted[r] < seq;
+	}
 	return n;
 }
 
@@ -826,9 +834,12 @@ static uint32_t left_before(const struct cjob *cj, uint32_t seq)
 {
 	const struct job *j = cj->j;
 
-	for (uint32_t r = 0; r < j->size; r++)
-		if (j->layout[r] == coll.self && !j->ranks[r].ep && cj->posted[r] < seq)
+	for (uint32_t i = 0; i < cj->nlocal; i++) {
+		uint32_t r = local_ranks(cj)[i];
+
+		if (!j->ranks[r].ep && cj->posted[r] < seq)
 			return r;
+	}
 	return UINT32_MAX;
 }
 

@@ -134,8 +134,9 @@ static void build_send(struct ctx *c, const struct hop *h, size_t cnt, uint32_t 
 	uint32_t n = c->n, step;
 
 	step = sched_step(c->out, SCHED_SEND, h->peer, h->ph, h->ph);
-	/* Segments first (a step's references are contiguous), then the
-	 * dependencies: the RECVs that brought blocks passing through. */
+	/* Its segments, and its dependencies: the RECVs that brought blocks
+	 * passing through (each once).  References and dependencies are
+	 * separate arrays, each contiguous for the last step. */
 	for (size_t k = 0; k < cnt; k++) {
 		uint32_t s = h[k].s, d = h[k].d;
 
@@ -153,14 +154,10 @@ static void build_send(struct ctx *c, const struct hop *h, size_t cnt, uint32_t 
 			}
 			for (uint32_t q = 0; q < parts; q++)
 				sched_ref(c->out, r->seg + q);
-		}
-	}
-	for (size_t k = 0; k < cnt; k++) {
-		struct hop *r = h[k].s == n ? NULL : received(c, h[k].s, h[k].d);
-
-		if (r && stamp[r->step] != step + 1) {
-			stamp[r->step] = step + 1;
-			sched_dep(c->out, r->step);
+			if (stamp[r->step] != step + 1) {
+				stamp[r->step] = step + 1;
+				sched_dep(c->out, r->step);
+			}
 		}
 	}
 }

@@ -31,18 +31,11 @@ layout() {
 		done
 	done
 }
-run_case() {   # run_case JOB WHERE... -- ft_coll options
-	local job=$1 r=0 pids="" d
-	shift
-	local -a where=()
-	while [ "$1" != -- ]; do where+=("$1"); shift; done
-	shift
-	for d in "${where[@]}"; do
-		FERRY_RUNTIME_DIR=$TMP/$d bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" --size "${#where[@]}" "$@"
-		pids="$pids $LASTPID"
-		r=$((r + 1))
-	done
-	eval "JOB_$job=\"$pids\""
+run_case() {   # run_case JOB ITERS WHERE... -- ft_coll options: lib.sh's coll_job, waited for
+	local job=$1 n=$2 size=0 x
+	shift 2
+	for x in "$@"; do [ "$x" = -- ] && break; size=$((size + 1)); done
+	coll_job "$job" "$size" "$n" "$@"
 	wait_job "$job"
 }
 
@@ -55,21 +48,21 @@ for n in 1 2 3 4 5 7 8 9 12 16 17; do
 		where=($(layout "$n" "$ppn"))
 		id=$((id + 1))
 		expect "$n nodes, $ppn per node (${#where[@]} ranks): 3 barriers" \
-			run_case "b$id" "${where[@]}" -- --barriers 3
+			run_case "b$id" 3 "${where[@]}" --
 		for s in auto direct mesh grid3d hypercube; do
 			opt=(); [ "$s" != auto ] && opt=(--strategy "$s")
 			for b in 0 1 8 100 4096; do
 				id=$((id + 1))
 				expect "$n nodes, $ppn per node, $s, ${b}-byte blocks" \
-					run_case "a$id" "${where[@]}" -- --barriers 1 --alltoall "$b" "${opt[@]}"
+					run_case "a$id" 1 "${where[@]}" -- --alltoall "$b" "${opt[@]}"
 			done
 			id=$((id + 1))
 			expect "$n nodes, $ppn per node, $s, all-to-allv with uneven counts" \
-				run_case "v$id" "${where[@]}" -- --barriers 1 --alltoallv "${opt[@]}"
+				run_case "v$id" 1 "${where[@]}" -- --alltoallv "${opt[@]}"
 			if [ "$n" -le 4 ]; then
 				id=$((id + 1))
 				expect "$n nodes, $ppn per node, $s, 256 KiB blocks in ferry_alloc memory" \
-					run_case "a$id" "${where[@]}" -- --barriers 1 --alltoall 262144 --alloc "${opt[@]}"
+					run_case "a$id" 1 "${where[@]}" -- --alltoall 262144 --alloc "${opt[@]}"
 			fi
 		done
 	done

@@ -11,21 +11,8 @@
 # and sizes: make check-coll.)
 . "$(dirname "$0")/lib.sh"
 
-# a2a JOB SIZE ITERS NODE_OF... -- ft_coll options: SIZE ranks, rank r on
-# daemon NODE_OF[r], in the background; wait_job JOB checks them.
-a2a() {
-	local job=$1 size=$2 n=$3 r pids=""
-	shift 3
-	local -a where=()
-	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
-	[ "${1:-}" = -- ] && shift
-	for r in $(seq 0 $((size - 1))); do
-		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
-			--size "$size" --barriers "$n" "$@"
-		pids="$pids $LASTPID"
-	done
-	eval "JOB_$job=\"$pids\""
-}
+# a2a JOB SIZE ITERS NODE_OF... -- ft_coll options: lib.sh's coll_job.
+a2a() { coll_job "$@"; }
 run_a2a() { a2a "$@"; wait_job "$1"; }
 
 # --- one node ------------------------------------------------------------------

@@ -10,22 +10,17 @@
 # finish and close do not fail the others' last barrier.
 . "$(dirname "$0")/lib.sh"
 
-# barrier_job CLUSTER JOB SIZE BARRIERS NODE_OF... [-- ft_coll options]:
-# SIZE ranks, rank r on daemon NODE_OF[r] (a runtime directory name), in the
-# background; then wait_coll JOB checks they all exited 0.
+# barrier_job JOB SIZE BARRIERS NODE_OF... [-- ft_coll options]: lib.sh's
+# coll_job, each rank appending its enter and leave times to $TMP/JOB.times.
 barrier_job() {
-	local job=$1 size=$2 n=$3 r pids=""
-	shift 3
-	local -a where=()
-	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
-	[ "${1:-}" = -- ] && shift
+	local job=$1 x dashes=0
+	for x in "$@"; do [ "$x" = -- ] && dashes=1; done
 	rm -f "$TMP/$job.times"
-	for r in $(seq 0 $((size - 1))); do
-		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
-			--size "$size" --barriers "$n" --times "$TMP/$job.times" "$@"
-		pids="$pids $LASTPID"
-	done
-	eval "JOB_$job=\"$pids\""
+	if [ $dashes = 1 ]; then
+		coll_job "$@" --times "$TMP/$job.times"
+	else
+		coll_job "$@" -- --times "$TMP/$job.times"
+	fi
 }
 # ordered JOB N: for each of the N barriers, the latest enter is before the
 # earliest leave (and every rank wrote every barrier).

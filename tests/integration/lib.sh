@@ -319,6 +319,24 @@ start_cluster_job() {
 }
 run_cluster_job() { start_cluster_job "$@"; wait_job "$2"; }
 
+# coll_job JOB SIZE ITERS NODE_OF... [-- ft_coll options]: SIZE ranks of
+# ft_coll (collectives), rank r on the daemon whose runtime directory is
+# $TMP/NODE_OF[r], each running ITERS operations, in the background;
+# wait_job JOB checks that they all exited 0.
+coll_job() {
+	local job=$1 size=$2 n=$3 r pids=""
+	shift 3
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
+			--size "$size" --barriers "$n" "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+
 # job_home UID NAME N: the home node ferryd picks for job (UID, NAME) in a
 # cluster of N nodes (FNV-1a over the uid's 4 bytes and the name, as in
 # daemon/cluster/cluster.c), so that a test can choose a job whose home is up.

@@ -59,6 +59,17 @@ static size_t vcount(uint32_t a, uint32_t b, uint32_t P, long many, int sym)
 	return (a * 7 + b * 3) % 11 == 0 ? 0 : (size_t)((a * 5 + b * 13) % 29 + 1);
 }
 
+/* A non-blocking post's result, then ferry_test until the request ends,
+ * counting the tests that said it was pending: 0 or -errno. */
+static int until_done(int ret, ferry_req_t **r, long *pending)
+{
+	while (ret == 0 && (ret = ferry_test(r)) == 0) {
+		(*pending)++;
+		usleep(100);
+	}
+	return ret == 1 ? 0 : ret;
+}
+
 static long long real_ns(void)
 {
 	struct timespec ts;
@@ -246,13 +257,8 @@ int main(int argc, char **argv)
 			if (nonblocking) {
 				ferry_req_t *r;
 
-				ret = ferry_ialltoallv(f, in_place ? FERRY_IN_PLACE : sbuf, sc, sd, rbuf, rc, rd, &r);
-				while (ret == 0 && (ret = ferry_test(&r)) == 0) {
-					pending++;
-					usleep(100);
-				}
-				if (ret == 1)
-					ret = 0;
+				ret = until_done(ferry_ialltoallv(f, in_place ? FERRY_IN_PLACE : sbuf, sc, sd, rbuf, rc,
+								  rd, &r), &r, &pending);
 			} else {
 				ret = ferry_alltoallv(f, in_place ? FERRY_IN_PLACE : sbuf, sc, sd, rbuf, rc, rd);
 			}
@@ -289,13 +295,8 @@ int main(int argc, char **argv)
 			if (nonblocking) {
 				ferry_req_t *r;
 
-				ret = ferry_ialltoall(f, in_place ? FERRY_IN_PLACE : sbuf, rbuf, block, &r);
-				while (ret == 0 && (ret = ferry_test(&r)) == 0) {
-					pending++;
-					usleep(100);
-				}
-				if (ret == 1)
-					ret = 0;
+				ret = until_done(ferry_ialltoall(f, in_place ? FERRY_IN_PLACE : sbuf, rbuf, block, &r),
+						 &r, &pending);
 			} else {
 				ret = ferry_alltoall(f, in_place ? FERRY_IN_PLACE : sbuf, rbuf, block);
 			}
@@ -311,13 +312,7 @@ int main(int argc, char **argv)
 		} else if (nonblocking) {
 			ferry_req_t *r;
 
-			ret = ferry_ibarrier(f, &r);
-			while (ret == 0 && (ret = ferry_test(&r)) == 0) {
-				pending++;
-				usleep(100);
-			}
-			if (ret == 1)
-				ret = 0;
+			ret = until_done(ferry_ibarrier(f, &r), &r, &pending);
 		} else {
 			ret = ferry_barrier(f);
 		}
