@@ -8,6 +8,7 @@
  * outlives its handle.
  */
 #include "internal.h"
+#include "../proto/coll.h"
 #include "../proto/ctl.h"
 
 #include <errno.h>
@@ -19,8 +20,9 @@
 
 struct ferry_req {
 	struct ferry_req *next;
-	struct ferry *f;
-	uint32_t seq;
+	struct ferry *f;        /* the job's handle (froot) */
+	uint32_t group;         /* the handle's group (0: the job's) */
+	uint32_t seq;           /* 0: a LAYOUT */
 	int done;               /* COLL_DONE came */
 	int err;                /* ... with this: 0 or -errno */
 	char text[CTL_ERRTEXT_MAX + 1];
@@ -30,10 +32,10 @@ struct ferry_req {
 	size_t copy_len;
 };
 
-int coll_done(struct ferry *f, uint32_t seq, int err, const char *text)
+int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char *text)
 {
 	for (struct ferry_req *r = f->reqs; r; r = r->next)
-		if (r->seq == seq && !r->done) {
+		if (r->seq == seq && r->group == group && !r->done) {
 			r->done = 1;
 			r->err = -err;
 			snprintf(r->text, sizeof(r->text), "%s", text);
@@ -42,52 +44,68 @@ int coll_done(struct ferry *f, uint32_t seq, int err, const char *text)
 	return -EPROTO;
 }
 
-/* Posts operation c (its seq filled in here) and makes its request. */
-static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
+int coll_outstanding(const struct ferry *f)
 {
-	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(*c)];
+	for (const struct ferry_req *r = froot(f)->reqs; r; r = r->next)
+		if (!f->root || r->group == f->group)
+			return 1;
+	return 0;
+}
+
+/* Sends the n-byte control message at buf for handle f and makes its
+ * request (group and seq: what its COLL_DONE will say). */
+static int post_msg(struct ferry *f, const void *buf, ssize_t n, uint32_t seq, ferry_req_t **req_p)
+{
+	struct ferry *rf = froot(f);
 	struct ferry_req *r;
-	ssize_t n;
+	int pending = 0;
 
 	conn_clearerr();
 	if (!req_p)
 		return conn_seterr(-EINVAL, "no place for the request");
 	*req_p = NULL;
-	if (f->dead)
-		return f->dead;
-	{
-		int pending = 0;
-
-		for (struct ferry_req *q = f->reqs; q; q = q->next)
-			pending++;
-		if (pending >= FERRY_COLL_MAX_PENDING)
-			return conn_seterr(-EAGAIN, "%d collective requests are outstanding: ferry_test or ferry_wait "
-					   "for some first", pending);
-	}
+	if (rf->dead)
+		return rf->dead;
+	for (struct ferry_req *q = rf->reqs; q; q = q->next)
+		pending++;
+	if (pending >= FERRY_COLL_MAX_PENDING)
+		return conn_seterr(-EAGAIN, "%d collective requests are outstanding: ferry_test or ferry_wait for "
+				   "some first", pending);
+	if (n < 0)
+		return conn_seterr(-EINVAL, "cannot encode the operation");
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return conn_seterr(-ENOMEM, "out of memory for a request");
-	c->seq = f->coll_seq + 1;
-	n = ctl_encode_coll(buf, sizeof(buf), c);
-	if (n < 0) {
-		free(r);
-		return conn_seterr(-EINVAL, "cannot encode the operation");
-	}
 	/* A small message on a socket the daemon keeps reading: a blocking
 	 * send returns at once unless the daemon is stuck, and then the
 	 * session is lost anyway. */
-	if (send(f->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
+	if (send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
 		free(r);
-		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)", strerror(errno));
-		return f->dead;
+		rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)", strerror(errno));
+		return rf->dead;
 	}
-	f->coll_seq = c->seq;
-	r->f = f;
-	r->seq = c->seq;
-	r->next = f->reqs;
-	f->reqs = r;
+	r->f = rf;
+	r->group = f->group;
+	r->seq = seq;
+	r->next = rf->reqs;
+	rf->reqs = r;
 	*req_p = r;
 	return 0;
+}
+
+/* Posts operation c (its group and seq filled in here) and makes its
+ * request. */
+static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
+{
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(*c)];
+	int ret;
+
+	c->group = f->group;
+	c->seq = f->coll_seq + 1;
+	ret = post_msg(f, buf, ctl_encode_coll(buf, sizeof(buf), c), c->seq, req_p);
+	if (ret == 0)
+		f->coll_seq = c->seq;
+	return ret;
 }
 
 /* post, for an operation whose buffers went through stage (NULL: none):
@@ -99,7 +117,7 @@ static int post_staged(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **r
 	int ret = post(f, c, req_p);
 
 	if (ret < 0) {
-		stage_put(f, stage);
+		stage_put(froot(f), stage);
 		return ret;
 	}
 	(*req_p)->stage = stage;
@@ -236,9 +254,12 @@ static int read_env(struct ferry *f)
 	return 0;
 }
 
-FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p)
+/* An all-to-all of block bytes per rank pair: kind ALLTOALL, or SPLIT
+ * (ferry_split's exchange). */
+static int post_alltoall(ferry_t *f, uint32_t kind, const void *sendbuf, void *recvbuf, size_t block,
+			 ferry_req_t **req_p)
 {
-	struct ctl_coll_wire c = { .kind = CTL_COLL_ALLTOALL, .count = block };
+	struct ctl_coll_wire c = { .kind = kind, .count = block };
 	int in_place = sendbuf == FERRY_IN_PLACE, stage_send, stage_recv, ret;
 	size_t total, need;
 	struct fmem *stage = NULL;
@@ -258,10 +279,10 @@ FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, si
 	/* Memory from ferry_alloc is used in place; the rest goes through a
 	 * staging region (in place: the receive buffer's contents are sent,
 	 * so they are copied first, wherever they are). */
-	stage_send = total && (in_place || !mem_ref(f, sendbuf, total, &c.send));
-	stage_recv = total && !mem_ref(f, recvbuf, total, &c.recv);
+	stage_send = total && (in_place || !mem_ref(froot(f), sendbuf, total, &c.send));
+	stage_recv = total && !mem_ref(froot(f), recvbuf, total, &c.recv);
 	need = (stage_send ? total : 0) + (stage_recv ? total : 0);
-	if (need && (ret = stage_get(f, need, &stage, &base, &id)) < 0)
+	if (need && (ret = stage_get(froot(f), need, &stage, &base, &id)) < 0)
 		return ret;
 	if (stage_send) {
 		memcpy(base, in_place ? recvbuf : sendbuf, total);
@@ -271,6 +292,11 @@ FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, si
 		c.recv = (struct ctl_buf){ .mem = id, .off = stage_send ? total : 0, .len = total };
 	return post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
 			   total);
+}
+
+FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p)
+{
+	return post_alltoall(f, CTL_COLL_ALLTOALL, sendbuf, recvbuf, block, req_p);
 }
 
 /* The bytes counts[r] at displs[r] reach over all ranks (0 if none), or
@@ -322,10 +348,10 @@ FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *se
 	if ((sext && !sendbuf) || (rext && !recvbuf))
 		return conn_seterr(-EINVAL, "no %s buffer", rext && !recvbuf ? "receive" : "send");
 	vlen = 32 * (size_t)f->size;
-	stage_send = sext && (in_place || !mem_ref(f, sendbuf, sext, &c.send));
-	stage_recv = rext && !mem_ref(f, recvbuf, rext, &c.recv);
+	stage_send = sext && (in_place || !mem_ref(froot(f), sendbuf, sext, &c.send));
+	stage_recv = rext && !mem_ref(froot(f), recvbuf, rext, &c.recv);
 	need = vlen + (stage_send ? sext : 0) + (stage_recv ? rext : 0);
-	if ((ret = stage_get(f, need, &stage, &base, &id)) < 0)
+	if ((ret = stage_get(froot(f), need, &stage, &base, &id)) < 0)
 		return ret;
 	/* The counts and displacements, as 64-bit numbers, then the data. */
 	vec = (uint64_t *)(void *)base;
@@ -382,4 +408,189 @@ FERRY_API int ferry_barrier(ferry_t *f)
 	int ret = ferry_ibarrier(f, &r);
 
 	return ret < 0 ? ret : ferry_wait(&r);
+}
+
+/* --- groups and locality --- */
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The job rank of f's rank r. */
+static uint32_t job_rank(const struct ferry *f, uint32_t r)
+{
+	return f->members ? f->members[r] : r;
+}
+
+/* ferry_split: an all-to-all of {color, key} on f (CTL_COLL_SPLIT: when it
+ * completes, the daemons have made the groups, the same way as here:
+ * daemon/coll/coll.c, "Groups"); the group of color, ordered by (key, rank
+ * in f); its id from proto/coll.h, as the daemons compute it. */
+FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
+{
+	struct ferry *rf = froot(f), *sub = NULL;
+	int32_t (*mine)[2] = NULL, (*t)[2] = NULL;
+	uint64_t *order = NULL;
+	uint32_t n = 0, seq, me = UINT32_MAX;
+	ferry_req_t *req;
+	int ret;
+
+	conn_clearerr();
+	if (!sub_p)
+		return conn_seterr(-EINVAL, "no place for the group's handle");
+	*sub_p = NULL;
+	mine = malloc(8 * (size_t)f->size);
+	t = malloc(8 * (size_t)f->size);
+	if (!mine || !t) {
+		ret = conn_seterr(-ENOMEM, "out of memory for a split of %u ranks", f->size);
+		goto out;
+	}
+	for (uint32_t r = 0; r < f->size; r++) {
+		mine[r][0] = color;
+		mine[r][1] = key;
+	}
+	if ((ret = post_alltoall(f, CTL_COLL_SPLIT, mine, t, 8, &req)) < 0)
+		goto out;
+	seq = f->coll_seq;
+	if ((ret = ferry_wait(&req)) < 0 || color < 0)
+		goto out;
+	for (uint32_t r = 0; r < f->size; r++)
+		n += t[r][0] == color;
+	order = malloc((size_t)n * sizeof(*order));
+	sub = calloc(1, sizeof(*sub));
+	if (!order || !sub || !(sub->members = malloc((size_t)n * sizeof(*sub->members)))) {
+		ret = conn_seterr(-ENOMEM, "out of memory for a group of %u ranks", n);
+		goto out;
+	}
+	n = 0;
+	for (uint32_t r = 0; r < f->size; r++)
+		if (t[r][0] == color)
+			order[n++] = (uint64_t)((uint32_t)t[r][1] ^ 0x80000000u) << 32 | r;
+	qsort(order, n, sizeof(*order), u64_cmp);
+	for (uint32_t i = 0; i < n; i++) {
+		sub->members[i] = job_rank(f, (uint32_t)order[i]);
+		if ((uint32_t)order[i] == f->rank)
+			me = i;
+	}
+	if (me == UINT32_MAX) {
+		/* our own block said otherwise: the exchange was written over */
+		ret = conn_seterr(-EPROTO, "ferry_split: this rank is not in its own color's group");
+		goto out;
+	}
+	sub->root = rf;
+	sub->group = coll_group_id(f->group, seq, sub->members[0]);
+	sub->rank = me;
+	sub->size = n;
+	sub->node = rf->node;
+	sub->epfd = rf->epfd;
+	sub->sock = rf->sock;
+	sub->efd_client = sub->efd_daemon = -1;
+	sub->timeout_ms = rf->timeout_ms;
+	rf->nsubs++;
+	*sub_p = sub;
+	sub = NULL;
+	ret = 0;
+out:
+	if (sub)
+		free(sub->members);
+	free(sub);
+	free(order);
+	free(mine);
+	free(t);
+	return ret;
+}
+
+int group_close(struct ferry *f)
+{
+	struct ferry *rf = f->root;
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_group_wire)];
+	ssize_t n = ctl_encode_group_free(buf, sizeof(buf), f->group);
+	int ret = 0;
+
+	/* The daemon ends the group here when it reads this (its operations
+	 * after the ones this rank posted fail on the other ranks). */
+	if (!rf->dead && (n < 0 || send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n))
+		ret = rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group: %s)", strerror(errno));
+	rf->nsubs--;
+	free(f->members);
+	free(f);
+	return ret;
+}
+
+/* The job's rank -> node table, asked for once (LAYOUT). */
+static int get_layout(struct ferry *rf)
+{
+	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_buf)];
+	size_t bytes = 4 * (size_t)rf->size;
+	struct fmem *stage = NULL;
+	uint8_t *base = NULL;
+	uint32_t *layout;
+	ferry_req_t *req;
+	uint32_t id = 0;
+	int ret;
+
+	if (rf->layout)
+		return 0;
+	layout = malloc(bytes);
+	if (!layout)
+		return conn_seterr(-ENOMEM, "out of memory for the job's layout");
+	if ((ret = stage_get(rf, bytes, &stage, &base, &id)) < 0) {
+		free(layout);
+		return ret;
+	}
+	{
+		struct ctl_buf b = { .mem = id, .off = 0, .len = bytes };
+
+		ret = post_msg(rf, buf, ctl_encode_layout(buf, sizeof(buf), &b), 0, &req);
+	}
+	if (ret < 0) {
+		stage_put(rf, stage);
+		free(layout);
+		return ret;
+	}
+	req->stage = stage;
+	req->copy_to = layout;
+	req->copy_from = base;
+	req->copy_len = bytes;
+	if ((ret = ferry_wait(&req)) < 0) {
+		free(layout);
+		return ret;
+	}
+	rf->layout = layout;
+	return 0;
+}
+
+FERRY_API int ferry_node_of(const ferry_t *f, uint32_t rank)
+{
+	struct ferry *rf = froot(f);
+	int ret;
+
+	conn_clearerr();
+	if (rank >= f->size)
+		return conn_seterr(-EINVAL, "rank %u: the handle has %u ranks", rank, f->size);
+	if ((ret = get_layout(rf)) < 0)
+		return ret;
+	return (int)rf->layout[job_rank(f, rank)];
+}
+
+FERRY_API int ferry_local_ranks(const ferry_t *f, uint32_t *ranks, int max)
+{
+	struct ferry *rf = froot(f);
+	int n = 0, ret;
+
+	conn_clearerr();
+	if (max < 0 || (max > 0 && !ranks))
+		return conn_seterr(-EINVAL, "no room for the ranks");
+	if ((ret = get_layout(rf)) < 0)
+		return ret;
+	for (uint32_t r = 0; r < f->size; r++)
+		if (rf->layout[job_rank(f, r)] == rf->node) {
+			if (n < max)
+				ranks[n] = r;
+			n++;
+		}
+	return n;
 }

@@ -229,9 +229,9 @@ int conn_check(struct ferry *f)
 		if (len <= 0 || m.type != CTL_COLL_DONE || nfds)
 			break;
 		conn_drop_msg(f, len);
-		if (coll_done(f, m.u.coll_done.seq, m.u.coll_done.err, m.u.coll_done.text) < 0) {
-			f->dead = conn_seterr(-EPROTO, "ferryd ended collective operation %u, which was not posted",
-					      m.u.coll_done.seq);
+		if (coll_done(f, m.u.coll_done.group, m.u.coll_done.seq, m.u.coll_done.err, m.u.coll_done.text) < 0) {
+			f->dead = conn_seterr(-EPROTO, "ferryd ended collective operation %u of group %08x, which was "
+					      "not posted", m.u.coll_done.seq, m.u.coll_done.group);
 			return f->dead;
 		}
 	}

@@ -257,6 +257,28 @@ int ferry_alltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, c
 int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
 		     void *recvbuf, const size_t *recvcounts, const size_t *rdispls, ferry_req_t **req_p);
 
+/* Groups.  Collective over f: every rank with the same color gets a handle
+ * *sub_p whose ranks are f's ranks of that color, ordered by (key, rank in
+ * f); color < 0 gives *sub_p = NULL.  The daemons run a group's
+ * collectives among the group's nodes only, numbered by the group (its
+ * ranks post them in the same order), independent of f's and of other
+ * groups'.  ferry_rank and ferry_size of a group's handle are the group's;
+ * ferry_alloc and ferry_fd are its job's.  A group's handle is for
+ * collectives: ferry_send, ferry_recv, ferry_flush, ferry_poll, ferry_done
+ * and ferry_step_wait on it say -EOPNOTSUPP (items and steps use the job's
+ * handle and job ranks: README, "Groups").  ferry_close(sub) leaves the
+ * group: its operations this rank did not post fail on the others with
+ * -EPIPE; ferry_close of the job's handle says -EBUSY while a group's
+ * handle made from it (or from its groups) is open.  A group is split
+ * further like the job's handle.  0 or -errno (the exchange's error, which
+ * every rank of f gets). */
+int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p);
+/* The node (its id in ferry.conf) that f's rank runs on, or -errno. */
+int ferry_node_of(const ferry_t *f, uint32_t rank);
+/* f's ranks on this node, in rank order: up to max of them into ranks;
+ * returns how many there are (which may be more than max), or -errno. */
+int ferry_local_ranks(const ferry_t *f, uint32_t *ranks, int max);
+
 /* Forces the algorithm of collective op ("alltoall"): "direct", "mesh",
  * "grid3d", "hypercube", or NULL for the automatic choice.  0 or -EINVAL. */
 int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm);

@@ -211,6 +211,7 @@ static void destroy(struct ferry *f)
 	batch_free(f);
 	direct_free(f);
 	mem_free_all(f);
+	free(f->layout);
 	if (f->region)
 		munmap(f->region, f->region_bytes);
 	if (f->efd_client >= 0)
@@ -380,6 +381,11 @@ FERRY_API int ferry_close(ferry_t *f)
 		return 0;
 	if (coll_outstanding(f))
 		return conn_seterr(-EBUSY, "collective requests are outstanding: ferry_wait for them first");
+	if (f->root)
+		return group_close(f);
+	if (f->nsubs)
+		return conn_seterr(-EBUSY, "%u group handles (ferry_split) are open: ferry_close them first",
+				   f->nsubs);
 	if (!f->dead)
 		ret = tx_drain(f, f->timeout_ms);
 	destroy(f);

@@ -128,6 +128,15 @@ struct ferry {
 	struct ferry_req *reqs; /* requests not yet freed by ferry_test/ferry_wait */
 	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
 	int coll_env_read;      /* ... the environment was read */
+	/* groups (coll.c, ferry_split): a group's handle has its own rank,
+	 * size, operation numbers and strategies, and shares everything else
+	 * (the connection, the rings, the memory, the requests' list) with the
+	 * job's handle, its root; only the collectives work on it. */
+	struct ferry *root;     /* the job's handle; NULL in the job's handle itself */
+	uint32_t group;         /* 0: the job; else the group's id (coll_group_id) */
+	uint32_t *members;      /* [size]: job rank by rank here; NULL: the job (identity) */
+	uint32_t nsubs;         /* job handle: group handles not closed yet */
+	uint32_t *layout;       /* job handle: rank -> node (LAYOUT), once asked; else NULL */
 	/* memory shared with ferryd (mem.c) */
 	struct fmem *mems;      /* every region, application's and staging */
 	struct fmem *stage_free; /* a staging region no request uses, kept for the next */
@@ -232,12 +241,27 @@ void mem_free_all(struct ferry *f);
 
 /* The daemon says operation seq ended (err 0 or a positive errno, text why).
  * Returns 0, or -EPROTO if no request of ours has that number. */
-int coll_done(struct ferry *f, uint32_t seq, int err, const char *text);
+int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char *text);
 /* Requests not yet freed (ferry_close refuses while there are). */
-static inline int coll_outstanding(const struct ferry *f)
+/* 1 if requests of handle f (a job's or a group's) are not freed yet. */
+int coll_outstanding(const struct ferry *f);
+/* ferry_close of a group's handle (f->root set). */
+int group_close(struct ferry *f);
+
+/* The job's handle of f (f itself, or a group's root). */
+static inline struct ferry *froot(const struct ferry *f)
 {
-	return f->reqs != NULL;
+	return f->root ? f->root : (struct ferry *)f;
 }
+
+/* Item streams and steps are the job's handle's: on a group's handle they
+ * are refused (README, "Groups"). */
+#define NOT_ON_GROUP(f)                                                                              \
+	do {                                                                                         \
+		if ((f)->root)                                                                       \
+			return conn_seterr(-EOPNOTSUPP, "items and steps use the job's handle, not a " \
+					   "group's (ferry_split)");                                  \
+	} while (0)
 
 /* --- poll.c --- */
 

@@ -182,6 +182,7 @@ FERRY_API int ferry_alloc(ferry_t *f, size_t bytes, void **p_p)
 	int ret;
 
 	conn_clearerr();
+	f = froot(f);   /* a group's memory is its job's */
 	if (!p_p)
 		return conn_seterr(-EINVAL, "no place for the pointer");
 	if (f->dead)
@@ -194,6 +195,7 @@ FERRY_API int ferry_alloc(ferry_t *f, size_t bytes, void **p_p)
 
 FERRY_API void ferry_free(ferry_t *f, void *p)
 {
+	f = froot(f);
 	for (struct fmem *m = f->mems; p && m; m = m->next)
 		if (m->app && m->base == p) {
 			region_free(f, m, 1);

@@ -113,6 +113,7 @@ FERRY_API int ferry_poll(ferry_t *f, unsigned events, int timeout_ms)
 {
 	int was_armed = f->armed, ret;
 
+	NOT_ON_GROUP(f);
 	if (events & ~(FERRY_POLLIN | FERRY_POLLOUT))
 		return conn_seterr(-EINVAL, "ferry_poll: unknown events 0x%x", events);
 	if (f->dead)

@@ -81,6 +81,8 @@ static void release_rings(struct ferry *f)
 
 FERRY_API void ferry_release(ferry_t *f)
 {
+	if (f->root)
+		return;         /* a group's handle holds no items */
 	for (size_t i = 0; i < f->nheld; i++)
 		free(f->held[i]);
 	f->nheld = 0;
@@ -575,8 +577,10 @@ static int recv_items(struct ferry *f, struct ferry_item *items, int max, int ti
 
 FERRY_API int ferry_recv(ferry_t *f, struct ferry_item *items, int max, int timeout_ms)
 {
-	int n = recv_items(f, items, max, timeout_ms);
+	int n;
 
+	NOT_ON_GROUP(f);
+	n = recv_items(f, items, max, timeout_ms);
 	if (n > 0)
 		f->outstanding = 1;     /* (ferry_release clears it) */
 	return n;
@@ -796,6 +800,7 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
 
+	NOT_ON_GROUP(f);
 	if (!f->step_done)
 		return conn_seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
 	ferry_release(f);

@@ -424,6 +424,7 @@ static int send_ring(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf
 /* The two ways in, each with nothing to save: calls in tail position. */
 FERRY_API int ferry_send(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len)
 {
+	NOT_ON_GROUP(f);
 	if (f->batch)
 		return send_batched(f, dst, channel, buf, len);
 	return send_ring(f, dst, channel, buf, len);
@@ -508,6 +509,7 @@ FERRY_API int ferry_flush(ferry_t *f)
 {
 	int ret;
 
+	NOT_ON_GROUP(f);
 	if (out_pending(f) && (ret = out_flush(f, f->flags & FERRY_BLOCKING)) < 0)
 		return ret;
 	/* Nothing went into the TX ring since the last FLUSH (items for
@@ -528,6 +530,7 @@ FERRY_API int ferry_done(ferry_t *f)
 {
 	int ret;
 
+	NOT_ON_GROUP(f);
 	if (f->step_done)
 		return conn_seterr(-EALREADY, "ferry_done was already called in step %u", f->step);
 	if (f->dead)

@@ -69,6 +69,40 @@ struct wire_coll_piece {
 };
 static_assert(sizeof(struct wire_coll_piece) == 40, "coll piece layout");
 
+/* A piece whose msg is WIRE_COLL_MSG_BREAK is no message of a schedule: it
+ * says the group is broken from operation `op` on (those fail on every
+ * node; the ones before may still complete).  Its stream (offset 0, all in
+ * this one piece) is a struct wire_coll_break and text_len bytes of why.  A
+ * node sends it to every node of the group when one of its ranks leaves the
+ * group (ferry_close of the group's handle, or of the rank's session) or an
+ * operation of the group fails there. */
+#define WIRE_COLL_MSG_BREAK UINT32_MAX
+struct wire_coll_break {
+	int32_t  err;           /* positive errno */
+	uint32_t text_len;      /* <= 255 */
+};
+static_assert(sizeof(struct wire_coll_break) == 8, "coll break layout");
+
+/* The id of the group ferry_split makes out of group parent at the
+ * parent's operation split_seq, whose rank 0 is job rank leader: never 0
+ * (the whole job).  No two groups of one split share a leader, and a group
+ * splits at most once per operation, so different groups of a job have
+ * different (parent, split_seq, leader); ids of different groups collide
+ * with a probability of about 2^-32 per pair, which a daemon that hosts
+ * both finds (coll.c) and reports as a broken group. */
+static inline uint32_t coll_group_id(uint32_t parent, uint32_t split_seq, uint32_t leader)
+{
+	uint64_t x = ((uint64_t)parent << 32 | split_seq) ^ ((uint64_t)leader * 0x9e3779b97f4a7c15ull);
+
+	x ^= x >> 30;   /* splitmix64's finaliser */
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	x = (x >> 32) ^ (x & 0xffffffffu);
+	return x ? (uint32_t)x : 1;
+}
+
 struct wire_coll_msg {
 	uint32_t nparts;        /* <= WIRE_COLL_PARTS_MAX */
 	uint32_t reserved;      /* 0 */

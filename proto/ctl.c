@@ -115,6 +115,8 @@ static int coll_ok(const struct ctl_coll_wire *c)
 		return c->strategy <= 4 && buf_none(&c->vec);
 	case CTL_COLL_ALLTOALLV:
 		return c->strategy <= 4 && !c->count && c->vec.mem && c->vec.len % 32 == 0;
+	case CTL_COLL_SPLIT:
+		return c->strategy <= 4 && c->count == 8 && buf_none(&c->vec);
 	}
 	return 0;
 }
@@ -135,14 +137,30 @@ ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c)
 	return put(buf, cap, CTL_COLL, c, sizeof(*c), NULL, 0);
 }
 
-ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t seq, int err, const char *text)
+ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t group, uint32_t seq, int err, const char *text)
 {
 	size_t n = err ? strnlen(text, CTL_ERRTEXT_MAX) : 0;
-	struct ctl_coll_done_wire b = { .seq = seq, .err = err, .text_len = (uint32_t)n };
+	struct ctl_coll_done_wire b = { .seq = seq, .err = err, .text_len = (uint32_t)n, .group = group };
 
-	if (err < 0 || seq == 0)
+	if (err < 0)
 		return -EINVAL;
 	return put(buf, cap, CTL_COLL_DONE, &b, sizeof(b), text, n);
+}
+
+ssize_t ctl_encode_group_free(void *buf, size_t cap, uint32_t id)
+{
+	struct ctl_group_wire g = { .id = id };
+
+	if (!id)
+		return -EINVAL;
+	return put(buf, cap, CTL_GROUP_FREE, &g, sizeof(g), NULL, 0);
+}
+
+ssize_t ctl_encode_layout(void *buf, size_t cap, const struct ctl_buf *b)
+{
+	if (!buf_ok(b) || !b->mem || !b->len)
+		return -EINVAL;
+	return put(buf, cap, CTL_LAYOUT, b, sizeof(*b), NULL, 0);
 }
 
 ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg)
@@ -264,15 +282,26 @@ ssize_t ctl_decode(const void *buf, size_t n, struct ctl_msg *msg)
 		    msg->u.mem.reserved || (h.type == CTL_MEM_FREE && msg->u.mem.bytes))
 			return -EPROTO;
 		break;
+	case CTL_GROUP_FREE:
+		if (fixed(body, h.len, &msg->u.group, sizeof(msg->u.group)) < 0 || !msg->u.group.id ||
+		    msg->u.group.reserved)
+			return -EPROTO;
+		break;
+	case CTL_LAYOUT:
+		if (fixed(body, h.len, &msg->u.layout, sizeof(msg->u.layout)) < 0 || !buf_ok(&msg->u.layout) ||
+		    !msg->u.layout.mem || !msg->u.layout.len)
+			return -EPROTO;
+		break;
 	case CTL_COLL_DONE: {
 		struct ctl_coll_done_wire d;
 
 		if (h.len < sizeof(d))
 			return -EPROTO;
 		memcpy(&d, body, sizeof(d));
-		if (d.seq == 0 || d.err < 0 || d.reserved || d.text_len > CTL_ERRTEXT_MAX ||
+		if (d.err < 0 || d.text_len > CTL_ERRTEXT_MAX ||
 		    d.text_len != h.len - sizeof(d) || (!d.err && d.text_len))
 			return -EPROTO;
+		msg->u.coll_done.group = d.group;
 		msg->u.coll_done.seq = d.seq;
 		msg->u.coll_done.err = d.err;
 		memcpy(msg->u.coll_done.text, body + sizeof(d), d.text_len);

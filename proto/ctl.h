@@ -17,7 +17,11 @@
  *     [memfd]                           collectives' buffers (daemon/local/mem.h)
  *   MEM_FREE {id}                ──▶    ... and stops sharing it
  *   COLL {kind, seq, group, ...} ──▶    (after READY) posts a collective operation
- *                                ◀──    COLL_DONE {seq, errno, text} when it ended
+ *                                ◀──    COLL_DONE {group, seq, errno, text} when it ended
+ *   GROUP_FREE {id}              ──▶    leaves a group (COLL kind SPLIT made it): its
+ *                                       later operations fail on the other ranks
+ *   LAYOUT {buf}                 ──▶    (after READY) asks for the job's rank -> node
+ *                                ◀──    table, written into buf: COLL_DONE {0, 0, ...}
  *
  * A tool (ferryctl) sends HELLO {role=ADMIN} and then QUERY messages, each
  * answered by one TEXT message.  Items never travel here: they use the rings.
@@ -39,8 +43,9 @@
 /* 2: the fragments of a large item carry their index in it (proto/ring.h,
  *    PROTO_REC_FRAG): a daemon and a libferry of version 1 would not agree
  *    on where items start.
- * 3: COLL and COLL_DONE (collective operations). */
-#define CTL_VERSION   3
+ * 3: COLL and COLL_DONE (collective operations).
+ * 4: COLL kind SPLIT, GROUP_FREE and LAYOUT; COLL_DONE names the group. */
+#define CTL_VERSION   4
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -57,7 +62,9 @@ enum ctl_type {
 	CTL_COLL_DONE = 10, /* d→c: that operation ended */
 	CTL_MEM      = 11,  /* c→d, after READY, carries 1 fd: memory for collectives */
 	CTL_MEM_FREE = 12,  /* c→d: that memory is no longer shared */
-	CTL_TYPE_MAX = CTL_MEM_FREE,
+	CTL_GROUP_FREE = 13,/* c→d, after READY: the rank leaves a group */
+	CTL_LAYOUT   = 14,  /* c→d, after READY: asks for the job's rank -> node table */
+	CTL_TYPE_MAX = CTL_LAYOUT,
 };
 
 enum ctl_role {
@@ -169,7 +176,11 @@ enum ctl_coll_kind {
 	CTL_COLL_ALLTOALL = 2,  /* count: bytes per block; send and recv: size blocks each */
 	CTL_COLL_ALLTOALLV = 3, /* vec: sendcounts, sdispls, recvcounts, rdispls (size u64 each,
 				 * in that order); send and recv: the extents they address */
-	CTL_COLL_KIND_MAX = CTL_COLL_ALLTOALLV,
+	CTL_COLL_SPLIT = 4,     /* ferry_split: an all-to-all of 8-byte blocks (count 8), each
+				 * rank's blocks all its {int32 color, int32 key}; when it
+				 * completes, every node with ranks in them has the groups
+				 * (daemon/coll/coll.c, "Groups") */
+	CTL_COLL_KIND_MAX = CTL_COLL_SPLIT,
 };
 
 /* A buffer in memory shared with MEM: len bytes at off of region mem; mem 0
@@ -202,15 +213,24 @@ struct ctl_mem_wire {
 };
 static_assert(sizeof(struct ctl_mem_wire) == 16, "mem layout");
 
-/* COLL_DONE: operation seq ended, err 0 or a positive errno (the
- * operation failed: text_len bytes of why follow). */
+/* COLL_DONE: operation seq of the group ended, err 0 or a positive errno
+ * (the operation failed: text_len bytes of why follow).  Group 0 seq 0
+ * answers the LAYOUT the client sent last (it has at most one
+ * outstanding). */
 struct ctl_coll_done_wire {
 	uint32_t seq;
 	int32_t  err;
 	uint32_t text_len;      /* <= CTL_ERRTEXT_MAX */
-	uint32_t reserved;      /* zero */
+	uint32_t group;         /* 0: the whole job */
 };
 static_assert(sizeof(struct ctl_coll_done_wire) == 16, "coll done layout");
+
+/* GROUP_FREE: the rank leaves group id (ferry_close of its handle). */
+struct ctl_group_wire {
+	uint32_t id;            /* != 0 */
+	uint32_t reserved;      /* zero */
+};
+static_assert(sizeof(struct ctl_group_wire) == 8, "group layout");
 
 /* A decoded message.  Pointers point into the buffer given to ctl_decode. */
 struct ctl_msg {
@@ -238,7 +258,10 @@ struct ctl_msg {
 		} text;
 		struct ctl_coll_wire coll;
 		struct ctl_mem_wire mem;
+		struct ctl_group_wire group;    /* GROUP_FREE */
+		struct ctl_buf layout;          /* LAYOUT: where the table goes (size u32) */
 		struct {
+			uint32_t group;
 			uint32_t seq;
 			int err;
 			char text[CTL_ERRTEXT_MAX + 1];
@@ -264,7 +287,10 @@ ssize_t ctl_encode_error(void *buf, size_t cap, int err, const char *text);
 ssize_t ctl_encode_query(void *buf, size_t cap, uint32_t what, uint32_t arg);
 ssize_t ctl_encode_text(void *buf, size_t cap, const char *text, size_t len);
 ssize_t ctl_encode_coll(void *buf, size_t cap, const struct ctl_coll_wire *c);
-ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t seq, int err, const char *text);
+/* group 0 seq 0: the answer to a LAYOUT. */
+ssize_t ctl_encode_coll_done(void *buf, size_t cap, uint32_t group, uint32_t seq, int err, const char *text);
+ssize_t ctl_encode_group_free(void *buf, size_t cap, uint32_t id);
+ssize_t ctl_encode_layout(void *buf, size_t cap, const struct ctl_buf *b);
 ssize_t ctl_encode_mem(void *buf, size_t cap, uint32_t type, uint32_t id, uint64_t bytes);
 
 #endif

@@ -43,6 +43,8 @@ uint32_t cluster_home(uid_t uid, const char *name)
  * may still complete (coll.h); a later failure can only lower that. */
 static int fail_local(struct job *j, uint32_t step, uint32_t rank, int err, uint32_t coll_ok, const char *text)
 {
+	if (err != EPIPE && !j->coll_groups_fail)
+		j->coll_groups_fail = err;
 	if (j->failed) {
 		if (coll_ok < j->coll_ok)
 			j->coll_ok = coll_ok;
@@ -466,8 +468,9 @@ void cluster_job_fail(struct job *j, int err, uint32_t coll_ok, const char *why)
 	};
 	uint32_t home = cluster_home(j->uid, j->name);
 
-	/* (Failed already: the home may still lower coll_ok.) */
-	if (!j->id || (j->failed && coll_ok >= j->coll_ok))
+	/* (Failed already: the home may still lower coll_ok, or say the
+	 * failure is more than ranks leaving.) */
+	if (!j->id || (j->failed && coll_ok >= j->coll_ok && (err == EPIPE || j->coll_groups_fail)))
 		return;
 	if (home != cluster.self) {
 		msg_fail(home, &c.u.fail, why);

@@ -30,6 +30,8 @@ struct hjob {
 	uint32_t step;
 	int started;                    /* GO went out */
 	int failed;                     /* FAIL went out */
+	int lost;                       /* ... for more than ranks leaving (EPIPE): its split groups'
+					 * collectives fail too (coll.c) */
 	uint32_t coll_ok;               /* ... saying collectives up to this may complete */
 	uint32_t *node;                 /* rank -> node, JOB_NO_NODE if not joined */
 	struct steps_node *hn;          /* nodes that host ranks */
@@ -132,16 +134,21 @@ static void fail_hjob(struct hjob *h, uint32_t rank, uint32_t node, int err, uin
 	struct wire_ctl_fail f = { .job = h->id, .gen = h->gen, .step = h->step, .rank = rank, .node = node,
 				   .err = err, .coll_ok = coll_ok };
 
-	if (!h->started || (h->failed && coll_ok >= h->coll_ok))
+	if (!h->started || (h->failed && coll_ok >= h->coll_ok && (err == EPIPE || h->lost)))
 		return;
 	/* Failed already: a later failure can only lower the collective
 	 * operations that may still complete (a rank that left before
-	 * posting one of them), and the nodes hear that. */
+	 * posting one of them), or say that more than ranks leaving went
+	 * wrong (which ends the split groups' operations: coll.c), and the
+	 * nodes hear that. */
 	if (!h->failed)
 		log_info("job %s (uid %u): %s; its ranks' steps from step %u on fail", h->name, h->uid, text,
 			 h->step);
+	if (!h->failed || coll_ok < h->coll_ok)
+		h->coll_ok = coll_ok;
+	f.coll_ok = h->coll_ok;
 	h->failed = 1;
-	h->coll_ok = coll_ok;
+	h->lost |= err != EPIPE;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_fail(h->hn[i].node, &f, text);
 }
@@ -322,7 +329,7 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
 	/* A link it needs may be down already (its nodes check their routes
 	 * too, when GO comes). */
-	for (uint32_t i = 0; i < cuts_count() && !h->failed; i++) {
+	for (uint32_t i = 0; i < cuts_count() && !h->lost; i++) {
 		char why[WIRE_FAIL_TEXT_MAX];
 
 		snprintf(why, sizeof(why), "the link between nodes %u and %u is down", home.cuts[i].l.a,
@@ -423,7 +430,7 @@ struct loss cuts_at(uint32_t i)
  * fails. */
 static void fail_if_cut(struct hjob *h, const struct loss *l, const char *why)
 {
-	for (uint32_t i = 0; i < h->nhn && h->started && !h->failed; i++)
+	for (uint32_t i = 0; i < h->nhn && h->started && !h->lost; i++)
 		if (loss_cuts(&home.conf->route, l, home.self, h->hn[i].node))
 			fail_hjob(h, JOB_NO_NODE, l->b, EHOSTDOWN, 0, why);
 }

@@ -37,6 +37,8 @@
  * client that posts beyond loses its session, a node whose pieces would go
  * beyond fails the job. */
 #define COLL_MAX_OPS 256
+/* Groups of one job this node keeps at once (the job's and ferry_split's). */
+#define COLL_MAX_GROUPS 1024
 /* A job whose ranks here all left keeps running the operations this node
  * started, for the other nodes, at most this long (then they end: nobody
  * here waits for them, and the job's state is freed). */
@@ -45,6 +47,7 @@
 struct early {
 	struct early *next;
 	struct wire_coll_piece h;
+	uint32_t from;                  /* the node it came from */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -60,6 +63,7 @@ struct pre {
 };
 
 struct cjob;
+struct cgrp;
 
 /* What one local rank posted for an operation: its buffers (their regions
  * held while the operation lasts). */
@@ -73,13 +77,13 @@ struct cslot {
 
 struct cop {
 	struct cop *next;
-	struct cjob *cj;
+	struct cgrp *g;
 	uint32_t seq;
 	uint32_t kind;                  /* enum ctl_coll_kind; 0 until a local rank posted it */
 	uint32_t posted;                /* local ranks that posted it */
 	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
-	struct cslot *slots;            /* [cj->nlocal], by slot */
+	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
 	uint64_t *slen, *rlen;
 	uint64_t *counts, *displs;      /* all-to-all: [size], the same for every rank */
@@ -90,23 +94,51 @@ struct cop {
 	struct sched_mem mem;
 	struct coll_exec *x;
 	struct early *early, **early_tail;
-	uint64_t early_bytes;
 	uint64_t start_ns, ns;
 	const char *alg;                /* the algorithm that ran */
 };
 
+/* A group of the job's ranks whose collectives this node takes part in:
+ * the whole job (id 0, always first in its cjob's list) or one that a split
+ * made (see "Groups" below).  Its ranks are numbered 0..size-1; its nodes
+ * (those hosting its ranks) 0..G-1 in the order of their ids; a local
+ * member's slot is its place among the members on this node. */
+struct cgrp {
+	struct cgrp *next;
+	struct cjob *cj;
+	uint32_t id;
+	uint32_t size;
+	uint32_t *members;              /* [size]: job rank by rank in the group; NULL: the job (identity) */
+	uint32_t *nodes, G, me;         /* its nodes by id; this node's index */
+	uint32_t nlocal;                /* its ranks on this node (left or not) */
+	uint32_t *node_first, *rank_at; /* [G + 1], [size]: ranks by node index (a2a_layout) */
+	uint32_t *slot_of;              /* [size]: a local rank's slot (its place among them) */
+	uint32_t *posted;               /* [nlocal]: the last operation each local rank posted */
+	uint8_t *left;                  /* [nlocal]: 1 left the group, 2 ... and the group's nodes were told */
+	struct cop *ops;
+	uint32_t nops;                  /* in ops */
+	uint32_t started;               /* operations started here (the job: j->coll_started) */
+	/* A split group is broken (its nodes sent or got a BREAK): its
+	 * operations after ok fail with broken (an errno) and why. */
+	int broken;
+	uint32_t ok;
+	char why[CTL_ERRTEXT_MAX + 1];
+	uint64_t mem;                   /* user memory its arrays take (split groups) */
+};
+
+/* The ids of a job's split groups that ended here, so that a late piece
+ * for one is dropped rather than kept for a group to come. */
+#define COLL_FREED_IDS 64
+
 struct cjob {
 	struct cjob *next;
 	struct job *j;                  /* held */
-	uint32_t *posted;               /* [j->size]: the last operation each local rank posted */
-	uint32_t *nodes, G, me;         /* the job's nodes by id; this node's index */
-	uint32_t nlocal;                /* the job's ranks on this node (the table's, left or not) */
-	uint32_t *node_first, *rank_at; /* [G + 1], [size]: ranks by node index (a2a_layout) */
-	uint32_t *slot_of;              /* [size]: a local rank's slot (its place among them) */
-	struct cop *ops;
-	uint32_t nops;                  /* in ops */
+	struct cgrp *groups;            /* the job's first */
+	uint32_t ngroups;
+	struct early *gearly, **gearly_tail; /* pieces for split groups not made here yet */
+	uint32_t freed[COLL_FREED_IDS], nfreed;
 	uint64_t gone_ns;               /* when its last rank here left, 0 while it has ranks here */
-	uint64_t early_bytes;
+	uint64_t early_bytes;           /* in operations' early lists and gearly */
 	uint64_t ops_run, ops_failed, last_us;
 	uint32_t last_kind;
 	const char *last_alg;
@@ -131,11 +163,13 @@ static const char *kind_name(uint32_t kind)
 		return "alltoall";
 	case CTL_COLL_ALLTOALLV:
 		return "alltoallv";
+	case CTL_COLL_SPLIT:
+		return "split";
 	}
 	return "?";
 }
 
-/* --- jobs --- */
+/* --- jobs and groups --- */
 
 static int node_cmp(const void *a, const void *b)
 {
@@ -144,61 +178,109 @@ static int node_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The job's nodes, sorted: index = the node's number in schedules. */
-static int cjob_nodes(struct cjob *cj)
+static uint32_t grp_job_rank(const struct cgrp *g, uint32_t r)
 {
-	struct job *j = cj->j;
-	uint32_t n = 0;
+	return g->members ? g->members[r] : r;
+}
 
-	free(cj->nodes);
-	cj->nodes = j->layout ? malloc(((size_t)j->size + 1) * sizeof(*cj->nodes)) : NULL;
-	if (!cj->nodes)
-		return -ENOMEM;
-	for (uint32_t r = 0; r < j->size; r++)
-		if (j->layout[r] != JOB_NO_NODE)
-			cj->nodes[n++] = j->layout[r];
-	qsort(cj->nodes, n, sizeof(*cj->nodes), node_cmp);
-	cj->G = 0;
+/* The group's ranks on this node, by slot (g->nlocal of them). */
+static const uint32_t *grp_local(const struct cgrp *g)
+{
+	return g->rank_at + g->node_first[g->me];
+}
+
+/* The slot of job rank r among g's local ranks, or -1. */
+static int grp_slot(const struct cgrp *g, uint32_t r)
+{
+	for (uint32_t k = 0; k < g->nlocal; k++)
+		if (grp_job_rank(g, grp_local(g)[k]) == r)
+			return (int)k;
+	return -1;
+}
+
+/* The group's nodes, sorted (index = the node's number in schedules), and
+ * its ranks by node, in rank order within a node: the planners' layout, and
+ * a local rank's slot.  From the job's layout at GO. */
+static int grp_layout(struct cgrp *g)
+{
+	const struct job *j = g->cj->j;
+	uint32_t n = 0, size = g->size;
+	uint32_t *fill = NULL, *idx = NULL;
+	int ret = -ENOMEM;
+
+	g->nodes = malloc(((size_t)size + 1) * sizeof(*g->nodes));
+	g->node_first = calloc((size_t)size + 2, sizeof(*g->node_first));
+	g->rank_at = calloc((size_t)size + 1, sizeof(*g->rank_at));
+	g->slot_of = calloc((size_t)size + 1, sizeof(*g->slot_of));
+	fill = calloc((size_t)size + 1, sizeof(*fill));
+	idx = calloc((size_t)size + 1, sizeof(*idx));
+	if (!j->layout || !g->nodes || !g->node_first || !g->rank_at || !g->slot_of || !fill || !idx)
+		goto out;
+	ret = -ENOENT;
+	for (uint32_t r = 0; r < size; r++)
+		if (j->layout[grp_job_rank(g, r)] != JOB_NO_NODE)
+			g->nodes[n++] = j->layout[grp_job_rank(g, r)];
+	qsort(g->nodes, n, sizeof(*g->nodes), node_cmp);
+	g->G = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (!cj->G || cj->nodes[cj->G - 1] != cj->nodes[i])
-			cj->nodes[cj->G++] = cj->nodes[i];
-	for (cj->me = 0; cj->me < cj->G && cj->nodes[cj->me] != coll.self; cj->me++)
+		if (!g->G || g->nodes[g->G - 1] != g->nodes[i])
+			g->nodes[g->G++] = g->nodes[i];
+	for (g->me = 0; g->me < g->G && g->nodes[g->me] != coll.self; g->me++)
 		;
-	if (cj->me == cj->G)
-		return -ENOENT;
-	/* Ranks by node, in rank order within a node: the planners' layout,
-	 * and a local rank's slot. */
-	cj->node_first = calloc((size_t)cj->G + 1, sizeof(*cj->node_first));
-	cj->rank_at = calloc((size_t)j->size + 1, sizeof(*cj->rank_at));
-	cj->slot_of = calloc((size_t)j->size + 1, sizeof(*cj->slot_of));
-	uint32_t *fill = calloc((size_t)cj->G + 1, sizeof(*fill));
-	uint32_t *idx = calloc((size_t)j->size + 1, sizeof(*idx));
-	if (!cj->node_first || !cj->rank_at || !cj->slot_of || !fill || !idx) {
-		free(fill);
-		free(idx);
-		return -ENOMEM;
-	}
-	for (uint32_t r = 0; r < j->size; r++) {
-		uint32_t *at = bsearch(&j->layout[r], cj->nodes, cj->G, sizeof(*cj->nodes), node_cmp);
+	if (g->me == g->G)
+		goto out;
+	for (uint32_t r = 0; r < size; r++) {
+		uint32_t *at = bsearch(&j->layout[grp_job_rank(g, r)], g->nodes, g->G, sizeof(*g->nodes), node_cmp);
 
-		if (!at) {
-			free(fill);
-			free(idx);
-			return -ENOENT;         /* a rank on no node: the table is not whole */
-		}
-		idx[r] = (uint32_t)(at - cj->nodes);
-		cj->node_first[idx[r] + 1]++;
+		if (!at)
+			goto out;       /* a rank on no node: the table is not whole */
+		idx[r] = (uint32_t)(at - g->nodes);
+		g->node_first[idx[r] + 1]++;
 	}
-	for (uint32_t i = 0; i < cj->G; i++)
-		cj->node_first[i + 1] += cj->node_first[i];
-	for (uint32_t r = 0; r < j->size; r++) {
-		cj->slot_of[r] = fill[idx[r]];
-		cj->rank_at[cj->node_first[idx[r]] + fill[idx[r]]++] = r;
+	for (uint32_t i = 0; i < g->G; i++)
+		g->node_first[i + 1] += g->node_first[i];
+	for (uint32_t r = 0; r < size; r++) {
+		g->slot_of[r] = fill[idx[r]];
+		g->rank_at[g->node_first[idx[r]] + fill[idx[r]]++] = r;
 	}
+	g->nlocal = g->node_first[g->me + 1] - g->node_first[g->me];
+	g->posted = calloc((size_t)g->nlocal + 1, sizeof(*g->posted));
+	g->left = calloc((size_t)g->nlocal + 1, 1);
+	ret = g->posted && g->left ? 0 : -ENOMEM;
+out:
 	free(fill);
 	free(idx);
-	cj->nlocal = cj->node_first[cj->me + 1] - cj->node_first[cj->me];
-	return 0;
+	return ret;
+}
+
+/* What a split group's state takes of its user's memory. */
+static uint64_t grp_bytes(uint32_t size)
+{
+	return sizeof(struct cgrp) + 18ull * size + 64;
+}
+
+static void grp_free(struct cgrp *g)
+{
+	if (!g)
+		return;
+	if (g->mem)
+		user_give_coll(g->cj->j->user, g->mem);
+	free(g->members);
+	free(g->nodes);
+	free(g->node_first);
+	free(g->rank_at);
+	free(g->slot_of);
+	free(g->posted);
+	free(g->left);
+	free(g);
+}
+
+static struct cgrp *grp_find(const struct cjob *cj, uint32_t id)
+{
+	for (struct cgrp *g = cj->groups; g; g = g->next)
+		if (g->id == id)
+			return g;
+	return NULL;
 }
 
 static struct cjob *cjob_find(const struct job *j)
@@ -220,35 +302,35 @@ static struct cjob *cjob_by_id(uint32_t id, uint32_t gen)
 	return NULL;
 }
 
-static void cjob_free_arrays(struct cjob *cj)
-{
-	free(cj->posted);
-	free(cj->nodes);
-	free(cj->node_first);
-	free(cj->rank_at);
-	free(cj->slot_of);
-}
-
 /* The job's collective state, made at its first operation or piece (the
  * job is ready: its rank table is whole). */
 static struct cjob *cjob_get(struct job *j)
 {
 	struct cjob *cj = cjob_find(j);
+	struct cgrp *g;
 
 	if (cj)
 		return cj;
 	if (!j->ready)
 		return NULL;
 	cj = calloc(1, sizeof(*cj));
-	if (!cj)
+	g = calloc(1, sizeof(*g));
+	if (!cj || !g) {
+		free(cj);
+		free(g);
 		return NULL;
+	}
 	cj->j = j;
-	cj->posted = calloc(j->size, sizeof(*cj->posted));
-	if (!cj->posted || cjob_nodes(cj) < 0) {
-		cjob_free_arrays(cj);
+	cj->gearly_tail = &cj->gearly;
+	g->cj = cj;
+	g->size = j->size;
+	if (grp_layout(g) < 0) {
+		grp_free(g);
 		free(cj);
 		return NULL;
 	}
+	cj->groups = g;
+	cj->ngroups = 1;
 	job_hold(j);
 	cj->next = coll.jobs;
 	coll.jobs = cj;
@@ -257,11 +339,14 @@ static struct cjob *cjob_get(struct job *j)
 
 static void cop_free(struct cop *op)
 {
-	for (uint32_t i = 0; op->slots && i < op->cj->nlocal; i++) {
+	struct cgrp *g = op->g;
+	struct job *j = g->cj->j;
+
+	for (uint32_t i = 0; op->slots && i < g->nlocal; i++) {
 		mem_put(op->slots[i].sm);
 		mem_put(op->slots[i].rm);
 		if (op->slots[i].vec) {
-			user_give_coll(op->cj->j->user, 32ull * op->cj->j->size);
+			user_give_coll(j->user, 32ull * g->size);
 			free(op->slots[i].vec);
 		}
 	}
@@ -276,8 +361,8 @@ static void cop_free(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
-		op->cj->early_bytes -= e->len;
-		user_give_coll(op->cj->j->user, e->len);
+		g->cj->early_bytes -= e->len;
+		user_give_coll(j->user, e->len);
 		free(e);
 	}
 	coll_exec_free(op->x);
@@ -285,22 +370,22 @@ static void cop_free(struct cop *op)
 	free(op);
 }
 
-/* Operation seq of cj, made if it is not there and make says so.  An
+/* Operation seq of g, made if it is not there and make says so.  An
  * operation is not made again once it ended and went: operations start here
- * in order, so one at or below the last started (j->coll_started) that is
- * not in the list has gone.  NULL also when cj holds COLL_MAX_OPS (*full_p
- * set) or memory is short. */
-static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make, int *full_p)
+ * in order, so one at or below the last started (g->started) that is not in
+ * the list has gone.  NULL also when g holds COLL_MAX_OPS (*full_p set) or
+ * memory is short. */
+static struct cop *cop_get(struct cgrp *g, uint32_t seq, int make, int *full_p)
 {
-	struct cop **pp = &cj->ops, *op;
+	struct cop **pp = &g->ops, *op;
 
 	while (*pp && (*pp)->seq < seq)
 		pp = &(*pp)->next;
 	if (*pp && (*pp)->seq == seq)
 		return *pp;
-	if (!make || seq <= cj->j->coll_started)
+	if (!make || seq <= g->started)
 		return NULL;
-	if (cj->nops >= COLL_MAX_OPS) {
+	if (g->nops >= COLL_MAX_OPS) {
 		if (full_p)
 			*full_p = 1;
 		return NULL;
@@ -308,8 +393,8 @@ static struct cop *cop_get(struct cjob *cj, uint32_t seq, int make, int *full_p)
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return NULL;
-	cj->nops++;
-	op->cj = cj;
+	g->nops++;
+	op->g = g;
 	op->seq = seq;
 	op->early_tail = &op->early;
 	op->next = *pp;
@@ -325,7 +410,10 @@ static void cop_end(struct cop *op, int err, const char *why)
 	op->ended = 1;
 	op->err = err;
 	op->ns = loop_now_ns() - (op->start_ns ? op->start_ns : loop_now_ns());
-	snprintf(op->why, sizeof(op->why), "%s", err ? why : "");
+	if (!err)
+		op->why[0] = '\0';
+	else if (why != op->why)
+		snprintf(op->why, sizeof(op->why), "%s", why);
 	coll.work = 1;
 }
 
@@ -334,14 +422,14 @@ static void cop_end(struct cop *op, int err, const char *why)
 static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
 {
 	struct cop *op = ctx;
-	struct cjob *cj = op->cj;
+	struct cgrp *g = op->g;
 
-	if (peer >= cj->G)
+	if (peer >= g->G)
 		return -EINVAL;
 	wire_coll_piece_encode(coll.piece, h);
 	if (len)
 		memcpy(coll.piece + sizeof(*h), data, len);
-	ctlq_send(cj->nodes[peer], WIRE_CTL_COLL, coll.piece, (uint32_t)(sizeof(*h) + len));
+	ctlq_send(g->nodes[peer], WIRE_CTL_COLL, coll.piece, (uint32_t)(sizeof(*h) + len));
 	return 0;
 }
 
@@ -350,14 +438,14 @@ static int exec_mem_take(void *ctx, uint64_t bytes)
 {
 	struct cop *op = ctx;
 
-	return user_take_coll(op->cj->j->user, bytes);
+	return user_take_coll(op->g->cj->j->user, bytes);
 }
 
 static void exec_mem_give(void *ctx, uint64_t bytes)
 {
 	struct cop *op = ctx;
 
-	user_give_coll(op->cj->j->user, bytes);
+	user_give_coll(op->g->cj->j->user, bytes);
 }
 
 static const struct coll_exec_ops exec_ops = { .send = send_piece, .mem_take = exec_mem_take,
@@ -375,13 +463,13 @@ static const struct coll_exec_ops exec_ops = { .send = send_piece, .mem_take = e
  * every node computes the same choice from the same numbers. */
 static int plan_alltoall(struct cop *op)
 {
-	struct cjob *cj = op->cj;
-	uint32_t size = cj->j->size, n = cj->nlocal;
-	struct a2a_layout lay = { size, cj->node_first, cj->rank_at };
+	struct cgrp *g = op->g;
+	uint32_t size = g->size, n = g->nlocal;
+	struct a2a_layout lay = { size, g->node_first, g->rank_at };
 	struct a2a_rank_args *args;
 	struct a2a_plan p;
 	enum a2a_strategy s;
-	double ppn = (double)size / cj->G;
+	double ppn = (double)size / g->G;
 	int ret;
 
 	op->counts = calloc((size_t)size + 1, sizeof(*op->counts));
@@ -417,21 +505,22 @@ static int plan_alltoall(struct cop *op)
 	if (op->strategy)
 		s = (enum a2a_strategy)(op->strategy - 1);
 	else
-		s = a2a_choose(cj->G, cj->G - 1, (uint64_t)((double)op->count * ppn * ppn), COLL_ALPHA_US,
+		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), COLL_ALPHA_US,
 			       COLL_BETA_NS_PER_BYTE);
 	op->alg = a2a_strategy_name(s);
-	ret = a2a_plan_init(&p, s, cj->G);
+	ret = a2a_plan_init(&p, s, g->G);
 	if (!ret)
-		ret = a2a_sched_node(&p, &lay, cj->me, args, &op->s.node[cj->me]);
+		ret = a2a_sched_node(&p, &lay, g->me, args, &op->s.node[g->me]);
 	free(args);
 	return ret;
 }
 
 static void cop_start(struct cop *op)
 {
-	struct cjob *cj = op->cj;
+	struct cgrp *g = op->g;
+	struct cjob *cj = g->cj;
 	struct coll_exec_cfg cfg = {
-		.self = cj->me, .job = cj->j->id, .gen = cj->j->gen, .op = op->seq, .group = 0,
+		.self = g->me, .job = cj->j->id, .gen = cj->j->gen, .op = op->seq, .group = g->id,
 		.piece_max = WIRE_COLL_PIECE_MAX, .mem_max = COLL_OP_MEM_MAX,
 	};
 	char err[200];
@@ -439,19 +528,22 @@ static void cop_start(struct cop *op)
 
 	op->started = 1;
 	op->start_ns = loop_now_ns();
-	if (op->seq > cj->j->coll_started)
-		cj->j->coll_started = op->seq;
-	if ((ret = sched_init(&op->s, cj->G)) < 0) {
+	if (op->seq > g->started)
+		g->started = op->seq;
+	if (!g->id && op->seq > cj->j->coll_started)
+		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
+	if ((ret = sched_init(&op->s, g->G)) < 0) {
 		cop_end(op, -ret, "out of memory for the schedule");
 		return;
 	}
 	switch (op->kind) {
 	case CTL_COLL_BARRIER:
 		op->alg = "dissemination";
-		ret = barrier_sched_node(cj->G, cj->me, &op->s.node[cj->me]);
+		ret = barrier_sched_node(g->G, g->me, &op->s.node[g->me]);
 		break;
 	case CTL_COLL_ALLTOALL:
 	case CTL_COLL_ALLTOALLV:
+	case CTL_COLL_SPLIT:
 		ret = plan_alltoall(op);
 		break;
 	default:
@@ -461,7 +553,7 @@ static void cop_start(struct cop *op)
 		cop_end(op, -ret, "cannot plan the operation");
 		return;
 	}
-	ret = coll_exec_new(&op->s.node[cj->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
+	ret = coll_exec_new(&op->s.node[g->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
 	if (ret < 0) {
 		cop_end(op, -ret, err);
 		return;
@@ -513,19 +605,20 @@ static int post_buffer(struct cop *op, struct ep *ep, const struct ctl_buf *b, u
 }
 
 /* The buffers ep posted for op (all-to-all: size blocks each way). */
-static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wire *c)
+static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ctl_coll_wire *c)
 {
-	struct cjob *cj = op->cj;
+	struct cgrp *g = op->g;
+	struct job *j = g->cj->j;
 	struct cslot *sl;
 	uint64_t len;
 
 	if (c->kind == CTL_COLL_BARRIER)
 		return 0;
-	if (!op->slots && !(op->slots = calloc(cj->nlocal + 1, sizeof(*op->slots)))) {
+	if (!op->slots && !(op->slots = calloc(g->nlocal + 1, sizeof(*op->slots)))) {
 		snprintf(op->why, sizeof(op->why), "out of memory");
 		return -EINVAL;
 	}
-	sl = &op->slots[cj->slot_of[ep->rank]];
+	sl = &op->slots[slot];
 	if (sl->posted) {
 		snprintf(op->why, sizeof(op->why), "rank %u posted operation %u twice", ep->rank, op->seq);
 		return -EINVAL;
@@ -535,22 +628,22 @@ static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wir
 		/* Its counts and displacements, copied out of the shared
 		 * memory the client could still write; the executor checks
 		 * every block against the buffers (coll_exec_new). */
-		uint64_t vlen = 32ull * cj->j->size;
+		uint64_t vlen = 32ull * g->size;
 		const uint8_t *v = mem_at(mem_find(ep->mems, c->vec.mem), c->vec.off, c->vec.len);
 
 		if (c->vec.len != vlen || !v) {
 			snprintf(op->why, sizeof(op->why), "rank %u: its counts and displacements (%llu bytes) are not "
 				 "4 x %u in memory it shares with ferryd", ep->rank, (unsigned long long)c->vec.len,
-				 cj->j->size);
+				 g->size);
 			return -EINVAL;
 		}
-		if (user_take_coll(cj->j->user, vlen) < 0) {
+		if (user_take_coll(j->user, vlen) < 0) {
 			snprintf(op->why, sizeof(op->why), "%s", user_refusal());
 			return -EINVAL;
 		}
 		sl->vec = malloc(vlen);
 		if (!sl->vec) {
-			user_give_coll(cj->j->user, vlen);
+			user_give_coll(j->user, vlen);
 			snprintf(op->why, sizeof(op->why), "out of memory");
 			return -EINVAL;
 		}
@@ -562,9 +655,9 @@ static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wir
 			return -EINVAL;
 		return 0;
 	}
-	if (__builtin_mul_overflow(c->count, (uint64_t)cj->j->size, &len)) {
+	if (__builtin_mul_overflow(c->count, (uint64_t)g->size, &len)) {
 		snprintf(op->why, sizeof(op->why), "rank %u: blocks of %llu bytes for %u ranks", ep->rank,
-			 (unsigned long long)c->count, cj->j->size);
+			 (unsigned long long)c->count, g->size);
 		return -EINVAL;
 	}
 	sl->slen = sl->rlen = len;
@@ -574,45 +667,97 @@ static int post_buffers(struct cop *op, struct ep *ep, const struct ctl_coll_wir
 	return 0;
 }
 
+/* 1 if the failure of g's job or of g itself ends g's operation seq: its
+ * errno and why in *err_p and *why_p.  The job's operations fail after
+ * j->coll_ok once the job failed (cluster.h); a split group's after its
+ * ok once broken, and all once the job lost a node or link it needs (the
+ * other failures of the job are its ranks' and operations', which the
+ * group sees for itself). */
+static int grp_doomed(const struct cgrp *g, uint32_t seq, int *err_p, const char **why_p)
+{
+	const struct job *j = g->cj->j;
+
+	if (!g->id ? j->failed && seq > j->coll_ok : j->coll_groups_fail || j->stale) {
+		*err_p = j->failed ? j->failed : EHOSTDOWN;
+		*why_p = j->fail_text[0] ? j->fail_text : "the job failed";
+		return 1;
+	}
+	if (g->id && g->broken && seq > g->ok) {
+		*err_p = g->broken;
+		*why_p = g->why;
+		return 1;
+	}
+	return 0;
+}
+
+static void grp_break(struct cgrp *g, int err, uint32_t ok, const char *why, int tell);
+
+/* An operation of g after ok failed here for a reason of its own (why), or
+ * could not be made: the other nodes would wait for it, so g's operations
+ * after ok fail everywhere; the job's through its home (which tells every
+ * node), a split group's by a BREAK to each of its nodes. */
+static void grp_fail(struct cgrp *g, int err, uint32_t ok, const char *why)
+{
+	if (!g->id)
+		cluster_job_fail(g->cj->j, err, ok, why);
+	else
+		grp_break(g, err, ok, why, 1);
+}
+
 void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 {
 	struct job *j = ep->job;
 	struct cjob *cj = cjob_get(j);
+	struct cgrp *g = cj ? grp_find(cj, c->group) : NULL;
 	struct cop *op;
+	const char *dwhy;
+	int slot, derr;
 
 	if (!cj) {
-		sess_coll_done(ep, c->seq, ENOMEM, "out of memory for the job's collectives");
+		sess_coll_done(ep, c->group, c->seq, ENOMEM, "out of memory for the job's collectives");
 		return;
 	}
-	if (c->group != 0) {
-		ep_fail(ep, "posted a collective on a group (not supported yet)");
+	slot = g ? grp_slot(g, ep->rank) : -1;
+	if (slot < 0) {
+		/* A group this rank is not in here: its handle came from a
+		 * split this node saw otherwise (a client that wrote over its
+		 * result), or the group's id collided with another's. */
+		char why[CTL_ERRTEXT_MAX + 1];
+
+		snprintf(why, sizeof(why), "rank %u posted operation %u on group %08x, which it is not in on node %u",
+			 ep->rank, c->seq, c->group, coll.self);
+		sess_coll_done(ep, c->group, c->seq, EINVAL, why);
 		return;
 	}
-	if (c->seq != cj->posted[ep->rank] + 1) {
+	if (g->left[slot]) {
+		ep_fail(ep, "posted a collective operation on a group it left");
+		return;
+	}
+	if (c->seq != g->posted[slot] + 1) {
 		ep_fail(ep, "posted collective operations out of order");
 		return;
 	}
-	cj->posted[ep->rank] = c->seq;
-	op = cop_get(cj, c->seq, 0, NULL);
-	if (!op && j->failed && c->seq > j->coll_ok) {
+	g->posted[slot] = c->seq;
+	op = cop_get(g, c->seq, 0, NULL);
+	if (!op && grp_doomed(g, c->seq, &derr, &dwhy)) {
 		/* (an operation that exists answers when it ends, once) */
-		sess_coll_done(ep, c->seq, j->failed, j->fail_text);
+		sess_coll_done(ep, g->id, c->seq, derr, dwhy);
 		return;
 	}
 	if (!op) {
 		int full = 0;
 
-		op = cop_get(cj, c->seq, 1, &full);
+		op = cop_get(g, c->seq, 1, &full);
 		if (!op && full) {
-			ep_fail(ep, "more collective operations outstanding than a job may have (256)");
+			ep_fail(ep, "more collective operations outstanding than a group may have (256)");
 			return;
 		}
 		if (!op) {
 			char why[CTL_ERRTEXT_MAX + 1];
 
 			snprintf(why, sizeof(why), "out of memory for collective operation %u", c->seq);
-			sess_coll_done(ep, c->seq, ENOMEM, why);
-			cluster_job_fail(j, ENOMEM, c->seq - 1, why);
+			sess_coll_done(ep, g->id, c->seq, ENOMEM, why);
+			grp_fail(g, ENOMEM, c->seq - 1, why);
 			return;
 		}
 	}
@@ -626,17 +771,17 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		op->count = c->count;
 		op->strategy = c->strategy;
 	}
-	if (!op->ended && post_buffers(op, ep, c) < 0)
+	if (!op->ended && post_buffers(op, ep, slot, c) < 0)
 		cop_end(op, EINVAL, op->why);
 	op->posted++;
 	if (op->told)   /* it failed before this rank posted it */
-		sess_coll_done(ep, op->seq, op->err, op->why);
+		sess_coll_done(ep, g->id, op->seq, op->err, op->why);
 	coll.work = 1;
 	loop_kick();
 }
 
-static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, const struct wire_coll_piece *hp,
-		     int64_t n);
+static void piece_in(struct cjob *cj, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
+		     uint32_t n);
 
 /* 1 if pieces of j wait in coll.pre. */
 static int pre_has(const struct job *j)
@@ -691,7 +836,7 @@ static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 		cj = cjob_get(j);
 	if (!cj)
 		return;
-	piece_in(cj, from, payload, &h, n);
+	piece_in(cj, from, &h, payload + sizeof(h), (uint32_t)n);
 }
 
 /* The pieces that waited for their jobs to start here: those of jobs now
@@ -717,7 +862,8 @@ static void pre_poll(void)
 			struct wire_coll_piece h;
 			int64_t n = wire_coll_piece_decode(p->payload, p->len, &h);
 
-			piece_in(cj, p->from, p->payload, &h, n);
+			if (n >= 0)     /* (it was decoded when it came) */
+				piece_in(cj, p->from, &h, p->payload + sizeof(h), (uint32_t)n);
 		}
 		user_give_coll(j->user, p->len);
 		job_put(j);
@@ -725,29 +871,319 @@ static void pre_poll(void)
 	}
 }
 
-/* A decoded piece of cj's job from node from. */
-static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, const struct wire_coll_piece *hp,
-		     int64_t n)
-{
-	struct wire_coll_piece h = *hp;
-	struct job *j = cj->j;
-	struct cop *op;
+/* --- groups (ferry_split) ---
+ *
+ * A split is an all-to-all of {color, key} (CTL_COLL_SPLIT) over its parent
+ * group; when it completes here, before its ranks hear so, this node makes
+ * the groups its local ranks' colors name, from the table the first local
+ * rank received (every rank received the same: each rank's blocks are all
+ * its own color and key), members ordered by (key, rank in the parent); the
+ * client computes the same from its copy.  So every node that hosts ranks of
+ * a group has the group from the moment its ranks can use it, whatever its
+ * ranks do next; pieces that come before (another node finished the split
+ * first and its ranks went on) wait in cj->gearly, within COLL_EARLY_MAX.
+ *
+ * A split group ends here when each of its ranks here left it (GROUP_FREE,
+ * or the rank left the job) and nothing of it runs; a rank that leaves
+ * first makes this node send a BREAK to every node of the group: the
+ * operations that rank did not post fail everywhere (those it posted may
+ * complete).  An operation that fails here breaks the group from it on the
+ * same way.  Whole-job failures (cluster.h) end a split group's operations
+ * only when the job lost a node or link, or a job operation failed
+ * (j->coll_groups_fail): ranks leaving are the group's own business. */
 
-	if (h.group != 0 || h.from >= cj->G || cj->nodes[h.from] != from) {
+/* 1 if split group id of cj ended here (a late piece for it is dropped). */
+static int grp_freed(const struct cjob *cj, uint32_t id)
+{
+	for (uint32_t i = 0; i < cj->nfreed && i < COLL_FREED_IDS; i++)
+		if (cj->freed[i] == id)
+			return 1;
+	return 0;
+}
+
+/* Sends g's BREAK from operation ok + 1 on to its other nodes. */
+static void grp_tell_break(struct cgrp *g)
+{
+	uint8_t buf[sizeof(struct wire_coll_piece) + sizeof(struct wire_coll_break) + CTL_ERRTEXT_MAX];
+	uint32_t tl = (uint32_t)strnlen(g->why, CTL_ERRTEXT_MAX);
+	struct wire_coll_break b = { .err = g->broken, .text_len = tl };
+	struct wire_coll_piece h = {
+		.job = g->cj->j->id, .gen = g->cj->j->gen, .op = g->ok + 1, .msg = WIRE_COLL_MSG_BREAK,
+		.from = g->me, .group = g->id, .offset = 0, .total = sizeof(b) + tl,
+	};
+
+	if (g->ok == UINT32_MAX)
+		return;
+	wire_coll_piece_encode(buf, &h);
+	memcpy(buf + sizeof(h), &b, sizeof(b));
+	memcpy(buf + sizeof(h) + sizeof(b), g->why, tl);
+	for (uint32_t i = 0; i < g->G; i++)
+		if (i != g->me)
+			ctlq_send(g->nodes[i], WIRE_CTL_COLL, buf, (uint32_t)(sizeof(h) + sizeof(b) + tl));
+}
+
+/* Split group g is broken from operation ok + 1 on (err, why); tell: this
+ * node found it, and tells the group's other nodes.  A later break only
+ * lowers ok. */
+static void grp_break(struct cgrp *g, int err, uint32_t ok, const char *why, int tell)
+{
+	if (g->broken && ok >= g->ok)
+		return;
+	if (!g->broken) {
+		g->broken = err;
+		snprintf(g->why, sizeof(g->why), "%s", why);
+		log_rl_info("job %s (uid %u): group %08x broken from its operation %u on: %s", g->cj->j->name,
+			    g->cj->j->uid, g->id, ok + 1, why);
+	}
+	g->ok = ok;
+	coll.work = 1;
+	if (tell)
+		grp_tell_break(g);
+}
+
+/* A BREAK from node index h->from of g (checked against the node it came
+ * from): the stream in data, n bytes. */
+static void break_in(struct cgrp *g, const struct wire_coll_piece *h, const uint8_t *data, uint32_t n)
+{
+	struct wire_coll_break b;
+	char why[CTL_ERRTEXT_MAX + 1];
+
+	if (!g->id || n < sizeof(b) || h->offset || h->total != n)
+		goto bad;
+	memcpy(&b, data, sizeof(b));
+	if (b.err <= 0 || b.err > 4095 || b.text_len > CTL_ERRTEXT_MAX || b.text_len != n - sizeof(b))
+		goto bad;
+	memcpy(why, data + sizeof(b), b.text_len);
+	why[b.text_len] = '\0';
+	for (char *c = why; *c; c++)    /* it goes to logs and clients */
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	grp_break(g, b.err, h->op - 1, why, 0);
+	return;
+bad:
+	log_rl_warn("job %s: malformed group break from node %u; dropped", g->cj->j->name, g->nodes[h->from]);
+}
+
+/* Keeps a copy of a piece that came early (n stream bytes at data) at
+ * *tail_p (which then points past it), within COLL_EARLY_MAX per job and
+ * its user's memory: 0, or -ENOBUFS / -ENOMEM with *why_p saying why. */
+static int early_keep(struct cjob *cj, struct early ***tail_p, uint32_t from, const struct wire_coll_piece *h,
+		      const uint8_t *data, uint32_t n, const char **why_p)
+{
+	struct early *e;
+
+	if (cj->early_bytes + n > COLL_EARLY_MAX) {
+		*why_p = "other nodes are too far ahead in the job's collectives";
+		return -ENOBUFS;
+	}
+	if (user_take_coll(cj->j->user, n) < 0) {
+		*why_p = user_refusal();
+		return -ENOBUFS;
+	}
+	e = malloc(sizeof(*e) + (size_t)n + 1);
+	if (!e) {
+		user_give_coll(cj->j->user, n);
+		*why_p = "out of memory for an early piece";
+		return -ENOMEM;
+	}
+	e->next = NULL;
+	e->h = *h;
+	e->from = from;
+	e->len = n;
+	memcpy(e->data, data, n);
+	**tail_p = e;
+	*tail_p = &e->next;
+	cj->early_bytes += n;
+	return 0;
+}
+
+/* Keeps a piece for split group h->group, not made here yet; the job
+ * fails if it cannot. */
+static void gearly_keep(struct cjob *cj, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
+			uint32_t n)
+{
+	const char *why;
+	int ret = early_keep(cj, &cj->gearly_tail, from, h, data, n, &why);
+
+	if (ret < 0) {
+		char text[CTL_ERRTEXT_MAX + 1];
+
+		snprintf(text, sizeof(text), "a piece for a group not made on node %u yet: %s", coll.self, why);
+		log_rl_warn("job %s (uid %u): %s", cj->j->name, cj->j->uid, text);
+		cluster_job_fail(cj->j, -ret, cj->j->coll_started, text);
+	}
+}
+
+static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
+		      uint32_t n);
+
+/* The pieces that waited for split group g (just made), in order. */
+static void gearly_replay(struct cjob *cj, struct cgrp *g)
+{
+	struct early **pp = &cj->gearly;
+
+	while (*pp) {
+		struct early *e = *pp;
+
+		if (e->h.group != g->id) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		if (!*pp)
+			cj->gearly_tail = pp;
+		cj->early_bytes -= e->len;
+		user_give_coll(cj->j->user, e->len);
+		grp_piece(g, e->from, &e->h, e->data, e->len);
+		free(e);
+	}
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Makes the group of color out of split op's parent, from t (the parent's
+ * {color, key} by rank).  0, or -errno with why. */
+static int split_one(struct cop *op, const int32_t (*t)[2], int32_t color, char *why, size_t cap)
+{
+	struct cgrp *pg = op->g, *g, *old;
+	struct cjob *cj = pg->cj;
+	struct job *j = cj->j;
+	uint64_t *order, bytes;
+	uint32_t n = 0;
+
+	for (uint32_t r = 0; r < pg->size; r++)
+		n += t[r][0] == color;
+	bytes = grp_bytes(n);
+	if (cj->ngroups >= COLL_MAX_GROUPS) {
+		snprintf(why, cap, "more than %u groups of job %s on node %u", COLL_MAX_GROUPS, j->name, coll.self);
+		return -ENOSPC;
+	}
+	if (user_take_coll(j->user, bytes) < 0) {
+		snprintf(why, cap, "%s", user_refusal());
+		return -ENOBUFS;
+	}
+	order = malloc(((size_t)n + 1) * sizeof(*order));
+	g = calloc(1, sizeof(*g));
+	if (g) {
+		g->cj = cj;
+		g->mem = bytes;
+		g->size = n;
+		g->members = malloc(((size_t)n + 1) * sizeof(*g->members));
+	}
+	if (!order || !g || !g->members) {
+		free(order);
+		if (g)
+			grp_free(g);
+		else
+			user_give_coll(j->user, bytes);
+		snprintf(why, cap, "out of memory for a group");
+		return -ENOMEM;
+	}
+	/* by (key, rank in the parent): one sortable number each */
+	n = 0;
+	for (uint32_t r = 0; r < pg->size; r++)
+		if (t[r][0] == color)
+			order[n++] = (uint64_t)((uint32_t)t[r][1] ^ 0x80000000u) << 32 | r;
+	qsort(order, n, sizeof(*order), u64_cmp);
+	for (uint32_t i = 0; i < n; i++)
+		g->members[i] = grp_job_rank(pg, (uint32_t)order[i]);
+	free(order);
+	g->id = coll_group_id(pg->id, op->seq, g->members[0]);
+	if ((old = grp_find(cj, g->id)) || grp_freed(cj, g->id)) {
+		/* Another group with the same id (coll_group_id): neither
+		 * can tell its pieces from the other's. */
+		snprintf(why, cap, "group %08x of job %s: its id is another group's too (split again)", g->id,
+			 j->name);
+		if (old)
+			grp_break(old, EEXIST, old->started, why, 1);
+		grp_free(g);
+		return -EEXIST;
+	}
+	if (grp_layout(g) < 0) {
+		grp_free(g);
+		snprintf(why, cap, "out of memory for a group");
+		return -ENOMEM;
+	}
+	/* after the job's, the others in the order they came */
+	g->next = pg->cj->groups->next;
+	pg->cj->groups->next = g;
+	cj->ngroups++;
+	gearly_replay(cj, g);
+	return 0;
+}
+
+/* Split op completed here: the groups of its local ranks' colors.  0, or
+ * -errno with why in op->why. */
+static int split_groups(struct cop *op)
+{
+	struct cgrp *pg = op->g;
+	uint64_t bytes = 8ull * pg->size;
+	int32_t (*t)[2] = malloc(bytes);
+	int ret = 0;
+
+	if (!t || !pg->nlocal || !op->rp || op->rlen[0] != bytes) {
+		free(t);
+		snprintf(op->why, sizeof(op->why), "out of memory for a split");
+		return -ENOMEM;
+	}
+	/* Once, out of memory the client can write. */
+	memcpy(t, op->rp[0], bytes);
+	for (uint32_t k = 0; k < pg->nlocal && !ret; k++) {
+		int32_t color = t[grp_local(pg)[k]][0];
+		int seen = color < 0;
+
+		for (uint32_t i = 0; i < k && !seen; i++)
+			seen = t[grp_local(pg)[i]][0] == color;
+		if (!seen)
+			ret = split_one(op, (const int32_t (*)[2])t, color, op->why, sizeof(op->why));
+	}
+	free(t);
+	return ret;
+}
+
+/* A decoded piece of cj's job from node from, for group h->group. */
+static void piece_in(struct cjob *cj, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
+		     uint32_t n)
+{
+	struct cgrp *g = grp_find(cj, h->group);
+
+	if (g)
+		grp_piece(g, from, h, data, n);
+	else if (h->group && !grp_freed(cj, h->group))
+		gearly_keep(cj, from, h, data, n);
+	/* else: a group that ended here (or, for the job, no state) */
+}
+
+static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
+		      uint32_t n)
+{
+	struct job *j = g->cj->j;
+	struct cop *op;
+	const char *dwhy, *ewhy;
+	int full = 0, derr, ret;
+
+	if (h->from >= g->G || g->nodes[h->from] != from) {
 		log_rl_warn("job %s: collective piece from node %u claims to be from node index %u of %u; dropped",
-			    j->name, from, h.from, cj->G);
+			    j->name, from, h->from, g->G);
 		return;
 	}
-	int full = 0;
-
-	op = cop_get(cj, h.op, !j->failed || h.op <= j->coll_ok, &full);
-	if (!op && full && !j->failed) {
+	if (h->msg == WIRE_COLL_MSG_BREAK) {
+		break_in(g, h, data, n);
+		return;
+	}
+	op = cop_get(g, h->op, !grp_doomed(g, h->op, &derr, &dwhy), &full);
+	if (!op && full && !grp_doomed(g, h->op, &derr, &dwhy)) {
 		char why[CTL_ERRTEXT_MAX + 1];
 
 		snprintf(why, sizeof(why), "node %u is more than %u collective operations ahead of node %u", from,
 			 COLL_MAX_OPS, coll.self);
 		log_rl_warn("job %s (uid %u): %s", j->name, j->uid, why);
-		cluster_job_fail(j, ENOBUFS, cj->j->coll_started, why);
+		grp_fail(g, ENOBUFS, g->started, why);
 		return;
 	}
 	if (!op || op->ended)
@@ -756,53 +1192,48 @@ static void piece_in(struct cjob *cj, uint32_t from, const uint8_t *payload, con
 	if (op->started) {
 		/* a piece that fails it leaves the executor failed: coll_poll
 		 * ends the operation and the job */
-		(void)coll_exec_deliver(op->x, &h, payload + sizeof(h), (uint32_t)n);
+		(void)coll_exec_deliver(op->x, h, data, n);
 		return;
 	}
-	if (cj->early_bytes + (uint64_t)n > COLL_EARLY_MAX) {
-		cop_end(op, ENOBUFS, "other nodes are too far ahead in the job's collectives");
-		return;
-	}
-	if (user_take_coll(j->user, (uint64_t)n) < 0) {
-		cop_end(op, ENOBUFS, user_refusal());
-		return;
-	}
-	struct early *e = malloc(sizeof(*e) + (size_t)n + 1);
+	if ((ret = early_keep(g->cj, &op->early_tail, from, h, data, n, &ewhy)) < 0)
+		cop_end(op, -ret, ewhy);
+}
 
-	if (!e) {
-		user_give_coll(j->user, (uint64_t)n);
-		cop_end(op, ENOMEM, "out of memory for an early piece");
+void coll_group_free(struct ep *ep, uint32_t id)
+{
+	struct cjob *cj = cjob_find(ep->job);
+	struct cgrp *g = cj && id ? grp_find(cj, id) : NULL;
+	int slot = g ? grp_slot(g, ep->rank) : -1;
+
+	if (slot < 0 || g->left[slot]) {
+		ep_fail(ep, "left a group it is not in");
 		return;
 	}
-	e->next = NULL;
-	e->h = h;
-	e->len = (uint32_t)n;
-	memcpy(e->data, payload + sizeof(h), (size_t)n);
-	*op->early_tail = e;
-	op->early_tail = &e->next;
-	cj->early_bytes += (uint64_t)n;
+	g->left[slot] = 1;
+	coll.work = 1;
+	loop_kick();
 }
 
 /* --- the loop --- */
 
-/* The job's ranks on this node (cj->nlocal of them), by slot. */
-static const uint32_t *local_ranks(const struct cjob *cj)
+/* 1 if g's local rank in slot k left the group (or the job). */
+static int grp_gone(const struct cgrp *g, uint32_t k)
 {
-	return cj->rank_at + cj->node_first[cj->me];
+	return g->left[k] || !g->cj->j->ranks[grp_job_rank(g, grp_local(g)[k])].ep;
 }
 
 /* Tells the local ranks that posted op how it ended. */
 static void cop_tell(struct cop *op)
 {
-	struct cjob *cj = op->cj;
+	struct cgrp *g = op->g;
+	struct cjob *cj = g->cj;
 	struct job *j = cj->j;
 
-	for (uint32_t i = 0; i < cj->nlocal; i++) {
-		uint32_t r = local_ranks(cj)[i];
-		struct ep *ep = j->ranks[r].ep;
+	for (uint32_t k = 0; k < g->nlocal; k++) {
+		struct ep *ep = j->ranks[grp_job_rank(g, grp_local(g)[k])].ep;
 
-		if (ep && cj->posted[r] >= op->seq)
-			sess_coll_done(ep, op->seq, op->err, op->why);
+		if (ep && !g->left[k] && g->posted[k] >= op->seq)
+			sess_coll_done(ep, g->id, op->seq, op->err, op->why);
 	}
 	op->told = 1;
 	if (op->started) {
@@ -814,81 +1245,96 @@ static void cop_tell(struct cop *op)
 	}
 }
 
-/* Local ranks still here that have not posted operation seq. */
-static uint32_t left_to_post(const struct cjob *cj, uint32_t seq)
+/* Local ranks still in g that have not posted operation seq. */
+static uint32_t left_to_post(const struct cgrp *g, uint32_t seq)
 {
-	const struct job *j = cj->j;
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < cj->nlocal; i++) {
-		uint32_t r = local_ranks(cj)[i];
-
-		n += j->ranks[r].ep && cj->posted[r] < seq;
-	}
+	for (uint32_t k = 0; k < g->nlocal; k++)
+		n += !grp_gone(g, k) && g->posted[k] < seq;
 	return n;
 }
 
-/* The first local rank that left before posting operation seq, or
- * UINT32_MAX. */
-static uint32_t left_before(const struct cjob *cj, uint32_t seq)
+/* The first local rank (job rank) that left g before posting operation
+ * seq, or UINT32_MAX. */
+static uint32_t left_before(const struct cgrp *g, uint32_t seq)
 {
-	const struct job *j = cj->j;
-
-	for (uint32_t i = 0; i < cj->nlocal; i++) {
-		uint32_t r = local_ranks(cj)[i];
-
-		if (!j->ranks[r].ep && cj->posted[r] < seq)
-			return r;
-	}
+	for (uint32_t k = 0; k < g->nlocal; k++)
+		if (grp_gone(g, k) && g->posted[k] < seq)
+			return grp_job_rank(g, grp_local(g)[k]);
 	return UINT32_MAX;
 }
 
-static int cjob_poll(struct cjob *cj)
+/* Split group g's local ranks that left it since the last look: each
+ * breaks the group after the operations it posted (the job's own ranks
+ * leaving go through its home: cluster.c's LEAVE). */
+static void grp_leaves(struct cgrp *g)
 {
+	for (uint32_t k = 0; k < g->nlocal; k++) {
+		char why[CTL_ERRTEXT_MAX + 1];
+
+		if (g->left[k] == 2 || !grp_gone(g, k))
+			continue;
+		g->left[k] = 2;
+		snprintf(why, sizeof(why), "rank %u of group %08x (job rank %u, on node %u) left it after its "
+			 "operation %u", grp_local(g)[k], g->id, grp_job_rank(g, grp_local(g)[k]), coll.self,
+			 g->posted[k]);
+		grp_break(g, EPIPE, g->posted[k], why, 1);
+	}
+}
+
+static int grp_poll(struct cgrp *g)
+{
+	struct cjob *cj = g->cj;
 	struct job *j = cj->j;
 	int work = 0;
 
-	for (struct cop **pp = &cj->ops, *op; (op = *pp);) {
+	if (g->id)
+		grp_leaves(g);
+	for (struct cop **pp = &g->ops, *op; (op = *pp);) {
+		const char *dwhy;
 		uint32_t gone;
+		int derr;
 
-		/* The job failed: what the failure left able to complete goes
-		 * on (coll.h), the rest fails; so does what a rank here left
-		 * before posting: both before anything starts. */
-		if (!op->ended && j->failed && op->seq > j->coll_ok)
-			cop_end(op, j->failed, j->fail_text[0] ? j->fail_text : "the job failed");
-		if (!op->ended && !op->started && (gone = left_before(cj, op->seq)) != UINT32_MAX) {
+		/* The job or group failed: what the failure left able to
+		 * complete goes on (coll.h), the rest fails; so does what a
+		 * rank here left before posting: both before anything
+		 * starts. */
+		if (!op->ended && grp_doomed(g, op->seq, &derr, &dwhy))
+			cop_end(op, derr, dwhy);
+		if (!op->ended && !op->started && (gone = left_before(g, op->seq)) != UINT32_MAX) {
 			char why[CTL_ERRTEXT_MAX + 1];
 
 			snprintf(why, sizeof(why), "rank %u (on node %u) left job %s before collective operation %u",
 				 gone, coll.self, j->name, op->seq);
 			cop_end(op, EPIPE, why);
 		}
-		if (!op->ended && !op->started && op->kind && op->posted >= cj->nlocal) {
+		if (!op->ended && !op->started && op->kind && op->posted >= g->nlocal) {
 			cop_start(op);
 			work = 1;
 		}
 		if (!op->ended && op->started) {
-			int r = coll_exec_run(op->x);
+			int r = coll_exec_run(op->x), e;
 
-			if (r == 1)
+			if (r == 1 && op->kind == CTL_COLL_SPLIT && (e = split_groups(op)) < 0)
+				cop_end(op, -e, op->why);       /* the groups could not be made */
+			else if (r == 1)
 				cop_end(op, 0, NULL);
 			else if (r < 0)
 				cop_end(op, -r, coll_exec_error(op->x));
 		}
 		if (!op->ended && cj->gone_ns && loop_now_ns() - cj->gone_ns >= COLL_GONE_GRACE_NS)
 			cop_end(op, ETIMEDOUT, "no rank of the job is left on this node");
-		if (op->ended && op->err && !op->told && (!j->failed || op->seq <= j->coll_ok)) {
-			/* Failed here, for a reason of its own: the other
-			 * nodes would wait for it, so the job fails
-			 * everywhere from this operation on (the home tells
-			 * every node). */
+		if (op->ended && op->err && !op->told && !grp_doomed(g, op->seq, &derr, &dwhy)) {
+			/* Failed here, for a reason of its own: it fails
+			 * everywhere from this operation on. */
 			char why[CTL_ERRTEXT_MAX + 100];
 
 			snprintf(why, sizeof(why), "collective operation %u (%s) failed on node %u: %.180s", op->seq,
 				 kind_name(op->kind), coll.self, op->why);
 			snprintf(op->why, sizeof(op->why), "%.*s", (int)sizeof(op->why) - 1, why);
 			log_rl_notice("job %s (uid %u): %s", j->name, j->uid, why);
-			cluster_job_fail(j, op->err, op->seq - 1, why);
+			grp_fail(g, op->err, op->seq - 1, why);
 		}
 		if (op->ended && !op->told) {
 			/* ranks that have not posted it yet hear it when they do
@@ -899,9 +1345,9 @@ static int cjob_poll(struct cjob *cj)
 		/* It goes once told, unless a rank here still has to post it
 		 * (and hear how it ended).  A piece that comes after finds
 		 * nothing and is dropped (cop_get). */
-		if (op->told && left_to_post(cj, op->seq) == 0) {
+		if (op->told && left_to_post(g, op->seq) == 0) {
 			*pp = op->next;
-			cj->nops--;
+			g->nops--;
 			cop_free(op);
 			work = 1;
 			continue;
@@ -911,25 +1357,76 @@ static int cjob_poll(struct cjob *cj)
 	return work;
 }
 
-/* Frees cj (out of the list already), its operations and its job reference. */
-static void cjob_free(struct cjob *cj)
+/* 1 if an operation of g is running here (started, not ended). */
+static int grp_running(const struct cgrp *g)
 {
-	while (cj->ops) {
-		struct cop *op = cj->ops;
+	for (const struct cop *op = g->ops; op; op = op->next)
+		if (op->started && !op->ended)
+			return 1;
+	return 0;
+}
 
-		cj->ops = op->next;
+/* Frees g (out of its list already) and its operations. */
+static void grp_end(struct cgrp *g)
+{
+	while (g->ops) {
+		struct cop *op = g->ops;
+
+		g->ops = op->next;
 		cop_free(op);
 	}
+	grp_free(g);
+}
+
+static int cjob_poll(struct cjob *cj)
+{
+	int work = 0;
+
+	for (struct cgrp **pp = &cj->groups, *g; (g = *pp);) {
+		int all_left = 1;
+
+		work |= grp_poll(g);
+		for (uint32_t k = 0; k < g->nlocal && all_left; k++)
+			all_left = g->left[k] == 2;
+		if (g->id && all_left && !grp_running(g)) {
+			/* every rank here left it (and its nodes were told) */
+			*pp = g->next;
+			cj->freed[cj->nfreed++ % COLL_FREED_IDS] = g->id;
+			cj->ngroups--;
+			grp_end(g);
+			work = 1;
+			continue;
+		}
+		pp = &g->next;
+	}
+	return work;
+}
+
+/* Frees cj (out of the list already), its groups and its job reference. */
+static void cjob_free(struct cjob *cj)
+{
+	while (cj->groups) {
+		struct cgrp *g = cj->groups;
+
+		cj->groups = g->next;
+		grp_end(g);
+	}
+	while (cj->gearly) {
+		struct early *e = cj->gearly;
+
+		cj->gearly = e->next;
+		user_give_coll(cj->j->user, e->len);
+		free(e);
+	}
 	job_put(cj->j);
-	cjob_free_arrays(cj);
 	free(cj);
 }
 
 /* 1 if an operation of cj is running here (started, not ended). */
 static int cjob_running(const struct cjob *cj)
 {
-	for (const struct cop *op = cj->ops; op; op = op->next)
-		if (op->started && !op->ended)
+	for (const struct cgrp *g = cj->groups; g; g = g->next)
+		if (grp_running(g))
 			return 1;
 	return 0;
 }
@@ -975,12 +1472,14 @@ void coll_write_stats(FILE *out, uid_t uid)
 
 		if (uid && cj->j->uid != uid)
 			continue;
-		for (struct cop *op = cj->ops; op; op = op->next)
-			pending += !op->ended;
-		fprintf(out, "coll job %s uid %u nodes %u ops_run %llu ops_failed %llu pending %u last %s alg %s "
-			"last_us %llu\n", cj->j->name, cj->j->uid, cj->G, (unsigned long long)cj->ops_run,
-			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
-			cj->ops_run && cj->last_alg ? cj->last_alg : "-", (unsigned long long)cj->last_us);
+		for (struct cgrp *g = cj->groups; g; g = g->next)
+			for (struct cop *op = g->ops; op; op = op->next)
+				pending += !op->ended;
+		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
+			"alg %s last_us %llu\n", cj->j->name, cj->j->uid, cj->groups->G, cj->ngroups - 1,
+			(unsigned long long)cj->ops_run, (unsigned long long)cj->ops_failed, pending,
+			cj->ops_run ? kind_name(cj->last_kind) : "-", cj->ops_run && cj->last_alg ? cj->last_alg : "-",
+			(unsigned long long)cj->last_us);
 	}
 }
 

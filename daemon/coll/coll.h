@@ -19,14 +19,18 @@
  * text; when an operation fails here (a piece that does not fit its
  * schedule, counts that disagree, memory), this node asks the job's home to
  * fail the job (cluster_job_fail), so every rank hears it within the
- * control path's delay: nothing hangs.  A rank that breaks the protocol
+ * control path's delay: nothing hangs.  Groups made by ferry_split
+ * (CTL_COLL_SPLIT) have their own operation numbers and fail on their own:
+ * coll.c, "Groups".  A rank that breaks the protocol
  * (posts out of order, a kind the others' k-th is not) loses its session.
  *
  * Ownership: struct cjob (one per job with collectives here) holds a job
- * reference (job_hold) and owns its operations; an operation owns its
+ * reference (job_hold) and owns its groups (the job's own first), each of
+ * which owns its operations; an operation owns its
  * schedule, executor and early pieces.  Everything is freed from coll_poll
  * (never inside an event): an operation once its ranks heard it ended, a
- * cjob once it has no operation and its job is gone.
+ * split group once its ranks here all left it and nothing of it runs, a
+ * cjob once nothing of it runs and its job is gone.
  */
 #ifndef FERRY_COLL_COLL_H
 #define FERRY_COLL_COLL_H
@@ -48,6 +52,9 @@ void coll_fini(void);
 
 /* The session layer's event: ep posted c (its client has READY). */
 void coll_post(struct ep *ep, const struct ctl_coll_wire *c);
+
+/* The session layer's event: ep leaves split group id (GROUP_FREE). */
+void coll_group_free(struct ep *ep, uint32_t id);
 
 /* Loop hook: runs executors, ends what ended.  Returns 1 if it did work. */
 int coll_poll(void);

@@ -90,6 +90,11 @@ struct job {
 	 * rank had started; the others fail). */
 	uint32_t coll_started;
 	uint32_t coll_ok;
+	/* ... and the job failed otherwise than by ranks leaving (a node or
+	 * link lost, an operation of the whole job failed): the errno, which
+	 * ends the operations of its split groups too (coll.c, "Groups");
+	 * 0 if not. */
+	int coll_groups_fail;
 	/* rank -> node as the table was when the job started (GO): the
 	 * collectives' layout, which a rank that leaves does not change
 	 * (ranks[].node does); NULL before GO.  Freed with the job. */

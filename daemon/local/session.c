@@ -396,7 +396,23 @@ void sess_job_ready(struct job *j)
 	log_rl_info("job %s (uid %u): ready, %u ranks on %u nodes", j->name, j->uid, j->size, nodes);
 }
 
-void sess_coll_done(struct ep *ep, uint32_t seq, int err, const char *why)
+/* LAYOUT: the job's rank -> node table (as at GO: job.h), one u32 per rank,
+ * into the client's buffer b; COLL_DONE {group 0, seq 0} says it is there. */
+static void layout(struct ep *ep, const struct ctl_buf *b)
+{
+	const struct job *j = ep->job;
+	uint8_t *p = mem_at(mem_find(ep->mems, b->mem), b->off, b->len);
+
+	if (!j->layout || !p || b->len != 4ull * j->size) {
+		sess_coll_done(ep, 0, 0, EINVAL, "LAYOUT: no table yet, or a buffer that is not 4 bytes per rank in "
+			       "memory shared with ferryd");
+		return;
+	}
+	memcpy(p, j->layout, 4ull * j->size);
+	sess_coll_done(ep, 0, 0, 0, NULL);
+}
+
+void sess_coll_done(struct ep *ep, uint32_t group, uint32_t seq, int err, const char *why)
 {
 	uint8_t buf[sizeof(struct ctl_hdr) + sizeof(struct ctl_coll_done_wire) + CTL_ERRTEXT_MAX];
 	struct sess *s = ep->sess;
@@ -404,7 +420,7 @@ void sess_coll_done(struct ep *ep, uint32_t seq, int err, const char *why)
 
 	if (!s || s->state != S_ENDPOINT)
 		return;
-	n = ctl_encode_coll_done(buf, sizeof(buf), seq, err, why ? why : "");
+	n = ctl_encode_coll_done(buf, sizeof(buf), group, seq, err, why ? why : "");
 	if (n < 0 || send_msg(s, buf, (size_t)n, NULL, 0) < 0)
 		close_session(s, "cannot send COLL_DONE", 0);
 }
@@ -661,6 +677,14 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			ret = mem_add(&s->ep->mems, m->u.mem.id, fd, m->u.mem.bytes, why, sizeof(why));
 			if (ret < 0)
 				reject(s, -ret, "%s", why);
+			return;
+		}
+		if (m->type == CTL_GROUP_FREE && sessions.ev->coll_group_free && s->ep && s->ep->ready) {
+			sessions.ev->coll_group_free(s->ep, m->u.group.id);
+			return;
+		}
+		if (m->type == CTL_LAYOUT && s->ep && s->ep->ready) {
+			layout(s->ep, &m->u.layout);
 			return;
 		}
 		if (m->type == CTL_MEM_FREE && s->ep && s->ep->ready) {

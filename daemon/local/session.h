@@ -58,6 +58,8 @@ struct sess_events {
 	 * (decoded and checked as ctl_decode does; the rest is the layer's
 	 * to check).  Optional: without it, COLL is a protocol error. */
 	void (*coll_post)(struct ep *ep, const struct ctl_coll_wire *c);
+	/* ... left split group id (GROUP_FREE).  Optional, with coll_post. */
+	void (*coll_group_free)(struct ep *ep, uint32_t id);
 };
 
 /* Sets up the listening socket in c->runtime_dir, or takes listen_fd (socket
@@ -78,7 +80,7 @@ int sess_poll(void);
 /* Tells ep's client that its collective operation seq ended: err 0, or a
  * positive errno and why.  A client that does not read its socket loses its
  * session (SESS_OUT_MAX). */
-void sess_coll_done(struct ep *ep, uint32_t seq, int err, const char *why);
+void sess_coll_done(struct ep *ep, uint32_t group, uint32_t seq, int err, const char *why);
 
 /* Stops accepting clients (SIGTERM). */
 void sess_stop_accepting(void);

@@ -394,6 +394,7 @@ int main(int argc, char **argv)
 		goto fini_cluster;
 	sess_ev = cluster_sess_events;
 	sess_ev.coll_post = coll_post;
+	sess_ev.coll_group_free = coll_group_free;
 	if (sess_init(&ferryd.conf, ferryd.self, notify_listen_fd(), query_answer, &sess_ev) < 0)
 		goto fini_coll;
 	/* Everything is set up: from here on ferryd makes only the calls of

@@ -69,7 +69,7 @@ expect "... the other one too" wait_job jb
 a2a st 3 2 c_n0 c_n2 c_n4 -- --alltoall 8 --strategy hypercube --linger 3000
 expect "... a job that lingers after 2 all-to-alls" wait_for "grep -q ok: '$TMP/st.0.log'"
 expect "ferryctl stats: 2 all-to-alls by the hypercube" \
-	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube'"
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 groups 0 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube'"
 wait_job st >/dev/null
 
 # --- failures --------------------------------------------------------------------

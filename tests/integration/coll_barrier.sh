@@ -90,7 +90,7 @@ expect "ten jobs whose ranks close right after one barrier: every rank's barrier
 barrier_job st 2 3 c_n0 c_n2 -- --linger 3000
 expect "... a job that lingers after 3 barriers" wait_for "grep -q ok: '$TMP/st.0.log' && grep -q ok: '$TMP/st.1.log'"
 expect "ferryctl stats: the job's collectives (3 run, none failed, the last a barrier)" \
-	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 2 ops_run 3 ops_failed 0 pending 0 last barrier'"
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 2 groups 0 ops_run 3 ops_failed 0 pending 0 last barrier'"
 wait_job st >/dev/null
 
 # --- failure -----------------------------------------------------------------

@@ -2,6 +2,7 @@
  * partial input, and rejection of malformed input. */
 #define UNIT "proto"
 #include "check.h"
+#include "../../proto/coll.h"
 #include "../../proto/ctl.c"
 #include "../../proto/job.c"
 #include "../../proto/wire.c"
@@ -134,13 +135,14 @@ TEST(ctl_collectives)
 		memcpy(buf + sizeof(struct ctl_hdr), &bad[i], sizeof(bad[i]));
 		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
 	}
-	n = ctl_encode_coll_done(buf, sizeof(buf), 7, 0, "ignored");
+	n = ctl_encode_coll_done(buf, sizeof(buf), 0x5eed, 7, 0, "ignored");
 	CHECK(n > 0);
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
 	CHECK_EQ(m.u.coll_done.seq, 7);
+	CHECK_EQ(m.u.coll_done.group, 0x5eed);
 	CHECK_EQ(m.u.coll_done.err, 0);
 	CHECK_EQ(m.u.coll_done.text[0], 0);
-	n = ctl_encode_coll_done(buf, sizeof(buf), 8, EPIPE, "rank 3 left");
+	n = ctl_encode_coll_done(buf, sizeof(buf), 0, 8, EPIPE, "rank 3 left");
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
 	CHECK_EQ(m.u.coll_done.err, EPIPE);
 	CHECK(strcmp(m.u.coll_done.text, "rank 3 left") == 0);
@@ -160,10 +162,49 @@ TEST(ctl_collectives)
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
 	buf[sizeof(struct ctl_hdr) + 8] = 1;     /* FREE with bytes */
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
-	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 0, 0, ""), -EINVAL);
-	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 1, -1, ""), -EINVAL);
+	CHECK_EQ(ctl_encode_coll_done(buf, sizeof(buf), 0, 1, -1, ""), -EINVAL);
+	/* group 0 seq 0: the answer to a LAYOUT */
+	n = ctl_encode_coll_done(buf, sizeof(buf), 0, 0, 0, "");
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK(m.type == CTL_COLL_DONE && m.u.coll_done.seq == 0 && m.u.coll_done.group == 0);
+	/* LAYOUT: a buffer in a region, not empty */
+	{
+		struct ctl_buf lb = { .mem = 2, .off = 8, .len = 16 }, none = { 0 }, empty = { .mem = 2 };
+
+		n = ctl_encode_layout(buf, sizeof(buf), &lb);
+		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+		CHECK(m.type == CTL_LAYOUT && m.u.layout.mem == 2 && m.u.layout.off == 8 && m.u.layout.len == 16);
+		CHECK_EQ(ctl_encode_layout(buf, sizeof(buf), &none), -EINVAL);
+		CHECK_EQ(ctl_encode_layout(buf, sizeof(buf), &empty), -EINVAL);
+		memcpy(buf + sizeof(struct ctl_hdr), &empty, sizeof(empty));  /* forged */
+		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	}
+	/* GROUP_FREE: an id, nothing else */
+	n = ctl_encode_group_free(buf, sizeof(buf), 0xabcd);
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+	CHECK(m.type == CTL_GROUP_FREE && m.u.group.id == 0xabcd);
+	CHECK_EQ(ctl_encode_group_free(buf, sizeof(buf), 0), -EINVAL);
+	buf[sizeof(struct ctl_hdr) + 4] = 1;     /* reserved */
+	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), -EPROTO);
+	/* SPLIT: an all-to-all of 8-byte blocks, no other count */
+	{
+		struct ctl_coll_wire sp = { .kind = CTL_COLL_SPLIT, .seq = 3, .count = 8,
+					    .send = { .mem = 1, .len = 32 }, .recv = { .mem = 1, .off = 32, .len = 32 } };
+
+		n = ctl_encode_coll(buf, sizeof(buf), &sp);
+		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+		CHECK(m.u.coll.kind == CTL_COLL_SPLIT && m.u.coll.count == 8);
+		sp.count = 16;
+		CHECK_EQ(ctl_encode_coll(buf, sizeof(buf), &sp), -EINVAL);
+	}
+	/* group ids: never 0, and they differ with each of their inputs */
+	CHECK(coll_group_id(0, 1, 0) != 0);
+	CHECK(coll_group_id(0, 1, 0) != coll_group_id(0, 2, 0));
+	CHECK(coll_group_id(0, 1, 0) != coll_group_id(0, 1, 1));
+	CHECK(coll_group_id(0, 1, 0) != coll_group_id(1, 1, 0));
+	CHECK_EQ(coll_group_id(7, 3, 5), coll_group_id(7, 3, 5));
 	/* text with success, or a length that is not the body's: refused */
-	n = ctl_encode_coll_done(buf, sizeof(buf), 8, EPIPE, "x");
+	n = ctl_encode_coll_done(buf, sizeof(buf), 0, 8, EPIPE, "x");
 	struct ctl_coll_done_wire d;
 	memcpy(&d, buf + sizeof(struct ctl_hdr), sizeof(d));
 	d.err = 0;

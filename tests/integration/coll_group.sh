@@ -1,0 +1,69 @@
+#!/bin/bash
+# Groups (ferry_split) and locality queries (ferry_node_of,
+# ferry_local_ranks) on real daemons with real client processes
+# (tests/progs/ft_group.c checks every result against what it computes
+# itself): a split in reverse key order whose groups span nodes, a group
+# per node, a group of one rank, a rank in no group, a nested split,
+# operations on the job and two groups at once, items on a group's handle
+# refused, the job's handle not closed under open groups; every strategy
+# forced; a rank that leaves its group makes the group's next operation
+# fail on its other ranks (and only that group's).
+. "$(dirname "$0")/lib.sh"
+
+# grp JOB SIZE WHERE... [-- ft_group options]: SIZE ranks, rank r on the
+# daemon of $TMP/WHERE[r]; wait_job JOB passes when they all exit 0.
+grp() {
+	local job=$1 size=$2 r pids=""
+	shift 2
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_group --job "$job" --rank "$r" \
+			--size "$size" "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+run_grp() { grp "$@"; wait_job "$1"; }
+
+# --- one node ------------------------------------------------------------------
+start_daemon one || exit 1
+expect "one rank: every split of one rank, its groups of one" run_grp g1 1 one
+expect "one node, 3 ranks: the groups all local" run_grp g3 3 one one one
+stop_daemon one >/dev/null
+
+# --- four nodes, 7 ranks: 2, 2, 2, 1 per node, ranks round-robin -------------------
+start_cluster c 4 || exit 1
+where7="c_n0 c_n1 c_n2 c_n3 c_n0 c_n1 c_n2"
+for s in direct mesh grid3d hypercube; do
+	# shellcheck disable=SC2086
+	expect "4 nodes, 7 ranks, $s: splits, nesting, overlap and misuse as ft_group checks" \
+		run_grp "s$s" 7 $where7 -- --strategy "$s"
+done
+# shellcheck disable=SC2086
+expect "4 nodes, 7 ranks, automatic choice, 3 rounds" run_grp auto 7 $where7 -- --rounds 3
+expect "a job on 2 of the 4 nodes, 4 ranks" run_grp two 4 c_n1 c_n3 c_n3 c_n1
+
+# A rank leaves its group (closes the handle): the others of the group fail
+# their next group barrier with EPIPE naming it; the other group's barrier,
+# and everything after, works.
+# shellcheck disable=SC2086
+grp lv 7 $where7 -- --leave 2
+for r in 0 1 2 3 4 5 6; do wait "$(echo $JOB_lv | cut -d' ' -f$((r + 1)))"; echo $? >"$TMP/lv.$r.rc"; done
+same=1
+for r in 0 4 6; do
+	grep -q "rank $r group barrier: EPIPE: .*(job rank 2, on node 2) left it after" "$TMP/lv.$r.log" &&
+		[ "$(cat "$TMP/lv.$r.rc")" = 3 ] || same=0
+done
+expect "a rank leaves its group: the group's other ranks' next barrier fails with EPIPE naming it" test $same = 1
+other=1
+for r in 1 3 5; do grep -q "rank $r ok" "$TMP/lv.$r.log" || other=0; done
+expect "... the other group's ranks are not disturbed" test $other = 1
+expect "... and the leaver closes cleanly" grep -q "rank 2 ok" "$TMP/lv.2.log"
+[ $same = 1 ] && [ $other = 1 ] || for f in "$TMP"/lv.*.log; do sed "s|^|#   $(basename "$f"): |" "$f"; done
+
+expect "ferryctl stats: the groups went with their jobs (no collective state left)" \
+	wait_for "! '$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -q '^coll job'"
+expect "the daemons exit cleanly" stop_cluster c 4
+finish
