@@ -45,8 +45,9 @@
  * 6: WIRE_ITEM_BATCH.
  * 7: the step parity in wire_item.gen (WIRE_GEN_STEP); generations < 128.
  * 8: WIRE_CTL_COLL, the collectives' messages; LEAVE's coll_started and
- *    FAIL's coll_ok. */
-#define WIRE_VERSION    8
+ *    FAIL's coll_ok.
+ * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL). */
+#define WIRE_VERSION    9
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -114,6 +115,13 @@ struct wire_item {
 	uint32_t src;           /* source rank */
 };
 static_assert(sizeof(struct wire_item) == 24, "wire item layout");
+
+/* An item of a job (job != 0) whose dst is WIRE_DST_COLL is no rank's: it
+ * is a piece of the job's collectives (proto/coll.h) for the destination
+ * node's engine, and src is the node that sent it.  It travels as the job's
+ * items do, under their limits and backpressure (fwd/agg.h), and is not
+ * counted in the job's steps. */
+#define WIRE_DST_COLL UINT32_MAX
 
 static inline size_t wire_item_footprint(uint32_t len)
 {

@@ -140,6 +140,7 @@ struct cjob {
 	uint64_t gone_ns;               /* when its last rank here left, 0 while it has ranks here */
 	uint64_t early_bytes;           /* in operations' early lists and gearly */
 	uint64_t ops_run, ops_failed, last_us;
+	uint64_t link_waits;            /* pieces a full link made wait (send_piece) */
 	uint32_t last_kind;
 	const char *last_alg;
 };
@@ -423,13 +424,21 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 {
 	struct cop *op = ctx;
 	struct cgrp *g = op->g;
+	const struct job *j = g->cj->j;
 
 	if (peer >= g->G)
 		return -EINVAL;
 	wire_coll_piece_encode(coll.piece, h);
 	if (len)
 		memcpy(coll.piece + sizeof(*h), data, len);
-	ctlq_send(g->nodes[peer], WIRE_CTL_COLL, coll.piece, (uint32_t)(sizeof(*h) + len));
+	/* As an item of the job, under its links' limits: -EAGAIN when the
+	 * link is full, and the executor sends it again at a later turn of
+	 * the loop (coll_poll runs at every turn; the acknowledgements that
+	 * make room wake the loop). */
+	if (ctlq_send_job(g->nodes[peer], j->id, j->gen, coll.piece, (uint32_t)(sizeof(*h) + len)) < 0) {
+		g->cj->link_waits++;
+		return -EAGAIN;
+	}
 	return 0;
 }
 
@@ -1462,6 +1471,7 @@ int coll_poll(void)
 		}
 		pp = &cj->next;
 	}
+	ctlq_flush_sent();      /* what the executors sent, in as few frames as it fits */
 	return work;
 }
 
@@ -1476,10 +1486,10 @@ void coll_write_stats(FILE *out, uid_t uid)
 			for (struct cop *op = g->ops; op; op = op->next)
 				pending += !op->ended;
 		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
-			"alg %s last_us %llu\n", cj->j->name, cj->j->uid, cj->groups->G, cj->ngroups - 1,
+			"alg %s last_us %llu link_waits %llu\n", cj->j->name, cj->j->uid, cj->groups->G, cj->ngroups - 1,
 			(unsigned long long)cj->ops_run, (unsigned long long)cj->ops_failed, pending,
 			cj->ops_run ? kind_name(cj->last_kind) : "-", cj->ops_run && cj->last_alg ? cj->last_alg : "-",
-			(unsigned long long)cj->last_us);
+			(unsigned long long)cj->last_us, (unsigned long long)cj->link_waits);
 	}
 }
 

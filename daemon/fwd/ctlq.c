@@ -19,6 +19,7 @@ static struct {
 	uint32_t self;
 	struct ctlq_item *head, **tail;
 	uint64_t bytes;                 /* payload bytes queued */
+	uint32_t *sent, nsent, capsent; /* nodes ctlq_send_job sent to, to flush */
 } ctlq = { .tail = &ctlq.head };
 
 void ctlq_init(uint32_t self)
@@ -71,6 +72,39 @@ void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 	agg_flush_toward(node, AGG_FLUSH_EXPLICIT);
 }
 
+int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const void *payload, uint32_t len)
+{
+	struct wire_item it = { .len = len, .gen = gen, .node = node, .job = job, .dst = WIRE_DST_COLL,
+				.src = ctlq.self };
+	int ret;
+
+	if (node == ctlq.self || !job)
+		return -EINVAL;
+	for (uint32_t i = 0; i < ctlq.nsent; i++)
+		if (ctlq.sent[i] == node)
+			goto send;
+	if (ctlq.nsent == ctlq.capsent) {
+		uint32_t cap = ctlq.capsent ? 2 * ctlq.capsent : 16;
+		uint32_t *n = realloc(ctlq.sent, cap * sizeof(*n));
+
+		if (!n)
+			return -EAGAIN;
+		ctlq.sent = n;
+		ctlq.capsent = cap;
+	}
+	ctlq.sent[ctlq.nsent++] = node;
+send:
+	ret = agg_item(&it, payload, -1, AGG_DATA);
+	return ret < 0 ? -EAGAIN : 0;
+}
+
+void ctlq_flush_sent(void)
+{
+	for (uint32_t i = 0; i < ctlq.nsent; i++)
+		agg_flush_toward(ctlq.sent[i], AGG_FLUSH_EXPLICIT);
+	ctlq.nsent = 0;
+}
+
 const struct ctlq_item *ctlq_first(void)
 {
 	return ctlq.head;
@@ -93,4 +127,7 @@ void ctlq_fini(void)
 {
 	while (ctlq.head)
 		ctlq_pop();
+	free(ctlq.sent);
+	ctlq.sent = NULL;
+	ctlq.nsent = ctlq.capsent = 0;
 }

@@ -184,7 +184,13 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 		__builtin_memcpy(&w2, p + 16, 8);
 		node = (uint32_t)w1;
 		job = (uint32_t)(w1 >> 32);
-		if (node == self && job != 0) {
+		if (node == self && job != 0 && __builtin_expect((uint32_t)w2 == WIRE_DST_COLL, 0)) {
+			/* A piece of the job's collectives: the engine's, from
+			 * the queue the loop empties (not from here, inside a
+			 * transport's receive path), as control items are. */
+			if (ctlq_push(WIRE_CTL_COLL, (uint32_t)(w2 >> 32), payload, (uint32_t)w0) < 0)
+				break;
+		} else if (node == self && job != 0) {
 			/* Key: job id, generation and step parity, never 0 for
 			 * a job. */
 			uint64_t key = w1 >> 32 << 8 | ((w0 >> 40) & 0xff);

@@ -69,7 +69,7 @@ expect "... the other one too" wait_job jb
 a2a st 3 2 c_n0 c_n2 c_n4 -- --alltoall 8 --strategy hypercube --linger 3000
 expect "... a job that lingers after 2 all-to-alls" wait_for "grep -q ok: '$TMP/st.0.log'"
 expect "ferryctl stats: 2 all-to-alls by the hypercube" \
-	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 groups 0 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube'"
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 groups 0 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube last_us [0-9]+ link_waits [0-9]+$'"
 wait_job st >/dev/null
 
 # --- failures --------------------------------------------------------------------
@@ -108,4 +108,21 @@ expect "8 MiB blocks beyond a 4 MiB share: the all-to-all fails on both ranks, s
 expect "... and the daemons hold no collective memory afterwards" \
 	wait_for "[ \"\$(stat lim_n0 memory_coll_bytes)\" = 0 ] && [ \"\$(stat lim_n1 memory_coll_bytes)\" = 0 ]"
 expect "lim: daemons exit cleanly" stop_cluster lim 2
+
+# The pieces travel as the job's items, under the links' limits: with
+# limits.link_bytes at its least (1 MiB), 1 MiB blocks between two nodes
+# (4 MiB from each node to the other) wait for room instead of piling up,
+# and arrive whole.
+start_cluster fc 2 "limits: { link_bytes = 1048576; };" || exit 1
+a2a flow 4 2 fc_n0 fc_n1 fc_n0 fc_n1 -- --alltoall 1048576 --alloc --linger 3000
+waits=0
+for _ in $(seq 100); do
+	waits=$("$BUILD/ferryctl" --runtime-dir "$TMP/fc_n0" stats 2>/dev/null |
+		sed -n 's/^coll job flow .* link_waits \([0-9]*\)$/\1/p')
+	[ "${waits:-0}" -gt 0 ] && break
+	sleep 0.1
+done
+expect "1 MiB blocks over a link of 1 MiB: every byte arrives" wait_job flow
+expect "... and pieces waited for room on the link (link_waits $waits)" test "${waits:-0}" -gt 0
+expect "fc: daemons exit cleanly" stop_cluster fc 2
 finish
