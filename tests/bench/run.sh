@@ -12,6 +12,9 @@
 #   bw        large items against a raw TCP stream             (bw.sh)
 #   security  what frame integrity and encryption cost         (security.sh)
 #   knobs     the all-to-all over aggregation.buffer_bytes x flush_us (knobs.sh)
+#   coll      the collectives the daemons run: all-to-all per strategy and
+#             block size, many-to-many, overlap of ferry_ialltoall with
+#             computation, against Open MPI's                  (coll.sh)
 #
 # Each family runs on local clusters (one ferryd per simulated node, on
 # loopback), every configuration RUNS times (5; 1 with quick), the variants
@@ -31,7 +34,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs"
+ALL="a2a latency rate bw security knobs coll"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
