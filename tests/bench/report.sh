@@ -102,6 +102,54 @@ done
 for v in $(awk -F, 'NR > 1 && $1 == "m" { print $2 }' alltoall.csv 2>/dev/null | awk '!seen[$0]++'); do
 	for M in $MS; do echo "$M $(stats alltoall.csv "\$1 == \"m\" && \$2 == \"$v\" && \$6 == $M" 12)"; done >"plot-m-$v.dat"
 done
+# The collectives (coll.sh): microseconds per operation, "median min max n".
+CBLOCKS="" CVARIANTS="" MBLOCKS="" MDELTAS="" MVARIANTS="" OBLOCKS="" OVARIANTS=""
+if [ -f coll.csv ]; then
+	CBLOCKS=$(awk -F, 'NR > 1 && $1 == "alltoall" { print $8 }' coll.csv | sort -un)
+	CVARIANTS=$(awk -F, 'NR > 1 && $1 == "alltoall" { print $2 }' coll.csv | awk '!seen[$0]++')
+	MBLOCKS=$(awk -F, 'NR > 1 && $1 == "many" { print $8 }' coll.csv | sort -un)
+	MDELTAS=$(awk -F, 'NR > 1 && $1 == "many" { print $9 }' coll.csv | sort -un)
+	MVARIANTS=$(awk -F, 'NR > 1 && $1 == "many" { print $2 }' coll.csv | awk '!seen[$0]++')
+fi
+if [ -f overlap.csv ]; then
+	OBLOCKS=$(awk -F, 'NR > 1 { print $6 }' overlap.csv | sort -un)
+	OVARIANTS=$(awk -F, 'NR > 1 { print $1 }' overlap.csv | awk '!seen[$0]++')
+fi
+cstats() {      # cstats PART VARIANT BLOCK DELTA LAYOUT
+	stats coll.csv "\$1 == \"$1\" && \$2 == \"$2\" && \$8 == $3 && \$9 == $4 && \$14 == \"$5\"" 12 |
+		awk '{ for (i = 1; i <= 3; i++) $i = ($i == "nan") ? "nan" : $i * 1e6; print }'
+}
+ostats() { stats overlap.csv "\$1 == \"$1\" && \$6 == $2 && \$16 == \"$3\"" "$4"; }   # VARIANT BLOCK LAYOUT COLUMN
+bytes() { awk -v b="$1" 'BEGIN { if (b >= 1048576 && b % 1048576 == 0) printf "%d MiB", b / 1048576;
+	else if (b >= 1024 && b % 1024 == 0) printf "%d KiB", b / 1024; else printf "%d B", b }'; }
+# cratio PART BLOCK DELTA LAYOUT VARIANT-A VARIANT-B: A's time over B's, run by run.
+cratio() {
+	ratio_runs coll.csv 1,8,9,10,14 12 "\$1 == \"$1\" && \$2 == \"$5\" && \$8 == $2 && \$9 == $3 && \$14 == \"$4\"" \
+		"\$1 == \"$1\" && \$2 == \"$6\" && \$8 == $2 && \$9 == $3 && \$14 == \"$4\""
+}
+for lay in $LAYOUTS; do
+	for v in $CVARIANTS; do
+		for b in $CBLOCKS; do
+			st=$(cstats alltoall "$v" "$b" 0 "$lay")
+			[ "${st##* }" = 0 ] || echo "$b $st"
+		done >"plot-ca2a$lay-$v.dat"
+	done
+	for b in $MBLOCKS; do
+		for v in $MVARIANTS; do
+			for d in $MDELTAS; do
+				st=$(cstats many "$v" "$b" "$d" "$lay")
+				[ "${st##* }" = 0 ] || echo "$d $st"
+			done >"plot-cmany$lay$b-$v.dat"
+		done
+	done
+	if [ -n "$OBLOCKS" ]; then
+		for b in $OBLOCKS; do
+			printf '"%s"' "$(bytes "$b")"
+			for v in $OVARIANTS; do printf ' %s' "$(ostats "$v" "$b" "$lay" 15 | cut -d' ' -f1-3)"; done
+			echo
+		done >"plot-overlap-$lay.dat"
+	fi
+done
 if command -v gnuplot >/dev/null; then
 	{
 		echo 'set terminal pngcairo size 1400,600 font ",10"'
@@ -154,6 +202,61 @@ if command -v gnuplot >/dev/null; then
 			echo "rawp = $(med bandwidth.csv '$1 == "raw-tcp-loopback" && $5 == "pinned"' 4)"
 			echo "raws = $(med bandwidth.csv '$1 == "raw-tcp-loopback" && $5 == "shared"' 4)"
 			echo 'plot "plot-bw-pinned.dat" using 1:2:3:4 with yerrorlines title "ferry, pinned", "plot-bw-shared.dat" using 1:2:3:4 with yerrorlines title "ferry, shared", rawp with lines dt 2 title "raw TCP stream, pinned (both processes on CPU 0)", raws with lines dt 3 title "raw TCP stream, shared"'
+		fi
+		if [ -n "$CBLOCKS" ]; then
+			echo 'set terminal pngcairo size 1400,600 font ",10" noenhanced'
+			echo 'set output "coll-alltoall.png"'
+			echo 'set multiplot layout 1,2 title "All-to-all, 8 nodes x 2 ranks, integrity off: time per operation (median; bars: min..max)\nferry-S: strategy S forced (auto: the automatic choice), ferry_alloc buffers; -staged: ordinary buffers; mpi-tcp: MPI_Alltoall over TCP, mpi-shm: over shared memory"'
+			echo 'unset logscale; set logscale xy; set style data points; set offsets 0, 0, 0, 0; set xtics norotate'
+			echo 'set xlabel "block (bytes per pair of ranks)"; set ylabel "microseconds per all-to-all"; set key top left font ",9"; set grid; set xrange [*:*]; set yrange [*:*]'
+			for lay in $LAYOUTS; do
+				case $lay in
+				pinned) echo 'set title "pinned: every ferryd on CPU 1, every application process (ferry and MPI) on CPU 0"' ;;
+				shared) echo 'set title "shared: everything on both cores"' ;;
+				esac
+				plot_lines "ca2a$lay" 1:2:3:4
+			done
+			echo 'unset multiplot'
+		fi
+		if [ -n "$MBLOCKS" ]; then
+			echo "set terminal pngcairo size 1400,$((330 * $(echo "$LAYOUTS" | wc -w) + 60)) font \",10\" noenhanced"
+			echo 'set output "coll-many.png"'
+			echo "set multiplot layout $(echo "$LAYOUTS" | wc -w),$(echo "$MBLOCKS" | wc -w) title \"Many-to-many (rank i to i+1 .. i+delta), 8 nodes x 2 ranks, integrity off: ferry_alltoallv (ferry_alloc buffers) and MPI_Alltoallv (TCP), time per operation (median; bars: min..max)\""
+			echo 'unset logscale; set logscale x 2; set xlabel "delta (destinations per rank)"; set ylabel "microseconds per operation"; set key top left font ",8"; set grid; set yrange [0:*]'
+			for lay in $LAYOUTS; do
+				for b in $MBLOCKS; do
+					echo "set title \"$lay, $b-byte blocks\""
+					plot_lines "cmany$lay$b" 1:2:3:4
+				done
+			done
+			echo 'unset multiplot'
+		fi
+		if [ -n "$OBLOCKS" ]; then
+			echo 'set terminal pngcairo size 1400,560 font ",10" noenhanced'
+			echo 'set output "coll-overlap.png"'
+			echo 'set multiplot layout 1,2 title "Overlap of the all-to-all with computation (OSU method: 100 (1 - (t_total - t_compute) / t_comm), raw), 4 nodes x 1 rank, integrity off (median; bars: min..max)"'
+			echo 'unset logscale; set xlabel "block (bytes per pair of ranks)"; set ylabel "overlap (%)"; set key bottom left font ",9"; set grid y; set xrange [*:*]; set yrange [*:110]'
+			echo 'set style data histograms; set style histogram errorbars gap 1 lw 1; set style fill solid 0.6'
+			for lay in $LAYOUTS; do
+				case $lay in
+				pinned) echo 'set title "pinned: the 4 ranks on CPU 0, every ferryd on CPU 1"' ;;
+				shared) echo 'set title "shared: everything on both cores"' ;;
+				esac
+				i=2 line=""
+				for v in $OVARIANTS; do
+					case $v in
+					ferry-alloc) t="ferry_ialltoall, ferry_alloc buffers" ;;
+					ferry-staged) t="ferry_ialltoall, ordinary (staged) buffers" ;;
+					mpi-tcp) t="MPI_Ialltoall (TCP)" ;;
+					*) t=$v ;;
+					esac
+					if [ $i = 2 ]; then line="\"plot-overlap-$lay.dat\" using 2:3:4:xtic(1) title \"$t\""
+					else line="$line, \"\" using $i:$((i + 1)):$((i + 2)) title \"$t\""; fi
+					i=$((i + 3))
+				done
+				echo "plot $line, 90 with lines dt 2 lc rgb \"black\" title \"90 %\""
+			done
+			echo 'unset multiplot; set style data points'
 		fi
 	} >plots.gp
 	sed -i 's/^rawp = nan$/rawp = NaN/; s/^raws = nan$/raws = NaN/' plots.gp
@@ -335,6 +438,35 @@ HEAD_V=ferry-g222       # the headline grid (2x2x2), as the issue asks
 		done
 	fi
 
+	# The collectives' targets (issue 12): the all-to-all of small blocks
+	# against MPI_Alltoall in the same run, and the overlap.
+	if [ -n "$CBLOCKS" ]; then
+		for lay in $LAYOUTS; do
+			for fv in ferry-auto ferry-auto-staged; do
+				m="" worst=""
+				for b in $(echo "$CBLOCKS" | awk '$1 >= 8 && $1 <= 256'); do
+					r=$(cratio alltoall "$b" 0 "$lay" mpi-tcp "$fv")
+					[ "${r##* }" = 0 ] && continue
+					m="$m${m:+; }$b B: $(range "$r" fmt 2 ×)"
+					worst=$(awk -v a="$worst" -v b="${r%% *}" 'BEGIN { print (a == "" || b == "nan" || a == "nan" || b + 0 < a + 0) ? b : a }')
+				done
+				[ -n "$m" ] || continue
+				case $fv in
+				ferry-auto) bn="ferry_alloc buffers (in place, no copy)" ;;
+				*) bn="ordinary buffers (staged: copied into shared memory and back)" ;;
+				esac
+				echo "| all-to-all of 8- to 256-byte blocks, 8 nodes × 2 ranks: MPI_Alltoall time (TCP, 16 processes) / ferry_alltoall time (automatic choice), each block size | $lay, $bn, $INTEG, same run | ≥ 2× at each size | $m | $(verdict "$worst" ">=" 2) |"
+			done
+		done
+	fi
+	if [ -n "$OBLOCKS" ]; then
+		for b in $OBLOCKS; do
+			fp=$(ostats ferry-alloc "$b" pinned 15) fs=$(ostats ferry-alloc "$b" shared 15)
+			mp=$(ostats mpi-tcp "$b" pinned 15) ms=$(ostats mpi-tcp "$b" shared 15)
+			echo "| overlap of the all-to-all with computation, $(bytes "$b") blocks, 4 nodes × 1 rank (OSU's method, raw; ferry_ialltoall vs MPI_Ialltoall) | ferry_alloc buffers, $INTEG; pinned: the 4 ranks on CPU 0, the daemons on CPU 1 | ≥ 90 % pinned (the daemons have their own core) | ferry: pinned **$(range "$fp" fmt 0 " %")**, shared $(range "$fs" fmt 0 " %"); MPI_Ialltoall (TCP): pinned $(range "$mp" fmt 0 " %"), shared $(range "$ms" fmt 0 " %") | $(verdict "${fp%% *}" ">=" 90) |"
+		done
+	fi
+
 	if [ -f alltoall.csv ]; then
 		echo
 		echo "## Fine-grained all-to-all, 16-byte items, 8 nodes × 2 processes (items/s)"
@@ -465,6 +597,97 @@ HEAD_V=ferry-g222       # the headline grid (2x2x2), as the issue asks
 		awk -F, 'NR > 1 { print $1 "," $2 "," $5 }' bandwidth.csv | awk '!seen[$0]++' | sort -t, -k3,3 -s | while IFS=, read -r v S lay; do
 			s=$(stats bandwidth.csv "\$1 == \"$v\" && \$2 == $S && \$5 == \"$lay\"" 4); set -- $s
 			echo "| $v | $lay | $S | $(fmt "$1") | $(fmt "$2") | $(fmt "$3") |"
+		done
+	fi
+	if [ -n "$CBLOCKS" ]; then
+		echo
+		echo "## Collectives: all-to-all, 8 nodes × 2 ranks (µs per operation)"
+		echo
+		echo "\`make bench-coll\` (tests/bench/coll.sh, fb_coll.c, mb_coll.c). Each figure is the mean time of one"
+		echo "all-to-all over $(awk -F, 'NR > 1 && $1 == "alltoall" && $11 != "nan" { print $11 }' coll.csv | sort -n | sed -n '1p;$p' | paste -sd- | sed 's/-/ to /') back-to-back operations after"
+		echo "a warm-up (about a tenth of a second of them), the slowest rank's; medians of the runs [min..max]. Every"
+		echo "point checked its first and its last operation's bytes. ferry-S: strategy S forced with"
+		echo "\`ferry_coll_strategy\` (auto: the automatic choice, the strategy in the last row), ferry_alloc"
+		echo "buffers, which the daemons read and write in place; ferry-auto-staged: ordinary buffers, copied"
+		echo "into shared memory when an operation is posted and out of it when it ends. mpi-tcp:"
+		echo "\`MPI_Alltoall\` with 16 processes over TCP (btl tcp,self), mpi-shm: over Open MPI's shared memory"
+		echo "(vader), the single-host bound. The daemons' virtual topology is \"direct\" (every node linked to"
+		echo "every other); $INTEG."
+		echo
+		printf '| variant | conditions |'; for b in $CBLOCKS; do printf ' %s |' "$(bytes "$b")"; done; echo
+		printf '|---|---|'; for b in $CBLOCKS; do printf '%s' '---|'; done; echo
+		for lay in $LAYOUTS; do
+			for v in $CVARIANTS; do
+				[ -s "plot-ca2a$lay-$v.dat" ] || continue
+				printf '| %s | %s |' "$v" "$lay"
+				for b in $CBLOCKS; do
+					st=$(cstats alltoall "$v" "$b" 0 "$lay")
+					if [ "${st##* }" = 0 ]; then printf ' – |'; else printf ' %s |' "$(range "$st" fmt 0)"; fi
+				done
+				echo
+			done
+			printf '| MPI_Alltoall (TCP) / ferry-auto, run by run | %s |' "$lay"
+			for b in $CBLOCKS; do printf ' %s |' "$(range "$(cratio alltoall "$b" 0 "$lay" mpi-tcp ferry-auto)" fmt 2 ×)"; done
+			echo
+		done
+		printf '| the automatic choice (ferryctl plan) | |'
+		for b in $CBLOCKS; do printf ' %s |' "$(awk -F, -v b="$b" 'NR > 1 && $1 == "alltoall" && $3 == "auto" && $8 == b { print $13; exit }' coll.csv)"; done
+		echo
+	fi
+	if [ -n "$MBLOCKS" ]; then
+		echo
+		echo "## Collectives: many-to-many, 8 nodes × 2 ranks (µs per operation)"
+		echo
+		echo "Rank i sends a block to each of ranks i+1 .. i+delta (mod 16) with \`ferry_alltoallv\` (zero counts"
+		echo "elsewhere; ferry_alloc buffers) or \`MPI_Alltoallv\` (TCP); timed as above; $INTEG. The automatic"
+		echo "choice of an all-to-allv is the one for small blocks ($(awk -F, 'NR > 1 && $1 == "many" && $3 == "auto" { print $13; exit }' coll.csv) here)."
+		echo
+		printf '| variant | conditions | block |'; for d in $MDELTAS; do printf ' delta %s |' "$d"; done; echo
+		printf '|---|---|---|'; for d in $MDELTAS; do printf '%s' '---|'; done; echo
+		for lay in $LAYOUTS; do
+			for b in $MBLOCKS; do
+				for v in $MVARIANTS; do
+					[ -s "plot-cmany$lay$b-$v.dat" ] || continue
+					printf '| %s | %s | %s |' "$v" "$lay" "$(bytes "$b")"
+					for d in $MDELTAS; do
+						st=$(cstats many "$v" "$b" "$d" "$lay")
+						if [ "${st##* }" = 0 ]; then printf ' – |'; else printf ' %s |' "$(range "$st" fmt 0)"; fi
+					done
+					echo
+				done
+				printf '| MPI_Alltoallv (TCP) / ferry-auto, run by run | %s | %s |' "$lay" "$(bytes "$b")"
+				for d in $MDELTAS; do printf ' %s |' "$(range "$(cratio many "$b" "$d" "$lay" mpi-tcp ferry-auto)" fmt 2 ×)"; done
+				echo
+			done
+		done
+	fi
+	if [ -n "$OBLOCKS" ]; then
+		echo
+		echo "## Collectives: overlap of the all-to-all with computation, 4 nodes × 1 rank"
+		echo
+		echo "OSU's method (osu_ialltoall), in fb_coll.c and mb_coll.c: t_comm is the mean time of"
+		echo "\`ferry_ialltoall\` + \`ferry_wait\` (\`MPI_Ialltoall\` + \`MPI_Wait\`) with nothing between; a compute"
+		echo "loop (pure CPU, no ferry or MPI call) is calibrated to last t_comm while every rank runs it, and"
+		echo "t_compute is its mean time alone; t_total is the mean time of post, compute loop, wait. Each is"
+		echo "timed over the same number of iterations from a barrier to a barrier (the job's time: pinned, the"
+		echo "4 ranks share CPU 0, so one rank's clock says more about when the kernel ran it than about what"
+		echo "the loop costs; OSU's formula, which takes the loop's time inside the overlapped run, is left out"
+		echo "for that reason). overlap = 100 (1 − (t_total − t_compute) / t_comm), raw: negative where the"
+		echo "overlapped run took longer than computing and then communicating. post and wait: the mean time"
+		echo "in the call that posts and in the wait, per iteration of the overlapped run. Pinned: the 4 ranks on"
+		echo "CPU 0, the daemons on CPU 1; $INTEG. Medians of the runs [min..max]."
+		echo
+		echo "| variant | conditions | block | t_comm (µs) | t_compute (µs) | t_total (µs) | post (µs) | wait (µs) | overlap |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		for lay in $LAYOUTS; do
+			for v in $OVARIANTS; do
+				for b in $OBLOCKS; do
+					st=$(ostats "$v" "$b" "$lay" 15)
+					[ "${st##* }" = 0 ] && continue
+					us() { ostats "$v" "$b" "$lay" "$1" | awk '{ print ($1 == "nan") ? "n/a" : sprintf("%.0f", $1 * 1e6) }'; }
+					echo "| $v | $lay | $(bytes "$b") | $(us 9) | $(us 10) | $(us 11) | $(us 13) | $(us 14) | $(range "$st" fmt 0 " %") |"
+				done
+			done
 		done
 	fi
 	echo
