@@ -1,10 +1,10 @@
 # shellcheck shell=bash disable=SC2034
 # tests/bench/lib.sh - sourced by the benchmark families (a2a.sh,
-# latency.sh, rate.sh, bw.sh, security.sh), each run as FAMILY.sh BUILD OUT
-# [quick].  Sets BUILD, OUT, QUICK, RUNS (5; 1 with quick), B (the
-# benchmark binaries); provides the local clusters (tests/integration/lib.sh,
-# which also cleans up every daemon and file when the family exits), the
-# core layouts, and the all-to-all runners.
+# latency.sh, rate.sh, bw.sh, security.sh, knobs.sh, coll.sh), each run as
+# FAMILY.sh BUILD OUT [quick].  Sets BUILD, OUT, QUICK, RUNS (5; 1 with
+# quick), B (the benchmark binaries); provides the local clusters
+# (tests/integration/lib.sh, which also cleans up every daemon and file when
+# the family exits), the core layouts, and the all-to-all runners.
 set -u
 BUILD=$(cd "${1:?usage: FAMILY.sh BUILD OUT [quick]}" && pwd)
 OUT=${2:?usage: FAMILY.sh BUILD OUT [quick]}
