@@ -73,6 +73,26 @@ static int region_new(struct ferry *f, size_t bytes, int app, struct fmem **m_p)
 	if (bytes > SIZE_MAX - (size_t)page)
 		return conn_seterr(-ENOMEM, "%zu bytes of shared memory: too many", bytes);
 	bytes = bytes ? (bytes + (size_t)page - 1) / (size_t)page * (size_t)page : (size_t)page;
+	{
+		/* What ferryd takes per endpoint (daemon/local/mem.h), with room
+		 * kept for a staging region per request: beyond, ferry_alloc
+		 * says so here rather than ferryd ending the session. */
+		uint32_t n = 0, napp = 0;
+		uint64_t total = 0;
+
+		for (struct fmem *q = f->mems; q; q = q->next) {
+			n++;
+			napp += q->app;
+			total += q->bytes;
+		}
+		if (n >= CTL_MEM_MAX_REGIONS || (app && napp >= CTL_MEM_MAX_REGIONS - FERRY_COLL_MAX_PENDING - 2) ||
+		    bytes > CTL_MEM_MAX_BYTES - total)
+			return conn_seterr(-ENOSPC, "%zu bytes more of memory shared with ferryd: it takes at most %u "
+					   "regions (%u from ferry_alloc) and %llu bytes per process, and has %u of "
+					   "%llu bytes", bytes, CTL_MEM_MAX_REGIONS,
+					   CTL_MEM_MAX_REGIONS - FERRY_COLL_MAX_PENDING - 2,
+					   (unsigned long long)CTL_MEM_MAX_BYTES, n, (unsigned long long)total);
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return conn_seterr(-ENOMEM, "out of memory");

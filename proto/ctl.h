@@ -205,6 +205,11 @@ struct ctl_coll_wire {
 };
 static_assert(sizeof(struct ctl_coll_wire) == 104, "coll layout");
 
+/* What ferryd maps of one endpoint's regions at most (daemon/local/mem.h);
+ * libferry keeps within it. */
+#define CTL_MEM_MAX_REGIONS 256
+#define CTL_MEM_MAX_BYTES   (64ull << 30)
+
 /* MEM, MEM_FREE (bytes 0). */
 struct ctl_mem_wire {
 	uint32_t id;            /* >= 1, chosen by the client */

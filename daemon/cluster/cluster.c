@@ -352,8 +352,8 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 {
 	struct job *j = job_from_home(c, from);
 
-	if (!j)
-		return;
+	if (!j || j->ready)
+		return;         /* (a second GO, resent or forged, changes nothing) */
 	j->ready = 1;
 	/* The layout of its collectives, fixed now (job.h) */
 	free(j->layout);

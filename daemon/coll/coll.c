@@ -43,6 +43,12 @@
  * started, for the other nodes, at most this long (then they end: nobody
  * here waits for them, and the job's state is freed). */
 #define COLL_GONE_GRACE_NS (10ull * 1000000000u)
+/* Bytes the executors copy at most in one turn of the loop (about a
+ * millisecond's worth): a large local block goes in slices, and the loop
+ * serves links, clients and other jobs in between. */
+#define COLL_TURN_BYTES (4u << 20)
+/* Pieces of one job that may wait for the job to start here (coll.pre). */
+#define COLL_PRE_MAX 4096
 
 struct early {
 	struct early *next;
@@ -150,6 +156,7 @@ static struct {
 	uint32_t self;
 	struct cjob *jobs;
 	int work;                       /* something to do at the next coll_poll */
+	uint64_t budget;                /* bytes the executors may still copy in this turn of the loop */
 	struct loop_timer gone_timer;   /* a job without ranks here may have to be ended */
 	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
 	uint8_t piece[sizeof(struct wire_coll_piece) + WIRE_COLL_PIECE_MAX];
@@ -723,7 +730,9 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	int slot, derr;
 
 	if (!cj) {
+		/* The other nodes would wait for this one: the job fails. */
 		sess_coll_done(ep, c->group, c->seq, ENOMEM, "out of memory for the job's collectives");
+		cluster_job_fail(j, ENOMEM, j->coll_started, "out of memory for the job's collectives");
 		return;
 	}
 	slot = g ? grp_slot(g, ep->rank) : -1;
@@ -792,15 +801,6 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 static void piece_in(struct cjob *cj, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
 		     uint32_t n);
 
-/* 1 if pieces of j wait in coll.pre. */
-static int pre_has(const struct job *j)
-{
-	for (struct pre *p = coll.pre; p; p = p->next)
-		if (p->j == j)
-			return 1;
-	return 0;
-}
-
 static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 {
 	struct wire_coll_piece h;
@@ -816,18 +816,29 @@ static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 	j = cj ? cj->j : job_by_id(h.job, (uint8_t)h.gen);
 	if (!j)
 		return;         /* a job that ended here (or never was) */
-	if (!cj && (!j->ready || pre_has(j))) {
-		/* Not started here yet: it waits, its user's memory. */
+	if (!cj && (!j->ready || j->coll_pre)) {
+		/* Not started here yet: it waits, within COLL_PRE_MAX pieces
+		 * of the job, COLL_EARLY_MAX bytes and its user's memory (or
+		 * the job fails: dropped, it would leave the operation waiting
+		 * for ever). */
+		uint64_t bytes = sizeof(struct pre) + len;
 		struct pre *p;
 
-		if (user_take_coll(j->user, len) < 0) {
-			log_rl_warn("job %s (uid %u): a collective piece from node %u before the job started here, "
-				    "beyond the user's memory: dropped (%s)", j->name, j->uid, from, user_refusal());
+		if (j->coll_pre >= COLL_PRE_MAX || j->coll_pre_bytes + bytes > COLL_EARLY_MAX ||
+		    user_take_coll(j->user, bytes) < 0) {
+			char why[CTL_ERRTEXT_MAX + 1];
+
+			snprintf(why, sizeof(why), "collective pieces from other nodes before job %s started on node "
+				 "%u: more than %s", j->name, coll.self, j->coll_pre >= COLL_PRE_MAX ? "4096" :
+				 j->coll_pre_bytes + bytes > COLL_EARLY_MAX ? "64 MiB" : "its user's memory");
+			log_rl_warn("job %s (uid %u): %s", j->name, j->uid, why);
+			cluster_job_fail(j, ENOBUFS, j->coll_started, why);
 			return;
 		}
-		p = malloc(sizeof(*p) + len);
+		p = malloc(bytes);
 		if (!p) {
-			user_give_coll(j->user, len);
+			user_give_coll(j->user, bytes);
+			cluster_job_fail(j, ENOMEM, j->coll_started, "out of memory for an early collective piece");
 			return;
 		}
 		p->next = NULL;
@@ -835,6 +846,8 @@ static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 		p->len = len;
 		p->j = j;
 		job_hold(j);
+		j->coll_pre++;
+		j->coll_pre_bytes += bytes;
 		memcpy(p->payload, payload, len);
 		*coll.pre_tail = p;
 		coll.pre_tail = &p->next;
@@ -843,9 +856,24 @@ static void coll_rx(uint32_t from, const uint8_t *payload, uint32_t len)
 	}
 	if (!cj)
 		cj = cjob_get(j);
-	if (!cj)
+	if (!cj) {
+		cluster_job_fail(j, ENOMEM, j->coll_started, "out of memory for the job's collectives");
 		return;
+	}
 	piece_in(cj, from, &h, payload + sizeof(h), (uint32_t)n);
+}
+
+/* Frees p (out of coll.pre already), giving back what it took. */
+static void pre_free(struct pre *p)
+{
+	struct job *j = p->j;
+	uint64_t bytes = sizeof(struct pre) + p->len;
+
+	j->coll_pre--;
+	j->coll_pre_bytes -= bytes;
+	user_give_coll(j->user, bytes);
+	job_put(j);
+	free(p);
 }
 
 /* The pieces that waited for their jobs to start here: those of jobs now
@@ -873,10 +901,10 @@ static void pre_poll(void)
 
 			if (n >= 0)     /* (it was decoded when it came) */
 				piece_in(cj, p->from, &h, p->payload + sizeof(h), (uint32_t)n);
+		} else if (go) {
+			cluster_job_fail(j, ENOMEM, j->coll_started, "out of memory for the job's collectives");
 		}
-		user_give_coll(j->user, p->len);
-		job_put(j);
-		free(p);
+		pre_free(p);
 	}
 }
 
@@ -1025,6 +1053,7 @@ static void gearly_keep(struct cjob *cj, uint32_t from, const struct wire_coll_p
 
 static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piece *h, const uint8_t *data,
 		      uint32_t n);
+static uint32_t left_to_post(const struct cgrp *g, uint32_t seq);
 
 /* The pieces that waited for split group g (just made), in order. */
 static void gearly_replay(struct cjob *cj, struct cgrp *g)
@@ -1185,7 +1214,11 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 		break_in(g, h, data, n);
 		return;
 	}
-	op = cop_get(g, h->op, !grp_doomed(g, h->op, &derr, &dwhy), &full);
+	/* A piece makes its operation only if a rank here has still to post
+	 * it: once they all did, it was made then, and is gone if it is not
+	 * there (ended and told: a late piece must not make it again and tell
+	 * them twice). */
+	op = cop_get(g, h->op, !grp_doomed(g, h->op, &derr, &dwhy) && left_to_post(g, h->op) > 0, &full);
 	if (!op && full && !grp_doomed(g, h->op, &derr, &dwhy)) {
 		char why[CTL_ERRTEXT_MAX + 1];
 
@@ -1323,7 +1356,10 @@ static int grp_poll(struct cgrp *g)
 			work = 1;
 		}
 		if (!op->ended && op->started) {
-			int r = coll_exec_run(op->x), e;
+			int r = coll_exec_run_budget(op->x, &coll.budget), e;
+
+			if (r == 0 && coll_exec_busy(op->x))
+				work = 1;       /* the budget ran out: the next turn goes on */
 
 			if (r == 1 && op->kind == CTL_COLL_SPLIT && (e = split_groups(op)) < 0)
 				cop_end(op, -e, op->why);       /* the groups could not be made */
@@ -1442,8 +1478,19 @@ static int cjob_running(const struct cjob *cj)
 
 static void gone_check(struct loop_timer *t)
 {
+	uint64_t next = 0;
+
 	(void)t;
 	coll.work = 1;  /* coll_poll runs in this turn of the loop */
+	/* the next job whose grace ends */
+	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
+		uint64_t when = cj->gone_ns + COLL_GONE_GRACE_NS + 1000000;
+
+		if (cj->gone_ns && when > loop_now_ns() && (!next || when < next))
+			next = when;
+	}
+	if (next)
+		loop_timer_arm(&coll.gone_timer, next - loop_now_ns(), gone_check, NULL);
 }
 
 int coll_poll(void)
@@ -1452,14 +1499,20 @@ int coll_poll(void)
 	int work = coll.work;
 
 	coll.work = 0;
+	coll.budget = COLL_TURN_BYTES;
 	if (coll.pre)
 		pre_poll();
 	while (*pp) {
 		struct cjob *cj = *pp;
 
 		if (cj->j->gone && !cj->gone_ns) {
-			cj->gone_ns = loop_now_ns();
-			loop_timer_arm(&coll.gone_timer, COLL_GONE_GRACE_NS + 1000000, gone_check, NULL);
+			/* Its grace ends at gone_ns + COLL_GONE_GRACE_NS; the
+			 * timer wakes the loop at the earliest of those (an
+			 * earlier job's is never pushed back by a later one). */
+			uint64_t when = (cj->gone_ns = loop_now_ns()) + COLL_GONE_GRACE_NS + 1000000;
+
+			if (!coll.gone_timer.armed || coll.gone_timer.when_ns > when)
+				loop_timer_arm(&coll.gone_timer, when - loop_now_ns(), gone_check, NULL);
 		}
 		work |= cjob_poll(cj);
 		if (cj->j->gone && !cjob_running(cj)) {
@@ -1472,6 +1525,17 @@ int coll_poll(void)
 		pp = &cj->next;
 	}
 	ctlq_flush_sent();      /* what the executors sent, in as few frames as it fits */
+	if (!coll.budget && coll.jobs && coll.jobs->next) {
+		/* The budget ran out: the first job goes last, so that the
+		 * next turns serve the others first. */
+		struct cjob *first = coll.jobs, **pp2 = &coll.jobs;
+
+		coll.jobs = first->next;
+		while (*pp2)
+			pp2 = &(*pp2)->next;
+		*pp2 = first;
+		first->next = NULL;
+	}
 	return work;
 }
 
@@ -1509,9 +1573,7 @@ void coll_fini(void)
 		struct pre *p = coll.pre;
 
 		coll.pre = p->next;
-		user_give_coll(p->j->user, p->len);
-		job_put(p->j);
-		free(p);
+		pre_free(p);
 	}
 	coll.pre_tail = &coll.pre;
 	loop_timer_cancel(&coll.gone_timer);

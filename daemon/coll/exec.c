@@ -59,6 +59,7 @@ struct coll_exec {
 	uint32_t *scratch_refs;         /* steps still to run that name it: freed at 0 */
 
 	uint64_t mem_now, mem_peak;
+	uint64_t part_off;              /* bytes of the COPY or REDUCE on top of ready done so far */
 	int failed;
 	char err[200];
 };
@@ -259,9 +260,12 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 				return x->failed;
 			mem_give(x, x->scratch_len[g->index]);
 			free(x->scratch[g->index]);
+			x->scratch_len[g->index] = 0;   /* (given back: not again) */
 			x->scratch[g->index] = malloc(plen ? plen : 1);
-			if (!x->scratch[g->index])
+			if (!x->scratch[g->index]) {
+				mem_give(x, plen);
 				return fail(x, -ENOMEM, "out of memory");
+			}
 			x->scratch_len[g->index] = plen;
 		}
 		p = seg_ptr(x, g, &len);
@@ -284,22 +288,39 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 	return 0;
 }
 
-static int run_step(struct coll_exec *x, uint32_t k)
+/* The bytes step st names (what running it copies, about). */
+static uint64_t step_bytes(struct coll_exec *x, const struct sched_step *st)
+{
+	uint64_t sum = 0, len;
+
+	for (uint32_t r = 0; r < st->nref; r++) {
+		(void)seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &len);
+		sum += len;
+	}
+	return sum;
+}
+
+/* Runs step k within *budget bytes (NULL: no limit), which it lowers.
+ * Returns 0 (done), 1 (a COPY or REDUCE of which only a part fitted: it
+ * goes on from x->part_off at the next call) or x->failed. */
+static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 {
 	const struct sched_node *n = x->n;
 	const struct sched_step *st = &n->steps[k];
 	struct inmsg *im = x->in_of_step[k] != UINT32_MAX ? &x->in[x->in_of_step[k]] : NULL;
 	uint8_t *d, *s;
-	uint64_t len;
+	uint64_t len, cost = 0;
 	int ret = 0;
 
 	switch (st->kind) {
 	case SCHED_SEND:
+		cost = step_bytes(x, st);
 		ret = run_send(x, st);
 		break;
 	case SCHED_RECV:
 	case SCHED_RECV_REDUCE:
 		im->taken = 1;
+		cost = im->total;
 		ret = run_recv(x, k, st, im);
 		break;
 	case SCHED_FORWARD:
@@ -310,19 +331,39 @@ static int run_step(struct coll_exec *x, uint32_t k)
 			im->buf = NULL;
 		break;
 	case SCHED_COPY:
-	case SCHED_REDUCE:
+	case SCHED_REDUCE: {
+		/* In slices of the budget where they do not overlap (a local
+		 * block can be gigabytes: the loop must go on meanwhile). */
+		uint64_t es = st->kind == SCHED_COPY ? 1 : coll_type_size(st->type), off = x->part_off, m;
+
 		d = seg_ptr(x, &n->segs[n->refs[st->ref]], &len);
 		s = seg_ptr(x, &n->segs[n->refs[st->ref + 1]], &len);
 		if (!len)
 			break;
+		m = len - off;
+		if (budget && m > *budget && (d + len <= s || s + len <= d)) {
+			m = *budget / es * es;
+			if (!m)
+				m = es;
+		}
 		if (st->kind == SCHED_COPY)
-			memmove(d, s, len);
+			memmove(d + off, s + off, m);
 		else
-			reduce_apply(st->type, st->op, d, s, len / coll_type_size(st->type));
+			reduce_apply(st->type, st->op, d + off, s + off, m / es);
+		if (budget)
+			*budget -= m < *budget ? m : *budget;
+		if (off + m < len) {
+			x->part_off = off + m;
+			return 1;
+		}
+		x->part_off = 0;
 		break;
+	}
 	default:
 		ret = fail(x, -EINVAL, "step %u: kind %u", k, st->kind);
 	}
+	if (budget)
+		*budget -= cost < *budget ? cost : *budget;
 	if (!ret)
 		step_done(x, k);
 	return ret;
@@ -384,19 +425,34 @@ static int send_pieces(struct coll_exec *x)
 	return 0;
 }
 
-int coll_exec_run(struct coll_exec *x)
+int coll_exec_run_budget(struct coll_exec *x, uint64_t *budget)
 {
 	if (x->failed)
 		return x->failed;
-	while (x->nready) {
+	while (x->nready && (!budget || *budget)) {
 		uint32_t k = x->ready[--x->nready];
+		int r = run_step(x, k, budget);
 
-		if (run_step(x, k))
+		if (r == 1) {
+			x->ready[x->nready++] = k;      /* (its place: popped just now) */
+			break;
+		}
+		if (r)
 			return x->failed;
 	}
 	if (send_pieces(x))
 		return x->failed;
 	return x->ndone == x->n->nsteps && !x->nout;
+}
+
+int coll_exec_run(struct coll_exec *x)
+{
+	return coll_exec_run_budget(x, NULL);
+}
+
+int coll_exec_busy(const struct coll_exec *x)
+{
+	return !x->failed && x->nready;
 }
 
 int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len)

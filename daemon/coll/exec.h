@@ -68,6 +68,13 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
  * or room, or the -errno the operation failed with (coll_exec_error says
  * why; it stays failed). */
 int coll_exec_run(struct coll_exec *x);
+/* The same, running steps only while *budget (bytes they copy, about) lasts,
+ * lowering it: a COPY or REDUCE larger than what is left goes in slices,
+ * the rest of it at the next call.  The loop's way (coll.c): a turn of it
+ * never copies more than a budget. */
+int coll_exec_run_budget(struct coll_exec *x, uint64_t *budget);
+/* 1 if steps are ready to run (the budget ran out): call again soon. */
+int coll_exec_busy(const struct coll_exec *x);
 
 /* A piece for this operation arrived (hdr decoded by
  * wire_coll_piece_decode, data its len stream bytes), from the node hdr->from

@@ -95,6 +95,10 @@ struct job {
 	 * ends the operations of its split groups too (coll.c, "Groups");
 	 * 0 if not. */
 	int coll_groups_fail;
+	/* Pieces of its collectives that came before it started here, waiting
+	 * in the engine's list (coll.c), and their bytes. */
+	uint32_t coll_pre;
+	uint64_t coll_pre_bytes;
 	/* rank -> node as the table was when the job started (GO): the
 	 * collectives' layout, which a rank that leaves does not change
 	 * (ranks[].node does); NULL before GO.  Freed with the job. */

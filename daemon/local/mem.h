@@ -3,10 +3,11 @@
  * and writes in place, and the staging libferry copies ordinary buffers
  * into).
  *
- * A client registers a region with CTL_MEM: a memfd, sealed so that it
+ * A client registers a region with CTL_MEM: a memfd of shared memory
+ * (tmpfs: a hugetlbfs one could have a hole punched and its pages taken,
+ * and the daemon's next access would be a SIGBUS), sealed so that it
  * cannot shrink (F_SEAL_SHRINK, else an access after an ftruncate would
- * kill the daemon with SIGBUS) nor be resealed otherwise, of at least the
- * size it says, numbered by the client (1, 2, ...; unique per endpoint).
+ * kill the daemon with SIGBUS), of at least the size it says, numbered by the client (1, 2, ...; unique per endpoint).
  * ferryd maps it shared, read and write.  An operation names its buffers as
  * (region, offset, length), checked against the region here.
  *
@@ -19,8 +20,12 @@
 #ifndef FERRY_LOCAL_MEM_H
 #define FERRY_LOCAL_MEM_H
 
+#include "../../proto/ctl.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+struct user;
 
 struct mem {
 	struct mem *next;               /* the endpoint's table */
@@ -28,19 +33,21 @@ struct mem {
 	uint32_t refs;
 	uint8_t *base;
 	uint64_t bytes;
+	uint64_t mapped;                /* bytes mapped (bytes rounded up to pages) */
+	struct user *user;              /* whose address space it counts in (user_take_mapped) */
 };
 
 /* Regions one endpoint may have, and their bytes in all. */
-#define MEM_MAX_REGIONS 64
-#define MEM_MAX_BYTES   (64ull << 30)
+#define MEM_MAX_REGIONS CTL_MEM_MAX_REGIONS  /* a staging region per request, the application's */
+#define MEM_MAX_BYTES   CTL_MEM_MAX_BYTES
 
 /* Registers fd (taken: closed here whatever happens) as region id of the
- * endpoint whose table is list (struct ep's mems),
- * bytes long.  Returns 0, or -EINVAL (not a memfd sealed against
- * shrinking, shorter than bytes, id 0 or in use), -EDQUOT (beyond
- * MEM_MAX_REGIONS or MEM_MAX_BYTES), -ENOMEM, or mmap's error; why says
- * what. */
-int mem_add(struct mem **list, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);
+ * endpoint whose table is list (struct ep's mems), of user u's, bytes long.
+ * Returns 0, or -EINVAL (not a tmpfs memfd sealed against shrinking,
+ * shorter than bytes, id 0 or in use), -EDQUOT (beyond MEM_MAX_REGIONS or
+ * MEM_MAX_BYTES, or the user's share of address space: user.h), -ENOBUFS
+ * (the node's), -ENOMEM, or mmap's error; why says what. */
+int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);
 
 /* Drops the table's reference to region id.  Returns 0 or -ENOENT. */
 int mem_remove(struct mem **list, uint32_t id);

@@ -664,7 +664,10 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 		return;
 	case S_ENDPOINT:
 		/* After READY only; ep_fail on the way (a broken protocol)
-		 * closes the session. */
+		 * closes the session, and nothing more of it is taken: not
+		 * the rest of what it sent already either. */
+		if (s->ep && s->ep->failed)
+			return;
 		if (m->type == CTL_COLL && sessions.ev->coll_post && s->ep && s->ep->ready) {
 			sessions.ev->coll_post(s->ep, &m->u.coll);
 			return;
@@ -674,7 +677,8 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			int fd = s->fd_in, ret;
 
 			s->fd_in = -1;
-			ret = mem_add(&s->ep->mems, m->u.mem.id, fd, m->u.mem.bytes, why, sizeof(why));
+			ret = mem_add(&s->ep->mems, s->ep->job->user, m->u.mem.id, fd, m->u.mem.bytes, why,
+				      sizeof(why));
 			if (ret < 0)
 				reject(s, -ret, "%s", why);
 			return;

@@ -70,7 +70,8 @@ void user_put(struct user *u)
 {
 	struct user **pp;
 
-	if (u->unjoined || u->endpoints || u->jobs || u->queue_bytes || u->table_bytes || u->coll_bytes)
+	if (u->unjoined || u->endpoints || u->jobs || u->queue_bytes || u->table_bytes || u->coll_bytes ||
+	    u->mapped_bytes)
 		return;
 	for (pp = &users.all; *pp != u; pp = &(*pp)->next)
 		;
@@ -204,6 +205,27 @@ void user_give_coll(struct user *u, uint64_t bytes)
 {
 	u->coll_bytes -= bytes;
 	user_total.coll_bytes -= bytes;
+	user_put(u);
+}
+
+int user_take_mapped(struct user *u, uint64_t bytes)
+{
+	if (bytes > USER_MAPPED_MAX - u->mapped_bytes)
+		return refuse(-EDQUOT, "uid %u's clients share %llu bytes with ferryd already, at most %llu",
+			      (unsigned)u->uid, (unsigned long long)u->mapped_bytes,
+			      (unsigned long long)USER_MAPPED_MAX);
+	if (bytes > MAPPED_MAX - user_total.mapped_bytes)
+		return refuse(-ENOBUFS, "ferryd maps %llu bytes of its clients' memory already, at most %llu",
+			      (unsigned long long)user_total.mapped_bytes, (unsigned long long)MAPPED_MAX);
+	u->mapped_bytes += bytes;
+	user_total.mapped_bytes += bytes;
+	return 0;
+}
+
+void user_give_mapped(struct user *u, uint64_t bytes)
+{
+	u->mapped_bytes -= bytes;
+	user_total.mapped_bytes -= bytes;
 	user_put(u);
 }
 

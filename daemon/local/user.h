@@ -34,6 +34,7 @@ struct user {
 	uint64_t queue_bytes;           /* chunks of items queued for its endpoints (recq.h) */
 	uint64_t table_bytes;           /* its jobs and their rank tables */
 	uint64_t coll_bytes;            /* its collectives' streams, scratch and early pieces */
+	uint64_t mapped_bytes;          /* its clients' regions ferryd maps (mem.h), until unmapped */
 	uint64_t mem_waits;             /* items that waited because memory was used up */
 };
 
@@ -69,6 +70,16 @@ void user_give_job(struct user *u, uint64_t bytes);
  * operation fails, saying so: user_refusal). */
 int user_take_coll(struct user *u, uint64_t bytes);
 void user_give_coll(struct user *u, uint64_t bytes);
+
+/* Address space for the regions its clients share (mem.h), held until the
+ * last operation that uses one lets go: at most USER_MAPPED_MAX per uid and
+ * MAPPED_MAX for the node (no memory: the pages are the clients'; but a
+ * daemon without address space can take no one's region or job).  Returns
+ * 0, -EDQUOT or -ENOBUFS (user_refusal). */
+#define USER_MAPPED_MAX (4ull << 40)
+#define MAPPED_MAX      (64ull << 40)
+int user_take_mapped(struct user *u, uint64_t bytes);
+void user_give_mapped(struct user *u, uint64_t bytes);
 
 int user_take_queue(struct user *u, uint64_t bytes, int force);
 /* Memory for items parked for u's endpoint (fwd/flow.h): they are already

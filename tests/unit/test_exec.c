@@ -395,6 +395,60 @@ TEST(forward_and_reduce_on_executors)
 	sched_free(&s);
 }
 
+TEST(large_local_steps_go_in_slices_of_the_budget)
+{
+	/* one node: a COPY of 1 MiB then a REDUCE of 1 MiB of int32 onto it,
+	 * run with 64 KiB a call: several calls, each within its budget
+	 * (give or take an element), and the result whole */
+	enum { N = 1 << 20 };
+	struct sched s;
+	struct sched_mem mem;
+	uint8_t *src = malloc(N), *dst = malloc(N), *sp = src, *rp = dst;
+	uint64_t sl = N, rl = N, budget;
+	struct coll_exec *x;
+	struct coll_exec_cfg cfg = { .self = 0, .piece_max = 64, .mem_max = 4096 };
+	int calls = 0, r;
+
+	for (uint32_t i = 0; i < N; i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	memset(dst, 0, N);
+	mem = (struct sched_mem){ &sp, &rp, &sl, &rl };
+	CHECK_EQ(sched_init(&s, 1), 0);
+	s.node[0].nslots = 1;
+	uint32_t c = sched_step(&s.node[0], SCHED_COPY, 0, 0, 0);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_RECV, 0, 0, N, 0));
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, N, 0));
+	sched_step(&s.node[0], SCHED_REDUCE, 0, 0, 0);
+	sched_step_reduce(&s.node[0], COLL_INT32, COLL_SUM);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_RECV, 0, 0, N, 0));
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, N, 0));
+	sched_dep(&s.node[0], c);
+	CHECK_EQ(sched_err(&s), 0);
+	CHECK_EQ(coll_exec_new(&s.node[0], &mem, &cfg, &net_ops, NULL, &x, NULL, 0), 0);
+	do {
+		budget = 64 << 10;
+		r = coll_exec_run_budget(x, &budget);
+		calls++;
+		CHECK_EQ(budget, 0);
+		CHECK(r == 1 || coll_exec_busy(x));
+	} while (r == 0 && calls < 100);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(calls, 2 * N / (64 << 10));
+	for (uint32_t i = 0; i < N; i += 4) {
+		int32_t a, b;
+
+		memcpy(&a, src + i, 4);
+		memcpy(&b, dst + i, 4);
+		CHECK_EQ((uint32_t)b, 2u * (uint32_t)a);
+		if ((uint32_t)b != 2u * (uint32_t)a)
+			break;
+	}
+	coll_exec_free(x);
+	sched_free(&s);
+	free(src);
+	free(dst);
+}
+
 /* ---- a hostile peer ---- */
 
 /* Node 1 of a 2-node schedule: takes message 3 from node 0 (two parts of
@@ -683,6 +737,7 @@ int main(void)
 {
 	RUN(alltoall_runs_on_executors);
 	RUN(forward_and_reduce_on_executors);
+	RUN(large_local_steps_go_in_slices_of_the_budget);
 	RUN(hostile_pieces_fail_the_operation_only);
 	RUN(segments_beyond_buffers_are_refused);
 	RUN(float_reductions_follow_the_schedule_order);

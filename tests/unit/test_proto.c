@@ -453,7 +453,7 @@ TEST(hello_round_trip_and_checks)
 	for (int i = 0; i < 10; i++)
 		bad[i] = good_hello();
 	bad[0].magic = 0x12345678;
-	bad[1].version = 9;
+	bad[1].version = WIRE_VERSION + 1;
 	bad[2].flags = 0x80;
 	bad[3].incarnation = 0;
 	bad[4].cluster_len = 0;
