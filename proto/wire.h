@@ -46,7 +46,8 @@
  * 7: the step parity in wire_item.gen (WIRE_GEN_STEP); generations < 128.
  * 8: WIRE_CTL_COLL, the collectives' messages; LEAVE's coll_started and
  *    FAIL's coll_ok.
- * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL). */
+ * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL);
+ *    WIRE_CTL_PROBE; HAVE and GO carry the link cost (wire_ctl_step). */
 #define WIRE_VERSION    9
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
@@ -236,7 +237,9 @@ enum wire_ctl_type {
 	WIRE_CTL_FAIL   = 11,   /* node of a job -> its home, home -> the job's nodes: no more steps */
 	WIRE_CTL_LOST   = 12,   /* a peer of a node -> every node: their link is down, or the node restarted */
 	WIRE_CTL_COLL   = 13,   /* node -> node of a job: a piece of a collective's message (proto/coll.h) */
-	WIRE_CTL_TYPE_MAX = WIRE_CTL_COLL,
+	WIRE_CTL_PROBE  = 14,   /* peer -> peer at link start: any payload, dropped; its frame's
+				 * round trip measures the link (daemon/plan/linkcost.h) */
+	WIRE_CTL_TYPE_MAX = WIRE_CTL_PROBE,
 };
 
 #define WIRE_TABLE_MAX     16000u       /* ranks per TABLE item: fits one 64 KiB item */
@@ -283,13 +286,18 @@ struct wire_ctl_report {
 static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
 
 /* STEP: step number step of job completed.  HAVE and GO: the same layout,
- * step 0.  XOFF and XON: the same layout, step is the destination rank. */
+ * step 0, with the cost of the sending node's links (HAVE) or the one the
+ * job's nodes agree on (GO; daemon/plan/linkcost.h, 0: unknown).  XOFF and
+ * XON: the same layout, step is the destination rank.  alpha_ns and beta_ps
+ * are 0 but in HAVE and GO. */
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;
 	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
+	uint32_t alpha_ns;      /* α, nanoseconds */
+	uint32_t beta_ps;       /* β, picoseconds per byte */
 };
-static_assert(sizeof(struct wire_ctl_step) == 12, "ctl step layout");
+static_assert(sizeof(struct wire_ctl_step) == 20, "ctl step layout");
 
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the

@@ -11,6 +11,7 @@
 #include "../fwd/fwd.h"
 #include "../local/direct.h"
 #include "../local/endpoint.h"
+#include "../net/peer.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -332,7 +333,10 @@ static void node_table(const struct wire_ctl *c, uint32_t from)
 		j->ranks[t->first + i].node = wire_ctl_table_node(c, i);
 	if (t->first + t->count < t->size)
 		return;         /* more parts follow, in order */
-	msg_job(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, 0);
+	uint32_t alpha_ns, beta_ps;
+
+	peer_cost(&alpha_ns, &beta_ps);
+	msg_cost(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, alpha_ns, beta_ps);
 }
 
 /* The job a GO or STEP is about, if it came from the job's home. */
@@ -355,7 +359,10 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 	if (!j || j->ready)
 		return;         /* (a second GO, resent or forged, changes nothing) */
 	j->ready = 1;
-	/* The layout of its collectives, fixed now (job.h) */
+	/* The cost model's α and β, and the layout of its collectives, fixed
+	 * now (job.h) */
+	j->coll_alpha_ns = c->u.step.alpha_ns;
+	j->coll_beta_ps = c->u.step.beta_ps;
 	free(j->layout);
 	j->layout = malloc(((size_t)j->size + 1) * sizeof(*j->layout));
 	for (uint32_t r = 0; j->layout && r < j->size; r++)
@@ -492,6 +499,8 @@ int cluster_poll(void)
 			/* the collective engine's, which checks it */
 			if (cluster.coll_rx && m->from < cluster.conf->nnodes)
 				cluster.coll_rx(m->from, m->payload, m->len);
+		} else if (m->type == WIRE_CTL_PROBE) {
+			/* (its round trip was the point: net/peer.c) */
 		} else if (m->from >= cluster.conf->nnodes || wire_ctl_decode(m->type, m->payload, m->len, &c) < 0)
 			log_rl_warn("malformed control item (type %u) from node %u; ignored", m->type, m->from);
 		else

@@ -318,15 +318,30 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	struct hjob *h = hjob_by_id(c->u.step.job, c->u.step.gen);
 	struct steps_node *n;
 
+	uint64_t asum = 0, bsum = 0;
+	uint32_t na = 0, nb = 0;
+
 	if (!h || !(n = hnode_find(h, from)))
 		return;
 	n->have = 1;
+	n->alpha_ns = c->u.step.alpha_ns;
+	n->beta_ps = c->u.step.beta_ps;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		if (!h->hn[i].have)
 			return;
 	h->started = 1;
+	/* The job's link cost: the mean of what its nodes measured (each the
+	 * mean of its links), the same for every node of it, so that they all
+	 * choose the same algorithms (coll/coll.c). */
+	for (uint32_t i = 0; i < h->nhn; i++) {
+		asum += h->hn[i].alpha_ns;
+		na += h->hn[i].alpha_ns != 0;
+		bsum += h->hn[i].beta_ps;
+		nb += h->hn[i].beta_ps != 0;
+	}
 	for (uint32_t i = 0; i < h->nhn; i++)
-		msg_job(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, 0);
+		msg_cost(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, na ? (uint32_t)(asum / na) : 0,
+			 nb ? (uint32_t)(bsum / nb) : 0);
 	/* A link it needs may be down already (its nodes check their routes
 	 * too, when GO comes). */
 	for (uint32_t i = 0; i < cuts_count() && !h->lost; i++) {

@@ -45,6 +45,7 @@ struct steps_node {
 	uint32_t node;
 	uint64_t incarnation;           /* of the daemon there whose ranks joined (home.c) */
 	int have;                       /* acknowledged the latest rank table */
+	uint32_t alpha_ns, beta_ps;     /* ... and the cost of its links its HAVE said (0: unknown) */
 	uint32_t step, done;            /* its latest report: done counts ranks of that step */
 	uint64_t sent, ringed;
 };

@@ -147,6 +147,7 @@ struct cjob {
 	uint64_t early_bytes;           /* in operations' early lists and gearly */
 	uint64_t ops_run, ops_failed, last_us;
 	uint64_t link_waits;            /* pieces a full link made wait (send_piece) */
+	uint64_t chosen[A2A_STRATEGIES]; /* all-to-alls by algorithm (forced or chosen) */
 	uint32_t last_kind;
 	const char *last_alg;
 };
@@ -469,10 +470,22 @@ static const struct coll_exec_ops exec_ops = { .send = send_piece, .mem_take = e
 
 /* --- starting --- */
 
-/* Cost model defaults until links measure their own (issue 12): loopback
- * TCP here (README, ferryctl plan). */
+/* Cost model defaults for a job whose nodes' links had measured nothing
+ * when it started (the job's α and β are agreed at GO: cluster.c, from
+ * the links' round trips, net/peer.c and plan/linkcost.h): loopback TCP
+ * here (README, ferryctl plan). */
 #define COLL_ALPHA_US 6.0
 #define COLL_BETA_NS_PER_BYTE 0.4
+
+static double coll_alpha_us(const struct job *j)
+{
+	return j->coll_alpha_ns ? j->coll_alpha_ns / 1e3 : COLL_ALPHA_US;
+}
+
+static double coll_beta_ns(const struct job *j)
+{
+	return j->coll_beta_ps ? j->coll_beta_ps / 1e3 : COLL_BETA_NS_PER_BYTE;
+}
 
 /* This node's part of an all-to-all of op->count bytes per block: every
  * rank's counts are the same, so one pair of arrays serves them all, and
@@ -521,9 +534,11 @@ static int plan_alltoall(struct cop *op)
 	if (op->strategy)
 		s = (enum a2a_strategy)(op->strategy - 1);
 	else
-		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), COLL_ALPHA_US,
-			       COLL_BETA_NS_PER_BYTE);
+		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), coll_alpha_us(g->cj->j),
+			       coll_beta_ns(g->cj->j));
 	op->alg = a2a_strategy_name(s);
+	if ((unsigned)s < A2A_STRATEGIES)
+		g->cj->chosen[s]++;
 	ret = a2a_plan_init(&p, s, g->G);
 	if (!ret)
 		ret = a2a_sched_node(&p, &lay, g->me, args, &op->s.node[g->me]);
@@ -1550,10 +1565,15 @@ void coll_write_stats(FILE *out, uid_t uid)
 			for (struct cop *op = g->ops; op; op = op->next)
 				pending += !op->ended;
 		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
-			"alg %s last_us %llu link_waits %llu\n", cj->j->name, cj->j->uid, cj->groups->G, cj->ngroups - 1,
-			(unsigned long long)cj->ops_run, (unsigned long long)cj->ops_failed, pending,
-			cj->ops_run ? kind_name(cj->last_kind) : "-", cj->ops_run && cj->last_alg ? cj->last_alg : "-",
-			(unsigned long long)cj->last_us, (unsigned long long)cj->link_waits);
+			"alg %s last_us %llu link_waits %llu alpha_us %.1f beta_ns_per_byte %.3f%s", cj->j->name,
+			cj->j->uid, cj->groups->G, cj->ngroups - 1, (unsigned long long)cj->ops_run,
+			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
+			cj->ops_run && cj->last_alg ? cj->last_alg : "-", (unsigned long long)cj->last_us,
+			(unsigned long long)cj->link_waits, coll_alpha_us(cj->j), coll_beta_ns(cj->j),
+			cj->j->coll_alpha_ns ? " measured" : " default");
+		for (int k = 0; k < A2A_STRATEGIES; k++)
+			fprintf(out, " %s %llu", a2a_strategy_name((enum a2a_strategy)k), (unsigned long long)cj->chosen[k]);
+		fputc('\n', out);
 	}
 }
 

@@ -103,6 +103,9 @@ struct job {
 	 * collectives' layout, which a rank that leaves does not change
 	 * (ranks[].node does); NULL before GO.  Freed with the job. */
 	uint32_t *layout;
+	/* The link cost its nodes agreed on at GO (plan/linkcost.h; 0:
+	 * unknown, the engine's defaults). */
+	uint32_t coll_alpha_ns, coll_beta_ps;
 	/* Its home was lost: its id may be handed out again by the home's
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */

@@ -96,6 +96,10 @@ struct frame *frame_alloc(uint32_t body)
 	f->next = NULL;
 	f->seq = 0;
 	f->urgent = 0;
+	f->sent_ns = 0;
+	f->written = 0;
+	f->resent = 0;
+	f->probe = 0;
 	f->len = sizeof(struct wire_frame_hdr);
 	f->own = 0;
 	f->lent = NULL;

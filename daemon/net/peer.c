@@ -122,6 +122,9 @@ void peer_send(struct peer *p, struct frame *f)
 	assert(!f->lent || peer_takes_lent());
 	assert(f->lent || f->cap - f->len >= peers.trailer);   /* frame_alloc keeps the tag's room */
 	f->len += peers.trailer;
+	/* Its round trip, from now (its own write included, and whatever
+	 * waits before it: the link's cost takes minima, plan/linkcost.h). */
+	f->sent_ns = loop_now_ns();
 	seq_push(&p->seq, f, (uint16_t)(peers.frame_flags | (f->urgent ? WIRE_FRAME_URGENT : 0)));
 	p->st.frames_sent++;
 	p->st.bytes_sent += f->len;
@@ -161,7 +164,16 @@ static void tx_seal(struct link *l, uint8_t *frame, uint8_t *out)
 
 static void tx_done(struct link *l, size_t n)
 {
-	seq_written(&l->peer->seq, n);
+	struct seq *q = &l->peer->seq;
+	struct frame *f = q->cur;
+
+	seq_written(q, n);
+	/* The frames written whole just now: a frame written again after a
+	 * reconnection has no round trip of its own (Karn). */
+	for (; f && f != q->cur; f = f->next) {
+		f->resent = f->written;
+		f->written = 1;
+	}
 }
 
 /* A HELLO or AUTH (never sealed), or an ACK (sealed like every frame after
@@ -186,13 +198,43 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 
 /* --- acknowledgements --- */
 
+/* Link-start probes (probe_next). */
+#define PROBE_LARGE  (32u << 10)
+#define PROBE_ROUNDS 4
+#define PROBE_BURST  8
+/* Apart, so that they sample moments after the start's rush of handshakes
+ * and probes on every link (minima: one quiet moment is enough). */
+#define PROBE_GAP_NS (25ull * 1000000u)
+static void on_probe_timer(struct loop_timer *t);
+
 static int take_ack(struct peer *p, uint64_t ack)
 {
+	const struct frame *last = NULL, *first = p->seq.q.head;
+	uint64_t bytes = 0, now;
+	int probed, clean = 1;
+
+	/* The frames this new ack covers, written first to last: their bytes
+	 * over the time since the first was written make one sample (a small
+	 * frame alone: α; many bytes: β, plan/linkcost.h), unless one was
+	 * written twice (Karn). */
+	for (const struct frame *f = first; f && f->seq <= ack && f != p->seq.cur; f = f->next) {
+		last = f;
+		bytes += f->len;
+		clean &= f->written && !f->resent;
+	}
+	probed = last && last->probe;
+	if (last && clean && ack <= seq_written_upto(&p->seq)) {
+		now = loop_now_ns();
+		linkcost_sample(&p->cost, now, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
+				now > first->sent_ns ? now - first->sent_ns : 0);
+	}
 	if (seq_take_ack(&p->seq, ack) < 0) {
 		log_rl_warn("peer %u acknowledges frame %llu, but only %llu went out; closing the link",
 			    p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
 		return -EPROTO;
 	}
+	if (probed && p->probes_left)
+		loop_timer_arm(&p->probe_timer, PROBE_GAP_NS, on_probe_timer, p);
 	return 0;
 }
 
@@ -435,6 +477,47 @@ static void link_accepted(struct link *l)
 		loop_timer_arm(&hs->timeout, FIRST_HELLO_NS, on_hs_timeout, hs);
 }
 
+/* A new link's cost at once (plan/linkcost.h): PROBE_ROUNDS rounds of a
+ * small probe frame and a burst of PROBE_BURST large ones, each sent when
+ * the one before was acknowledged (alone on the link, or nearly: round
+ * trips, not a queue), dropped by the peer's cluster layer.  The estimates are minima, so the
+ * rounds after the first smooth out a busy start; live traffic refines
+ * them from there. */
+static void probe_next(struct peer *p)
+{
+	uint32_t len = p->probes_left % 2 ? PROBE_LARGE : 0;
+	struct wire_item it = { .len = len, .node = p->node, .job = 0, .dst = WIRE_CTL_PROBE, .src = peers.self };
+	struct frame *f;
+	uint8_t *zero;
+
+	/* a large probe is a burst: one acknowledgement for many bytes (β) */
+	uint32_t n = len ? PROBE_BURST : 1;
+
+	if (!p->probes_left || p->state != PEER_UP)
+		return;
+	p->probes_left--;
+	zero = len ? calloc(1, len) : NULL;
+	for (uint32_t k = 0; k < n; k++) {
+		f = frame_alloc((uint32_t)wire_item_footprint(len));
+		if (!f || (len && !zero)) {
+			if (f)
+				frame_free(f);
+			p->probes_left = 0;     /* (live traffic measures it then) */
+			break;
+		}
+		f->len += (uint32_t)wire_encode_item(f->data + f->len, &it, zero);
+		f->nitems = 1;
+		f->probe = k + 1 == n && p->probes_left;
+		peer_send(p, f);
+	}
+	free(zero);
+}
+
+static void on_probe_timer(struct loop_timer *t)
+{
+	probe_next(t->ctx);
+}
+
 /* Both sides authenticated: resume where the last connection left off.
  * Returns 1, or -EPROTO: the transport then ends the link. */
 static int link_up(struct link *l)
@@ -495,6 +578,10 @@ static int link_up(struct link *l)
 		l->ops->pause(l, 1);
 	if (was_lost && peers.ev->found)
 		peers.ev->found(p);
+	if (!p->cost.samples) {
+		p->probes_left = 2 * PROBE_ROUNDS;
+		probe_next(p);
+	}
 	l->ops->kick(l);
 	return 1;
 }
@@ -840,6 +927,7 @@ void peer_fini(void)
 
 		loop_timer_cancel(&p->retry);
 		loop_timer_cancel(&p->lost_timer);
+		loop_timer_cancel(&p->probe_timer);
 		auth_link_stop(&p->sec);
 		if (p->link) {
 			free_hs(p->link);
@@ -904,4 +992,23 @@ void peer_write_stats(FILE *out, const struct peer *p)
 		(unsigned long long)s->retransmits, (unsigned long long)s->duplicates,
 		(unsigned long long)s->connects, (unsigned long long)s->disconnects,
 		(unsigned long long)s->dropped_frames, (unsigned long long)s->integrity_failures);
+	fprintf(out, " alpha_us %.1f beta_ns_per_byte %.3f cost_samples %llu", (double)linkcost_alpha_ns(&p->cost) / 1e3,
+		(double)linkcost_beta_ps(&p->cost) / 1e3, (unsigned long long)p->cost.samples);
+}
+
+void peer_cost(uint32_t *alpha_ns, uint32_t *beta_ps)
+{
+	uint64_t asum = 0, bsum = 0;
+	uint32_t na = 0, nb = 0;
+
+	for (uint32_t i = 0; i < peers.npeers; i++) {
+		uint64_t a = linkcost_alpha_ns(&peers.all[i].cost), b = linkcost_beta_ps(&peers.all[i].cost);
+
+		asum += a;
+		na += a != 0;
+		bsum += b;
+		nb += b != 0;
+	}
+	*alpha_ns = na ? (uint32_t)(asum / na > UINT32_MAX ? UINT32_MAX : asum / na) : 0;
+	*beta_ps = nb ? (uint32_t)(bsum / nb > UINT32_MAX ? UINT32_MAX : bsum / nb) : 0;
 }

@@ -46,6 +46,7 @@
 #include "auth.h"
 #include "link.h"
 #include "seq.h"
+#include "../plan/linkcost.h"
 #include "../core/conf.h"
 #include "../core/loop.h"
 
@@ -87,6 +88,11 @@ struct peer {
 	int lost;                       /* times the layer above heard it is lost; 0 once up again */
 
 	struct peer_stats st;
+	/* The link's α and β (plan/linkcost.h), from the round trips of its
+	 * frames: a probe at link start, then live traffic. */
+	struct linkcost cost;
+	uint32_t probes_left;           /* link-start probes still to send, one at a time */
+	struct loop_timer probe_timer;  /* ... the next of them, a while after the last was acknowledged */
 };
 
 /* What the layer above does with what arrives. */
@@ -182,5 +188,8 @@ void peer_write_status(FILE *out);
 /* p's counters as "name value" pairs, each preceded by a space, for the
  * "peer N ..." line of ferryctl stats. */
 void peer_write_stats(FILE *out, const struct peer *p);
+/* This node's link cost: the mean α (ns) and β (ps per byte) of its links
+ * that measured one (plan/linkcost.h), 0 where none did. */
+void peer_cost(uint32_t *alpha_ns, uint32_t *beta_ps);
 
 #endif
