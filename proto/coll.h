@@ -83,6 +83,29 @@ struct wire_coll_break {
 };
 static_assert(sizeof(struct wire_coll_break) == 8, "coll break layout");
 
+/* Decodes the stream of a BREAK piece h (n bytes at data): its errno into
+ * *err_p and its why into why (cap >= 256 bytes: NUL-terminated, control
+ * characters replaced by '?').  Returns 0, or -EPROTO if it is not one
+ * whole BREAK (offset 0, total n, an errno 1..4095, text_len the rest). */
+static inline int wire_coll_break_decode(const struct wire_coll_piece *h, const uint8_t *data, uint64_t n,
+					 int *err_p, char *why, size_t cap)
+{
+	struct wire_coll_break b;
+
+	if (h->msg != WIRE_COLL_MSG_BREAK || h->offset || h->total != n || n < sizeof(b) || cap < 256)
+		return -EPROTO;
+	memcpy(&b, data, sizeof(b));
+	if (b.err <= 0 || b.err > 4095 || b.text_len > 255 || b.text_len != n - sizeof(b))
+		return -EPROTO;
+	memcpy(why, data + sizeof(b), b.text_len);
+	why[b.text_len] = '\0';
+	for (char *c = why; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	*err_p = b.err;
+	return 0;
+}
+
 /* The id of the group ferry_split makes out of group parent at the
  * parent's operation split_seq, whose rank 0 is job rank leader: never 0
  * (the whole job).  No two groups of one split share a leader, and a group

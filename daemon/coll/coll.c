@@ -997,23 +997,15 @@ static void grp_break(struct cgrp *g, int err, uint32_t ok, const char *why, int
  * from): the stream in data, n bytes. */
 static void break_in(struct cgrp *g, const struct wire_coll_piece *h, const uint8_t *data, uint32_t n)
 {
-	struct wire_coll_break b;
 	char why[CTL_ERRTEXT_MAX + 1];
+	int err;
 
-	if (!g->id || n < sizeof(b) || h->offset || h->total != n)
-		goto bad;
-	memcpy(&b, data, sizeof(b));
-	if (b.err <= 0 || b.err > 4095 || b.text_len > CTL_ERRTEXT_MAX || b.text_len != n - sizeof(b))
-		goto bad;
-	memcpy(why, data + sizeof(b), b.text_len);
-	why[b.text_len] = '\0';
-	for (char *c = why; *c; c++)    /* it goes to logs and clients */
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
-	grp_break(g, b.err, h->op - 1, why, 0);
-	return;
-bad:
-	log_rl_warn("job %s: malformed group break from node %u; dropped", g->cj->j->name, g->nodes[h->from]);
+	if (!g->id || wire_coll_break_decode(h, data, n, &err, why, sizeof(why)) < 0) {
+		log_rl_warn("job %s: malformed group break from node %u; dropped", g->cj->j->name,
+			    g->nodes[h->from]);
+		return;
+	}
+	grp_break(g, err, h->op - 1, why, 0);
 }
 
 /* Keeps a copy of a piece that came early (n stream bytes at data) at

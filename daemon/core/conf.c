@@ -592,7 +592,7 @@ static int per_user_limits(struct parse *p, const config_setting_t *g)
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
-	static const char *const tr_keys[] = { "kind", "device", "tcp_congestion", NULL };
+	static const char *const tr_keys[] = { "kind", "device", "tcp_congestion", "probe", NULL };
 	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
 						"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
 						"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
@@ -606,7 +606,7 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
-	const config_setting_t *s, *integ_s, *enc_s, *cpus_s, *cc_s;
+	const config_setting_t *s, *integ_s, *enc_s, *cpus_s, *cc_s, *probe_s;
 	char level[32], cpus[256], why[128];
 	int ret, integ = -1;
 
@@ -620,7 +620,8 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	    (g && (ret = check_keys(p, g, tr_keys)) < 0) ||
 	    (ret = get_enum(p, g, "kind", transports, &c->transport)) < 0 ||
 	    (ret = get_str(p, g, "device", c->verbs_device, sizeof(c->verbs_device), NULL)) < 0 ||
-	    (ret = get_str(p, g, "tcp_congestion", c->tcp_congestion, sizeof(c->tcp_congestion), &cc_s)) < 0)
+	    (ret = get_str(p, g, "tcp_congestion", c->tcp_congestion, sizeof(c->tcp_congestion), &cc_s)) < 0 ||
+	    (ret = get_bool(p, g, "probe", &c->link_probe, &probe_s)) < 0)
 		return ret;
 	/* A name, as the kernel's congestion controls have (TCP_CA_NAME_MAX 16,
 	 * get_str's limit): printable, no space. */
@@ -728,6 +729,7 @@ void conf_defaults(struct conf *c)
 	c->flush_us = 200;
 	c->transport = CONF_TRANSPORT_AUTO;
 	c->tcp_congestion[0] = '\0';         /* the system's: see conf/ferry.conf */
+	c->link_probe = 1;
 	c->max_clients = 256;
 	c->max_unjoined = 64;
 	c->ring_bytes = 1 << 20;

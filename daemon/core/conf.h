@@ -54,6 +54,7 @@ struct conf {
 	int transport;                  /* enum conf_transport */
 	char verbs_device[64];          /* "" or the RDMA device the node's address must be on */
 	char tcp_congestion[16];        /* TCP links' congestion control; "" = the system's */
+	int link_probe;                 /* transport.probe: measure a new link at once (net/peer.c) */
 	/* limits (node-wide, then per uid; see conf/ferry.conf) */
 	uint32_t max_clients;           /* endpoints */
 	uint32_t max_unjoined;          /* sessions without an endpoint (joining, or ferryctl's) */

@@ -126,7 +126,7 @@ void frame_free(struct frame *f)
 		f->lent = NULL;
 		x->put(x);
 	}
-	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * pool->cap <= pool->keep) {
+	if (pool && pool->cap == f->cap && (uint64_t)(pool->nfree + 1) * (sizeof(*f) + pool->cap) <= pool->keep) {
 		f->next = pool->free;
 		pool->free = f;
 		pool->nfree++;

@@ -55,9 +55,9 @@ struct frame {
 	uint32_t holds;         /* work requests still reading it (frame_hold) */
 	int urgent;             /* peer_send: mark it WIRE_FRAME_URGENT */
 	uint64_t sent_ns;       /* when it was queued to be sent (peer.c: round trips) */
-	int written;            /* a link took it whole */
-	int resent;             /* ... more than once: its round trip says nothing */
-	int probe;              /* a link-start probe (peer.c): its ack sends the next */
+	uint8_t written;        /* a link took it whole */
+	uint8_t resent;         /* ... more than once: its round trip says nothing */
+	uint8_t probe;          /* a link-start probe (peer.c): its ack sends the next */
 	int orphan;             /* freed by its owner while held: the last unhold frees it */
 	struct frame_reg *reg;  /* the transport's registration, or NULL */
 	/* Lent bytes (above): with lent, bytes own..len of the frame are

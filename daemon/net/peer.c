@@ -578,7 +578,7 @@ static int link_up(struct link *l)
 		l->ops->pause(l, 1);
 	if (was_lost && peers.ev->found)
 		peers.ev->found(p);
-	if (!p->cost.samples) {
+	if (!p->cost.samples && peers.conf->link_probe) {
 		p->probes_left = 2 * PROBE_ROUNDS;
 		probe_next(p);
 	}

@@ -10,7 +10,9 @@
  *   2  the same, cut short at pos
  *   3  run the executor (its sends take a piece or say -EAGAIN by pos)
  *   4  a raw piece: the next pos bytes (at most what is left), decoded by
- *      wire_coll_piece_decode first
+ *      wire_coll_piece_decode first (a group's BREAK, msg
+ *      WIRE_COLL_MSG_BREAK, by wire_coll_break_decode: its errno and text
+ *      must come out in range and printable)
  * Whatever comes, the executor must not crash, leak or write outside its
  * buffers (ASan), and a failed operation must stay failed. */
 #include "../../daemon/coll/exec.h"
@@ -209,8 +211,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(buf, data + i, (size_t)n);
 			i += (size_t)n;
 			n = wire_coll_piece_decode(buf, (size_t)n, &h);
-			if (n >= 0)
+			if (n >= 0 && h.msg == WIRE_COLL_MSG_BREAK) {
+				/* a group's BREAK: the engine decodes it, never
+				 * the executor */
+				char why[256];
+				int err = 0;
+
+				if (wire_coll_break_decode(&h, buf + sizeof(h), (uint64_t)n, &err, why,
+							   sizeof(why)) == 0 &&
+				    (err <= 0 || err > 4095 || strlen(why) > 255 || strpbrk(why, "\n\r\x1b")))
+					abort();
+			} else if (n >= 0) {
 				ret = coll_exec_deliver(x, &h, buf + sizeof(h), (uint32_t)n);
+			}
 			break;
 		}
 		if (failed && ret != failed && ret != 1)

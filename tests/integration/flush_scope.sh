@@ -9,7 +9,9 @@
 # carried on by the nodes its items pass.
 . "$(dirname "$0")/lib.sh"
 
-start_cluster f 3 'topology: { virtual = "direct"; };' 'aggregation: { flush_us = 10000000; };' || exit 1
+# (frames counted: no link-start probes among them)
+start_cluster f 3 'topology: { virtual = "direct"; };' 'aggregation: { flush_us = 10000000; };' \
+	'transport: { probe = false; };' || exit 1
 FERRY_RUNTIME_DIR=$TMP/f_n2 bg bulk1.log prog ft_stream --job bulk --rank 1 --items 200 --len 16
 b1=$LASTPID
 FERRY_RUNTIME_DIR=$TMP/f_n1 bg chat1.log prog ft_stream --job chat --rank 1 --items 100 --len 16
@@ -38,7 +40,8 @@ stop_cluster f 3 >/dev/null
 # is flushed at node 0, and the frame carrying it says so
 # (WIRE_FRAME_URGENT): node 1 sends it on at once, and it arrives within the
 # receiver's 3 s, not after node 1's 10 s timer.
-start_cluster l 3 'topology: { physical = "mesh"; dims = [ 3 ]; };' 'aggregation: { flush_us = 10000000; };' ||
+start_cluster l 3 'topology: { physical = "mesh"; dims = [ 3 ]; };' 'aggregation: { flush_us = 10000000; };' \
+	'transport: { probe = false; };' ||
 	exit 1
 FERRY_RUNTIME_DIR=$TMP/l_n2 bg line1.log prog ft_stream --job line --rank 1 --items 40 --len 16 --recv-timeout 3000
 l1=$LASTPID

@@ -42,6 +42,7 @@ TEST(defaults)
 	CHECK_EQ(c.flush_us, 200);
 	CHECK_EQ(c.transport, CONF_TRANSPORT_AUTO);
 	CHECK_EQ(c.verbs_device[0], '\0');
+	CHECK_EQ(c.link_probe, 1);              /* new links are measured at once */
 	CHECK_EQ(c.max_clients, 256);
 	CHECK_EQ(c.ring_bytes, 1 << 20);
 	CHECK_EQ(c.max_unjoined, 64);
@@ -70,7 +71,7 @@ TEST(every_option)
 		"cluster: { name = \"lqcd\"; nodes = ( { host = \"a\"; port = 1; }, { host = \"b\"; } ); port = 9; };\n"
 		"topology: { physical = \"switched\"; virtual = \"direct\"; };\n"
 		"aggregation: { buffer_bytes = 0; flush_us = 1000; };\n"
-		"transport: { kind = \"tcp\"; device = \"mlx5_1\"; };\n"
+		"transport: { kind = \"tcp\"; device = \"mlx5_1\"; probe = false; };\n"
 		"limits: { max_clients = 8; ring_bytes = 262144; memory_bytes = 2097152; pending_bytes = 1048576; };\n"
 		"direct: { max_ranks = 64; ring_bytes = 1048576; };\n"
 		"security: { key_file = \"/k\"; encrypt = true; };\n"
@@ -78,6 +79,7 @@ TEST(every_option)
 		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
 	CHECK(strcmp(c.cluster_name, "lqcd") == 0);
 	CHECK_EQ(c.nnodes, 2);
+	CHECK_EQ(c.link_probe, 0);
 	CHECK_EQ(c.nodes[0].port, 1);
 	CHECK_EQ(c.nodes[1].port, 9);           /* cluster.port is the default */
 	CHECK_EQ(c.route.ndims, 1);
@@ -209,6 +211,7 @@ TEST(each_mistake_has_its_message)
 		"'limits.pending_bytes' (2097152) exceeds 'limits.memory_bytes'");
 	rejects("transport: { kind = \"ib\"; };", 1, "'transport.kind' is \"ib\", must be \"auto\", \"tcp\" or \"verbs\"");
 	rejects("transport: {\n device = 0;\n};", 2, "'transport.device' must be a string, not an integer");
+	rejects("transport: { probe = 1; };", 1, "'transport.probe' must be true or false, not an integer");
 	rejects("transport: { device = \"rxe_with_a_name_longer_than_sixty_three_characters_which_no_device_has\"; };", 1,
 		"'transport.device' is longer than 63 characters");
 	rejects("aggregation: { buffer_bytes = 2.5; };", 1, "must be an integer, not a number with a fraction");
