@@ -40,6 +40,12 @@ else
 BUILD      ?= build
 SANFLAGS   :=
 endif
+# One spelling of the build directory, relative where it lies here: the
+# dependency files (-MMD) name their targets as the compiler was told, and a
+# build once run with BUILD=/abs/path (tests/integration/install.sh) would
+# otherwise leave .d files whose rules never match the relative targets, and
+# objects that a changed header does not rebuild.
+override BUILD := $(patsubst $(CURDIR)/%,%,$(BUILD))
 
 CC         ?= cc
 CFLAGS     ?= -O2 -g

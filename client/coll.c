@@ -463,7 +463,7 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 	sub = calloc(1, sizeof(*sub));
 	if (!order || !sub || !(sub->members = malloc((size_t)n * sizeof(*sub->members)))) {
 		ret = conn_seterr(-ENOMEM, "out of memory for a group of %u ranks", n);
-		goto out;
+		goto leave;
 	}
 	n = 0;
 	for (uint32_t r = 0; r < f->size; r++)
@@ -478,7 +478,7 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 	if (me == UINT32_MAX) {
 		/* our own block said otherwise: the exchange was written over */
 		ret = conn_seterr(-EPROTO, "ferry_split: this rank is not in its own color's group");
-		goto out;
+		goto leave;
 	}
 	sub->root = rf;
 	sub->group = coll_group_id(f->group, seq, sub->members[0]);
@@ -493,6 +493,24 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 	*sub_p = sub;
 	sub = NULL;
 	ret = 0;
+	goto out;
+leave:
+	/* The daemons made the group with this rank in it: it leaves at once,
+	 * so that the others' operations on it fail instead of waiting for it.
+	 * Its id needs its rank 0: the least (key, rank in f) of the color. */
+	{
+		uint32_t lead = UINT32_MAX;
+		uint8_t fb[sizeof(struct ctl_hdr) + sizeof(struct ctl_group_wire)];
+		ssize_t fn;
+
+		for (uint32_t r = 0; r < f->size; r++)
+			if (t[r][0] == color && (lead == UINT32_MAX || t[r][1] < t[lead][1]))
+				lead = r;
+		fn = lead == UINT32_MAX ? -1 :
+		     ctl_encode_group_free(fb, sizeof(fb), coll_group_id(f->group, seq, job_rank(f, lead)));
+		if (fn > 0 && !rf->dead && send(rf->sock, fb, (size_t)fn, MSG_NOSIGNAL) != fn)
+			rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)");
+	}
 out:
 	if (sub)
 		free(sub->members);

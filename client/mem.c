@@ -107,7 +107,10 @@ static int region_new(struct ferry *f, size_t bytes, int app, struct fmem **m_p)
 		ret = conn_seterr(-errno, "sizing shared memory of %zu bytes: %s", bytes, strerror(errno));
 		goto err;
 	}
-	m->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populated here: its pages are this process's memory (its cgroup's),
+	 * not ferryd's, which would otherwise be the first to touch those the
+	 * application leaves alone (a receive buffer). */
+	m->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (m->base == MAP_FAILED) {
 		ret = conn_seterr(-errno, "mmap of %zu bytes: %s", bytes, strerror(errno));
 		goto err;

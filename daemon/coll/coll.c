@@ -37,6 +37,11 @@
  * client that posts beyond loses its session, a node whose pieces would go
  * beyond fails the job. */
 #define COLL_MAX_OPS 256
+/* ... and of all its groups together (a client has at most
+ * COLL_EP_PENDING operations posted and not answered, the nodes ahead
+ * bring the rest). */
+#define COLL_MAX_JOB_OPS 4096
+#define COLL_EP_PENDING 64      /* FERRY_COLL_MAX_PENDING */
 /* Groups of one job this node keeps at once (the job's and ferry_split's). */
 #define COLL_MAX_GROUPS 1024
 /* A job whose ranks here all left keeps running the operations this node
@@ -57,6 +62,12 @@ struct early {
 	uint32_t len;
 	uint8_t data[];
 };
+
+/* What an early piece of n stream bytes takes (and is charged). */
+static uint64_t early_bytes(uint32_t n)
+{
+	return sizeof(struct early) + (uint64_t)n + 1;
+}
 
 /* A piece for a job this node has not seen start yet (its GO is still on
  * its way while another node's ranks already post): kept as it came, in
@@ -130,17 +141,24 @@ struct cgrp {
 	uint32_t ok;
 	char why[CTL_ERRTEXT_MAX + 1];
 	uint64_t mem;                   /* user memory its arrays take (split groups) */
+	/* A split group's parent (held: a parent stays while it has children
+	 * here, so that its failure reaches them, grp_doomed) and the parent's
+	 * operation that made it. */
+	struct cgrp *parent;
+	uint32_t split_seq;
+	uint32_t children;
 };
 
 /* The ids of a job's split groups that ended here, so that a late piece
  * for one is dropped rather than kept for a group to come. */
-#define COLL_FREED_IDS 64
+#define COLL_FREED_IDS 1024
 
 struct cjob {
 	struct cjob *next;
 	struct job *j;                  /* held */
 	struct cgrp *groups;            /* the job's first */
 	uint32_t ngroups;
+	uint32_t nops;                  /* operations of all its groups */
 	struct early *gearly, **gearly_tail; /* pieces for split groups not made here yet */
 	uint32_t freed[COLL_FREED_IDS], nfreed;
 	uint64_t gone_ns;               /* when its last rank here left, 0 while it has ranks here */
@@ -370,12 +388,14 @@ static void cop_free(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
-		g->cj->early_bytes -= e->len;
-		user_give_coll(j->user, e->len);
+		g->cj->early_bytes -= early_bytes(e->len);
+		user_give_coll(j->user, early_bytes(e->len));
 		free(e);
 	}
 	coll_exec_free(op->x);
 	sched_free(&op->s);
+	g->cj->nops--;
+	user_give_coll(j->user, sizeof(*op));
 	free(op);
 }
 
@@ -394,15 +414,21 @@ static struct cop *cop_get(struct cgrp *g, uint32_t seq, int make, int *full_p)
 		return *pp;
 	if (!make || seq <= g->started)
 		return NULL;
-	if (g->nops >= COLL_MAX_OPS) {
+	if (g->nops >= COLL_MAX_OPS || g->cj->nops >= COLL_MAX_JOB_OPS) {
 		if (full_p)
 			*full_p = 1;
 		return NULL;
 	}
-	op = calloc(1, sizeof(*op));
-	if (!op)
+	/* its memory is its user's, like the rest of the operation's */
+	if (user_take_coll(g->cj->j->user, sizeof(*op)) < 0)
 		return NULL;
+	op = calloc(1, sizeof(*op));
+	if (!op) {
+		user_give_coll(g->cj->j->user, sizeof(*op));
+		return NULL;
+	}
 	g->nops++;
+	g->cj->nops++;
 	op->g = g;
 	op->seq = seq;
 	op->early_tail = &op->early;
@@ -594,8 +620,8 @@ static void cop_start(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
-		cj->early_bytes -= e->len;
-		user_give_coll(cj->j->user, e->len);
+		cj->early_bytes -= early_bytes(e->len);
+		user_give_coll(cj->j->user, early_bytes(e->len));
 		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
 		free(e);
 		if (ret < 0)
@@ -718,7 +744,9 @@ static int grp_doomed(const struct cgrp *g, uint32_t seq, int *err_p, const char
 		*why_p = g->why;
 		return 1;
 	}
-	return 0;
+	/* The split that made it failed (on some node: that one made no such
+	 * group, and the others' would wait for it for ever). */
+	return g->parent && grp_doomed(g->parent, g->split_seq, err_p, why_p);
 }
 
 static void grp_break(struct cgrp *g, int err, uint32_t ok, const char *why, int tell);
@@ -738,11 +766,21 @@ static void grp_fail(struct cgrp *g, int err, uint32_t ok, const char *why)
 void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 {
 	struct job *j = ep->job;
-	struct cjob *cj = cjob_get(j);
-	struct cgrp *g = cj ? grp_find(cj, c->group) : NULL;
+	struct cjob *cj;
+	struct cgrp *g;
 	struct cop *op;
 	const char *dwhy;
 	int slot, derr;
+
+	/* What libferry keeps to (client/ferry.h): a client beyond breaks the
+	 * protocol, and no more of its posts cost this daemon anything. */
+	if (ep->coll_pending >= COLL_EP_PENDING) {
+		ep_fail(ep, "more collective operations posted and not answered than a client may have (64)");
+		return;
+	}
+	ep->coll_pending++;
+	cj = cjob_get(j);
+	g = cj ? grp_find(cj, c->group) : NULL;
 
 	if (!cj) {
 		/* The other nodes would wait for this one: the job fails. */
@@ -782,7 +820,7 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 
 		op = cop_get(g, c->seq, 1, &full);
 		if (!op && full) {
-			ep_fail(ep, "more collective operations outstanding than a group may have (256)");
+			ep_fail(ep, "more collective operations outstanding than a group (256) or a job (4096) may have");
 			return;
 		}
 		if (!op) {
@@ -1016,17 +1054,19 @@ static int early_keep(struct cjob *cj, struct early ***tail_p, uint32_t from, co
 {
 	struct early *e;
 
-	if (cj->early_bytes + n > COLL_EARLY_MAX) {
+	uint64_t bytes = early_bytes(n);
+
+	if (cj->early_bytes + bytes > COLL_EARLY_MAX) {
 		*why_p = "other nodes are too far ahead in the job's collectives";
 		return -ENOBUFS;
 	}
-	if (user_take_coll(cj->j->user, n) < 0) {
+	if (user_take_coll(cj->j->user, bytes) < 0) {
 		*why_p = user_refusal();
 		return -ENOBUFS;
 	}
 	e = malloc(sizeof(*e) + (size_t)n + 1);
 	if (!e) {
-		user_give_coll(cj->j->user, n);
+		user_give_coll(cj->j->user, bytes);
 		*why_p = "out of memory for an early piece";
 		return -ENOMEM;
 	}
@@ -1037,7 +1077,7 @@ static int early_keep(struct cjob *cj, struct early ***tail_p, uint32_t from, co
 	memcpy(e->data, data, n);
 	**tail_p = e;
 	*tail_p = &e->next;
-	cj->early_bytes += n;
+	cj->early_bytes += bytes;
 	return 0;
 }
 
@@ -1077,8 +1117,8 @@ static void gearly_replay(struct cjob *cj, struct cgrp *g)
 		*pp = e->next;
 		if (!*pp)
 			cj->gearly_tail = pp;
-		cj->early_bytes -= e->len;
-		user_give_coll(cj->j->user, e->len);
+		cj->early_bytes -= early_bytes(e->len);
+		user_give_coll(cj->j->user, early_bytes(e->len));
 		grp_piece(g, e->from, &e->h, e->data, e->len);
 		free(e);
 	}
@@ -1154,6 +1194,9 @@ static int split_one(struct cop *op, const int32_t (*t)[2], int32_t color, char 
 		snprintf(why, cap, "out of memory for a group");
 		return -ENOMEM;
 	}
+	g->parent = pg;
+	g->split_seq = op->seq;
+	pg->children++;
 	/* after the job's, the others in the order they came */
 	g->next = pg->cj->groups->next;
 	pg->cj->groups->next = g;
@@ -1188,6 +1231,14 @@ static int split_groups(struct cop *op)
 			ret = split_one(op, (const int32_t (*)[2])t, color, op->why, sizeof(op->why));
 	}
 	free(t);
+	if (ret < 0) {
+		/* The split fails (from here on in the parent, everywhere:
+		 * its groups elsewhere are doomed through their parent); the
+		 * ones it made here go, their ranks never having had them. */
+		for (struct cgrp *g = pg->cj->groups; g; g = g->next)
+			if (g->parent == pg && g->split_seq == op->seq)
+				memset(g->left, 2, g->nlocal);
+	}
 	return ret;
 }
 
@@ -1255,7 +1306,12 @@ void coll_group_free(struct ep *ep, uint32_t id)
 	int slot = g ? grp_slot(g, ep->rank) : -1;
 
 	if (slot < 0 || g->left[slot]) {
-		ep_fail(ep, "left a group it is not in");
+		/* Its client computed another group than this node from the
+		 * split (another rank sent it a different color or key): what
+		 * it posts on that group fails already (coll_post); leaving it
+		 * changes nothing. */
+		log_rl_info("job %s: rank %u left group %08x, which it is not in here; ignored", ep->job->name, ep->rank,
+			    id);
 		return;
 	}
 	g->left[slot] = 1;
@@ -1440,11 +1496,14 @@ static int cjob_poll(struct cjob *cj)
 		work |= grp_poll(g);
 		for (uint32_t k = 0; k < g->nlocal && all_left; k++)
 			all_left = g->left[k] == 2;
-		if (g->id && all_left && !grp_running(g)) {
-			/* every rank here left it (and its nodes were told) */
+		if (g->id && all_left && !grp_running(g) && !g->children) {
+			/* every rank here left it (and its nodes were told),
+			 * and no group split from it is left here */
 			*pp = g->next;
 			cj->freed[cj->nfreed++ % COLL_FREED_IDS] = g->id;
 			cj->ngroups--;
+			if (g->parent)
+				g->parent->children--;
 			grp_end(g);
 			work = 1;
 			continue;
@@ -1467,7 +1526,7 @@ static void cjob_free(struct cjob *cj)
 		struct early *e = cj->gearly;
 
 		cj->gearly = e->next;
-		user_give_coll(cj->j->user, e->len);
+		user_give_coll(cj->j->user, early_bytes(e->len));
 		free(e);
 	}
 	job_put(cj->j);

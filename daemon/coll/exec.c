@@ -59,7 +59,8 @@ struct coll_exec {
 	uint32_t *scratch_refs;         /* steps still to run that name it: freed at 0 */
 
 	uint64_t mem_now, mem_peak;
-	uint64_t part_off;              /* bytes of the COPY or REDUCE on top of ready done so far */
+	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
+	uint64_t part_off;              /* ... its bytes done so far */
 	int failed;
 	char err[200];
 };
@@ -429,14 +430,15 @@ int coll_exec_run_budget(struct coll_exec *x, uint64_t *budget)
 {
 	if (x->failed)
 		return x->failed;
-	while (x->nready && (!budget || *budget)) {
-		uint32_t k = x->ready[--x->nready];
+	while ((x->part_step != UINT32_MAX || x->nready) && (!budget || *budget)) {
+		/* a step begun goes on first: its offset is its own, and steps
+		 * made ready meanwhile (a piece came) wait their turn */
+		uint32_t k = x->part_step != UINT32_MAX ? x->part_step : x->ready[--x->nready];
 		int r = run_step(x, k, budget);
 
-		if (r == 1) {
-			x->ready[x->nready++] = k;      /* (its place: popped just now) */
+		x->part_step = r == 1 ? k : UINT32_MAX;
+		if (r == 1)
 			break;
-		}
 		if (r)
 			return x->failed;
 	}
@@ -452,7 +454,7 @@ int coll_exec_run(struct coll_exec *x)
 
 int coll_exec_busy(const struct coll_exec *x)
 {
-	return !x->failed && x->nready;
+	return !x->failed && (x->nready || x->part_step != UINT32_MAX);
 }
 
 int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len)
@@ -575,6 +577,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	x->n = n;
 	x->mem = mem;
 	x->cfg = *cfg;
+	x->part_step = UINT32_MAX;
 	x->ops = ops;
 	x->ctx = ctx;
 	x->waiting = calloc(ns + 1, sizeof(*x->waiting));

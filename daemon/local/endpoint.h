@@ -113,6 +113,10 @@ struct ep {
 	/* Memory its client shares for collectives (mem.h); ep_close drops
 	 * the table's references. */
 	struct mem *mems;
+	/* Collective operations it posted that have not been answered yet
+	 * (session.c counts the COLL_DONEs): at most FERRY_COLL_MAX_PENDING,
+	 * as libferry keeps to (coll/coll.c). */
+	uint32_t coll_pending;
 };
 
 #define EP_NO_RANK UINT32_MAX

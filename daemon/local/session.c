@@ -418,6 +418,8 @@ void sess_coll_done(struct ep *ep, uint32_t group, uint32_t seq, int err, const 
 	struct sess *s = ep->sess;
 	ssize_t n;
 
+	if (seq && ep->coll_pending)
+		ep->coll_pending--;
 	if (!s || s->state != S_ENDPOINT)
 		return;
 	n = ctl_encode_coll_done(buf, sizeof(buf), group, seq, err, why ? why : "");

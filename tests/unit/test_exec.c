@@ -449,6 +449,86 @@ TEST(large_local_steps_go_in_slices_of_the_budget)
 	free(dst);
 }
 
+/* One piece in flight, for the test below. */
+static struct {
+	struct wire_coll_piece h;
+	uint8_t d[64];
+	uint32_t len;
+} held;
+
+static int hold_send(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *d, uint32_t len)
+{
+	(void)ctx;
+	(void)peer;
+	if (len > sizeof(held.d))
+		return -EINVAL;
+	held.h = *h;
+	memcpy(held.d, d, len);
+	held.len = len;
+	return 0;
+}
+
+TEST(a_step_begun_goes_on_at_its_own_offset)
+{
+	/* node 1: a big COPY (A) that the budget cuts, then a piece comes
+	 * whose RECV (B) makes a small COPY (C) ready: C must run from its
+	 * start, and A go on where it stopped */
+	enum { BIG = 8 << 20, SMALL = 16 };
+	static const struct coll_exec_ops ops = { .send = hold_send };
+	struct sched s;
+	struct coll_exec *x0, *x1;
+	uint8_t *s0 = malloc(SMALL), *s1 = malloc(BIG), *r1 = malloc(BIG + SMALL), *r0 = NULL;
+	uint64_t l0 = SMALL, l0r = 0, l1s = BIG, l1r = BIG + SMALL, budget;
+	struct sched_mem m0 = { &s0, &r0, &l0, &l0r }, m1 = { &s1, &r1, &l1s, &l1r };
+	struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = 64, .mem_max = 1 << 20 }, c1 = c0;
+
+	CHECK_EQ(sched_init(&s, 2), 0);
+	s.node[0].nslots = s.node[1].nslots = 1;
+	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	struct sched_node *n1 = &s.node[1];
+	uint32_t sc = sched_scratch(n1, SMALL);
+	uint32_t scr = sched_seg(n1, SCHED_BUF_SCRATCH, sc, 0, SMALL, 0);
+
+	sched_step(n1, SCHED_COPY, 0, 0, 0);
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, 0, BIG, 0));
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_SEND, 0, 0, BIG, 0));
+	uint32_t b = sched_step(n1, SCHED_RECV, 0, 0, 0);
+	sched_ref(n1, scr);
+	sched_step(n1, SCHED_COPY, 0, 0, 0);
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, BIG, SMALL, 0));
+	sched_ref(n1, scr);
+	sched_dep(n1, b);
+	CHECK_EQ(sched_err(&s), 0);
+	memset(s0, 0xab, SMALL);
+	memset(s1, 1, BIG);
+	memset(r1, 0, BIG + SMALL);
+	c1.self = 1;
+	CHECK_EQ(coll_exec_new(&s.node[0], &m0, &c0, &ops, NULL, &x0, NULL, 0), 0);
+	CHECK_EQ(coll_exec_new(&s.node[1], &m1, &c1, &ops, NULL, &x1, NULL, 0), 0);
+	budget = 4 << 20;
+	CHECK_EQ(coll_exec_run_budget(x1, &budget), 0);         /* A: half of it */
+	CHECK(coll_exec_busy(x1));
+	CHECK_EQ(coll_exec_run(x0), 1);                         /* the piece */
+	CHECK_EQ(coll_exec_deliver(x1, &held.h, held.d, held.len), 0);
+	for (int turn = 0; turn < 4 && coll_exec_busy(x1); turn++) {
+		budget = 4 << 20;
+		CHECK(coll_exec_run_budget(x1, &budget) >= 0);
+	}
+	budget = 4 << 20;
+	CHECK_EQ(coll_exec_run_budget(x1, &budget), 1);
+	CHECK_EQ(r1[BIG], 0xab);
+	CHECK_EQ(r1[BIG + SMALL - 1], 0xab);
+	CHECK_EQ(r1[0], 1);
+	CHECK_EQ(r1[BIG - 1], 1);
+	coll_exec_free(x0);
+	coll_exec_free(x1);
+	sched_free(&s);
+	free(s0);
+	free(s1);
+	free(r1);
+}
+
 /* ---- a hostile peer ---- */
 
 /* Node 1 of a 2-node schedule: takes message 3 from node 0 (two parts of
@@ -738,6 +818,7 @@ int main(void)
 	RUN(alltoall_runs_on_executors);
 	RUN(forward_and_reduce_on_executors);
 	RUN(large_local_steps_go_in_slices_of_the_budget);
+	RUN(a_step_begun_goes_on_at_its_own_offset);
 	RUN(hostile_pieces_fail_the_operation_only);
 	RUN(segments_beyond_buffers_are_refused);
 	RUN(float_reductions_follow_the_schedule_order);
