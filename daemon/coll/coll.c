@@ -82,6 +82,21 @@ struct pre {
 struct cjob;
 struct cgrp;
 
+/* This node's part of an operation's schedule.  The planners are pure, so
+ * the operations of a group that post the same kind, block size and
+ * algorithm have the same steps: a group keeps its last plan and lends it
+ * to each such operation (an all-to-allv, whose counts are the ranks' own,
+ * gets one of its own).  Read-only once built; freed with its last
+ * reference (the group's, the operations'). */
+struct cplan {
+	uint32_t refs;
+	uint32_t kind, strategy;        /* as posted */
+	uint64_t count;
+	struct sched s;                 /* node me's part only */
+	const char *alg;                /* the algorithm it runs */
+	int strat;                      /* ... as an enum a2a_strategy, or -1 (not an all-to-all) */
+};
+
 /* What one local rank posted for an operation: its buffers (their regions
  * held while the operation lasts). */
 struct cslot {
@@ -107,7 +122,7 @@ struct cop {
 	int started, ended, told;
 	int err;                        /* positive errno once ended badly */
 	char why[CTL_ERRTEXT_MAX + 1];
-	struct sched s;
+	struct cplan *plan;             /* held */
 	struct sched_mem mem;
 	struct coll_exec *x;
 	struct early *early, **early_tail;
@@ -147,6 +162,7 @@ struct cgrp {
 	struct cgrp *parent;
 	uint32_t split_seq;
 	uint32_t children;
+	struct cplan *plan;             /* the last operation's plan, held (struct cplan) */
 };
 
 /* The ids of a job's split groups that ended here, so that a late piece
@@ -286,10 +302,19 @@ static uint64_t grp_bytes(uint32_t size)
 	return sizeof(struct cgrp) + 18ull * size + 64;
 }
 
+static void plan_put(struct cplan *pl)
+{
+	if (!pl || --pl->refs)
+		return;
+	sched_free(&pl->s);
+	free(pl);
+}
+
 static void grp_free(struct cgrp *g)
 {
 	if (!g)
 		return;
+	plan_put(g->plan);
 	if (g->mem)
 		user_give_coll(g->cj->j->user, g->mem);
 	free(g->members);
@@ -393,7 +418,7 @@ static void cop_free(struct cop *op)
 		free(e);
 	}
 	coll_exec_free(op->x);
-	sched_free(&op->s);
+	plan_put(op->plan);
 	g->cj->nops--;
 	user_give_coll(j->user, sizeof(*op));
 	free(op);
@@ -516,7 +541,7 @@ static double coll_beta_ns(const struct job *j)
 /* This node's part of an all-to-all of op->count bytes per block: every
  * rank's counts are the same, so one pair of arrays serves them all, and
  * every node computes the same choice from the same numbers. */
-static int plan_alltoall(struct cop *op)
+static int plan_alltoall(struct cop *op, struct sched_node *out)
 {
 	struct cgrp *g = op->g;
 	uint32_t size = g->size, n = g->nlocal;
@@ -555,6 +580,10 @@ static int plan_alltoall(struct cop *op)
 		op->rlen[k] = op->slots[k].rlen;
 	}
 	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	if (!out) {
+		free(args);
+		return 0;       /* the group's plan serves */
+	}
 	/* (An all-to-allv's sizes are known to no node in full: every node
 	 * chooses as for small blocks, the same everywhere.) */
 	if (op->strategy)
@@ -563,11 +592,10 @@ static int plan_alltoall(struct cop *op)
 		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), coll_alpha_us(g->cj->j),
 			       coll_beta_ns(g->cj->j));
 	op->alg = a2a_strategy_name(s);
-	if ((unsigned)s < A2A_STRATEGIES)
-		g->cj->chosen[s]++;
+	op->plan->strat = (int)s;
 	ret = a2a_plan_init(&p, s, g->G);
 	if (!ret)
-		ret = a2a_sched_node(&p, &lay, g->me, args, &op->s.node[g->me]);
+		ret = a2a_sched_node(&p, &lay, g->me, args, out);
 	free(args);
 	return ret;
 }
@@ -589,19 +617,30 @@ static void cop_start(struct cop *op)
 		g->started = op->seq;
 	if (!g->id && op->seq > cj->j->coll_started)
 		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
-	if ((ret = sched_init(&op->s, g->G)) < 0) {
-		cop_end(op, -ret, "out of memory for the schedule");
-		return;
+	if (op->kind != CTL_COLL_ALLTOALLV && g->plan && g->plan->kind == op->kind && g->plan->count == op->count &&
+	    g->plan->strategy == op->strategy) {
+		op->plan = g->plan;
+		op->plan->refs++;
+	} else {
+		if (!(op->plan = calloc(1, sizeof(*op->plan))) || sched_init(&op->plan->s, g->G) < 0) {
+			cop_end(op, ENOMEM, "out of memory for the schedule");
+			return;
+		}
+		op->plan->refs = 1;
+		op->plan->strat = -1;
+		op->plan->kind = op->kind;
+		op->plan->count = op->count;
+		op->plan->strategy = op->strategy;
 	}
 	switch (op->kind) {
 	case CTL_COLL_BARRIER:
 		op->alg = "dissemination";
-		ret = barrier_sched_node(g->G, g->me, &op->s.node[g->me]);
+		ret = op->plan->refs > 1 ? 0 : barrier_sched_node(g->G, g->me, &op->plan->s.node[g->me]);
 		break;
 	case CTL_COLL_ALLTOALL:
 	case CTL_COLL_ALLTOALLV:
 	case CTL_COLL_SPLIT:
-		ret = plan_alltoall(op);
+		ret = plan_alltoall(op, op->plan->refs > 1 ? NULL : &op->plan->s.node[g->me]);
 		break;
 	default:
 		ret = -EINVAL;
@@ -610,7 +649,18 @@ static void cop_start(struct cop *op)
 		cop_end(op, -ret, "cannot plan the operation");
 		return;
 	}
-	ret = coll_exec_new(&op->s.node[g->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
+	if (op->plan->refs == 1) {
+		op->plan->alg = op->alg;
+		if (op->kind != CTL_COLL_ALLTOALLV) {
+			plan_put(g->plan);
+			g->plan = op->plan;
+			op->plan->refs++;
+		}
+	}
+	op->alg = op->plan->alg;
+	if (op->plan->strat >= 0 && op->plan->strat < A2A_STRATEGIES)
+		cj->chosen[op->plan->strat]++;
+	ret = coll_exec_new(&op->plan->s.node[g->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
 	if (ret < 0) {
 		cop_end(op, -ret, err);
 		return;
