@@ -61,6 +61,7 @@ static struct {
 	int frames;                     /* enum auth_frames: security.integrity, security.encrypt */
 	uint16_t frame_flags;           /* what every frame after the handshake has in hdr.flags */
 	uint32_t trailer;               /* and at the end of its body: the tag, or nothing */
+	struct loop_timer ack_timer;    /* an ack held back (peer_poll) falls due */
 } peers;
 
 /* A later start of a daemon has a larger incarnation: the wall clock's
@@ -238,20 +239,50 @@ static int take_ack(struct peer *p, uint64_t ack)
 	return 0;
 }
 
+/* An acknowledgement owed waits this long, or until this many bytes came,
+ * for a frame going the other way to carry it: an ACK of its own is a write
+ * here and a read and a wake-up at the peer, and request-response traffic
+ * (the collectives' pieces) sends the other way within a round. */
+#define ACK_DELAY_NS (1000ull * 1000u)
+#define ACK_DELAY_BYTES (256u * 1024)
+
+static void on_ack_timer(struct loop_timer *t)
+{
+	(void)t;
+	loop_kick();    /* the next peer_poll sends what is due */
+}
+
 int peer_poll(void)
 {
+	uint64_t now = 0, next = 0;
 	int work = 0;
 
 	for (uint32_t i = 0; i < peers.npeers; i++) {
 		struct peer *p = &peers.all[i];
 
 		/* A frame going out anyway carries the acknowledgement. */
-		if (p->state != PEER_UP || !seq_ack_due(&p->seq))
+		if (p->state != PEER_UP || !seq_ack_due(&p->seq)) {
+			p->ack_owed_ns = 0;
 			continue;
+		}
+		if (!now)
+			now = loop_now_ns();
+		if (!p->ack_owed_ns) {
+			p->ack_owed_ns = now;
+			p->ack_owed_bytes = p->st.bytes_recv;
+		}
+		if (now - p->ack_owed_ns < ACK_DELAY_NS && p->st.bytes_recv - p->ack_owed_bytes < ACK_DELAY_BYTES) {
+			if (!next || p->ack_owed_ns + ACK_DELAY_NS < next)
+				next = p->ack_owed_ns + ACK_DELAY_NS;
+			continue;
+		}
+		p->ack_owed_ns = 0;
 		send_ctrl(p->link, WIRE_ACK, seq_ack_out(&p->seq), NULL, 0);
 		p->link->ops->kick(p->link);
 		work = 1;
 	}
+	if (next && (!peers.ack_timer.armed || peers.ack_timer.when_ns > next))
+		loop_timer_arm(&peers.ack_timer, next - now, on_ack_timer, NULL);
 	return work;
 }
 
@@ -922,6 +953,7 @@ int peer_init(const struct conf *c, uint32_t self, const struct transport *tr, c
 
 void peer_fini(void)
 {
+	loop_timer_cancel(&peers.ack_timer);
 	for (uint32_t i = 0; i < peers.npeers; i++) {
 		struct peer *p = &peers.all[i];
 

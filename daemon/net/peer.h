@@ -81,6 +81,8 @@ struct peer {
 	int rx_opened;                  /* the frame the link offers was checked already (offered again) */
 	struct seq seq;                 /* sequence numbers, acks, the frame queue */
 	int rx_held;                    /* the layer above holds a frame it has not finished */
+	uint64_t ack_owed_ns;           /* when peer_poll first saw an ack owed (0: none) */
+	uint64_t ack_owed_bytes;        /* st.bytes_recv then */
 
 	struct loop_timer retry;        /* reconnection */
 	uint32_t backoff_ms;
