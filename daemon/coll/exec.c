@@ -58,6 +58,8 @@ struct coll_exec {
 	uint64_t *scratch_len;          /* a sized one's length once it came */
 	uint32_t *scratch_refs;         /* steps still to run that name it: freed at 0 */
 
+	uint8_t *arena;                 /* the fixed scratch buffers, when small (EXEC_ARENA_MAX) */
+	void *tables;                   /* one allocation for the arrays above (but out) */
 	uint64_t mem_now, mem_peak;
 	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
 	uint64_t part_off;              /* ... its bytes done so far */
@@ -139,10 +141,19 @@ static void make_ready(struct coll_exec *x, uint32_t k)
 	x->ready[x->nready++] = k;
 }
 
+/* Fixed scratch buffers up to this many bytes in all share one allocation,
+ * kept until the operation ends: a small operation's many buffers (an 8-byte
+ * grid3d all-to-all has dozens) cost a malloc and a free each otherwise. */
+#define EXEC_ARENA_MAX (64u * 1024)
+
 static void scratch_release(struct coll_exec *x, uint32_t b)
 {
 	if (--x->scratch_refs[b])
 		return;
+	if (x->arena && x->n->scratch_len[b]) {
+		x->scratch[b] = NULL;   /* (the arena goes at the end) */
+		return;
+	}
 	mem_give(x, (x->n->scratch_len[b] ? x->n->scratch_len[b] : x->scratch_len[b]));
 	free(x->scratch[b]);
 	x->scratch[b] = NULL;
@@ -518,18 +529,11 @@ void coll_exec_free(struct coll_exec *x)
 	for (uint32_t i = 0; i < x->nout; i++)
 		free(x->out[i].buf);
 	for (uint32_t b = 0; x->scratch && b < x->n->nscratch; b++)
-		free(x->scratch[b]);
-	free(x->scratch);
-	free(x->scratch_len);
-	free(x->scratch_refs);
-	free(x->in);
-	free(x->in_of_step);
+		if (!x->arena || !x->n->scratch_len[b])
+			free(x->scratch[b]);
+	free(x->arena);
+	free(x->tables);
 	free(x->out);
-	free(x->waiting);
-	free(x->dep_first);
-	free(x->dep_list);
-	free(x->done);
-	free(x->ready);
 	free(x);
 }
 
@@ -580,19 +584,29 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	x->part_step = UINT32_MAX;
 	x->ops = ops;
 	x->ctx = ctx;
-	x->waiting = calloc(ns + 1, sizeof(*x->waiting));
-	x->dep_first = calloc(ns + 2, sizeof(*x->dep_first));
-	x->dep_list = calloc(n->ndeps + 1, sizeof(*x->dep_list));
-	x->done = calloc(ns + 1, 1);
-	x->ready = calloc(ns + 1, sizeof(*x->ready));
-	x->in = calloc(ns + 1, sizeof(*x->in));
-	x->in_of_step = malloc((ns + 1) * sizeof(*x->in_of_step));
-	x->scratch = calloc(n->nscratch + 1, sizeof(*x->scratch));
-	x->scratch_len = calloc(n->nscratch + 1, sizeof(*x->scratch_len));
-	x->scratch_refs = calloc(n->nscratch + 1, sizeof(*x->scratch_refs));
-	if (!x->scratch_refs || !x->waiting || !x->dep_first || !x->dep_list || !x->done || !x->ready || !x->in || !x->in_of_step ||
-	    !x->scratch || !x->scratch_len)
+	/* Every table in one allocation (8-byte ones first), and the
+	 * dependants' fill counts behind them. */
+	uint32_t *fill;
+	size_t n8 = (ns + 1) * sizeof(*x->in) + (n->nscratch + 1) * (sizeof(*x->scratch) + sizeof(*x->scratch_len));
+	size_t n4 = ((size_t)ns + 1) * 5 + 1 + (n->ndeps + 1) + (n->nscratch + 1);
+	uint8_t *t = x->tables = calloc(1, n8 + n4 * 4 + ns + 1);
+
+	if (!t)
 		goto err;
+	x->in = (struct inmsg *)t;
+	t += (ns + 1) * sizeof(*x->in);
+	x->scratch = (uint8_t **)t;
+	t += (n->nscratch + 1) * sizeof(*x->scratch);
+	x->scratch_len = (uint64_t *)t;
+	t += (n->nscratch + 1) * sizeof(*x->scratch_len);
+	x->waiting = (uint32_t *)t;
+	x->dep_first = x->waiting + ns + 1;
+	x->ready = x->dep_first + ns + 2;
+	x->in_of_step = x->ready + ns + 1;
+	fill = x->in_of_step + ns + 1;
+	x->dep_list = fill + ns + 1;
+	x->scratch_refs = x->dep_list + n->ndeps + 1;
+	x->done = (uint8_t *)(x->scratch_refs + n->nscratch + 1);
 	/* Dependants, counted then filled (CSR). */
 	for (uint32_t k = 0; k < ns; k++) {
 		const struct sched_step *st = &n->steps[k];
@@ -615,27 +629,41 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	}
 	for (uint32_t k = 0; k < ns; k++)
 		x->dep_first[k + 1] += x->dep_first[k];
-	{
-		uint32_t *fill = calloc(ns + 1, sizeof(*fill));
+	for (uint32_t k = 0; k < ns; k++) {
+		const struct sched_step *st = &n->steps[k];
 
-		if (!fill)
-			goto err;
-		for (uint32_t k = 0; k < ns; k++) {
-			const struct sched_step *st = &n->steps[k];
+		for (uint32_t d = 0; d < st->ndep; d++) {
+			uint32_t p = n->deps[st->dep + d];
 
-			for (uint32_t d = 0; d < st->ndep; d++) {
-				uint32_t p = n->deps[st->dep + d];
-
-				x->dep_list[x->dep_first[p] + fill[p]++] = k;
-			}
+			x->dep_list[x->dep_first[p] + fill[p]++] = k;
 		}
-		free(fill);
 	}
 	if (x->nin)
 		qsort(x->in, x->nin, sizeof(*x->in), in_cmp);
 	for (uint32_t i = 0; i < x->nin; i++)
 		x->in_of_step[x->in[i].step] = i;
-	for (uint32_t b = 0; b < n->nscratch; b++) {
+	{
+		uint64_t arena = 0;
+
+		for (uint32_t b = 0; b < n->nscratch; b++)
+			if (n->scratch_len[b] && x->scratch_refs[b])
+				arena += (n->scratch_len[b] + 7) & ~7ull;
+		if (arena && arena <= EXEC_ARENA_MAX) {
+			if (mem_take(x, arena)) {
+				ret = err_out(err, err_len, -ENOMEM, "%s", x->err);
+				goto err_free;
+			}
+			if (!(x->arena = malloc(arena)))
+				goto err;
+			arena = 0;
+			for (uint32_t b = 0; b < n->nscratch; b++)
+				if (n->scratch_len[b] && x->scratch_refs[b]) {
+					x->scratch[b] = x->arena + arena;
+					arena += (n->scratch_len[b] + 7) & ~7ull;
+				}
+		}
+	}
+	for (uint32_t b = 0; b < n->nscratch && !x->arena; b++) {
 		if (!n->scratch_len[b] || !x->scratch_refs[b])
 			continue;
 		if (mem_take(x, n->scratch_len[b])) {

@@ -23,12 +23,13 @@ static struct {
 	struct loop_hooks hooks;
 	uint64_t spin_ns;
 	uint64_t last_work_ns;
+	int kicked;                     /* loop_kick since the last look */
 	int stop;
 } evloop = { .epfd = -1, .tfd = -1 };
 
 void loop_kick(void)
 {
-	evloop.last_work_ns = loop_now_ns();
+	evloop.kicked = 1;      /* loop_run reads the clock once for all kicks of a turn */
 }
 
 static void arm_timerfd(void)
@@ -211,10 +212,16 @@ int loop_run(void)
 		int timeout = 0, sleeping = 0, n;
 
 		loop_stats.spins++;
-		if (evloop.hooks.poll && evloop.hooks.poll())
+		if ((evloop.hooks.poll && evloop.hooks.poll()) || evloop.kicked) {
+			evloop.kicked = 0;
 			evloop.last_work_ns = loop_now_ns();
+		}
 		loop_reap();
 		run_timers();
+		if (evloop.kicked) {
+			evloop.kicked = 0;
+			evloop.last_work_ns = loop_now_ns();
+		}
 		if (evloop.stop)
 			break;
 		if (loop_now_ns() - evloop.last_work_ns >= evloop.spin_ns) {
@@ -254,8 +261,10 @@ int loop_run(void)
 		}
 		/* Only now: a watch later in the batch may be in a grave. */
 		loop_reap();
-		if (n > 0)
+		if (n > 0 || evloop.kicked) {
+			evloop.kicked = 0;
 			evloop.last_work_ns = loop_now_ns();
+		}
 	}
 	return 0;
 }

@@ -799,6 +799,7 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 		return;
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		while (reading(s)) {
+			size_t want = sizeof(s->in) - s->in_len;
 			ssize_t n = recv_fds(s);
 
 			if (n == -EPROTO) {
@@ -824,6 +825,11 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 				close_session(s, "control message too long", 1);
 				return;
 			}
+			/* Less than there was room for: the socket was empty
+			 * (the watch is level-triggered: what comes meanwhile
+			 * wakes it again), so no read just to hear EAGAIN. */
+			if ((size_t)n < want)
+				break;
 		}
 	}
 	if (watch(s) < 0)
