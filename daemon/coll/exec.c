@@ -60,6 +60,8 @@ struct coll_exec {
 
 	uint8_t *arena;                 /* the fixed scratch buffers, when small (EXEC_ARENA_MAX) */
 	void *tables;                   /* one allocation for the arrays above (but out) */
+	uint8_t *bumped;                /* [nscratch]: a sized buffer lives in a bump chunk */
+	struct bump *bump;              /* small sized buffers' chunks, newest first */
 	uint64_t mem_now, mem_peak;
 	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
 	uint64_t part_off;              /* ... its bytes done so far */
@@ -141,6 +143,36 @@ static void make_ready(struct coll_exec *x, uint32_t k)
 	x->ready[x->nready++] = k;
 }
 
+/* Sized scratch buffers (blocks passing through, whose size came with them)
+ * of up to BUMP_PART bytes are cut from chunks that go when the operation
+ * ends, not malloc'ed and freed one by one: an 8-byte grid3d all-to-all of 8
+ * nodes x 2 passes a few dozen of them through each node. */
+#define BUMP_PART 1024u
+#define BUMP_CHUNK (16u * 1024)
+
+struct bump {
+	struct bump *next;
+	size_t used, cap;
+	uint8_t data[];
+};
+
+static uint8_t *bump_alloc(struct coll_exec *x, uint64_t len)
+{
+	struct bump *c = x->bump;
+
+	len = (len + 7) & ~7ull;
+	if (!c || c->cap - c->used < len) {
+		if (!(c = malloc(sizeof(*c) + BUMP_CHUNK)))
+			return NULL;
+		c->next = x->bump;
+		c->used = 0;
+		c->cap = BUMP_CHUNK;
+		x->bump = c;
+	}
+	c->used += len;
+	return c->data + c->used - len;
+}
+
 /* Fixed scratch buffers up to this many bytes in all share one allocation,
  * kept until the operation ends: a small operation's many buffers (an 8-byte
  * grid3d all-to-all has dozens) cost a malloc and a free each otherwise. */
@@ -155,7 +187,9 @@ static void scratch_release(struct coll_exec *x, uint32_t b)
 		return;
 	}
 	mem_give(x, (x->n->scratch_len[b] ? x->n->scratch_len[b] : x->scratch_len[b]));
-	free(x->scratch[b]);
+	if (!x->bumped[b])
+		free(x->scratch[b]);
+	x->bumped[b] = 0;
 	x->scratch[b] = NULL;
 	x->scratch_len[b] = 0;
 }
@@ -271,9 +305,11 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 			if (mem_take(x, plen))
 				return x->failed;
 			mem_give(x, x->scratch_len[g->index]);
-			free(x->scratch[g->index]);
+			if (!x->bumped[g->index])
+				free(x->scratch[g->index]);
 			x->scratch_len[g->index] = 0;   /* (given back: not again) */
-			x->scratch[g->index] = malloc(plen ? plen : 1);
+			x->bumped[g->index] = plen <= BUMP_PART;
+			x->scratch[g->index] = x->bumped[g->index] ? bump_alloc(x, plen ? plen : 1) : malloc(plen ? plen : 1);
 			if (!x->scratch[g->index]) {
 				mem_give(x, plen);
 				return fail(x, -ENOMEM, "out of memory");
@@ -529,9 +565,15 @@ void coll_exec_free(struct coll_exec *x)
 	for (uint32_t i = 0; i < x->nout; i++)
 		free(x->out[i].buf);
 	for (uint32_t b = 0; x->scratch && b < x->n->nscratch; b++)
-		if (!x->arena || !x->n->scratch_len[b])
+		if ((!x->arena || !x->n->scratch_len[b]) && !x->bumped[b])
 			free(x->scratch[b]);
 	free(x->arena);
+	while (x->bump) {
+		struct bump *c = x->bump;
+
+		x->bump = c->next;
+		free(c);
+	}
 	free(x->tables);
 	free(x->out);
 	free(x);
@@ -589,7 +631,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	uint32_t *fill;
 	size_t n8 = (ns + 1) * sizeof(*x->in) + (n->nscratch + 1) * (sizeof(*x->scratch) + sizeof(*x->scratch_len));
 	size_t n4 = ((size_t)ns + 1) * 5 + 1 + (n->ndeps + 1) + (n->nscratch + 1);
-	uint8_t *t = x->tables = calloc(1, n8 + n4 * 4 + ns + 1);
+	uint8_t *t = x->tables = calloc(1, n8 + n4 * 4 + ns + 1 + n->nscratch + 1);
 
 	if (!t)
 		goto err;
@@ -607,6 +649,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	x->dep_list = fill + ns + 1;
 	x->scratch_refs = x->dep_list + n->ndeps + 1;
 	x->done = (uint8_t *)(x->scratch_refs + n->nscratch + 1);
+	x->bumped = x->done + ns + 1;
 	/* Dependants, counted then filled (CSR). */
 	for (uint32_t k = 0; k < ns; k++) {
 		const struct sched_step *st = &n->steps[k];
