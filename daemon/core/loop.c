@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 struct loop_stats loop_stats;
+uint64_t loop_clock_ns;
 
 static struct {
 	int epfd;
@@ -207,6 +208,7 @@ int loop_run(void)
 	struct epoll_event evs[64];
 
 	evloop.stop = 0;
+	loop_clock_ns = proto_now_ns();
 	evloop.last_work_ns = loop_now_ns();
 	while (!evloop.stop) {
 		int timeout = 0, sleeping = 0, n;
@@ -239,6 +241,7 @@ int loop_run(void)
 		if (!sleeping)
 			sched_yield();  /* spinning: let the clients we wait for run (see ferry_recv) */
 		n = epoll_wait(evloop.epfd, evs, 64, timeout);
+		loop_clock_ns = proto_now_ns();
 		if (sleeping) {
 			loop_stats.wakeups++;
 			if (evloop.hooks.sleep_done)
@@ -248,6 +251,7 @@ int loop_run(void)
 			if (errno == EINTR)
 				continue;
 			log_err("epoll_wait: %m");
+			loop_clock_ns = 0;
 			return -errno;
 		}
 		for (int i = 0; i < n; i++) {
@@ -266,5 +270,6 @@ int loop_run(void)
 			evloop.last_work_ns = loop_now_ns();
 		}
 	}
+	loop_clock_ns = 0;
 	return 0;
 }
