@@ -263,6 +263,7 @@ int peer_poll(void)
 		/* A frame going out anyway carries the acknowledgement. */
 		if (p->state != PEER_UP || !seq_ack_due(&p->seq)) {
 			p->ack_owed_ns = 0;
+			p->ack_now = 0;
 			continue;
 		}
 		if (!now)
@@ -271,12 +272,14 @@ int peer_poll(void)
 			p->ack_owed_ns = now;
 			p->ack_owed_bytes = p->st.bytes_recv;
 		}
-		if (now - p->ack_owed_ns < ACK_DELAY_NS && p->st.bytes_recv - p->ack_owed_bytes < ACK_DELAY_BYTES) {
+		if (!p->ack_now && now - p->ack_owed_ns < ACK_DELAY_NS &&
+		    p->st.bytes_recv - p->ack_owed_bytes < ACK_DELAY_BYTES) {
 			if (!next || p->ack_owed_ns + ACK_DELAY_NS < next)
 				next = p->ack_owed_ns + ACK_DELAY_NS;
 			continue;
 		}
 		p->ack_owed_ns = 0;
+		p->ack_now = 0;
 		send_ctrl(p->link, WIRE_ACK, seq_ack_out(&p->seq), NULL, 0);
 		p->link->ops->kick(p->link);
 		work = 1;
@@ -539,6 +542,7 @@ static void probe_next(struct peer *p)
 		f->len += (uint32_t)wire_encode_item(f->data + f->len, &it, zero);
 		f->nitems = 1;
 		f->probe = k + 1 == n && p->probes_left;
+		f->urgent = 1;  /* acknowledged at once: its round trip is the point */
 		peer_send(p, f);
 	}
 	free(zero);
@@ -785,6 +789,9 @@ static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint
 	}
 	p->rx_held = ret == 1;
 	seq_taken(&p->seq, h->seq);
+	/* Its sender waits on it (a flush, a step's end, a probe timing the
+	 * link): acknowledged at once, not held for a frame going back. */
+	p->ack_now |= (h->flags & WIRE_FRAME_URGENT) != 0;
 	p->st.frames_recv++;
 	p->st.bytes_recv += sizeof(*h) + h->len;
 	return 1;

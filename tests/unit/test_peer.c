@@ -18,6 +18,7 @@
 #include "../../daemon/net/peer.h"
 
 #include <sodium.h>
+#include <unistd.h>
 
 static struct conf conf;
 
@@ -192,7 +193,11 @@ TEST(frames_out_carry_sequence_numbers_and_the_latest_ack)
 	CHECK_EQ(above.calls, 1);
 	CHECK_EQ(above.last_len, 5);
 	CHECK_EQ(memcmp(above.last, "hello", 5), 0);
-	/* Nothing goes out to carry the ack: peer_poll sends an ACK frame. */
+	/* Nothing goes out to carry the ack: it waits (up to 1 ms) for a
+	 * frame going back, then peer_poll sends an ACK frame. */
+	CHECK_EQ(peer_poll(), 0);
+	CHECK(fake_expect(fl, WIRE_ACK) == NULL);
+	usleep(1500);
 	CHECK_EQ(peer_poll(), 1);
 	o = fake_expect(fl, WIRE_ACK);
 	CHECK(o && o->h.ack == 1);
