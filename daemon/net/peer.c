@@ -218,12 +218,13 @@ static int take_ack(struct peer *p, uint64_t ack)
 	 * over the time since the first was written make one sample (a small
 	 * frame alone: α; many bytes: β, plan/linkcost.h), unless one was
 	 * written twice (Karn). */
+	probed = 0;
 	for (const struct frame *f = first; f && f->seq <= ack && f != p->seq.cur; f = f->next) {
 		last = f;
 		bytes += f->len;
 		clean &= f->written && !f->resent;
+		probed |= f->probe;     /* (also when live frames came after it) */
 	}
-	probed = last && last->probe;
 	if (last && clean && ack <= seq_written_upto(&p->seq)) {
 		now = loop_now_ns();
 		linkcost_sample(&p->cost, now, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
