@@ -1,10 +1,13 @@
 /* daemon/coll/coll.c - see coll.h.
  *
- * Ownership (coll.h): cjobs in one list, each holding its job; an operation
- * (struct cop) belongs to its cjob's list, ordered by number, and owns its
- * schedule, executor and the early pieces waiting for it.  Operations end
- * (ok or failed) from coll_poll, which tells the ranks and frees them;
- * events (a post, a piece) only mark and queue.
+ * Ownership (coll.h): cjobs in one list, each holding its job; a cjob owns
+ * its groups (struct cgrp: the job's own first, then ferry_split's), a
+ * split group holds its parent (the parent stays while it has children);
+ * an operation (struct cop) belongs to its group's list, ordered by number,
+ * holds a reference to its plan (struct cplan, which the group may keep for
+ * the next operation), and owns its executor and the early pieces waiting
+ * for it.  Operations and groups end from coll_poll, which tells the ranks
+ * and frees them; events (a post, a piece, a BREAK) only mark and queue.
  */
 #include "coll.h"
 
