@@ -5,8 +5,9 @@
 # above 10), with 1, 2 and 3 ranks per node and an uneven layout, blocks of
 # 0, 1, 8, 100 bytes and 4 KiB, and 256 KiB on at most 4 nodes; barriers on
 # every layout.  One cluster per node count; every rank checks every byte
-# it receives (tests/progs/ft_coll.c).  Prints "ok - ..." per case and the
-# lib.sh summary; 1362 cases in about a minute and a half on a 2-core machine.
+# it receives (tests/progs/ft_coll.c); and on every layout ft_group's splits,
+# nested groups, overlap and misuse (tests/progs/ft_group.c).  Prints
+# "ok - ..." per case and the lib.sh summary.
 . "$(dirname "$0")/../integration/lib.sh"
 TEST=coll_full
 
@@ -39,6 +40,19 @@ run_case() {   # run_case JOB ITERS WHERE... -- ft_coll options: lib.sh's coll_j
 	wait_job "$job"
 }
 
+run_group() {  # run_group JOB WHERE...: ft_group's ranks on those daemons, waited for
+	local job=$1 size r pids=""
+	shift
+	size=$#
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${@:$((r + 1)):1} bg "$job.$r.log" prog ft_group --job "$job" --rank "$r" \
+			--size "$size" --rounds 1
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+	wait_job "$job"
+}
+
 id=0
 for n in 1 2 3 4 5 7 8 9 12 16 17; do
 	start_cluster f "$n" || { t_fail "$n nodes: cluster up"; continue; }
@@ -65,6 +79,10 @@ for n in 1 2 3 4 5 7 8 9 12 16 17; do
 					run_case "a$id" 1 "${where[@]}" -- --alltoall 262144 --alloc "${opt[@]}"
 			fi
 		done
+		# groups: ft_group's splits (parity in reverse order, per node,
+		# of one, without rank 0, nested), overlap and misuse, auto
+		id=$((id + 1))
+		expect "$n nodes, $ppn per node: groups (ft_group)" run_group "g$id" "${where[@]}"
 	done
 	expect "$n nodes: the daemons exit cleanly" stop_cluster f "$n"
 done
