@@ -67,7 +67,7 @@ struct early {
 };
 
 /* What an early piece of n stream bytes takes (and is charged). */
-static uint64_t early_bytes(uint32_t n)
+static uint64_t early_cost(uint32_t n)
 {
 	return sizeof(struct early) + (uint64_t)n + 1;
 }
@@ -147,7 +147,6 @@ struct cgrp {
 	uint32_t *nodes, G, me;         /* its nodes by id; this node's index */
 	uint32_t nlocal;                /* its ranks on this node (left or not) */
 	uint32_t *node_first, *rank_at; /* [G + 1], [size]: ranks by node index (a2a_layout) */
-	uint32_t *slot_of;              /* [size]: a local rank's slot (its place among them) */
 	uint32_t *posted;               /* [nlocal]: the last operation each local rank posted */
 	uint8_t *left;                  /* [nlocal]: 1 left the group, 2 ... and the group's nodes were told */
 	struct cop *ops;
@@ -257,10 +256,9 @@ static int grp_layout(struct cgrp *g)
 	g->nodes = malloc(((size_t)size + 1) * sizeof(*g->nodes));
 	g->node_first = calloc((size_t)size + 2, sizeof(*g->node_first));
 	g->rank_at = calloc((size_t)size + 1, sizeof(*g->rank_at));
-	g->slot_of = calloc((size_t)size + 1, sizeof(*g->slot_of));
 	fill = calloc((size_t)size + 1, sizeof(*fill));
 	idx = calloc((size_t)size + 1, sizeof(*idx));
-	if (!j->layout || !g->nodes || !g->node_first || !g->rank_at || !g->slot_of || !fill || !idx)
+	if (!j->layout || !g->nodes || !g->node_first || !g->rank_at || !fill || !idx)
 		goto out;
 	ret = -ENOENT;
 	for (uint32_t r = 0; r < size; r++)
@@ -286,7 +284,6 @@ static int grp_layout(struct cgrp *g)
 	for (uint32_t i = 0; i < g->G; i++)
 		g->node_first[i + 1] += g->node_first[i];
 	for (uint32_t r = 0; r < size; r++) {
-		g->slot_of[r] = fill[idx[r]];
 		g->rank_at[g->node_first[idx[r]] + fill[idx[r]]++] = r;
 	}
 	g->nlocal = g->node_first[g->me + 1] - g->node_first[g->me];
@@ -324,7 +321,6 @@ static void grp_free(struct cgrp *g)
 	free(g->nodes);
 	free(g->node_first);
 	free(g->rank_at);
-	free(g->slot_of);
 	free(g->posted);
 	free(g->left);
 	free(g);
@@ -416,8 +412,8 @@ static void cop_free(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
-		g->cj->early_bytes -= early_bytes(e->len);
-		user_give_coll(j->user, early_bytes(e->len));
+		g->cj->early_bytes -= early_cost(e->len);
+		user_give_coll(j->user, early_cost(e->len));
 		free(e);
 	}
 	coll_exec_free(op->x);
@@ -673,8 +669,8 @@ static void cop_start(struct cop *op)
 		struct early *e = op->early;
 
 		op->early = e->next;
-		cj->early_bytes -= early_bytes(e->len);
-		user_give_coll(cj->j->user, early_bytes(e->len));
+		cj->early_bytes -= early_cost(e->len);
+		user_give_coll(cj->j->user, early_cost(e->len));
 		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
 		free(e);
 		if (ret < 0)
@@ -1107,7 +1103,7 @@ static int early_keep(struct cjob *cj, struct early ***tail_p, uint32_t from, co
 {
 	struct early *e;
 
-	uint64_t bytes = early_bytes(n);
+	uint64_t bytes = early_cost(n);
 
 	if (cj->early_bytes + bytes > COLL_EARLY_MAX) {
 		*why_p = "other nodes are too far ahead in the job's collectives";
@@ -1170,8 +1166,8 @@ static void gearly_replay(struct cjob *cj, struct cgrp *g)
 		*pp = e->next;
 		if (!*pp)
 			cj->gearly_tail = pp;
-		cj->early_bytes -= early_bytes(e->len);
-		user_give_coll(cj->j->user, early_bytes(e->len));
+		cj->early_bytes -= early_cost(e->len);
+		user_give_coll(cj->j->user, early_cost(e->len));
 		grp_piece(g, e->from, &e->h, e->data, e->len);
 		free(e);
 	}
@@ -1579,7 +1575,7 @@ static void cjob_free(struct cjob *cj)
 		struct early *e = cj->gearly;
 
 		cj->gearly = e->next;
-		user_give_coll(cj->j->user, early_bytes(e->len));
+		user_give_coll(cj->j->user, early_cost(e->len));
 		free(e);
 	}
 	job_put(cj->j);
