@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct ferry_req {
 	struct ferry_req *next;
@@ -158,15 +160,96 @@ static int req_end(ferry_req_t **req_p)
 	return err;
 }
 
-FERRY_API int ferry_test(ferry_req_t **req_p)
+/* Takes the done page's new records (proto/done.h): each ends its request
+ * well.  0, or the handle's error once it is dead. */
+static int take_done(struct ferry *rf)
+{
+	struct proto_done_shared *d = rf->done;
+	uint32_t pub;
+
+	if (rf->dead || !d)
+		return rf->dead;
+	pub = atomic_load_explicit(&d->published, memory_order_acquire);
+	if (pub == rf->done_taken)
+		return 0;
+	if (pub - rf->done_taken > PROTO_DONE_SLOTS)
+		return rf->dead = conn_seterr(-EPROTO, "ferryd published %u completions, more than the %u slots "
+					      "of the done page", pub - rf->done_taken, PROTO_DONE_SLOTS);
+	while (rf->done_taken != pub) {
+		uint64_t rec = atomic_load_explicit(&d->rec[rf->done_taken % PROTO_DONE_SLOTS], memory_order_relaxed);
+
+		rf->done_taken++;
+		if (coll_done(rf, (uint32_t)(rec >> 32), (uint32_t)rec, 0, "") < 0)
+			return rf->dead = conn_seterr(-EPROTO, "ferryd ended collective operation %u of group %08x, "
+						      "which was not posted", (uint32_t)rec, (uint32_t)(rec >> 32));
+	}
+	/* (release: the records are read before ferryd may write over them) */
+	atomic_store_explicit(&d->consumed, rf->done_taken, memory_order_release);
+	return 0;
+}
+
+/* Whether the socket may hold news for our requests: a COLL_DONE (a
+ * failure, or a success the done page had no room for) was counted since
+ * conn_check last read it, part of a message waits, or it was not read for
+ * a while (the daemon's end, or a message it had to queue, show only
+ * there). */
+#define COLL_SOCK_EVERY_NS 1000000ull
+
+static int sock_due(const struct ferry *rf)
+{
+	return !rf->done || rf->in_len ||
+	       atomic_load_explicit(&rf->done->sock_done, memory_order_acquire) != rf->sock_seen ||
+	       proto_now_ns() - rf->sock_read_ns >= COLL_SOCK_EVERY_NS;
+}
+
+/* Asks ferryd to wake us through efd_coll when it publishes (arm), or stops
+ * (disarm, which also resets the eventfd).  Arming is the sleeper's half
+ * of the handshake in proto/done.h: flag, fence, look once more. */
+static void coll_arm(struct ferry *rf)
+{
+	if (rf->coll_armed || !rf->done)
+		return;
+	atomic_store_explicit(&rf->done->armed, 1, memory_order_relaxed);
+	rf->coll_armed = 1;
+	atomic_thread_fence(memory_order_seq_cst);
+	take_done(rf);
+}
+
+static void coll_disarm(struct ferry *rf)
+{
+	uint64_t v;
+
+	if (!rf->coll_armed)
+		return;
+	atomic_store_explicit(&rf->done->armed, 0, memory_order_relaxed);
+	rf->coll_armed = 0;
+	if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
+		/* EAGAIN: ferryd did not need to wake us */
+	}
+}
+
+/* ferry_test, and ferry_wait's look: arm as ferry_test does (an
+ * application may sleep on ferry_fd() next), or not (ferry_wait spinning
+ * or about to sleep by itself). */
+static int test_req(ferry_req_t **req_p, int arm)
 {
 	struct ferry_req *r;
+	struct ferry *rf;
 	int ret;
 
 	if (!req_p || !*req_p)
 		return 1;
 	r = *req_p;
-	if (!r->done && (ret = conn_check(r->f)) < 0 && !r->done) {
+	rf = r->f;
+	if (!r->done)
+		take_done(rf);
+	if (!r->done && sock_due(rf)) {
+		rf->sock_read_ns = proto_now_ns();
+		conn_check(rf);
+	}
+	if (!r->done && arm)
+		coll_arm(rf);
+	if (!r->done && (ret = rf->dead) < 0) {
 		/* the daemon is gone, and the operation had not ended */
 		r->done = 1;
 		r->err = ret;
@@ -174,14 +257,22 @@ FERRY_API int ferry_test(ferry_req_t **req_p)
 	}
 	if (!r->done)
 		return 0;
+	coll_disarm(rf);
 	ret = req_end(req_p);
 	return ret < 0 ? ret : 1;
+}
+
+FERRY_API int ferry_test(ferry_req_t **req_p)
+{
+	return test_req(req_p, 1);
 }
 
 /* How long ferry_wait polls before it sleeps, where the daemon has cores
  * of its own (f->spin_us): a collective takes hundreds of microseconds, and
  * waking a sleeping rank costs the daemon an IPI (tens of microseconds on
- * the VMs we measure on) per rank and operation, on the daemon's core. */
+ * the VMs we measure on) per rank and operation, on the daemon's core.
+ * Polling costs no system call but the yield: the done page says when an
+ * operation ended (proto/done.h). */
 #define COLL_SPIN_US 2000
 
 FERRY_API int ferry_wait(ferry_req_t **req_p)
@@ -197,8 +288,9 @@ FERRY_API int ferry_wait(ferry_req_t **req_p)
 		spin_until = proto_now_ns() + us * 1000ull;
 	}
 	for (;;) {
-		int ret = ferry_test(req_p);
-		struct pollfd pfd;
+		int ret = test_req(req_p, 0);
+		struct pollfd pfd[2];
+		struct ferry *rf;
 
 		if (ret != 0)
 			return ret < 0 ? ret : 0;
@@ -206,12 +298,26 @@ FERRY_API int ferry_wait(ferry_req_t **req_p)
 			sched_yield();
 			continue;
 		}
-		/* Only the socket says it ended (the daemon fails an operation
-		 * that cannot complete: no time limit here). */
-		pfd.fd = (*req_p)->f->sock;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		rf = (*req_p)->f;
+		if ((ret = test_req(req_p, 1)) != 0)    /* armed */
+			return ret < 0 ? ret : 0;
+		/* The done page or the socket says it ended (the daemon fails
+		 * an operation that cannot complete: no time limit here). */
+		pfd[0] = (struct pollfd){ .fd = rf->sock, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = rf->efd_coll, .events = POLLIN };
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			return conn_seterr(-errno, "poll: %s", strerror(errno));
+		if (pfd[0].revents) {
+			rf->sock_read_ns = proto_now_ns();
+			conn_check(rf);
+		}
+		if (pfd[1].revents) {
+			uint64_t v;
+
+			if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another call took it */
+			}
+		}
 	}
 }
 
@@ -509,7 +615,7 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 	sub->node = rf->node;
 	sub->epfd = rf->epfd;
 	sub->sock = rf->sock;
-	sub->efd_client = sub->efd_daemon = -1;
+	sub->efd_client = sub->efd_daemon = sub->efd_coll = -1;
 	sub->timeout_ms = rf->timeout_ms;
 	rf->nsubs++;
 	*sub_p = sub;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,9 @@ int conn_check(struct ferry *f)
 
 	if (f->dead)
 		return f->dead;
+	/* every COLL_DONE counted so far is in the socket now (coll.c sock_due) */
+	if (f->done)
+		f->sock_seen = atomic_load_explicit(&f->done->sock_done, memory_order_acquire);
 	for (;;) {
 		nfds = 0;
 		len = conn_read_msg(f, &m, fds, &nfds, 0);

@@ -34,7 +34,11 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	    a->tx_off > a->region_bytes || ring_bytes(a->tx_size) > a->region_bytes - a->tx_off ||
 	    a->rx_off > a->region_bytes || ring_bytes(a->rx_size) > a->region_bytes - a->rx_off ||
 	    (a->tx_off < a->rx_off ? a->tx_off + ring_bytes(a->tx_size) > a->rx_off
-				   : a->rx_off + ring_bytes(a->rx_size) > a->tx_off))
+				   : a->rx_off + ring_bytes(a->rx_size) > a->tx_off) ||
+	    a->done_off % PROTO_CACHELINE || a->done_off > a->region_bytes ||
+	    sizeof(struct proto_done_shared) > a->region_bytes - a->done_off ||
+	    (a->done_off < a->tx_off + ring_bytes(a->tx_size) && a->tx_off < a->done_off + sizeof(*f->done)) ||
+	    (a->done_off < a->rx_off + ring_bytes(a->rx_size) && a->rx_off < a->done_off + sizeof(*f->done)))
 		return conn_seterr(-EPROTO, "ferryd sent an invalid shared-memory layout");
 	/* Mapped whole now (ferryd allocated the pages): no page faults while
 	 * the first items go through. */
@@ -46,6 +50,7 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	f->region_bytes = a->region_bytes;
 	ring_attach(&f->tx, (uint8_t *)f->region + a->tx_off, a->tx_size, 0);
 	ring_attach(&f->rx, (uint8_t *)f->region + a->rx_off, a->rx_size, 0);
+	f->done = (struct proto_done_shared *)((uint8_t *)f->region + a->done_off);
 	f->node = a->node;
 	/* If the daemon fences for us before it sleeps, and the kernel lets it
 	 * reach this process, publish items without a fence for as long as
@@ -218,6 +223,8 @@ static void destroy(struct ferry *f)
 		close(f->efd_client);
 	if (f->efd_daemon >= 0)
 		close(f->efd_daemon);
+	if (f->efd_coll >= 0)
+		close(f->efd_coll);
 	if (f->epfd >= 0)
 		close(f->epfd);
 	if (f->sock >= 0)
@@ -225,14 +232,16 @@ static void destroy(struct ferry *f)
 	free(f);
 }
 
-/* ferry_fd() is an epoll fd over efd_client and the socket, so that an
- * application waiting on it also wakes up when the daemon goes away. */
+/* ferry_fd() is an epoll fd over efd_client, efd_coll and the socket, so
+ * that an application waiting on it also wakes up when a collective ends
+ * and when the daemon goes away. */
 static int watch_both(struct ferry *f)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
 	f->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (f->epfd < 0 || epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->efd_client, &ev) < 0 ||
+	    epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->efd_coll, &ev) < 0 ||
 	    epoll_ctl(f->epfd, EPOLL_CTL_ADD, f->sock, &ev) < 0)
 		return conn_seterr(-errno, "epoll for ferry_fd: %s", strerror(errno));
 	return 0;
@@ -274,7 +283,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return conn_seterr(-ENOMEM, "out of memory");
-	f->sock = f->efd_client = f->efd_daemon = f->epfd = -1;
+	f->sock = f->efd_client = f->efd_daemon = f->efd_coll = f->epfd = -1;
 	f->step = 1;
 	f->rank = (uint32_t)o.rank;
 	f->src_word = (uint64_t)f->rank << 32;
@@ -332,14 +341,15 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 			goto err;
 		}
 		if (m.type == CTL_ATTACHED && !f->region) {
-			if (nfds != 3) {
-				ret = conn_seterr(-EPROTO, "ferryd sent %d file descriptors, expected 3", nfds);
+			if (nfds != 4) {
+				ret = conn_seterr(-EPROTO, "ferryd sent %d file descriptors, expected 4", nfds);
 				goto err;
 			}
 			ret = map_region(f, &m.u.attached, fds[0]);
 			close(fds[0]);
 			f->efd_client = fds[1];
 			f->efd_daemon = fds[2];
+			f->efd_coll = fds[3];
 			nfds = 0;
 			if (ret < 0)
 				goto err;

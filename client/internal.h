@@ -4,7 +4,9 @@
  * side that the other is gone), the shared-memory region with the TX and RX
  * rings, and two eventfds: the daemon writes efd_client when it published RX
  * records (or freed TX room) while we slept; we write efd_daemon when we
- * published TX records (or freed RX room) while it slept.
+ * published TX records (or freed RX room) while it slept.  A third, efd_coll,
+ * the daemon writes when a collective operation ended on the done page
+ * while we were armed for it (proto/done.h, coll.c).
  *
  * Everything declared here has hidden visibility (the library is compiled with
  * -fvisibility=hidden); only FERRY_API functions leave libferry.
@@ -15,6 +17,7 @@
 #include "ferry.h"
 #include "../proto/clock.h"
 #include "../proto/direct.h"
+#include "../proto/done.h"
 #include "../proto/ring.h"
 
 #include <stddef.h>
@@ -68,8 +71,8 @@ struct stashed {
 
 struct ferry {
 	int sock;
-	int efd_client, efd_daemon;
-	int epfd;               /* ferry_fd(): efd_client and sock together */
+	int efd_client, efd_daemon, efd_coll;
+	int epfd;               /* ferry_fd(): efd_client, efd_coll and sock together */
 	void *region;
 	size_t region_bytes;
 	struct ring tx, rx;
@@ -126,6 +129,11 @@ struct ferry {
 	/* collectives (coll.c) */
 	uint32_t coll_seq;      /* operations posted */
 	struct ferry_req *reqs; /* requests not yet freed by ferry_test/ferry_wait */
+	struct proto_done_shared *done; /* the done page, in region (proto/done.h) */
+	uint32_t done_taken;    /* records taken from it (our count) */
+	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */
+	uint64_t sock_read_ns;  /* ... and when */
+	int coll_armed;         /* done->armed set by us */
 	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
 	int coll_env_read;      /* ... the environment was read */
 	/* groups (coll.c, ferry_split): a group's handle has its own rank,

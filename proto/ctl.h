@@ -44,8 +44,10 @@
  *    PROTO_REC_FRAG): a daemon and a libferry of version 1 would not agree
  *    on where items start.
  * 3: COLL and COLL_DONE (collective operations).
- * 4: COLL kind SPLIT, GROUP_FREE and LAYOUT; COLL_DONE names the group. */
-#define CTL_VERSION   4
+ * 4: COLL kind SPLIT, GROUP_FREE and LAYOUT; COLL_DONE names the group.
+ * 5: ATTACHED gives the completion page (done_off, proto/done.h): an
+ *    operation that succeeded ends there, not with a COLL_DONE. */
+#define CTL_VERSION   5
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -128,8 +130,9 @@ struct ctl_attached_wire {
 	uint32_t session;       /* session id, for logs */
 	uint32_t flags;         /* enum ctl_attached_flags */
 	uint32_t reserved;      /* zero */
+	uint64_t done_off;      /* offset of the completion page (proto/done.h) */
 };
-static_assert(sizeof(struct ctl_attached_wire) == 56, "attached layout");
+static_assert(sizeof(struct ctl_attached_wire) == 64, "attached layout");
 
 enum ctl_attached_flags {
 	/* The daemon runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it

@@ -294,6 +294,29 @@ void ep_tx_release(struct ep *ep)
 		wake(ep->efd_client);
 }
 
+int ep_done_publish(struct ep *ep, uint32_t group, uint32_t seq)
+{
+	struct proto_done_shared *d = ep->done;
+	/* (consumed is the client's word: a lie costs it its own records) */
+	uint32_t unread = ep->done_pub - atomic_load_explicit(&d->consumed, memory_order_relaxed);
+
+	if (unread >= PROTO_DONE_SLOTS)
+		return 0;
+	atomic_store_explicit(&d->rec[ep->done_pub % PROTO_DONE_SLOTS], (uint64_t)group << 32 | seq,
+			      memory_order_relaxed);
+	atomic_store_explicit(&d->published, ++ep->done_pub, memory_order_release);
+	/* the waker's half of the handshake (proto/done.h) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&d->armed, memory_order_relaxed))
+		wake(ep->efd_coll);
+	return 1;
+}
+
+void ep_done_sent(struct ep *ep)
+{
+	atomic_store_explicit(&ep->done->sock_done, ++ep->done_sock, memory_order_release);
+}
+
 void ep_step_complete(struct job *j)
 {
 	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = j->step };
@@ -355,7 +378,7 @@ static size_t page_align(size_t n)
 }
 
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
-	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3])
+	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[4])
 {
 	uint64_t ring = endpoints.conf->ring_bytes;
 	struct ep *ep = calloc(1, sizeof(*ep));
@@ -380,7 +403,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->rank = rank;
 	ep->blocked_node = JOB_NO_NODE;
 	ep->blocked_rank = EP_NO_RANK;
-	ep->efd_client = ep->efd_daemon = -1;
+	ep->efd_client = ep->efd_daemon = ep->efd_coll = -1;
 	ep->efd_w.fd = -1;
 	ret = job_join(uid, name, size, rank, endpoints.self, ep, &ep->job);
 	if (ret < 0)
@@ -391,7 +414,8 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	a->tx_size = ring;
 	a->rx_off = page_align(ring_bytes(ring));
 	a->rx_size = ring;
-	a->region_bytes = a->rx_off + page_align(ring_bytes(ring));
+	a->done_off = a->rx_off + page_align(ring_bytes(ring));
+	a->region_bytes = a->done_off + PROTO_DONE_BYTES;
 	a->node = endpoints.self;
 	a->session = id;
 	a->flags = endpoints.membarrier ? CTL_ATTACHED_MEMBARRIER : 0;
@@ -430,12 +454,14 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->region_bytes = a->region_bytes;
 	ring_attach(&ep->tx, (uint8_t *)ep->region + a->tx_off, a->tx_size, 1);
 	ring_attach(&ep->rx, (uint8_t *)ep->region + a->rx_off, a->rx_size, 1);
+	ep->done = (struct proto_done_shared *)((uint8_t *)ep->region + a->done_off);
 	if (endpoints.membarrier)
 		ring_consumer_offer_fenceless(&ep->tx);
 
 	ep->efd_client = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ep->efd_daemon = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ep->efd_client < 0 || ep->efd_daemon < 0) {
+	ep->efd_coll = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ep->efd_client < 0 || ep->efd_daemon < 0 || ep->efd_coll < 0) {
 		ret = -errno;
 		log_rl_err("session %u: eventfd: %m", id);
 		goto err_efds;
@@ -448,6 +474,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	fds[0] = memfd;
 	fds[1] = ep->efd_client;
 	fds[2] = ep->efd_daemon;
+	fds[3] = ep->efd_coll;
 	ep->next = endpoints.all;
 	endpoints.all = ep;
 	endpoints.count++;
@@ -460,6 +487,9 @@ err_efds:
 		close(ep->efd_client);
 	if (ep->efd_daemon >= 0)
 		close(ep->efd_daemon);
+	close(ep->efd_coll);
+	if (ep->efd_coll >= 0)
+		close(ep->efd_coll);
 	munmap(ep->region, ep->region_bytes);
 err_memfd:
 	close(memfd);

@@ -45,6 +45,7 @@
 #include "../core/conf.h"
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
+#include "../../proto/done.h"
 #include "../../proto/ring.h"
 
 #include <stdint.h>
@@ -71,10 +72,14 @@ struct ep {
 					 * ready: a rank that left may attach again to a started job
 					 * until its home refuses it, and must send nothing.) */
 
-	void *region;                   /* the memfd mapping with both rings */
+	void *region;                   /* the memfd mapping with both rings and the done page */
 	size_t region_bytes;
+	struct proto_done_shared *done; /* in region: collective completions (proto/done.h) */
+	uint32_t done_pub;              /* records we published (our count, not the page's) */
+	uint32_t done_sock;             /* COLL_DONEs we sent on the socket */
 	int efd_client;                 /* we write: RX records or TX room */
 	int efd_daemon;                 /* client writes: TX records or RX room */
+	int efd_coll;                   /* we write: a collective ended while the client was armed */
 	struct loop_watch efd_w;
 	struct ring tx, rx;
 	int offer_withdrawn;            /* we withdrew tx's fenceless offer as too dear (ep_sleep_prepare) */
@@ -149,12 +154,13 @@ void ep_fini(void);
 /* Opens an endpoint as rank of the job (uid, name) of size ranks: takes an
  * endpoint of the user's (user_take_endpoint), joins the job (job.h) and
  * creates the region and eventfds.  On success fills in a (the ATTACHED
- * message), fds (memfd, eventfd to client, eventfd to daemon; the caller
+ * message), fds (memfd, eventfd to client, eventfd to daemon, eventfd for
+ * collectives to client: proto/done.h; the caller
  * closes fds[0] once it is sent) and *ep_p.  Returns 0, the refusals of
  * user_take_endpoint (-EUSERS, -EDQUOT), the errors of job_join, or -errno
  * of a system call (logged, rate-limited). */
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
-	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[3]);
+	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[4]);
 
 /* Ends an endpoint: drops what is queued for it (counted), marks its slot in
  * the job's direct rings gone (direct_end), leaves its job, frees
@@ -293,6 +299,13 @@ void ep_exit_begin(void);
  * endpoint of j here, behind every item of the step, and j moves on to the
  * next step. */
 void ep_step_complete(struct job *j);
+
+/* Collective operation seq of group ended well: publishes it on ep's done
+ * page and wakes the client if it sleeps on it (proto/done.h).  Returns 1,
+ * or 0 when the page has no free slot (the caller sends COLL_DONE). */
+int ep_done_publish(struct ep *ep, uint32_t group, uint32_t seq);
+/* A COLL_DONE went out on ep's socket: counts it on the done page. */
+void ep_done_sent(struct ep *ep);
 
 /* A FAIL record (proto/ring.h) to every endpoint of j here, behind every
  * item delivered so far: the job cannot complete step or any later one. */

@@ -236,7 +236,7 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size,
 {
 	struct ctl_attached_wire a;
 	uint8_t buf[128];
-	int fds[3], ret;
+	int fds[4], ret;
 	struct ep *ep = NULL;        /* (LTO cannot see that ep_open sets it) */
 	ssize_t n;
 
@@ -275,7 +275,7 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size,
 	}
 	ep->sess = s;
 	n = ctl_encode_attached(buf, sizeof(buf), &a);
-	ret = n < 0 ? (int)n : send_msg(s, buf, (size_t)n, fds, 3);
+	ret = n < 0 ? (int)n : send_msg(s, buf, (size_t)n, fds, 4);
 	close(fds[0]);
 	if (ret < 0) {
 		log_rl_notice("session %u: sending the region: %s", s->id, strerror(-ret));
@@ -422,9 +422,14 @@ void sess_coll_done(struct ep *ep, uint32_t group, uint32_t seq, int err, const 
 		ep->coll_pending--;
 	if (!s || s->state != S_ENDPOINT)
 		return;
+	/* success on the done page; a failure's text only fits the socket */
+	if (!err && ep_done_publish(ep, group, seq))
+		return;
 	n = ctl_encode_coll_done(buf, sizeof(buf), group, seq, err, why ? why : "");
 	if (n < 0 || send_msg(s, buf, (size_t)n, NULL, 0) < 0)
 		close_session(s, "cannot send COLL_DONE", 0);
+	else
+		ep_done_sent(ep);
 }
 
 void sess_reject_rank(uid_t uid, const char *name, uint32_t rank, int err)

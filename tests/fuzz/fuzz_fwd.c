@@ -325,7 +325,7 @@ static void one(void)
 static int open_client(int c)
 {
 	struct ctl_attached_wire a;
-	int fds[3];
+	int fds[4];
 
 	if (ep_open(0, getpid(), (uint32_t)c + 1, "fz", (uint32_t)c, 4, &client[c].ep, &a, fds) < 0)
 		return -1;

@@ -45,6 +45,13 @@ expect "ferry_ibarrier and ferry_test: 5 barriers" wait_job nb
 expect "... rank 0, first in, saw them pending while the others had not entered" \
 	awk '/ok:/ { exit !($6 > 0) }' "$TMP/nb.0.log"
 expect "... ordered as well" ordered nb 5 3
+barrier_job nbfd 3 5 one one one -- --skew-ms 30 --nonblocking --fd
+expect "ferry_test and poll on ferry_fd(): 5 barriers, entered 30 ms apart" wait_job nbfd
+expect "... ordered" ordered nbfd 5 3
+# rank 0 waits about 60 ms per barrier for the last rank: a fd left readable
+# for nothing would have it test thousands of times
+expect "... rank 0, first in, was woken a few times per barrier, not spinning on a readable fd" \
+	awk '/ok:/ { exit !($6 > 0 && $6 <= 25) }' "$TMP/nbfd.0.log"
 barrier_job busy 2 2 one one -- --close-busy
 expect "ferry_close with a request outstanding says -EBUSY and closes nothing" wait_job busy
 # a rank that posts 100 barriers without waiting gets 64 in, then -EAGAIN;

@@ -31,6 +31,11 @@
  * without waiting, and prints how many were taken before -EAGAIN (then
  * waits for those).
  *
+ * --fd: with --nonblocking, waits between ferry_test calls in poll(2) on
+ * ferry_fd() (which ferry_test armed) instead of sleeping 100 us: the fd
+ * must become readable when the request ends (10 s at most), and must not
+ * stay readable for nothing: the pending tests count the wake-ups.
+ *
  * Prints "rank R ok: N barriers, T pending tests" and exits 0, or
  * "rank R barrier K: ERRNAME: message" and exits 3 when a barrier failed
  * (what the tests look for when a rank dies), 1 on any other error.
@@ -39,6 +44,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <unistd.h>
 
 /* Bytes rank a sends rank b in an all-to-allv: uneven, zeros among them;
@@ -61,11 +67,23 @@ static size_t vcount(uint32_t a, uint32_t b, uint32_t P, long many, int sym)
 
 /* A non-blocking post's result, then ferry_test until the request ends,
  * counting the tests that said it was pending: 0 or -errno. */
+static ferry_t *fd_of;  /* --fd: wait on ferry_fd(fd_of) */
+
 static int until_done(int ret, ferry_req_t **r, long *pending)
 {
 	while (ret == 0 && (ret = ferry_test(r)) == 0) {
 		(*pending)++;
-		usleep(100);
+		if (fd_of) {
+			struct pollfd p = { .fd = ferry_fd(fd_of), .events = POLLIN };
+
+			if (poll(&p, 1, 10000) != 1) {
+				fprintf(stderr, "ferry_fd() did not become readable within 10 s of ferry_test saying "
+					"pending\n");
+				exit(1);
+			}
+		} else {
+			usleep(100);
+		}
 	}
 	return ret == 1 ? 0 : ret;
 }
@@ -91,6 +109,7 @@ int main(int argc, char **argv)
 		{ "strategy", required_argument, NULL, 'S' }, { "mismatch", no_argument, NULL, 'X' },
 		{ "post-and-die", required_argument, NULL, 'P' }, { "flood", required_argument, NULL, 'F' },
 		{ "alltoallv", no_argument, NULL, 'V' }, { "many", required_argument, NULL, 'D' },
+		{ "fd", no_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
@@ -102,7 +121,7 @@ int main(int argc, char **argv)
 	const char *strategy = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL;
 	const char *times = NULL;
-	int opt, ret, nonblocking = 0, close_busy = 0;
+	int opt, ret, nonblocking = 0, close_busy = 0, wait_fd = 0;
 	FILE *tf = NULL;
 	ferry_t *f;
 
@@ -115,6 +134,7 @@ int main(int argc, char **argv)
 		case 's': skew_ms = arg_long("--skew-ms", optarg); break;
 		case 't': times = optarg; break;
 		case 'N': nonblocking = 1; break;
+		case 'W': wait_fd = 1; break;
 		case 'd': die_before = arg_long("--die-before", optarg); break;
 		case 'L': linger = arg_long("--linger", optarg); break;
 		case 'B': close_busy = 1; break;
@@ -136,6 +156,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
 		return 1;
 	}
+	if (wait_fd)
+		fd_of = f;
 	if (times && !(tf = fopen(times, "a"))) {
 		perror(times);
 		return 1;

@@ -125,7 +125,7 @@ static ssize_t read_msg(struct ctl_msg *m, int *fds, int *nfds_p)
 			memmove(in, in + n, in_len - (size_t)n);
 			in_len -= (size_t)n;
 			if (m->type == CTL_ATTACHED)
-				want = 3;
+				want = 4;
 			else if (m->type == CTL_DIRECT)
 				want = 1 + (int)m->u.direct.w.n;
 			if (want > nfdq) {
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 	uint8_t buf[1024];
 	struct ctl_msg m;
 	struct ring tx, rx;
-	int fds[3] = { -1, -1, -1 };
+	int fds[4] = { -1, -1, -1, -1 };
 	uint8_t *region;
 	ssize_t n;
 

@@ -21,6 +21,8 @@ struct client {
 	void *map;
 	size_t map_bytes;
 	struct ring tx, rx;
+	struct proto_done_shared *done; /* in map */
+	int efd_coll;                   /* (ferryd's own fd: one process here) */
 };
 
 static struct conf conf;
@@ -41,7 +43,7 @@ static int sleep_prepare(void)
 static int open_client(struct client *c, uid_t uid, const char *job, uint32_t rank, uint32_t size)
 {
 	struct ctl_attached_wire a;
-	int fds[3], ret;
+	int fds[4], ret;
 
 	ret = ep_open(uid, getpid(), rank, job, rank, size, &c->ep, &a, fds);
 	if (ret < 0)
@@ -53,6 +55,8 @@ static int open_client(struct client *c, uid_t uid, const char *job, uint32_t ra
 		return -errno;
 	ring_attach(&c->tx, (uint8_t *)c->map + a.tx_off, a.tx_size, 0);
 	ring_attach(&c->rx, (uint8_t *)c->map + a.rx_off, a.rx_size, 0);
+	c->done = (struct proto_done_shared *)((uint8_t *)c->map + a.done_off);
+	c->efd_coll = fds[3];
 	c->ep->job->ready = 1;
 	c->ep->ready = 1;
 	return 0;
@@ -151,6 +155,65 @@ TEST(an_item_waiting_for_ring_room_is_woken_by_its_receiver)
 	CHECK_EQ(user_count(), 0);
 }
 
+/* Whether ferryd wrote c's efd_coll since the last look (and resets it). */
+static int coll_woken(struct client *c)
+{
+	uint64_t v;
+
+	return read(c->efd_coll, &v, sizeof(v)) == sizeof(v);
+}
+
+/* The done page (proto/done.h): successes are published while fewer than
+ * PROTO_DONE_SLOTS are unread, in order; beyond that (or when the client's
+ * consumed makes no sense) the caller is told to use the socket; the
+ * eventfd is written only while the client is armed. */
+TEST(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client)
+{
+	struct client c;
+	struct proto_done_shared *d;
+
+	CHECK_EQ(open_client(&c, 1000, "done", 0, 1), 0);
+	d = c.done;
+	CHECK_EQ(atomic_load(&d->published), 0);
+	for (uint32_t i = 0; i < PROTO_DONE_SLOTS; i++)
+		CHECK_EQ(ep_done_publish(c.ep, 7, i + 1), 1);
+	CHECK_EQ(atomic_load(&d->published), PROTO_DONE_SLOTS);
+	CHECK_EQ(atomic_load(&d->rec[0]), (7ull << 32) | 1);
+	CHECK_EQ(atomic_load(&d->rec[PROTO_DONE_SLOTS - 1]), (7ull << 32) | PROTO_DONE_SLOTS);
+	CHECK(!coll_woken(&c));                 /* not armed: no wake-up */
+	/* full: nothing unread is written over */
+	CHECK_EQ(ep_done_publish(c.ep, 7, 100), 0);
+	CHECK_EQ(atomic_load(&d->published), PROTO_DONE_SLOTS);
+	CHECK_EQ(atomic_load(&d->rec[0]), (7ull << 32) | 1);
+	/* the client read 10: 10 slots again, the first reused */
+	atomic_store(&d->consumed, 10);
+	CHECK_EQ(ep_done_publish(c.ep, 8, 101), 1);
+	CHECK_EQ(atomic_load(&d->rec[0]), (8ull << 32) | 101);
+	/* armed: every record wakes it */
+	atomic_store(&d->armed, 1);
+	CHECK_EQ(ep_done_publish(c.ep, 8, 102), 1);
+	CHECK(coll_woken(&c));
+	atomic_store(&d->armed, 0);
+	CHECK_EQ(ep_done_publish(c.ep, 8, 103), 1);
+	CHECK(!coll_woken(&c));
+	/* a consumed ahead of what was published: the socket, never an
+	 * overwrite of the page's count */
+	atomic_store(&d->consumed, atomic_load(&d->published) + 5);
+	CHECK_EQ(ep_done_publish(c.ep, 8, 104), 0);
+	CHECK_EQ(atomic_load(&d->published), PROTO_DONE_SLOTS + 3);
+	/* ... and the client writing published changes nothing ferryd counts */
+	atomic_store(&d->published, 0);
+	atomic_store(&d->consumed, PROTO_DONE_SLOTS + 3);
+	CHECK_EQ(ep_done_publish(c.ep, 8, 105), 1);
+	CHECK_EQ(atomic_load(&d->published), PROTO_DONE_SLOTS + 4);
+	/* COLL_DONEs on the socket are counted for the client */
+	ep_done_sent(c.ep);
+	ep_done_sent(c.ep);
+	CHECK_EQ(atomic_load(&d->sock_done), 2);
+	close_client(&c);
+	CHECK_EQ(user_count(), 0);
+}
+
 int main(void)
 {
 	static const struct loop_hooks hooks = { 0 };
@@ -167,6 +230,7 @@ int main(void)
 		return 1;
 	RUN(one_users_queues_stop_at_its_limit_and_not_anothers);
 	RUN(an_item_waiting_for_ring_room_is_woken_by_its_receiver);
+	RUN(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client);
 	ep_fini();
 	loop_fini();
 	conf_free(&conf);

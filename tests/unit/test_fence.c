@@ -23,7 +23,7 @@ struct client {
 
 static int client_open(struct client *cl, uint32_t rank, struct ep **ep_p, struct ctl_attached_wire *a)
 {
-	int fds[3];
+	int fds[4];
 
 	/* fds[1] and fds[2] stay the endpoint's (ep_close closes them). */
 	if (ep_open(1000, getpid(), rank + 1, "fence", rank, 3, ep_p, a, fds) < 0)

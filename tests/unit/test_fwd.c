@@ -646,7 +646,7 @@ TEST(a_client_breaking_the_protocol_is_failed_not_freed)
 int main(void)
 {
 	struct ctl_attached_wire a;
-	int fds[3];
+	int fds[4];
 
 	log_init("test_fwd", LOG_ERR);
 	if (fake_daemon(&conf, "unit",
