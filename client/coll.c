@@ -161,17 +161,18 @@ static int req_end(ferry_req_t **req_p)
 }
 
 /* Takes the done page's new records (proto/done.h): each ends its request
- * well.  0, or the handle's error once it is dead. */
+ * well.  How many it took, or the handle's error once it is dead. */
 static int take_done(struct ferry *rf)
 {
 	struct proto_done_shared *d = rf->done;
-	uint32_t pub;
+	uint32_t pub, n;
 
 	if (rf->dead || !d)
 		return rf->dead;
 	pub = atomic_load_explicit(&d->published, memory_order_acquire);
 	if (pub == rf->done_taken)
 		return 0;
+	n = pub - rf->done_taken;
 	if (pub - rf->done_taken > PROTO_DONE_SLOTS)
 		return rf->dead = conn_seterr(-EPROTO, "ferryd published %u completions, more than the %u slots "
 					      "of the done page", pub - rf->done_taken, PROTO_DONE_SLOTS);
@@ -185,6 +186,33 @@ static int take_done(struct ferry *rf)
 	}
 	/* (release: the records are read before ferryd may write over them) */
 	atomic_store_explicit(&d->consumed, rf->done_taken, memory_order_release);
+	return (int)n;
+}
+
+static void coll_fd_reset(struct ferry *rf)
+{
+	uint64_t v;
+
+	if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing to reset */
+	}
+}
+
+/* take_done, keeping efd_coll readable only for records not taken yet
+ * while we are armed (ferryd writes it for each record then): after
+ * taking some, reset it and look again, until a look after a reset finds
+ * nothing.  A record published after the reset writes it again. */
+static void take_news(struct ferry *rf)
+{
+	while (take_done(rf) > 0 && rf->coll_armed)
+		coll_fd_reset(rf);
+}
+
+static int any_pending(const struct ferry *rf)
+{
+	for (const struct ferry_req *r = rf->reqs; r; r = r->next)
+		if (!r->done)
+			return 1;
 	return 0;
 }
 
@@ -203,29 +231,38 @@ static int sock_due(const struct ferry *rf)
 }
 
 /* Asks ferryd to wake us through efd_coll when it publishes (arm), or stops
- * (disarm, which also resets the eventfd).  Arming is the sleeper's half
- * of the handshake in proto/done.h: flag, fence, look once more. */
+ * (disarm).  Arming is the sleeper's half of the handshake in proto/done.h:
+ * flag, fence, look once more; it first resets what a wake-up that raced
+ * with the last disarm may have left in the eventfd.  The handle stays
+ * armed while any of its requests is pending (one flag serves them all:
+ * a program tests each before it sleeps on ferry_fd()). */
 static void coll_arm(struct ferry *rf)
 {
 	if (rf->coll_armed || !rf->done)
 		return;
+	coll_fd_reset(rf);
 	atomic_store_explicit(&rf->done->armed, 1, memory_order_relaxed);
 	rf->coll_armed = 1;
 	atomic_thread_fence(memory_order_seq_cst);
-	take_done(rf);
+	take_news(rf);
 }
 
 static void coll_disarm(struct ferry *rf)
 {
-	uint64_t v;
-
-	if (!rf->coll_armed)
+	if (!rf->coll_armed || any_pending(rf))
 		return;
 	atomic_store_explicit(&rf->done->armed, 0, memory_order_relaxed);
 	rf->coll_armed = 0;
-	if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
-		/* EAGAIN: ferryd did not need to wake us */
-	}
+	coll_fd_reset(rf);
+}
+
+void coll_fd_recheck(struct ferry *rf)
+{
+	/* A wake-up that raced with the last disarm can leave the eventfd
+	 * readable with nothing pending: ferry_recv resets it now and then
+	 * (its fd_reset), as it does its own. */
+	if (rf->done && !rf->coll_armed)
+		coll_fd_reset(rf);
 }
 
 /* ferry_test, and ferry_wait's look: arm as ferry_test does (an
@@ -242,7 +279,7 @@ static int test_req(ferry_req_t **req_p, int arm)
 	r = *req_p;
 	rf = r->f;
 	if (!r->done)
-		take_done(rf);
+		take_news(rf);
 	if (!r->done && sock_due(rf)) {
 		rf->sock_read_ns = proto_now_ns();
 		conn_check(rf);
@@ -257,8 +294,8 @@ static int test_req(ferry_req_t **req_p, int arm)
 	}
 	if (!r->done)
 		return 0;
-	coll_disarm(rf);
 	ret = req_end(req_p);
+	coll_disarm(rf);
 	return ret < 0 ? ret : 1;
 }
 

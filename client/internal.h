@@ -253,6 +253,9 @@ int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char
 /* Requests not yet freed (ferry_close refuses while there are). */
 /* 1 if requests of handle f (a job's or a group's) are not freed yet. */
 int coll_outstanding(const struct ferry *f);
+/* For ferry_recv's reset of ferry_fd(): resets efd_coll if no collective
+ * is armed (coll.c). */
+void coll_fd_recheck(struct ferry *rf);
 /* ferry_close of a group's handle (f->root set). */
 int group_close(struct ferry *f);
 

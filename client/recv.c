@@ -598,6 +598,7 @@ static void fd_reset(struct ferry *f)
 	rx_awake(f);
 	out_disarm(f);
 	f->armed = 0;
+	coll_fd_recheck(f);
 	conn_check(f);        /* items still in the ring come first */
 }
 

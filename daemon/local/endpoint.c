@@ -298,7 +298,7 @@ int ep_done_publish(struct ep *ep, uint32_t group, uint32_t seq)
 {
 	struct proto_done_shared *d = ep->done;
 	/* (consumed is the client's word: a lie costs it its own records) */
-	uint32_t unread = ep->done_pub - atomic_load_explicit(&d->consumed, memory_order_relaxed);
+	uint32_t unread = ep->done_pub - atomic_load_explicit(&d->consumed, memory_order_acquire);
 
 	if (unread >= PROTO_DONE_SLOTS)
 		return 0;
@@ -487,7 +487,6 @@ err_efds:
 		close(ep->efd_client);
 	if (ep->efd_daemon >= 0)
 		close(ep->efd_daemon);
-	close(ep->efd_coll);
 	if (ep->efd_coll >= 0)
 		close(ep->efd_coll);
 	munmap(ep->region, ep->region_bytes);
@@ -532,6 +531,7 @@ void ep_close(struct ep *ep)
 	loop_del(&ep->efd_w);
 	close(ep->efd_client);
 	close(ep->efd_daemon);
+	close(ep->efd_coll);
 	if (ep->lender && ep->lender->first != ep->lender->next) {
 		/* Frames still send from its TX ring: loans that could not
 		 * be taken back (see Loans). */

@@ -52,6 +52,11 @@ expect "... ordered" ordered nbfd 5 3
 # for nothing would have it test thousands of times
 expect "... rank 0, first in, was woken a few times per barrier, not spinning on a readable fd" \
 	awk '/ok:/ { exit !($6 > 0 && $6 <= 25) }' "$TMP/nbfd.0.log"
+barrier_job fdpair 3 4 one one one -- --skew-ms 40 --nonblocking --fd --pair
+expect "two requests, the finished one tested after the pending one: ferry_fd() still wakes for the other" \
+	wait_job fdpair
+expect "... rank 0 was woken a few times per round, not spinning on a readable fd" \
+	awk '/ok:/ { exit !($6 > 0 && $6 <= 20) }' "$TMP/fdpair.0.log"
 barrier_job busy 2 2 one one -- --close-busy
 expect "ferry_close with a request outstanding says -EBUSY and closes nothing" wait_job busy
 # a rank that posts 100 barriers without waiting gets 64 in, then -EAGAIN;

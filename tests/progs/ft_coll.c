@@ -36,6 +36,13 @@
  * must become readable when the request ends (10 s at most), and must not
  * stay readable for nothing: the pending tests count the wake-ups.
  *
+ * --pair (with --fd): each of the N rounds posts two ibarriers, the second
+ * after sleeping rank x MS ms (not before the round), so that the first
+ * ends at once and the second when the last rank posts it; after MS/2 ms
+ * every rank tests the second, then the first (done by then), then waits
+ * on ferry_fd() for the second: a finished request's test must leave the
+ * fd armed for the other.
+ *
  * Prints "rank R ok: N barriers, T pending tests" and exits 0, or
  * "rank R barrier K: ERRNAME: message" and exits 3 when a barrier failed
  * (what the tests look for when a rank dies), 1 on any other error.
@@ -71,7 +78,8 @@ static ferry_t *fd_of;  /* --fd: wait on ferry_fd(fd_of) */
 
 static int until_done(int ret, ferry_req_t **r, long *pending)
 {
-	while (ret == 0 && (ret = ferry_test(r)) == 0) {
+	/* (r NULL: one wait, the caller tested) */
+	while (ret == 0 && (!r || (ret = ferry_test(r)) == 0)) {
 		(*pending)++;
 		if (fd_of) {
 			struct pollfd p = { .fd = ferry_fd(fd_of), .events = POLLIN };
@@ -84,6 +92,8 @@ static int until_done(int ret, ferry_req_t **r, long *pending)
 		} else {
 			usleep(100);
 		}
+		if (!r)
+			return 0;
 	}
 	return ret == 1 ? 0 : ret;
 }
@@ -109,7 +119,7 @@ int main(int argc, char **argv)
 		{ "strategy", required_argument, NULL, 'S' }, { "mismatch", no_argument, NULL, 'X' },
 		{ "post-and-die", required_argument, NULL, 'P' }, { "flood", required_argument, NULL, 'F' },
 		{ "alltoallv", no_argument, NULL, 'V' }, { "many", required_argument, NULL, 'D' },
-		{ "fd", no_argument, NULL, 'W' },
+		{ "fd", no_argument, NULL, 'W' }, { "pair", no_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
@@ -121,7 +131,7 @@ int main(int argc, char **argv)
 	const char *strategy = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL;
 	const char *times = NULL;
-	int opt, ret, nonblocking = 0, close_busy = 0, wait_fd = 0;
+	int opt, ret, nonblocking = 0, close_busy = 0, wait_fd = 0, pair = 0;
 	FILE *tf = NULL;
 	ferry_t *f;
 
@@ -135,6 +145,7 @@ int main(int argc, char **argv)
 		case 't': times = optarg; break;
 		case 'N': nonblocking = 1; break;
 		case 'W': wait_fd = 1; break;
+		case 'Q': pair = 1; break;
 		case 'd': die_before = arg_long("--die-before", optarg); break;
 		case 'L': linger = arg_long("--linger", optarg); break;
 		case 'B': close_busy = 1; break;
@@ -265,7 +276,7 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			_exit(0);
 		}
-		if (skew_ms)
+		if (skew_ms && !pair)
 			usleep((useconds_t)(skew_ms * fo.rank * 1000));
 		enter = real_ns();
 		if (v) {
@@ -331,6 +342,23 @@ int main(int argc, char **argv)
 						fflush(stdout);
 						return 1;
 					}
+		} else if (pair) {
+			ferry_req_t *r1 = NULL, *r2 = NULL;
+
+			if ((ret = ferry_ibarrier(f, &r1)) == 0) {
+				usleep((useconds_t)(skew_ms * fo.rank * 1000));
+				ret = ferry_ibarrier(f, &r2);
+			}
+			if (ret == 0)
+				usleep((useconds_t)(skew_ms * 500));
+			/* the second first (pending: arms), then the first */
+			while (ret == 0 && (r1 || r2)) {
+				int t2 = ferry_test(&r2), t1 = ferry_test(&r1);
+
+				ret = t1 < 0 ? t1 : t2 < 0 ? t2 : 0;
+				if (ret == 0 && (r1 || r2))
+					ret = until_done(0, NULL, &pending);
+			}
 		} else if (nonblocking) {
 			ferry_req_t *r;
 

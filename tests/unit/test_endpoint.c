@@ -11,6 +11,7 @@
 #include "../../daemon/local/endpoint.h"
 #include "../../daemon/local/user.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -156,6 +157,18 @@ TEST(an_item_waiting_for_ring_room_is_woken_by_its_receiver)
 }
 
 /* Whether ferryd wrote c's efd_coll since the last look (and resets it). */
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int coll_woken(struct client *c)
 {
 	uint64_t v;
@@ -171,6 +184,7 @@ TEST(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client)
 {
 	struct client c;
 	struct proto_done_shared *d;
+	int fds0 = open_fds();
 
 	CHECK_EQ(open_client(&c, 1000, "done", 0, 1), 0);
 	d = c.done;
@@ -212,6 +226,7 @@ TEST(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client)
 	CHECK_EQ(atomic_load(&d->sock_done), 2);
 	close_client(&c);
 	CHECK_EQ(user_count(), 0);
+	CHECK_EQ(open_fds(), fds0);             /* every eventfd of the endpoint closed */
 }
 
 int main(void)
