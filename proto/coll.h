@@ -66,8 +66,13 @@ struct wire_coll_piece {
 	uint32_t group;         /* the group: 0 the whole job, else a ferry_split group */
 	uint64_t offset;        /* of this piece's bytes in the stream */
 	uint64_t total;         /* stream bytes of the whole message */
+	uint32_t kind;          /* the operation's kind (enum ctl_coll_kind) as the sender's
+				 * ranks posted it: a receiver whose ranks posted another
+				 * fails it (a split and an all-to-all of 8-byte blocks
+				 * travel alike); 0 in a BREAK */
+	uint32_t reserved;      /* zero */
 };
-static_assert(sizeof(struct wire_coll_piece) == 40, "coll piece layout");
+static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
 
 /* A piece whose msg is WIRE_COLL_MSG_BREAK is no message of a schedule: it
  * says the group is broken from operation `op` on (those fail on every
@@ -158,7 +163,7 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	memcpy(p, payload, sizeof(*p));
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
-	    n > p->total - p->offset || p->gen > 127 || p->op == 0)
+	    n > p->total - p->offset || p->gen > 127 || p->op == 0 || p->kind > 255 || p->reserved)
 		return -EPROTO;
 	return (int64_t)n;
 }

@@ -47,8 +47,9 @@
  * 8: WIRE_CTL_COLL, the collectives' messages; LEAVE's coll_started and
  *    FAIL's coll_ok.
  * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL);
- *    WIRE_CTL_PROBE; HAVE and GO carry the link cost (wire_ctl_step). */
-#define WIRE_VERSION    9
+ *    WIRE_CTL_PROBE; HAVE and GO carry the link cost (wire_ctl_step).
+ * 10: a collective piece names its operation's kind (wire_coll_piece). */
+#define WIRE_VERSION    10
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12

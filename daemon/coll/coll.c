@@ -115,6 +115,7 @@ struct cop {
 	struct cgrp *g;
 	uint32_t seq;
 	uint32_t kind;                  /* enum ctl_coll_kind; 0 until a local rank posted it */
+	uint32_t piece_kind;            /* the kind the first piece named; 0 before one came */
 	uint32_t posted;                /* local ranks that posted it */
 	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
@@ -476,6 +477,17 @@ static void cop_end(struct cop *op, int err, const char *why)
 	coll.work = 1;
 }
 
+/* A piece named kind `theirs` for op, whose ranks here posted (or whose
+ * earlier pieces named) `ours`: the ranks posted different operations. */
+static void kind_mismatch(struct cop *op, uint32_t theirs, uint32_t ours)
+{
+	char why[CTL_ERRTEXT_MAX + 1];
+
+	snprintf(why, sizeof(why), "the ranks posted different operations: %s on some, %s on others",
+		 kind_name(theirs), kind_name(ours));
+	cop_end(op, EINVAL, why);
+}
+
 /* --- sending --- */
 
 static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
@@ -483,10 +495,12 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	struct cop *op = ctx;
 	struct cgrp *g = op->g;
 	const struct job *j = g->cj->j;
+	struct wire_coll_piece named = *h;
 
 	if (peer >= g->G)
 		return -EINVAL;
-	wire_coll_piece_encode(coll.piece, h);
+	named.kind = op->kind;
+	wire_coll_piece_encode(coll.piece, &named);
 	if (len)
 		memcpy(coll.piece + sizeof(*h), data, len);
 	/* As an item of the job, under its links' limits: -EAGAIN when the
@@ -883,6 +897,8 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	}
 	if (op->kind && op->kind != c->kind) {
 		cop_end(op, EINVAL, "the ranks posted different operations");
+	} else if (!op->kind && op->piece_kind && op->piece_kind != c->kind) {
+		kind_mismatch(op, op->piece_kind, c->kind);
 	} else if (op->kind && (op->count != c->count || op->strategy != c->strategy)) {
 		cop_end(op, EINVAL, op->count != c->count ? "the ranks posted different sizes"
 							  : "the ranks forced different algorithms");
@@ -1338,6 +1354,11 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	if (!op || op->ended)
 		return;         /* after the operation ended here: it failed, or the job did */
 	coll.work = 1;
+	if ((op->kind || op->piece_kind) && h->kind != (op->kind ? op->kind : op->piece_kind)) {
+		kind_mismatch(op, h->kind, op->kind ? op->kind : op->piece_kind);
+		return;
+	}
+	op->piece_kind = h->kind;
 	if (op->started) {
 		/* a piece that fails it leaves the executor failed: coll_poll
 		 * ends the operation and the job */

@@ -94,6 +94,19 @@ for p in $mm; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1;
 fails=$(grep -l "alltoall 1: .*Invalid argument\|alltoall 1: .*invalid" "$TMP"/mm.*.log 2>/dev/null | wc -l)
 expect "block sizes that disagree: the all-to-all fails on all 4 ranks ($fails), none hangs" test "$fails" = 4
 wait $mm 2>/dev/null
+# rank 1 splits where the others run an all-to-all of 8-byte blocks (the
+# split's exchange has that shape): a rank of another node posted another
+# kind of operation, which only the pieces' kind tells (WIRE_VERSION 10)
+mm=""
+for r in 0 1 2; do
+	FERRY_RUNTIME_DIR=$TMP/c_n$r bg "sk.$r.log" prog ft_coll --job sk --rank "$r" --size 3 --split-instead 1
+	mm="$mm $LASTPID"
+done
+for p in $mm; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1; done"; done
+fails=$(grep -l "mismatch: .*different operations" "$TMP"/sk.*.log 2>/dev/null | wc -l)
+expect "a split on one node, an all-to-all of 8-byte blocks on the others: it fails on all 3 ranks ($fails), saying so" \
+	test "$fails" = 3
+wait $mm 2>/dev/null
 # rank 2 dies instead of its third all-to-all: the others fail with EPIPE naming it
 a2a dies 4 10 c_n0 c_n1 c_n2 c_n3 -- --alltoall 64 --die-before 3 --die-rank 2
 for r in 0 1 3; do

@@ -36,6 +36,10 @@
  * must become readable when the request ends (10 s at most), and must not
  * stay readable for nothing: the pending tests count the wake-ups.
  *
+ * --split-instead R: rank R calls ferry_split (color 0, key 0) where the
+ * others call ferry_alltoall of 8-byte blocks (the split's exchange has that
+ * shape); every rank must fail with -EINVAL: prints "rank R mismatch:
+ * ERRNAME: message" and exits 0 if it did, 1 if not.
  * --pair (with --fd): each of the N rounds posts two ibarriers, the second
  * after sleeping rank x MS ms (not before the round), so that the first
  * ends at once and the second when the last rank posts it; after MS/2 ms
@@ -120,9 +124,11 @@ int main(int argc, char **argv)
 		{ "post-and-die", required_argument, NULL, 'P' }, { "flood", required_argument, NULL, 'F' },
 		{ "alltoallv", no_argument, NULL, 'V' }, { "many", required_argument, NULL, 'D' },
 		{ "fd", no_argument, NULL, 'W' }, { "pair", no_argument, NULL, 'Q' },
+		{ "split-instead", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
+	long split_instead = -1;
 	long barriers = 1, skew_ms = 0, die_before = -1, die_rank = -1, linger = 0, pending = 0, a2a = -1;
 	int use_alloc = 0, in_place = 0, mismatch = 0;
 	long post_and_die = -1, flood = 0, many = -1;
@@ -146,6 +152,7 @@ int main(int argc, char **argv)
 		case 'N': nonblocking = 1; break;
 		case 'W': wait_fd = 1; break;
 		case 'Q': pair = 1; break;
+		case 'K': split_instead = arg_long("--split-instead", optarg); break;
 		case 'd': die_before = arg_long("--die-before", optarg); break;
 		case 'L': linger = arg_long("--linger", optarg); break;
 		case 'B': close_busy = 1; break;
@@ -169,6 +176,21 @@ int main(int argc, char **argv)
 	}
 	if (wait_fd)
 		fd_of = f;
+	if (split_instead >= 0) {
+		uint8_t sb[8 * 64] = { 0 }, rb[8 * 64];
+		ferry_t *sub = NULL;
+
+		if (fo.size > 64)
+			return 2;
+		if (fo.rank == split_instead)
+			ret = ferry_split(f, 0, 0, &sub);
+		else
+			ret = ferry_alltoall(f, sb, rb, 8);
+		printf("rank %d mismatch: %s: %s\n", fo.rank, ret < 0 ? ferry_strerror(ret) : "none",
+		       ret < 0 ? ferry_last_error() : "it succeeded");
+		fflush(stdout);
+		return ret == -EINVAL ? 0 : 1;
+	}
 	if (times && !(tf = fopen(times, "a"))) {
 		perror(times);
 		return 1;
