@@ -193,6 +193,7 @@ static void coll_fd_reset(struct ferry *rf)
 {
 	uint64_t v;
 
+	rf->coll_reset_ns = proto_now_ns();
 	if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
 		/* EAGAIN: nothing to reset */
 	}
@@ -223,6 +224,8 @@ static int any_pending(const struct ferry *rf)
  * there). */
 #define COLL_SOCK_EVERY_NS 1000000ull
 
+#define COLL_RESET_EVERY_NS 200000ull
+
 static int sock_due(const struct ferry *rf)
 {
 	return !rf->done || rf->in_len ||
@@ -233,41 +236,66 @@ static int sock_due(const struct ferry *rf)
 /* Asks ferryd to wake us through efd_coll when it publishes (arm), or stops
  * (disarm).  Arming is the sleeper's half of the handshake in proto/done.h:
  * flag, fence, look once more; it first resets what a wake-up that raced
- * with the last disarm may have left in the eventfd.  The handle stays
- * armed while any of its requests is pending (one flag serves them all:
- * a program tests each before it sleeps on ferry_fd()). */
-static void coll_arm(struct ferry *rf)
+ * with the last disarm may have left in the eventfd.  Who armed says how
+ * long it lasts (f->coll_armed):
+ *   ARMED_TEST  a ferry_test said pending: the application may sleep on
+ *               ferry_fd() next, so the handle stays armed while any of its
+ *               requests is pending (one flag serves them all: a program
+ *               tests each before it sleeps);
+ *   ARMED_WAIT  ferry_wait is about to sleep: until it returns.
+ * While armed, every completion costs ferryd an eventfd write and us a
+ * read; a ferry_wait that ends while it polls costs neither. */
+#define ARMED_TEST 1
+#define ARMED_WAIT 2
+
+static void coll_arm(struct ferry *rf, int who)
 {
-	if (rf->coll_armed || !rf->done)
+	int was = rf->coll_armed;
+
+	if (!rf->done)
+		return;
+	rf->coll_armed |= who;
+	if (was)
 		return;
 	coll_fd_reset(rf);
 	atomic_store_explicit(&rf->done->armed, 1, memory_order_relaxed);
-	rf->coll_armed = 1;
 	atomic_thread_fence(memory_order_seq_cst);
 	take_news(rf);
 }
 
-static void coll_disarm(struct ferry *rf)
+/* who ends its arming; the flag goes when nobody's is left (ARMED_TEST's
+ * lasts while a request is pending). */
+static void coll_disarm(struct ferry *rf, int who)
 {
-	if (!rf->coll_armed || any_pending(rf))
+	if (!(rf->coll_armed & who))
+		return;
+	if (who == ARMED_TEST && any_pending(rf))
+		return;         /* the application may still sleep on ferry_fd() */
+	rf->coll_armed &= ~who;
+	if (rf->coll_armed == ARMED_TEST && !any_pending(rf))
+		rf->coll_armed = 0;
+	if (rf->coll_armed)
 		return;
 	atomic_store_explicit(&rf->done->armed, 0, memory_order_relaxed);
-	rf->coll_armed = 0;
 	coll_fd_reset(rf);
+	rf->coll_fd_stale = 1;  /* (coll_fd_recheck) */
 }
 
 void coll_fd_recheck(struct ferry *rf)
 {
 	/* A wake-up that raced with the last disarm can leave the eventfd
 	 * readable with nothing pending: ferry_recv resets it now and then
-	 * (its fd_reset), as it does its own. */
-	if (rf->done && !rf->coll_armed)
+	 * (its fd_reset), as it does its own, once after each disarm (a
+	 * program without collectives makes no system call for it). */
+	if (rf->coll_fd_stale && !rf->coll_armed) {
+		rf->coll_fd_stale = 0;
 		coll_fd_reset(rf);
+	}
 }
 
-/* ferry_test, and ferry_wait's look: arm as ferry_test does (an
- * application may sleep on ferry_fd() next), or not (ferry_wait spinning
- * or about to sleep by itself). */
+/* ferry_test (arm ARMED_TEST: an application may sleep on ferry_fd()
+ * next), and ferry_wait's look (arm 0: it arms by itself before it
+ * sleeps). */
 static int test_req(ferry_req_t **req_p, int arm)
 {
 	struct ferry_req *r;
@@ -284,8 +312,19 @@ static int test_req(ferry_req_t **req_p, int arm)
 		rf->sock_read_ns = proto_now_ns();
 		conn_check(rf);
 	}
-	if (!r->done && arm)
-		coll_arm(rf);
+	if (!r->done && arm) {
+		uint64_t now = proto_now_ns();
+
+		coll_arm(rf, arm);
+		/* ferryd's write for a record can land after we took the
+		 * record and reset the eventfd: now and then reset it again
+		 * and look, or a program sleeping on ferry_fd() would spin
+		 * until the next record (at most this long) */
+		if (!r->done && now - rf->coll_reset_ns >= COLL_RESET_EVERY_NS) {
+			coll_fd_reset(rf);
+			take_news(rf);
+		}
+	}
 	if (!r->done && (ret = rf->dead) < 0) {
 		/* the daemon is gone, and the operation had not ended */
 		r->done = 1;
@@ -295,13 +334,13 @@ static int test_req(ferry_req_t **req_p, int arm)
 	if (!r->done)
 		return 0;
 	ret = req_end(req_p);
-	coll_disarm(rf);
+	coll_disarm(rf, ARMED_TEST);
 	return ret < 0 ? ret : 1;
 }
 
 FERRY_API int ferry_test(ferry_req_t **req_p)
 {
-	return test_req(req_p, 1);
+	return test_req(req_p, ARMED_TEST);
 }
 
 /* How long ferry_wait polls before it sleeps, where the daemon has cores
@@ -312,32 +351,22 @@ FERRY_API int ferry_test(ferry_req_t **req_p)
  * operation ended (proto/done.h). */
 #define COLL_SPIN_US 2000
 
-FERRY_API int ferry_wait(ferry_req_t **req_p)
+/* ferry_wait's loop: 1 when *req_p ended (or a negative errno). */
+static int wait_req(ferry_req_t **req_p, struct ferry *rf, uint64_t spin_until)
 {
-	uint64_t spin_until = 0;
-
-	if (req_p && *req_p && (*req_p)->f->spin_us) {
-		int env;
-		unsigned us = COLL_SPIN_US;
-
-		if (conn_env_int("FERRY_COLL_SPIN_US", &env) == 1)
-			us = (unsigned)env;
-		spin_until = proto_now_ns() + us * 1000ull;
-	}
 	for (;;) {
 		int ret = test_req(req_p, 0);
 		struct pollfd pfd[2];
-		struct ferry *rf;
 
 		if (ret != 0)
-			return ret < 0 ? ret : 0;
+			return ret;
 		if (spin_until && proto_now_ns() < spin_until) {
 			sched_yield();
 			continue;
 		}
-		rf = (*req_p)->f;
-		if ((ret = test_req(req_p, 1)) != 0)    /* armed */
-			return ret < 0 ? ret : 0;
+		coll_arm(rf, ARMED_WAIT);
+		if ((ret = test_req(req_p, 0)) != 0)
+			return ret;
 		/* The done page or the socket says it ended (the daemon fails
 		 * an operation that cannot complete: no time limit here). */
 		pfd[0] = (struct pollfd){ .fd = rf->sock, .events = POLLIN };
@@ -348,14 +377,31 @@ FERRY_API int ferry_wait(ferry_req_t **req_p)
 			rf->sock_read_ns = proto_now_ns();
 			conn_check(rf);
 		}
-		if (pfd[1].revents) {
-			uint64_t v;
-
-			if (read(rf->efd_coll, &v, sizeof(v)) < 0) {
-				/* EAGAIN: another call took it */
-			}
-		}
+		if (pfd[1].revents)
+			coll_fd_reset(rf);
 	}
+}
+
+FERRY_API int ferry_wait(ferry_req_t **req_p)
+{
+	uint64_t spin_until = 0;
+	struct ferry *rf;
+	int ret;
+
+	if (!req_p || !*req_p)
+		return 0;
+	rf = (*req_p)->f;
+	if (rf->spin_us) {
+		int env;
+		unsigned us = COLL_SPIN_US;
+
+		if (conn_env_int("FERRY_COLL_SPIN_US", &env) == 1)
+			us = (unsigned)env;
+		spin_until = proto_now_ns() + us * 1000ull;
+	}
+	ret = wait_req(req_p, rf, spin_until);
+	coll_disarm(rf, ARMED_WAIT);
+	return ret < 0 ? ret : 0;
 }
 
 FERRY_API int ferry_waitall(int n, ferry_req_t **reqs)

@@ -200,9 +200,8 @@ int ferry_poll(ferry_t *f, unsigned events, int timeout_ms);
 /* A file descriptor that becomes readable when items may have arrived, for
  * poll/epoll loops.  It is armed by a ferry_recv that returns 0 items: call
  * ferry_recv until it returns 0, then wait on the fd.  It also becomes
- * readable when a collective request ends that a ferry_test said was
- * pending (or that failed), and stays so until that request is tested
- * again. */
+ * readable when a collective request ends after a ferry_test said it was
+ * pending, or fails (see "Collective operations" for the rule). */
 int ferry_fd(const ferry_t *f);
 
 /* --- Collective operations (DESIGN.md "Collectives"; README "Collectives") ---
@@ -219,9 +218,12 @@ int ferry_fd(const ferry_t *f);
  * different operations, with ferry_last_error() saying why; the job is then
  * broken (its steps fail too).  ferry_fd() becomes readable when a request
  * completes after a ferry_test of it said it was pending (that call arms
- * the fd for collectives, as an empty ferry_recv does for items), so a
- * program that waits on ferry_fd() calls ferry_test on its outstanding
- * requests before it waits (as it calls ferry_recv until it returns 0).
+ * the fd for collectives, as an empty ferry_recv does for items, until no
+ * request is pending).  Any ferry_test or ferry_wait takes the news of
+ * every request that ended, and ferry_recv and ferry_send may take a
+ * failure's off the socket, so a program that waits on ferry_fd() calls
+ * ferry_test on each of its outstanding requests before it waits (as it
+ * calls ferry_recv until it returns 0).
  * A handle has at most FERRY_COLL_MAX_PENDING requests not yet
  * freed by ferry_test or ferry_wait: posting another says -EAGAIN. */
 typedef struct ferry_req ferry_req_t;

@@ -133,7 +133,9 @@ struct ferry {
 	uint32_t done_taken;    /* records taken from it (our count) */
 	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */
 	uint64_t sock_read_ns;  /* ... and when */
-	int coll_armed;         /* done->armed set by us */
+	int coll_armed;         /* done->armed set by us: who (coll.c ARMED_*) */
+	uint64_t coll_reset_ns; /* when efd_coll was last reset */
+	int coll_fd_stale;      /* disarmed since ferry_recv last reset efd_coll */
 	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
 	int coll_env_read;      /* ... the environment was read */
 	/* groups (coll.c, ferry_split): a group's handle has its own rank,

@@ -82,6 +82,7 @@ static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
  * group (ferry_close of the group's handle, or of the rank's session) or an
  * operation of the group fails there. */
 #define WIRE_COLL_MSG_BREAK UINT32_MAX
+#define WIRE_COLL_KIND_MAX 255  /* a piece's kind: 1 .. this (enum ctl_coll_kind), 0 in a BREAK */
 struct wire_coll_break {
 	int32_t  err;           /* positive errno */
 	uint32_t text_len;      /* <= 255 */
@@ -163,7 +164,8 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	memcpy(p, payload, sizeof(*p));
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
-	    n > p->total - p->offset || p->gen > 127 || p->op == 0 || p->kind > 255 || p->reserved)
+	    n > p->total - p->offset || p->gen > 127 || p->op == 0 || p->reserved ||
+	    (p->msg == WIRE_COLL_MSG_BREAK ? p->kind != 0 : p->kind == 0 || p->kind > WIRE_COLL_KIND_MAX))
 		return -EPROTO;
 	return (int64_t)n;
 }

@@ -1509,7 +1509,7 @@ static int grp_poll(struct cgrp *g)
 			char why[CTL_ERRTEXT_MAX + 100];
 
 			snprintf(why, sizeof(why), "collective operation %u (%s) failed on node %u: %.180s", op->seq,
-				 kind_name(op->kind), coll.self, op->why);
+				 kind_name(op->kind ? op->kind : op->piece_kind), coll.self, op->why);
 			snprintf(op->why, sizeof(op->why), "%.*s", (int)sizeof(op->why) - 1, why);
 			log_rl_notice("job %s (uid %u): %s", j->name, j->uid, why);
 			grp_fail(g, op->err, op->seq - 1, why);

@@ -54,6 +54,7 @@ static int rec_send(void *ctx, uint32_t peer, const struct wire_coll_piece *h, c
 	}
 	q[nq].to = peer;
 	q[nq].h = *h;
+	q[nq].h.kind = 2;       /* (the engine names it: send_piece) */
 	q[nq].len = len;
 	q[nq].data = malloc(len + 1);
 	memcpy(q[nq].data, d, len);

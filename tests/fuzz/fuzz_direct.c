@@ -27,6 +27,7 @@ int out_flush(struct ferry *f, int block) { (void)f; (void)block; return 0; }
 int out_arm(struct ferry *f) { (void)f; return 0; }
 void out_disarm(struct ferry *f) { (void)f; }
 void poll_rearm(struct ferry *f) { (void)f; }
+void coll_fd_recheck(struct ferry *f) { (void)f; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

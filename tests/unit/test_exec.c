@@ -582,7 +582,8 @@ static size_t stream(uint8_t *out, uint32_t nparts, const uint64_t *lens)
 
 static struct wire_coll_piece piece(uint32_t from, uint32_t msg, uint64_t off, uint64_t total)
 {
-	return (struct wire_coll_piece){ .op = 1, .from = from, .msg = msg, .offset = off, .total = total };
+	return (struct wire_coll_piece){ .op = 1, .from = from, .msg = msg, .offset = off, .total = total,
+					 .kind = CTL_COLL_ALLTOALL };
 }
 
 TEST(hostile_pieces_fail_the_operation_only)
@@ -694,6 +695,24 @@ TEST(hostile_pieces_fail_the_operation_only)
 	h = piece(0, 3, 0, 4);
 	wire_coll_piece_encode(raw, &h);
 	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	/* the kind: a message's names one, a BREAK's none; reserved is 0 */
+	h = piece(0, 3, 0, 8);
+	h.kind = 0;
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	h.kind = WIRE_COLL_KIND_MAX + 1;
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	h = piece(0, 3, 0, 8);
+	h.reserved = 1;
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	h = piece(0, WIRE_COLL_MSG_BREAK, 0, 8);
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	h.kind = 0;
+	wire_coll_piece_encode(raw, &h);
+	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), 8);
 }
 
 TEST(segments_beyond_buffers_are_refused)
