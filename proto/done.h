@@ -12,8 +12,8 @@
  * ferryd, for an operation that succeeded: if fewer than PROTO_DONE_SLOTS
  * records are published and not consumed, it writes rec[published %
  * SLOTS] = group << 32 | seq, then stores published + 1 (release), fences
- * (seq_cst) and, if armed is set, writes the client's eventfd (efd_client,
- * which ferry_fd() watches).  Otherwise - a failure, whose text only the
+ * (seq_cst) and, if armed is set, writes the endpoint's collectives
+ * eventfd (efd_coll, the fourth fd of ATTACHED, which ferry_fd() watches).  Otherwise - a failure, whose text only the
  * socket carries, or no free slot - it sends COLL_DONE on the socket as
  * before and then stores sock_done + 1.
  *
@@ -22,7 +22,8 @@
  * did (or now and then, to hear of the daemon's end).  Before it sleeps
  * it stores armed = 1, fences (seq_cst) and loads published once more (the
  * store-buffering handshake of proto/ring.h: the daemon sees the flag or
- * the client sees the record).  It clears armed once it stops waiting.
+ * the client sees the record).  It clears armed once it stops waiting
+ * (client/coll.c: who armed, and for how long).
  *
  * Only the client's own requests depend on what it writes here (consumed,
  * armed): ferryd reads consumed to keep its unconsumed records, and a

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "../../daemon/coll/exec.h"
 #include "../../daemon/plan/a2a.h"
+#include "../../proto/ctl.h"
 
 #include <errno.h>
 #include <stdlib.h>
