@@ -226,11 +226,11 @@ static int any_pending(const struct ferry *rf)
 
 #define COLL_RESET_EVERY_NS 200000ull
 
-static int sock_due(const struct ferry *rf)
+static int sock_due(const struct ferry *rf, int now_and_then)
 {
 	return !rf->done || rf->in_len ||
 	       atomic_load_explicit(&rf->done->sock_done, memory_order_acquire) != rf->sock_seen ||
-	       proto_now_ns() - rf->sock_read_ns >= COLL_SOCK_EVERY_NS;
+	       (now_and_then && proto_now_ns() - rf->sock_read_ns >= COLL_SOCK_EVERY_NS);
 }
 
 /* Asks ferryd to wake us through efd_coll when it publishes (arm), or stops
@@ -295,7 +295,8 @@ void coll_fd_recheck(struct ferry *rf)
 
 /* ferry_test (arm ARMED_TEST: an application may sleep on ferry_fd()
  * next), and ferry_wait's look (arm 0: it arms by itself before it
- * sleeps). */
+ * sleeps, and then polls the socket: its looks need not read it now and
+ * then to hear of the daemon's end). */
 static int test_req(ferry_req_t **req_p, int arm)
 {
 	struct ferry_req *r;
@@ -308,7 +309,7 @@ static int test_req(ferry_req_t **req_p, int arm)
 	rf = r->f;
 	if (!r->done)
 		take_news(rf);
-	if (!r->done && sock_due(rf)) {
+	if (!r->done && sock_due(rf, arm != 0)) {
 		rf->sock_read_ns = proto_now_ns();
 		conn_check(rf);
 	}

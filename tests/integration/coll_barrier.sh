@@ -73,6 +73,31 @@ expect "... both ranks ended well" bash -c "[ $rc1 = 0 ] && grep -q 'rank 1 ok: 
 expect "... and ferryd answers a query at once" bash -c "timeout 5 '$BUILD/ferryctl' --runtime-dir '$TMP/one' status >/dev/null"
 stop_daemon one >/dev/null
 
+# The done page (proto/done.h): with ferryd on a core of its own (CPU 1) and
+# the ranks on CPU 0, ferry_wait learns that a barrier ended by polling
+# shared memory; rank 0's system calls, counted by strace, are a send per
+# barrier (its post) and yields, and (nearly) no read of the socket (a
+# COLL_DONE cost two or three) nor poll.
+if runs_on 0 1 && command -v strace >/dev/null; then
+	printf 'daemon: { cpus = "1"; };\n' >"$TMP/cpu1.conf"
+	start_daemon pinned --config "$TMP/cpu1.conf" || exit 1
+	FERRY_RUNTIME_DIR=$TMP/pinned bg quiet.1.log taskset -c 0 "$BUILD/tests/ft_coll" --job quiet --rank 1 --size 2 \
+		--barriers 2000
+	q1=$LASTPID
+	FERRY_RUNTIME_DIR=$TMP/pinned strace -f -c -o "$TMP/quiet.strace" taskset -c 0 "$BUILD/tests/ft_coll" \
+		--job quiet --rank 0 --size 2 --barriers 2000 >"$TMP/quiet.0.log" 2>&1
+	rc0=$?
+	wait "$q1"; rc1=$?
+	looks=$(awk '$NF ~ /^(read|recvmsg|recvfrom|poll|ppoll|epoll_wait)$/ { n += $(NF-1) } END { print n + 0 }' \
+		"$TMP/quiet.strace")
+	sends=$(awk '$NF ~ /^(sendto|sendmsg|write)$/ { n += $(NF-1) } END { print n + 0 }' "$TMP/quiet.strace")
+	expect "ferryd on a core of its own: 2000 barriers, rank 0 read or polled its socket $looks times (sent $sends)" \
+		bash -c "[ $rc0 = 0 ] && [ $rc1 = 0 ] && [ $looks -lt 200 ] && [ $sends -ge 2000 ]"
+	stop_daemon pinned >/dev/null
+else
+	echo "ok - $TEST: # SKIP counting the done page's system calls needs 2 CPUs (0 and 1) and strace"
+fi
+
 # --- clusters ----------------------------------------------------------------
 start_cluster c 5 || exit 1
 # 7 ranks over 5 nodes: 2, 2, 1, 1, 1 ranks per node
