@@ -206,7 +206,17 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 /* Apart, so that they sample moments after the start's rush of handshakes
  * and probes on every link (minima: one quiet moment is enough). */
 #define PROBE_GAP_NS (25ull * 1000000u)
+/* A chain whose every sample was refused (frames resent on a loaded
+ * machine: Karn) leaves α or β unknown on a link no job uses yet: another
+ * chain this long after, at most PROBE_RETRIES times. */
+#define PROBE_RETRY_NS (250ull * 1000000u)
+#define PROBE_RETRIES 8
 static void on_probe_timer(struct loop_timer *t);
+
+static int probe_more(const struct peer *p)
+{
+	return (!linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost)) && p->probe_retries < PROBE_RETRIES;
+}
 
 static int take_ack(struct peer *p, uint64_t ack)
 {
@@ -235,8 +245,8 @@ static int take_ack(struct peer *p, uint64_t ack)
 			    p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
 		return -EPROTO;
 	}
-	if (probed && p->probes_left)
-		loop_timer_arm(&p->probe_timer, PROBE_GAP_NS, on_probe_timer, p);
+	if (probed && (p->probes_left || probe_more(p)))
+		loop_timer_arm(&p->probe_timer, p->probes_left ? PROBE_GAP_NS : PROBE_RETRY_NS, on_probe_timer, p);
 	return 0;
 }
 
@@ -520,16 +530,23 @@ static void link_accepted(struct link *l)
  * them from there. */
 static void probe_next(struct peer *p)
 {
-	uint32_t len = p->probes_left % 2 ? PROBE_LARGE : 0;
-	struct wire_item it = { .len = len, .node = p->node, .job = 0, .dst = WIRE_CTL_PROBE, .src = peers.self };
+	struct wire_item it = { .node = p->node, .job = 0, .dst = WIRE_CTL_PROBE, .src = peers.self };
 	struct frame *f;
 	uint8_t *zero;
+	uint32_t len, n;
 
-	/* a large probe is a burst: one acknowledgement for many bytes (β) */
-	uint32_t n = len ? PROBE_BURST : 1;
-
-	if (!p->probes_left || p->state != PEER_UP)
+	if (p->state != PEER_UP)
 		return;
+	if (!p->probes_left) {
+		if (!probe_more(p))
+			return;
+		p->probe_retries++;
+		p->probes_left = 2 * PROBE_ROUNDS;
+	}
+	/* a large probe is a burst: one acknowledgement for many bytes (β) */
+	len = p->probes_left % 2 ? PROBE_LARGE : 0;
+	n = len ? PROBE_BURST : 1;
+	it.len = len;
 	p->probes_left--;
 	zero = len ? calloc(1, len) : NULL;
 	for (uint32_t k = 0; k < n; k++) {
@@ -542,7 +559,9 @@ static void probe_next(struct peer *p)
 		}
 		f->len += (uint32_t)wire_encode_item(f->data + f->len, &it, zero);
 		f->nitems = 1;
-		f->probe = k + 1 == n && p->probes_left;
+		/* its acknowledgement sends the next, or sees whether another
+		 * chain is needed (take_ack) */
+		f->probe = k + 1 == n;
 		f->urgent = 1;  /* acknowledged at once: its round trip is the point */
 		peer_send(p, f);
 	}
@@ -616,6 +635,7 @@ static int link_up(struct link *l)
 		peers.ev->found(p);
 	if (!p->cost.samples && peers.conf->link_probe) {
 		p->probes_left = 2 * PROBE_ROUNDS;
+		p->probe_retries = 0;
 		probe_next(p);
 	}
 	l->ops->kick(l);

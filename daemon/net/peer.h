@@ -95,6 +95,7 @@ struct peer {
 	 * frames: a probe at link start, then live traffic. */
 	struct linkcost cost;
 	uint32_t probes_left;           /* link-start probes still to send, one at a time */
+	uint32_t probe_retries;         /* ... chains sent again for lack of samples */
 	struct loop_timer probe_timer;  /* ... the next of them, a while after the last was acknowledged */
 };
 
