@@ -19,6 +19,13 @@ static void window(struct linkcost *c, uint64_t now_ns)
 		/* a new window: the current one becomes the last (two windows
 		 * or more since: the last is empty) */
 		int gap = now_ns - c->win_start_ns >= 2 * LINKCOST_WINDOW_NS;
+		uint64_t rtt = min_known(c->rtt_small[0], c->rtt_small[1]);
+		uint64_t ps = min_known(c->ps_per_byte[0], c->ps_per_byte[1]);
+
+		if (rtt)
+			c->kept_rtt_small = rtt;
+		if (ps)
+			c->kept_ps_per_byte = ps;
 
 		c->rtt_small[0] = gap ? 0 : c->rtt_small[1];
 		c->ps_per_byte[0] = gap ? 0 : c->ps_per_byte[1];
@@ -51,10 +58,14 @@ uint64_t linkcost_alpha_ns(const struct linkcost *c)
 {
 	uint64_t rtt = min_known(c->rtt_small[0], c->rtt_small[1]);
 
+	if (!rtt)
+		rtt = c->kept_rtt_small;
 	return rtt ? (rtt + 1) / 2 : 0;
 }
 
 uint64_t linkcost_beta_ps(const struct linkcost *c)
 {
-	return min_known(c->ps_per_byte[0], c->ps_per_byte[1]);
+	uint64_t ps = min_known(c->ps_per_byte[0], c->ps_per_byte[1]);
+
+	return ps ? ps : c->kept_ps_per_byte;
 }

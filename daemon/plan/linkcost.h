@@ -33,6 +33,10 @@ struct linkcost {
 	uint64_t rtt_small[2];          /* [0] the last complete window's minimum, [1] the current's; 0: none */
 	uint64_t ps_per_byte[2];        /* the same for the large samples' excess per byte (picoseconds) */
 	uint64_t samples;
+	/* the estimates when the windows last rolled: what α and β say while
+	 * both windows lack a sample of their kind (a link that carried only
+	 * large frames for a while still has an α: stale, not unknown) */
+	uint64_t kept_rtt_small, kept_ps_per_byte;
 };
 
 /* Frames of bytes in all were acknowledged rtt_ns after the first of them

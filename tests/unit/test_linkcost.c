@@ -49,6 +49,16 @@ TEST(windows_forget_old_minima)
 	/* a gap of two windows: only the new sample counts */
 	linkcost_sample(&c, 1 * MS + 5 * LINKCOST_WINDOW_NS, 0, 80000);
 	CHECK_EQ(linkcost_alpha_ns(&c), 40000);
+	/* only large frames for three windows: α stays what it was (stale,
+	 * not unknown), β comes from them */
+	linkcost_sample(&c, 1 * MS + 6 * LINKCOST_WINDOW_NS, LINKCOST_LARGE, 1000000);
+	linkcost_sample(&c, 1 * MS + 7 * LINKCOST_WINDOW_NS, LINKCOST_LARGE, 1000000);
+	linkcost_sample(&c, 1 * MS + 8 * LINKCOST_WINDOW_NS, LINKCOST_LARGE, 1000000);
+	CHECK_EQ(linkcost_alpha_ns(&c), 40000);
+	CHECK(linkcost_beta_ps(&c) > 0);
+	/* ... and a new small sample replaces it */
+	linkcost_sample(&c, 1 * MS + 8 * LINKCOST_WINDOW_NS + 1, 0, 20000);
+	CHECK_EQ(linkcost_alpha_ns(&c), 10000);
 }
 
 int main(void)
