@@ -17,8 +17,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -173,9 +173,9 @@ static int take_done(struct ferry *rf)
 	if (pub == rf->done_taken)
 		return 0;
 	n = pub - rf->done_taken;
-	if (pub - rf->done_taken > PROTO_DONE_SLOTS)
+	if (n > PROTO_DONE_SLOTS)
 		return rf->dead = conn_seterr(-EPROTO, "ferryd published %u completions, more than the %u slots "
-					      "of the done page", pub - rf->done_taken, PROTO_DONE_SLOTS);
+					      "of the done page", n, PROTO_DONE_SLOTS);
 	while (rf->done_taken != pub) {
 		uint64_t rec = atomic_load_explicit(&d->rec[rf->done_taken % PROTO_DONE_SLOTS], memory_order_relaxed);
 
@@ -223,8 +223,6 @@ static int any_pending(const struct ferry *rf)
  * a while (the daemon's end, or a message it had to queue, show only
  * there). */
 #define COLL_SOCK_EVERY_NS 1000000ull
-
-#define COLL_RESET_EVERY_NS 200000ull
 
 static int sock_due(const struct ferry *rf, int now_and_then)
 {
@@ -292,6 +290,9 @@ void coll_fd_recheck(struct ferry *rf)
 		coll_fd_reset(rf);
 	}
 }
+
+/* How often a ferry_test that stays pending resets efd_coll (test_req). */
+#define COLL_RESET_EVERY_NS 200000ull
 
 /* ferry_test (arm ARMED_TEST: an application may sleep on ferry_fd()
  * next), and ferry_wait's look (arm 0: it arms by itself before it

@@ -1327,6 +1327,7 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	struct cop *op;
 	const char *dwhy, *ewhy;
 	int full = 0, derr, ret;
+	uint32_t want;
 
 	if (h->from >= g->G || g->nodes[h->from] != from) {
 		log_rl_warn("job %s: collective piece from node %u claims to be from node index %u of %u; dropped",
@@ -1354,8 +1355,9 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	if (!op || op->ended)
 		return;         /* after the operation ended here: it failed, or the job did */
 	coll.work = 1;
-	if ((op->kind || op->piece_kind) && h->kind != (op->kind ? op->kind : op->piece_kind)) {
-		kind_mismatch(op, h->kind, op->kind ? op->kind : op->piece_kind);
+	want = op->kind ? op->kind : op->piece_kind;     /* (0: neither posted nor named yet) */
+	if (want && h->kind != want) {
+		kind_mismatch(op, h->kind, want);
 		return;
 	}
 	op->piece_kind = h->kind;

@@ -587,6 +587,16 @@ static struct wire_coll_piece piece(uint32_t from, uint32_t msg, uint64_t off, u
 					 .kind = CTL_COLL_ALLTOALL };
 }
 
+/* What wire_coll_piece_decode says of h followed by 8 stream bytes. */
+static int64_t decoded(struct wire_coll_piece h)
+{
+	uint8_t raw[sizeof(h) + 8] = { 0 };
+	struct wire_coll_piece d;
+
+	wire_coll_piece_encode(raw, &h);
+	return wire_coll_piece_decode(raw, sizeof(raw), &d);
+}
+
 TEST(hostile_pieces_fail_the_operation_only)
 {
 	struct victim v;
@@ -690,30 +700,21 @@ TEST(hostile_pieces_fail_the_operation_only)
 	wire_coll_piece_encode(raw, &h);
 	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), 8);
 	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(h), &d), -EPROTO);
-	h = piece(0, 3, 4, 8);
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
-	h = piece(0, 3, 0, 4);
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	CHECK_EQ(decoded(piece(0, 3, 4, 8)), -EPROTO);
+	CHECK_EQ(decoded(piece(0, 3, 0, 4)), -EPROTO);
 	/* the kind: a message's names one, a BREAK's none; reserved is 0 */
 	h = piece(0, 3, 0, 8);
 	h.kind = 0;
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = WIRE_COLL_KIND_MAX + 1;
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	CHECK_EQ(decoded(h), -EPROTO);
 	h = piece(0, 3, 0, 8);
 	h.reserved = 1;
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	CHECK_EQ(decoded(h), -EPROTO);
 	h = piece(0, WIRE_COLL_MSG_BREAK, 0, 8);
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), -EPROTO);
+	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = 0;
-	wire_coll_piece_encode(raw, &h);
-	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(raw), &d), 8);
+	CHECK_EQ(decoded(h), 8);
 }
 
 TEST(segments_beyond_buffers_are_refused)
