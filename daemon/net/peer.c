@@ -206,16 +206,24 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 /* Apart, so that they sample moments after the start's rush of handshakes
  * and probes on every link (minima: one quiet moment is enough). */
 #define PROBE_GAP_NS (25ull * 1000000u)
-/* A chain whose every sample was refused (frames resent on a loaded
- * machine: Karn) leaves α or β unknown on a link no job uses yet: another
- * chain this long after, at most PROBE_RETRIES times. */
+/* A chain that left α or β unknown (its samples refused: frames resent on
+ * a loaded machine, Karn; or acknowledged together with a job's frames
+ * that came right after) is sent again, 250 ms after, then twice as long
+ * each time up to 8 s, for as long as the link lacks an estimate. */
 #define PROBE_RETRY_NS (250ull * 1000000u)
-#define PROBE_RETRIES 8
+#define PROBE_RETRY_MAX_SHIFT 5
 static void on_probe_timer(struct loop_timer *t);
 
 static int probe_more(const struct peer *p)
 {
-	return (!linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost)) && p->probe_retries < PROBE_RETRIES;
+	return !linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost);
+}
+
+static uint64_t probe_retry_ns(const struct peer *p)
+{
+	uint32_t shift = p->probe_retries < PROBE_RETRY_MAX_SHIFT ? p->probe_retries : PROBE_RETRY_MAX_SHIFT;
+
+	return PROBE_RETRY_NS << shift;
 }
 
 static int take_ack(struct peer *p, uint64_t ack)
@@ -246,7 +254,7 @@ static int take_ack(struct peer *p, uint64_t ack)
 		return -EPROTO;
 	}
 	if (probed && (p->probes_left || probe_more(p)))
-		loop_timer_arm(&p->probe_timer, p->probes_left ? PROBE_GAP_NS : PROBE_RETRY_NS, on_probe_timer, p);
+		loop_timer_arm(&p->probe_timer, p->probes_left ? PROBE_GAP_NS : probe_retry_ns(p), on_probe_timer, p);
 	return 0;
 }
 
