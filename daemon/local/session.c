@@ -15,7 +15,10 @@
  * listening socket is not watched while accept fails for want of file
  * descriptors or memory (a level-triggered watch would spin): accepting
  * resumes after a delay that grows from 10 ms to 1 s, or as soon as a
- * session ends.
+ * session ends.  A JOIN whose endpoint finds no file descriptor waits the
+ * same way, unread (wait_fds), with accepting paused (each connection
+ * accepted would take a descriptor it needs): it is tried again before
+ * accepting resumes, and refused with EMFILE only at limits.join_timeout_ms.
  */
 #include "session.h"
 #include "mem.h"
@@ -72,6 +75,7 @@ struct sess {
 	int killed;                     /* closed for breaking the protocol (counted) */
 	int fd_in;                      /* ENDPOINT: the fd that came for a MEM not yet read, or -1 */
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
+	int wait_fds;                   /* JOIN: its JOIN (first in in[]) waits for file descriptors */
 };
 
 /* A client that exits without ferry_close (or is killed) may leave items in
@@ -107,12 +111,14 @@ static struct {
 
 static void close_session(struct sess *s, const char *why, int killed);
 static void arm(struct sess *s, uint32_t ms);
+static void pause_accepting(int err);
+static void resume_accepting(void);
 
 /* Whether s's messages are read and handled now: not once it is being
  * closed, and not while a tool's reply is held (one at a time). */
 static int reading(const struct sess *s)
 {
-	return !s->close_when_sent && !(s->state == S_ADMIN && s->out);
+	return !s->close_when_sent && !s->wait_fds && !(s->state == S_ADMIN && s->out);
 }
 
 /* Watches s's socket for what it needs now. */
@@ -261,8 +267,13 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size,
 		return;
 	}
 	if (ret == -EMFILE || ret == -ENFILE) {
-		reject(s, -ret, "job %s: cannot join: ferryd has no file descriptors left (%s); try again later",
-		       name, strerror(-ret));
+		/* Its JOIN stays in s->in (consume) and is tried again when
+		 * descriptors may be free (fds_freed); on_timer refuses it. */
+		log_rl_warn("session %u (pid %d uid %u): job %s: no file descriptors for its endpoint (%s); "
+			    "its JOIN waits", s->id, s->cred.pid, s->cred.uid, name, strerror(-ret));
+		s->wait_fds = 1;
+		sess_stats.joins_waited_fds++;
+		pause_accepting(-ret);
 		return;
 	}
 	if (ret == -ENOMEM) {
@@ -508,7 +519,7 @@ static void on_end_timer(struct loop_timer *t)
  * SESS_END_GRACE_NS), then frees dead sessions.  tell: whether the layer
  * above hears of the ranks that leave (0: the daemon is going away, nothing
  * waits). */
-static void resume_accepting(void);
+static void fds_freed(void);
 
 static void reap(int tell)
 {
@@ -560,8 +571,8 @@ static void reap(int tell)
 		loop_timer_arm(&sessions.end_timer, next - now, on_end_timer, NULL);
 	/* Their file descriptors are free now: someone may be waiting to
 	 * connect. */
-	if (freed && sessions.accept_paused)
-		resume_accepting();
+	if (freed)
+		fds_freed();
 }
 
 int sess_poll(void)
@@ -586,6 +597,12 @@ static void on_timer(struct loop_timer *t)
 		return;
 	}
 	sess_stats.sessions_timed_out++;
+	if (s->wait_fds) {
+		s->wait_fds = 0;
+		reject(s, EMFILE, "cannot join: ferryd had no file descriptors for %u ms (limits.join_timeout_ms)",
+		       c->join_timeout_ms);
+		return;
+	}
 	switch (s->state) {
 	case S_HELLO:
 	case S_JOIN:
@@ -730,6 +747,8 @@ static int consume(struct sess *s)
 			return 0;
 		}
 		handle_msg(s, &m);
+		if (s->wait_fds)
+			return 1;       /* the message stays for its retry */
 		memmove(s->in, s->in + used, s->in_len - (size_t)used);
 		s->in_len -= (size_t)used;
 	}
@@ -909,6 +928,24 @@ static void new_session(int fd)
 static void on_accept_timer(struct loop_timer *t)
 {
 	(void)t;
+	fds_freed();
+}
+
+/* Descriptors may be free (a session ended, or the backoff is over): the
+ * JOINs that waited for them first, in the order they came, then new
+ * connections, unless a JOIN still finds none (join paused accepting again,
+ * with a longer delay). */
+static void fds_freed(void)
+{
+	for (struct sess *s = sessions.all; s; s = s->next) {
+		if (!s->wait_fds || s->state >= S_ENDING)
+			continue;
+		s->wait_fds = 0;
+		if (consume(s) && watch(s) < 0)
+			close_session(s, "epoll", 0);
+		if (s->wait_fds)
+			return;
+	}
 	resume_accepting();
 }
 

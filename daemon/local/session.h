@@ -39,6 +39,7 @@ struct sess_stats {
 	uint64_t sessions_timed_out;    /* join_timeout_ms or admin_idle_ms passed */
 	uint64_t joins_refused;         /* JOINs over a limit on endpoints, jobs or memory */
 	uint64_t accept_paused;         /* times accept found no fd or memory and paused */
+	uint64_t joins_waited_fds;      /* times a JOIN found no fd and waited */
 };
 extern struct sess_stats sess_stats;
 

@@ -83,14 +83,16 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)frame_mem_bytes, (unsigned long long)sess_out_bytes(),
 			(unsigned long long)user_total.mem_waits, (unsigned long long)user_total.coll_bytes);
 		fprintf(out, "sessions_opened %llu\nsessions_closed %llu\nsessions_killed %llu\nsessions_refused %llu\n"
-			"sessions_timed_out %llu\njoins_refused %llu\naccept_paused %llu\n",
+			"sessions_timed_out %llu\njoins_refused %llu\naccept_paused %llu\n"
+			"joins_waited_fds %llu\n",
 			(unsigned long long)sess_stats.sessions_opened,
 			(unsigned long long)sess_stats.sessions_closed,
 			(unsigned long long)sess_stats.sessions_killed,
 			(unsigned long long)sess_stats.sessions_refused,
 			(unsigned long long)sess_stats.sessions_timed_out,
 			(unsigned long long)sess_stats.joins_refused,
-			(unsigned long long)sess_stats.accept_paused);
+			(unsigned long long)sess_stats.accept_paused,
+			(unsigned long long)sess_stats.joins_waited_fds);
 		fprintf(out, "direct_jobs %llu\ndirect_failed %llu\ndirect_regions %u\n",
 			(unsigned long long)direct_stats.jobs, (unsigned long long)direct_stats.failed, direct_count());
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"

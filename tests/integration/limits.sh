@@ -242,4 +242,47 @@ wait_for 'grep -qs "^summary" "$TMP/held.out"'
 expect "once connections close, the waiting client gets in" wait_for 'grep -qs "open ok" "$TMP/legit.out"'
 expect "the daemon counted its pauses" test "$(stat fd accept_paused)" -gt 0
 expect "daemon fd exits cleanly" stop_daemon fd
+
+# A JOIN whose endpoint finds no descriptors: room for its socket and its
+# region's memfd, not for the eventfds.  It waits (accepting paused), not
+# refused, and gets in once there are; past limits.join_timeout_ms it is
+# refused with EMFILE.  Only the soft limit is lowered, so that it can go up
+# again without CAP_SYS_RESOURCE.
+cat >"$TMP/fw.conf" <<CONF
+limits: { join_timeout_ms = 4000; };
+CONF
+start_daemon fw --config "$TMP/fw.conf" || exit 1
+pid=$(dpid fw)
+hard=$(awk '/^Max open files/ { print $5 }' "/proc/$pid/limits")
+# starve: the soft limit leaves room for 2 descriptors more than the daemon
+# holds now, with no session open (a tool's goes when the daemon reads it).
+starve() {
+	wait_for '[ "$(sessions fw)" = 0 ]'
+	n=$(nfds "$pid")
+	"${as_daemon[@]}" prlimit --pid "$pid" --nofile=$((n + 2)):"$hard"
+}
+unstarve() { "${as_daemon[@]}" prlimit --pid "$pid" --nofile=$((n + 64)):"$hard"; }
+starve
+FERRY_RUNTIME_DIR=$TMP/fw bg starved.out prog ft_open --job starved --rank 0 --size 1 --timeout 20000
+st=$LASTPID
+wait_for 'grep -q "job starved: no file descriptors for its endpoint" "$TMP/fw.log"'
+sleep 0.5
+t0=$(cpu_ticks "$pid")
+sleep 2
+t1=$(cpu_ticks "$pid")
+expect "a JOIN that finds no file descriptors waits, not refused" \
+	eval 'kill -0 $st && ! grep -q "open" "$TMP/starved.out"'
+expect "... without spinning ($((t1 - t0)) ticks of CPU in 2 s)" test $((t1 - t0)) -lt 20
+unstarve
+expect "... and gets in once there are" wait_for 'grep -qs "open ok" "$TMP/starved.out"'
+expect "... counted (joins_waited_fds)" test "$(stat fw joins_waited_fds)" -gt 0
+wait_for '[ "$(stat fw endpoints)" = 0 ]'
+starve
+FERRY_RUNTIME_DIR=$TMP/fw prog ft_open --job late --rank 0 --size 1 --timeout 20000 >"$TMP/late_fd.out" 2>&1
+expect "a JOIN that waits for file descriptors past limits.join_timeout_ms fails with EMFILE" \
+	grep -q "open error -24 .*no file descriptors for 4000 ms" "$TMP/late_fd.out"
+unstarve
+FERRY_RUNTIME_DIR=$TMP/fw prog ft_open --job after --rank 0 --size 1 --timeout 20000 >"$TMP/after.out" 2>&1
+expect "... and the daemon serves the next one" grep -q "open ok" "$TMP/after.out"
+expect "daemon fw exits cleanly" stop_daemon fw
 finish
