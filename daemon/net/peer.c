@@ -124,8 +124,12 @@ void peer_send(struct peer *p, struct frame *f)
 	assert(f->lent || f->cap - f->len >= peers.trailer);   /* frame_alloc keeps the tag's room */
 	f->len += peers.trailer;
 	/* Its round trip, from now (its own write included, and whatever
-	 * waits before it: the link's cost takes minima, plan/linkcost.h). */
-	f->sent_ns = loop_now_ns();
+	 * waits before it: the link's cost takes minima, plan/linkcost.h).
+	 * The clock itself, not the loop's turn: on a loaded machine one turn
+	 * can queue a frame and read its ack (the peer ran on the other core
+	 * meanwhile), and the turn's time made that a round trip of 0 (an α
+	 * of 1 ns, which then stayed the minimum). */
+	f->sent_ns = proto_now_ns();
 	seq_push(&p->seq, f, (uint16_t)(peers.frame_flags | (f->urgent ? WIRE_FRAME_URGENT : 0)));
 	p->st.frames_sent++;
 	p->st.bytes_sent += f->len;
@@ -243,11 +247,8 @@ static int take_ack(struct peer *p, uint64_t ack)
 		clean &= f->written && !f->resent;
 		probed |= f->probe;     /* (also when live frames came after it) */
 	}
-	if (last && clean && ack <= seq_written_upto(&p->seq)) {
-		now = loop_now_ns();
-		linkcost_sample(&p->cost, now, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
-				now > first->sent_ns ? now - first->sent_ns : 0);
-	}
+	if (last && clean && ack <= seq_written_upto(&p->seq) && (now = proto_now_ns()) > first->sent_ns)
+		linkcost_sample(&p->cost, now, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes, now - first->sent_ns);
 	if (seq_take_ack(&p->seq, ack) < 0) {
 		log_rl_warn("peer %u acknowledges frame %llu, but only %llu went out; closing the link",
 			    p->node, (unsigned long long)ack, (unsigned long long)seq_written_upto(&p->seq));
