@@ -15,10 +15,13 @@
  * listening socket is not watched while accept fails for want of file
  * descriptors or memory (a level-triggered watch would spin): accepting
  * resumes after a delay that grows from 10 ms to 1 s, or as soon as a
- * session ends.  A JOIN whose endpoint finds no file descriptor waits the
- * same way, unread (wait_fds), with accepting paused (each connection
- * accepted would take a descriptor it needs): it is tried again before
- * accepting resumes, and refused with EMFILE only at limits.join_timeout_ms.
+ * session ends.  A JOIN whose endpoint finds no file descriptors (it needs
+ * JOIN_FDS) waits, unread (wait_fds): the waiting JOINs are tried again,
+ * oldest first, when a session ends and on a timer of their own (the same
+ * back-off), and one still waiting at limits.join_timeout_ms of connecting
+ * is refused with EMFILE.  Accepting goes on meanwhile (a tool must still
+ * get in to see why), so new connections may take descriptors first: the
+ * waiting is not a reservation.
  */
 #include "session.h"
 #include "mem.h"
@@ -51,6 +54,9 @@ enum sess_state { S_HELLO, S_JOIN, S_ENDPOINT, S_ADMIN, S_ENDING, S_DEAD };
 /* Backoff of the listening socket while accept has no fd or memory. */
 #define ACCEPT_DELAY_MIN_MS 10
 #define ACCEPT_DELAY_MAX_MS 1000
+/* Descriptors a JOIN's endpoint takes (endpoint.c: the region's memfd
+ * until ATTACHED is sent, and 3 eventfds). */
+#define JOIN_FDS 4
 /* File descriptors one message carries at most: CTL_DIRECT's region and
  * its slots' eventfds (ATTACHED carries 3). */
 #define SESS_FDS_MAX (1 + PROTO_DIRECT_MAX)
@@ -76,6 +82,7 @@ struct sess {
 	int fd_in;                      /* ENDPOINT: the fd that came for a MEM not yet read, or -1 */
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
 	int wait_fds;                   /* JOIN: its JOIN (first in in[]) waits for file descriptors */
+	int waited_fds;                 /* ... and it did at least once (counted once) */
 };
 
 /* A client that exits without ferry_close (or is killed) may leave items in
@@ -105,13 +112,15 @@ static struct {
 	int accept_paused;              /* listen_w unwatched: out of fds or memory */
 	uint32_t accept_delay_ms;       /* current backoff; 0 after an accept worked */
 	struct loop_timer accept_timer;
+	uint32_t join_delay_ms;         /* the same for JOINs waiting for descriptors */
+	struct loop_timer join_timer;
 } sessions = { .listen_fd = -1 };
 
 /* --- output --- */
 
 static void close_session(struct sess *s, const char *why, int killed);
 static void arm(struct sess *s, uint32_t ms);
-static void pause_accepting(int err);
+static void join_retry_later(void);
 static void resume_accepting(void);
 
 /* Whether s's messages are read and handled now: not once it is being
@@ -269,11 +278,14 @@ static void join(struct sess *s, const char *name, uint32_t rank, uint32_t size,
 	if (ret == -EMFILE || ret == -ENFILE) {
 		/* Its JOIN stays in s->in (consume) and is tried again when
 		 * descriptors may be free (fds_freed); on_timer refuses it. */
-		log_rl_warn("session %u (pid %d uid %u): job %s: no file descriptors for its endpoint (%s); "
-			    "its JOIN waits", s->id, s->cred.pid, s->cred.uid, name, strerror(-ret));
+		if (!s->waited_fds) {
+			log_rl_warn("session %u (pid %d uid %u): job %s: no file descriptors for its endpoint (%s); "
+				    "its JOIN waits", s->id, s->cred.pid, s->cred.uid, name, strerror(-ret));
+			sess_stats.joins_waited_fds++;
+			s->waited_fds = 1;
+		}
 		s->wait_fds = 1;
-		sess_stats.joins_waited_fds++;
-		pause_accepting(-ret);
+		join_retry_later();
 		return;
 	}
 	if (ret == -ENOMEM) {
@@ -596,13 +608,14 @@ static void on_timer(struct loop_timer *t)
 		close_session(s, "did not read the error it was sent", 0);
 		return;
 	}
-	sess_stats.sessions_timed_out++;
 	if (s->wait_fds) {
 		s->wait_fds = 0;
-		reject(s, EMFILE, "cannot join: ferryd had no file descriptors for %u ms (limits.join_timeout_ms)",
-		       c->join_timeout_ms);
+		sess_stats.joins_refused++;
+		reject(s, EMFILE, "cannot join: ferryd had no file descriptors for its endpoint within %u ms of "
+		       "connecting (limits.join_timeout_ms)", c->join_timeout_ms);
 		return;
 	}
+	sess_stats.sessions_timed_out++;
 	switch (s->state) {
 	case S_HELLO:
 	case S_JOIN:
@@ -931,22 +944,73 @@ static void on_accept_timer(struct loop_timer *t)
 	fds_freed();
 }
 
-/* Descriptors may be free (a session ended, or the backoff is over): the
- * JOINs that waited for them first, in the order they came, then new
- * connections, unless a JOIN still finds none (join paused accepting again,
- * with a longer delay). */
+/* Whether n descriptors are free now (dups of fd, closed at once): a JOIN
+ * is tried again only then, not through its endpoint's memory and a
+ * failing eventfd. */
+static int fds_free(int fd, int n)
+{
+	int got[JOIN_FDS + 1], k = 0;
+
+	while (k < n && k < (int)(sizeof(got) / sizeof(got[0])) && (got[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+		k++;
+	for (int i = 0; i < k; i++)
+		close(got[i]);
+	return k == n;
+}
+
+/* The waiting JOIN that came first (session ids grow), or NULL. */
+static struct sess *oldest_waiting(void)
+{
+	struct sess *o = NULL;
+
+	for (struct sess *s = sessions.all; s; s = s->next)
+		if (s->wait_fds && s->state < S_ENDING && (!o || s->id < o->id))
+			o = s;
+	return o;
+}
+
+/* Descriptors may be free (a session ended, or a back-off is over): the
+ * JOINs that wait for them, oldest first, as long as they get in; then
+ * accepting, if it was paused. */
 static void fds_freed(void)
 {
-	for (struct sess *s = sessions.all; s; s = s->next) {
-		if (!s->wait_fds || s->state >= S_ENDING)
-			continue;
+	struct sess *s;
+
+	while ((s = oldest_waiting())) {
+		if (!fds_free(s->fd, JOIN_FDS + 1)) {
+			join_retry_later();
+			break;
+		}
 		s->wait_fds = 0;
 		if (consume(s) && watch(s) < 0)
 			close_session(s, "epoll", 0);
 		if (s->wait_fds)
-			return;
+			break;          /* (join armed the timer) */
+	}
+	if (!oldest_waiting()) {
+		sessions.join_delay_ms = 0;
+		loop_timer_cancel(&sessions.join_timer);
 	}
 	resume_accepting();
+}
+
+static void on_join_timer(struct loop_timer *t)
+{
+	(void)t;
+	fds_freed();
+}
+
+/* A JOIN waits for descriptors: try again after the back-off, unless a
+ * try is due already. */
+static void join_retry_later(void)
+{
+	uint32_t d = sessions.join_delay_ms;
+
+	if (sessions.join_timer.armed)
+		return;
+	d = d ? (d * 2 > ACCEPT_DELAY_MAX_MS ? ACCEPT_DELAY_MAX_MS : d * 2) : ACCEPT_DELAY_MIN_MS;
+	sessions.join_delay_ms = d;
+	loop_timer_arm(&sessions.join_timer, (uint64_t)d * 1000000u, on_join_timer, NULL);
 }
 
 /* accept failed for want of file descriptors or memory: leave the listening
@@ -1100,6 +1164,7 @@ void sess_fini(void)
 		close_session(s, NULL, 0);
 	reap(0);
 	loop_timer_cancel(&sessions.accept_timer);
+	loop_timer_cancel(&sessions.join_timer);
 	sessions.accept_paused = 0;
 	if (sessions.listen_fd >= 0) {
 		loop_del(&sessions.listen_w);

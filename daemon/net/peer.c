@@ -213,14 +213,18 @@ static void send_ctrl(struct link *l, uint8_t kind, uint64_t ack, const void *bo
 /* A chain that left α or β unknown (its samples refused: frames resent on
  * a loaded machine, Karn; or acknowledged together with a job's frames
  * that came right after) is sent again, 250 ms after, then twice as long
- * each time up to 8 s, for as long as the link lacks an estimate. */
+ * each time up to 8 s, while the link lacks an estimate, PROBE_CHAINS_MAX
+ * times (about 100 s: a peer that never lets a sample through does not get
+ * 1 MiB every 8 s for good; live traffic may still measure it), and again
+ * from the start when the link comes up anew (link_up). */
 #define PROBE_RETRY_NS (250ull * 1000000u)
 #define PROBE_RETRY_MAX_SHIFT 5
+#define PROBE_CHAINS_MAX 16
 static void on_probe_timer(struct loop_timer *t);
 
 static int probe_more(const struct peer *p)
 {
-	return !linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost);
+	return (!linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost)) && p->probe_retries < PROBE_CHAINS_MAX;
 }
 
 static uint64_t probe_retry_ns(const struct peer *p)
@@ -547,8 +551,12 @@ static void probe_next(struct peer *p)
 	if (p->state != PEER_UP)
 		return;
 	if (!p->probes_left) {
-		if (!probe_more(p))
+		if (!probe_more(p)) {
+			if (p->probe_retries >= PROBE_CHAINS_MAX)
+				log_rl_notice("peer %u: %u probe chains left its %s unknown; live traffic may measure it",
+					      p->node, p->probe_retries, linkcost_alpha_ns(&p->cost) ? "beta" : "alpha");
 			return;
+		}
 		p->probe_retries++;
 		p->probes_left = 2 * PROBE_ROUNDS;
 	}
@@ -642,9 +650,15 @@ static int link_up(struct link *l)
 		l->ops->pause(l, 1);
 	if (was_lost && peers.ev->found)
 		peers.ev->found(p);
-	if (!p->cost.samples && peers.conf->link_probe) {
+	/* A new link, or one whose chain stopped (the link went down while a
+	 * retry waited; the peer restarted and its probe frames were dropped
+	 * unacknowledged) with an estimate still unknown: a chain from the
+	 * start.  (After a mere reconnection, the old chain's frames are sent
+	 * again and may carry it on too: two chains for a while.) */
+	p->probe_retries = 0;
+	if (peers.conf->link_probe && (!p->cost.samples || probe_more(p))) {
+		loop_timer_cancel(&p->probe_timer);
 		p->probes_left = 2 * PROBE_ROUNDS;
-		p->probe_retries = 0;
 		probe_next(p);
 	}
 	l->ops->kick(l);

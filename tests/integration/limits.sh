@@ -244,8 +244,8 @@ expect "the daemon counted its pauses" test "$(stat fd accept_paused)" -gt 0
 expect "daemon fd exits cleanly" stop_daemon fd
 
 # A JOIN whose endpoint finds no descriptors: room for its socket and its
-# region's memfd, not for the eventfds.  It waits (accepting paused), not
-# refused, and gets in once there are; past limits.join_timeout_ms it is
+# region's memfd, not for the eventfds.  It waits, not refused, while a
+# tool still gets in, and gets in once there are; past limits.join_timeout_ms it is
 # refused with EMFILE.  Only the soft limit is lowered, so that it can go up
 # again without CAP_SYS_RESOURCE.
 cat >"$TMP/fw.conf" <<CONF
@@ -273,14 +273,16 @@ t1=$(cpu_ticks "$pid")
 expect "a JOIN that finds no file descriptors waits, not refused" \
 	eval 'kill -0 $st && ! grep -q "open" "$TMP/starved.out"'
 expect "... without spinning ($((t1 - t0)) ticks of CPU in 2 s)" test $((t1 - t0)) -lt 20
+expect "... while a tool still gets in (and sees it counted: joins_waited_fds)" \
+	test "$("$BUILD/ferryctl" --runtime-dir "$TMP/fw" stats | awk '$1 == "joins_waited_fds" { print $2 }')" = 1
 unstarve
 expect "... and gets in once there are" wait_for 'grep -qs "open ok" "$TMP/starved.out"'
-expect "... counted (joins_waited_fds)" test "$(stat fw joins_waited_fds)" -gt 0
+expect "... counted once (joins_waited_fds)" test "$(stat fw joins_waited_fds)" = 1
 wait_for '[ "$(stat fw endpoints)" = 0 ]'
 starve
 FERRY_RUNTIME_DIR=$TMP/fw prog ft_open --job late --rank 0 --size 1 --timeout 20000 >"$TMP/late_fd.out" 2>&1
 expect "a JOIN that waits for file descriptors past limits.join_timeout_ms fails with EMFILE" \
-	grep -q "open error -24 .*no file descriptors for 4000 ms" "$TMP/late_fd.out"
+	grep -q "open error -24 .*no file descriptors for its endpoint within 4000 ms" "$TMP/late_fd.out"
 unstarve
 FERRY_RUNTIME_DIR=$TMP/fw prog ft_open --job after --rank 0 --size 1 --timeout 20000 >"$TMP/after.out" 2>&1
 expect "... and the daemon serves the next one" grep -q "open ok" "$TMP/after.out"
