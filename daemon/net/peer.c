@@ -260,6 +260,9 @@ static int take_ack(struct peer *p, uint64_t ack)
 	}
 	if (probed && (p->probes_left || probe_more(p)))
 		loop_timer_arm(&p->probe_timer, p->probes_left ? PROBE_GAP_NS : probe_retry_ns(p), on_probe_timer, p);
+	else if (probed && (!linkcost_alpha_ns(&p->cost) || !linkcost_beta_ps(&p->cost)))
+		log_rl_notice("peer %u: %u probe chains left its %s unknown; live traffic may measure it", p->node,
+			      p->probe_retries + 1, linkcost_alpha_ns(&p->cost) ? "beta" : "alpha");
 	return 0;
 }
 
@@ -551,12 +554,8 @@ static void probe_next(struct peer *p)
 	if (p->state != PEER_UP)
 		return;
 	if (!p->probes_left) {
-		if (!probe_more(p)) {
-			if (p->probe_retries >= PROBE_CHAINS_MAX)
-				log_rl_notice("peer %u: %u probe chains left its %s unknown; live traffic may measure it",
-					      p->node, p->probe_retries, linkcost_alpha_ns(&p->cost) ? "beta" : "alpha");
+		if (!probe_more(p))
 			return;
-		}
 		p->probe_retries++;
 		p->probes_left = 2 * PROBE_ROUNDS;
 	}
