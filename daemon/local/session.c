@@ -581,8 +581,8 @@ static void reap(int tell)
 	}
 	if (next)
 		loop_timer_arm(&sessions.end_timer, next - now, on_end_timer, NULL);
-	/* Their file descriptors are free now: someone may be waiting to
-	 * connect. */
+	/* Their file descriptors are free now: a JOIN may be waiting for
+	 * them, or someone to connect. */
 	if (freed)
 		fds_freed();
 }
@@ -938,6 +938,12 @@ static void new_session(int fd)
 	arm(s, sessions.conf->join_timeout_ms);
 }
 
+/* The next delay of a back-off that was d ms (0: none yet). */
+static uint32_t backoff(uint32_t d)
+{
+	return d ? (d * 2 > ACCEPT_DELAY_MAX_MS ? ACCEPT_DELAY_MAX_MS : d * 2) : ACCEPT_DELAY_MIN_MS;
+}
+
 static void on_accept_timer(struct loop_timer *t)
 {
 	(void)t;
@@ -1004,13 +1010,10 @@ static void on_join_timer(struct loop_timer *t)
  * try is due already. */
 static void join_retry_later(void)
 {
-	uint32_t d = sessions.join_delay_ms;
-
 	if (sessions.join_timer.armed)
 		return;
-	d = d ? (d * 2 > ACCEPT_DELAY_MAX_MS ? ACCEPT_DELAY_MAX_MS : d * 2) : ACCEPT_DELAY_MIN_MS;
-	sessions.join_delay_ms = d;
-	loop_timer_arm(&sessions.join_timer, (uint64_t)d * 1000000u, on_join_timer, NULL);
+	sessions.join_delay_ms = backoff(sessions.join_delay_ms);
+	loop_timer_arm(&sessions.join_timer, (uint64_t)sessions.join_delay_ms * 1000000u, on_join_timer, NULL);
 }
 
 /* accept failed for want of file descriptors or memory: leave the listening
@@ -1019,9 +1022,8 @@ static void join_retry_later(void)
  * backlog. */
 static void pause_accepting(int err)
 {
-	uint32_t d = sessions.accept_delay_ms;
+	uint32_t d = backoff(sessions.accept_delay_ms);
 
-	d = d ? (d * 2 > ACCEPT_DELAY_MAX_MS ? ACCEPT_DELAY_MAX_MS : d * 2) : ACCEPT_DELAY_MIN_MS;
 	sessions.accept_delay_ms = d;
 	sessions.accept_paused = 1;
 	sess_stats.accept_paused++;

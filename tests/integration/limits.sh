@@ -274,7 +274,7 @@ expect "a JOIN that finds no file descriptors waits, not refused" \
 	eval 'kill -0 $st && ! grep -q "open" "$TMP/starved.out"'
 expect "... without spinning ($((t1 - t0)) ticks of CPU in 2 s)" test $((t1 - t0)) -lt 20
 expect "... while a tool still gets in (and sees it counted: joins_waited_fds)" \
-	test "$("$BUILD/ferryctl" --runtime-dir "$TMP/fw" stats | awk '$1 == "joins_waited_fds" { print $2 }')" = 1
+	test "$(stat fw joins_waited_fds)" = 1
 unstarve
 expect "... and gets in once there are" wait_for 'grep -qs "open ok" "$TMP/starved.out"'
 expect "... counted once (joins_waited_fds)" test "$(stat fw joins_waited_fds)" = 1
