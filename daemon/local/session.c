@@ -955,7 +955,7 @@ static void on_accept_timer(struct loop_timer *t)
  * failing eventfd. */
 static int fds_free(int fd, int n)
 {
-	int got[JOIN_FDS + 1], k = 0;
+	int got[JOIN_FDS], k = 0;
 
 	while (k < n && k < (int)(sizeof(got) / sizeof(got[0])) && (got[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
 		k++;
@@ -983,7 +983,11 @@ static void fds_freed(void)
 	struct sess *s;
 
 	while ((s = oldest_waiting())) {
-		if (!fds_free(s->fd, JOIN_FDS + 1)) {
+		/* Exactly what the endpoint takes: a JOIN tried first with
+		 * JOIN_FDS free gets in, so one waiting must too (a margin
+		 * here kept it waiting, at the edge, for as long as nothing
+		 * else closed). */
+		if (!fds_free(s->fd, JOIN_FDS)) {
 			join_retry_later();
 			break;
 		}
