@@ -40,8 +40,10 @@
  *       call), calibrated to last about comm_s (the largest rank's) while
  *       every rank runs it; total_s: mean time of ferry_ialltoall, the
  *       compute loop, ferry_wait.  These three are timed from a barrier to a
- *       barrier over N iterations (the job's time, not one rank's: ranks
- *       may share a core).  compute_in_s, post_s, wait_s: this rank's mean
+ *       barrier (the job's time, not one rank's: ranks may share a core),
+ *       N iterations each, in rounds that take turns (OVERLAP_ROUNDS, after
+ *       a first t_comm alone that calibrates the loop and is not counted).
+ *       compute_in_s, post_s, wait_s: this rank's mean
  *       time in each part of an overlapped iteration.  Overlap (coll.sh):
  *       100 (1 - (total_s - compute_s) / comm_s).
  * and at the end "elapsed_s X" (the whole run).  Exits 1 on any error or
@@ -266,79 +268,107 @@ static long calibrate(double t)
 	return n;
 }
 
+/* Rounds of an overlap point: its three phases are timed in turns, each
+ * round n / OVERLAP_ROUNDS iterations of each, in an order that rotates from
+ * round to round, so that the machine's speed drifting over the point (a VM's
+ * clock rate changes by a few percent from one second to the next) weighs
+ * on all three alike instead of on whichever ran last. */
+#define OVERLAP_ROUNDS 6
+
+/* What one overlap point has measured so far: seconds in each phase, and
+ * this rank's time in each part of the overlapped iterations. */
+struct ovl {
+	uint8_t *sbuf, *rbuf;
+	size_t block;
+	uint32_t seq, k;        /* the blocks' sequence, the next stamp */
+	long c;                 /* the compute loop's length */
+	double comm, comp, total, in, post, wait;
+};
+
+/* m iterations of the phase: 0 ferry_ialltoall + ferry_wait (t_comm), 1 the
+ * compute loop alone (t_compute), 2 post, compute, wait (t_total); timed
+ * from a barrier to a barrier. */
+static double ovl_phase(struct ovl *o, int phase, long m)
+{
+	double t0, t1, a;
+	ferry_req_t *req;
+	int ret;
+
+	barrier();
+	t0 = now_s();
+	for (long k = 0; k < m; k++) {
+		if (phase == 1) {
+			compute(o->c);
+			continue;
+		}
+		stamp(o->sbuf, o->block, 0, o->seq, o->k++);
+		a = now_s();
+		if ((ret = ferry_ialltoall(f, o->sbuf, o->rbuf, o->block, &req)) < 0)
+			fail("ferry_ialltoall", ret);
+		t1 = now_s();
+		if (phase == 2) {
+			o->post += t1 - a;
+			compute(o->c);
+			a = now_s();
+			o->in += a - t1;
+		}
+		if ((ret = ferry_wait(&req)) < 0)
+			fail("ferry_wait", ret);
+		if (phase == 2)
+			o->wait += now_s() - a;
+	}
+	barrier();
+	t1 = now_s() - t0;
+	if (phase != 1)
+		check(o->rbuf, o->block, 0, o->seq, o->k - 1,
+		      phase ? "last timed operation (overlapped)" : "last timed operation (communication alone)");
+	return t1;
+}
+
 /* One overlap point (OSU's osu_ialltoall).  Each phase is timed from a
  * barrier to a barrier, so that the times are the whole job's: where ranks
  * share a core, what one rank's clock sees between them depends on when the
- * kernel ran it. */
+ * kernel ran it.  t_comm first alone, to calibrate the compute loop; then
+ * OVERLAP_ROUNDS rounds of the three phases. */
 static void overlap_point(const char *strategy, const char *buf, uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
-	double t0, t1, a, warm = 0, comm, comp, total, in = 0, post = 0, wait = 0;
+	struct ovl o = { .sbuf = sbuf, .rbuf = rbuf, .block = block };
+	double t0, warm = 0;
 	ferry_req_t *req;
-	uint32_t seq = 0, k0;
-	long n, c;
+	long n, m;
 	int ret;
 
 	for (long w = 0; w < warmup; w++) {
-		seq = seq_next++;
-		fill(sbuf, block, 0, seq);
+		o.seq = seq_next++;
+		fill(sbuf, block, 0, o.seq);
 		memset(rbuf, 0xee, block * P);
 		t0 = now_s();
 		if ((ret = ferry_ialltoall(f, sbuf, rbuf, block, &req)) < 0 || (ret = ferry_wait(&req)) < 0)
 			fail("warm-up ferry_ialltoall", ret);
 		if (w > 0)
 			warm += now_s() - t0;
-		check(rbuf, block, 0, seq, seq, "warm-up");
+		check(rbuf, block, 0, o.seq, o.seq, "warm-up");
 	}
 	n = iters_for(agree_max(warmup > 1 ? warm / (double)(warmup - 1) : 0));
+	m = (n + OVERLAP_ROUNDS - 1) / OVERLAP_ROUNDS;
+	n = m * OVERLAP_ROUNDS;
+	/* the stamps count on from seq_next; the blocks stay as the last
+	 * warm-up filled them */
+	o.k = seq_next;
+	/* the compute loop lasts about t_comm (the slowest rank's) */
+	o.c = calibrate(agree_max(ovl_phase(&o, 0, m) / (double)m));
+	for (int r = 0; r < OVERLAP_ROUNDS; r++)
+		for (int i = 0; i < 3; i++) {
+			int phase = (r + i) % 3;
+			double t = ovl_phase(&o, phase, m);
 
-	/* t_comm: ialltoall and wait, nothing between (the blocks as the last
-	 * warm-up filled them, the stamps counting on from k0) */
-	k0 = seq_next;
-	barrier();
-	t0 = now_s();
-	for (long k = 0; k < n; k++) {
-		stamp(sbuf, block, 0, seq, (uint32_t)(k0 + k));
-		if ((ret = ferry_ialltoall(f, sbuf, rbuf, block, &req)) < 0 || (ret = ferry_wait(&req)) < 0)
-			fail("ferry_ialltoall", ret);
-	}
-	barrier();
-	comm = (now_s() - t0) / (double)n;
-	check(rbuf, block, 0, seq, (uint32_t)(k0 + n - 1), "last timed operation (communication alone)");
-	k0 += (uint32_t)n;
-
-	/* t_compute: the loop, calibrated to the slowest rank's t_comm, alone */
-	c = calibrate(agree_max(comm));
-	barrier();
-	t0 = now_s();
-	for (long k = 0; k < n; k++)
-		compute(c);
-	barrier();
-	comp = (now_s() - t0) / (double)n;
-
-	/* t_total: post, compute, wait */
-	barrier();
-	t0 = now_s();
-	for (long k = 0; k < n; k++) {
-		stamp(sbuf, block, 0, seq, (uint32_t)(k0 + k));
-		a = now_s();
-		if ((ret = ferry_ialltoall(f, sbuf, rbuf, block, &req)) < 0)
-			fail("ferry_ialltoall", ret);
-		t1 = now_s();
-		post += t1 - a;
-		compute(c);
-		a = now_s();
-		in += a - t1;
-		if ((ret = ferry_wait(&req)) < 0)
-			fail("ferry_wait", ret);
-		wait += now_s() - a;
-	}
-	barrier();
-	total = (now_s() - t0) / (double)n;
-	check(rbuf, block, 0, seq, (uint32_t)(k0 + n - 1), "last timed operation (overlapped)");
-	seq_next = k0 + (uint32_t)n;
+			*(phase == 0 ? &o.comm : phase == 1 ? &o.comp : &o.total) += t;
+		}
+	seq_next = o.k;
 	printf("point op overlap strategy %s buf %s block %zu delta 0 iters %ld comm_s %.9f compute_s %.9f "
 	       "total_s %.9f compute_in_s %.9f post_s %.9f wait_s %.9f\n",
-	       strategy, buf, block, n, comm, comp, total, in / (double)n, post / (double)n, wait / (double)n);
+	       strategy, buf, block, n, o.comm / (double)n, o.comp / (double)n, o.total / (double)n,
+	       o.in / (double)n, o.post / (double)n, o.wait / (double)n);
 	fflush(stdout);
 }
 

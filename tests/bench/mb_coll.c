@@ -229,19 +229,69 @@ static long calibrate(double t)
 	return n;
 }
 
-/* fb_coll's overlap_point with MPI_Ialltoall: each phase timed from a
- * barrier to a barrier. */
+/* fb_coll's rounds (OVERLAP_ROUNDS there says why). */
+#define OVERLAP_ROUNDS 6
+
+/* fb_coll's struct ovl. */
+struct ovl {
+	uint8_t *sbuf, *rbuf;
+	size_t block;
+	uint32_t seq, k;
+	long c;
+	double comm, comp, total, in, post, wait;
+};
+
+/* fb_coll's ovl_phase with MPI_Ialltoall. */
+static double ovl_phase(struct ovl *o, int phase, long m)
+{
+	double t0, t1, a;
+	MPI_Request req;
+	int err;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (long k = 0; k < m; k++) {
+		if (phase == 1) {
+			compute(o->c);
+			continue;
+		}
+		stamp(o->sbuf, o->block, 0, o->seq, o->k++);
+		a = MPI_Wtime();
+		if ((err = MPI_Ialltoall(o->sbuf, (int)o->block, MPI_BYTE, o->rbuf, (int)o->block, MPI_BYTE,
+					 MPI_COMM_WORLD, &req)) != MPI_SUCCESS)
+			fail("MPI_Ialltoall", err);
+		t1 = MPI_Wtime();
+		if (phase == 2) {
+			o->post += t1 - a;
+			compute(o->c);
+			a = MPI_Wtime();
+			o->in += a - t1;
+		}
+		if ((err = MPI_Wait(&req, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+			fail("MPI_Wait", err);
+		if (phase == 2)
+			o->wait += MPI_Wtime() - a;
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	t1 = MPI_Wtime() - t0;
+	if (phase != 1)
+		check(o->rbuf, o->block, 0, o->seq, o->k - 1,
+		      phase ? "last timed operation (overlapped)" : "last timed operation (communication alone)");
+	return t1;
+}
+
+/* fb_coll's overlap_point with MPI_Ialltoall. */
 static void overlap_point(uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
-	double t0, t1, a, warm = 0, comm, comp, total, in = 0, post = 0, wait = 0;
+	struct ovl o = { .sbuf = sbuf, .rbuf = rbuf, .block = block };
+	double t0, warm = 0;
 	MPI_Request req;
-	uint32_t seq = 0, k0;
-	long n, c;
+	long n, m;
 	int err;
 
 	for (long w = 0; w < warmup; w++) {
-		seq = seq_next++;
-		fill(sbuf, block, 0, seq);
+		o.seq = seq_next++;
+		fill(sbuf, block, 0, o.seq);
 		memset(rbuf, 0xee, block * P);
 		t0 = MPI_Wtime();
 		if ((err = MPI_Ialltoall(sbuf, (int)block, MPI_BYTE, rbuf, (int)block, MPI_BYTE, MPI_COMM_WORLD, &req)) !=
@@ -250,64 +300,31 @@ static void overlap_point(uint8_t *sbuf, uint8_t *rbuf, size_t block)
 			fail("warm-up MPI_Ialltoall", err);
 		if (w > 0)
 			warm += MPI_Wtime() - t0;
-		check(rbuf, block, 0, seq, seq, "warm-up");
+		check(rbuf, block, 0, o.seq, o.seq, "warm-up");
 	}
 	n = iters_for(reduce_max(warmup > 1 ? warm / (double)(warmup - 1) : 0));
+	m = (n + OVERLAP_ROUNDS - 1) / OVERLAP_ROUNDS;
+	n = m * OVERLAP_ROUNDS;
+	o.k = seq_next;
+	o.c = calibrate(reduce_max(ovl_phase(&o, 0, m) / (double)m));
+	for (int r = 0; r < OVERLAP_ROUNDS; r++)
+		for (int i = 0; i < 3; i++) {
+			int phase = (r + i) % 3;
+			double t = ovl_phase(&o, phase, m);
 
-	k0 = seq_next;
-	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
-	for (long k = 0; k < n; k++) {
-		stamp(sbuf, block, 0, seq, (uint32_t)(k0 + k));
-		if ((err = MPI_Ialltoall(sbuf, (int)block, MPI_BYTE, rbuf, (int)block, MPI_BYTE, MPI_COMM_WORLD, &req)) !=
-			    MPI_SUCCESS ||
-		    (err = MPI_Wait(&req, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
-			fail("MPI_Ialltoall", err);
-	}
-	MPI_Barrier(MPI_COMM_WORLD);
-	comm = (MPI_Wtime() - t0) / (double)n;
-	check(rbuf, block, 0, seq, (uint32_t)(k0 + n - 1), "last timed operation (communication alone)");
-	k0 += (uint32_t)n;
-
-	c = calibrate(reduce_max(comm));
-	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
-	for (long k = 0; k < n; k++)
-		compute(c);
-	MPI_Barrier(MPI_COMM_WORLD);
-	comp = (MPI_Wtime() - t0) / (double)n;
-
-	MPI_Barrier(MPI_COMM_WORLD);
-	t0 = MPI_Wtime();
-	for (long k = 0; k < n; k++) {
-		stamp(sbuf, block, 0, seq, (uint32_t)(k0 + k));
-		a = MPI_Wtime();
-		if ((err = MPI_Ialltoall(sbuf, (int)block, MPI_BYTE, rbuf, (int)block, MPI_BYTE, MPI_COMM_WORLD, &req)) !=
-		    MPI_SUCCESS)
-			fail("MPI_Ialltoall", err);
-		t1 = MPI_Wtime();
-		post += t1 - a;
-		compute(c);
-		a = MPI_Wtime();
-		in += a - t1;
-		if ((err = MPI_Wait(&req, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
-			fail("MPI_Wait", err);
-		wait += MPI_Wtime() - a;
-	}
-	MPI_Barrier(MPI_COMM_WORLD);
-	total = (MPI_Wtime() - t0) / (double)n;
-	check(rbuf, block, 0, seq, (uint32_t)(k0 + n - 1), "last timed operation (overlapped)");
-	seq_next = k0 + (uint32_t)n;
-	comm = mean0(comm);
-	comp = mean0(comp);
-	total = mean0(total);
-	in = mean0(in / (double)n);
-	post = mean0(post / (double)n);
-	wait = mean0(wait / (double)n);
+			*(phase == 0 ? &o.comm : phase == 1 ? &o.comp : &o.total) += t;
+		}
+	seq_next = o.k;
+	o.comm = mean0(o.comm / (double)n);
+	o.comp = mean0(o.comp / (double)n);
+	o.total = mean0(o.total / (double)n);
+	o.in = mean0(o.in / (double)n);
+	o.post = mean0(o.post / (double)n);
+	o.wait = mean0(o.wait / (double)n);
 	if (me == 0) {
 		printf("point op overlap strategy mpi buf user block %zu delta 0 iters %ld comm_s %.9f compute_s %.9f "
 		       "total_s %.9f compute_in_s %.9f post_s %.9f wait_s %.9f\n",
-		       block, n, comm, comp, total, in, post, wait);
+		       block, n, o.comm, o.comp, o.total, o.in, o.post, o.wait);
 		fflush(stdout);
 	}
 }
