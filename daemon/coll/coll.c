@@ -197,7 +197,7 @@ static struct {
 	uint64_t budget;                /* bytes the executors may still copy in this turn of the loop */
 	struct loop_timer gone_timer;   /* a job without ranks here may have to be ended */
 	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
-	uint8_t piece[sizeof(struct wire_coll_piece) + WIRE_COLL_PIECE_MAX];
+	uint8_t piece[WIRE_COLL_PIECE_MAX];     /* a piece of many parts, gathered (send_piece) */
 } coll;
 
 static const char *kind_name(uint32_t kind)
@@ -490,24 +490,41 @@ static void kind_mismatch(struct cop *op, uint32_t theirs, uint32_t ours)
 
 /* --- sending --- */
 
-static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
+/* The most parts of a piece: its header, and the executor's parts (a
+ * SEND's segments and its head; more than this many are copied together
+ * first). */
+#define PIECE_IOV 64
+
+static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const struct iovec *iov, int niov,
+		      uint32_t len)
 {
 	struct cop *op = ctx;
 	struct cgrp *g = op->g;
 	const struct job *j = g->cj->j;
 	struct wire_coll_piece named = *h;
+	uint8_t head[sizeof(*h)];
+	struct iovec v[PIECE_IOV];
+	int nv = 1;
 
 	if (peer >= g->G)
 		return -EINVAL;
 	named.kind = op->kind;
-	wire_coll_piece_encode(coll.piece, &named);
-	if (len)
-		memcpy(coll.piece + sizeof(*h), data, len);
+	wire_coll_piece_encode(head, &named);
+	v[0] = (struct iovec){ head, sizeof(head) };
+	if (niov < PIECE_IOV) {
+		memcpy(v + 1, iov, (size_t)niov * sizeof(*iov));
+		nv += niov;
+	} else {
+		/* many small parts (an indirect strategy's blocks): one copy */
+		coll_iov_copy(coll.piece, iov, niov);
+		v[nv++] = (struct iovec){ coll.piece, len };
+	}
 	/* As an item of the job, under its links' limits: -EAGAIN when the
 	 * link is full, and the executor sends it again at a later turn of
 	 * the loop (coll_poll runs at every turn; the acknowledgements that
-	 * make room wake the loop). */
-	if (ctlq_send_job(g->nodes[peer], j->id, j->gen, coll.piece, (uint32_t)(sizeof(*h) + len)) < 0) {
+	 * make room wake the loop).  The parts are gathered straight into
+	 * the frame. */
+	if (ctlq_send_job(g->nodes[peer], j->id, j->gen, v, nv, (uint32_t)sizeof(*h) + len) < 0) {
 		g->cj->link_waits++;
 		return -EAGAIN;
 	}

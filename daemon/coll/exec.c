@@ -15,22 +15,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 /* A message this node takes. */
 struct inmsg {
 	uint32_t from, msg;
 	uint32_t step;          /* the RECV, RECV_REDUCE or FORWARD that takes it */
-	uint8_t *buf;           /* the stream, total bytes, while it arrives and waits */
+	uint8_t *buf;           /* the stream, total bytes, while it arrives and waits;
+				 * placed: its head only (hlen bytes) */
 	uint64_t total, got;
+	uint64_t hlen;          /* placed: the head's bytes */
 	int taken;              /* its step ran: no more pieces */
+	int placed;             /* its parts go straight to their places (deliver_placed) */
 };
 
-/* A stream being sent. */
+/* A stream being sent: buf whole, or (st set) buf its head (hlen bytes)
+ * and the rest st's segments, all in send buffers, read as pieces go. */
 struct outmsg {
 	uint32_t peer, msg, order;
 	uint64_t seq;           /* ties between equal order keys: first ready first */
 	uint8_t *buf;
 	uint64_t total, sent;
+	const struct sched_step *st;
+	uint64_t hlen;
 };
 
 struct coll_exec {
@@ -64,6 +71,8 @@ struct coll_exec {
 	struct bump *bump;              /* small sized buffers' chunks, newest first */
 	uint64_t mem_now, mem_peak;
 	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
+	int send_in_place;              /* no step writes a send buffer: SENDs from them are not copied */
+	struct iovec *iov;              /* a piece's parts: the most segments a SEND names, + 1 */
 	uint64_t part_off;              /* ... its bytes done so far */
 	int failed;
 	char err[200];
@@ -212,7 +221,8 @@ static void step_done(struct coll_exec *x, uint32_t k)
 			make_ready(x, x->dep_list[i]);
 }
 
-static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t order, uint8_t *buf, uint64_t total)
+static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t order, uint8_t *buf, uint64_t total,
+		   const struct sched_step *st, uint64_t hlen)
 {
 	if (x->nout == x->cap_out) {
 		uint32_t ncap = x->cap_out ? x->cap_out * 2 : 8;
@@ -223,46 +233,91 @@ static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t or
 		x->out = o;
 		x->cap_out = ncap;
 	}
-	x->out[x->nout++] = (struct outmsg){ peer, msg, order, x->out_seq++, buf, total, 0 };
+	x->out[x->nout++] = (struct outmsg){ peer, msg, order, x->out_seq++, buf, total, 0, st, hlen };
 	return 0;
 }
 
-/* SEND: the segments as one stream, into the outbox. */
+/* 1 if every segment of SEND st is in a send buffer, which no step
+ * writes (x->send_in_place): its pieces may be read from there as they go. */
+static int send_from_place(const struct coll_exec *x, const struct sched_step *st)
+{
+	if (!x->send_in_place)
+		return 0;
+	for (uint32_t r = 0; r < st->nref; r++)
+		if (x->n->segs[x->n->refs[st->ref + r]].buf != SCHED_BUF_SEND)
+			return 0;
+	return 1;
+}
+
+/* SEND: the segments as one stream, into the outbox: its head, and the
+ * segments copied behind it, or left in place (send_from_place). */
 static int run_send(struct coll_exec *x, const struct sched_step *st)
 {
 	const struct sched_node *n = x->n;
-	uint64_t total = wire_coll_head_bytes(st->nref), len, off;
+	uint64_t hlen = wire_coll_head_bytes(st->nref), total = hlen, len, off;
 	struct wire_coll_msg head = { .nparts = st->nref };
+	int in_place = send_from_place(x, st);
 	uint8_t *buf;
 
 	for (uint32_t r = 0; r < st->nref; r++) {
 		seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
 		total += len;
 	}
-	if (mem_take(x, total))
+	if (mem_take(x, in_place ? hlen : total))
 		return x->failed;
-	buf = malloc(total);
+	buf = malloc(in_place ? hlen : total);
 	if (!buf) {
-		mem_give(x, total);
+		mem_give(x, in_place ? hlen : total);
 		return fail(x, -ENOMEM, "out of memory");
 	}
 	memcpy(buf, &head, sizeof(head));
-	off = sizeof(head) + 8 * (uint64_t)st->nref;
+	off = hlen;
 	for (uint32_t r = 0; r < st->nref; r++) {
 		const uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
 		uint64_t le = htole64(len);
 
 		memcpy(buf + sizeof(head) + 8 * (uint64_t)r, &le, 8);
-		if (len)
+		if (len && !in_place)
 			memcpy(buf + off, p, len);
 		off += len;
 	}
-	if (out_add(x, st->peer, st->msg, st->order, buf, total)) {
+	if (out_add(x, st->peer, st->msg, st->order, buf, total, in_place ? st : NULL, hlen)) {
 		free(buf);
-		mem_give(x, total);
+		mem_give(x, in_place ? hlen : total);
 		return x->failed;
 	}
 	return 0;
+}
+
+/* The bytes of o's stream at [off, off + n) as parts in x->iov; their
+ * number. */
+static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off, uint64_t n)
+{
+	uint64_t pos, len, m;
+	int k = 0;
+
+	if (!o->st) {
+		x->iov[0] = (struct iovec){ o->buf + off, n };
+		return 1;
+	}
+	if (off < o->hlen) {
+		m = o->hlen - off < n ? o->hlen - off : n;
+		x->iov[k++] = (struct iovec){ o->buf + off, m };
+		off += m;
+		n -= m;
+	}
+	pos = o->hlen;
+	for (uint32_t r = 0; r < o->st->nref && n; r++, pos += len) {
+		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[o->st->ref + r]], &len);
+
+		if (off >= pos + len)
+			continue;
+		m = pos + len - off < n ? pos + len - off : n;
+		x->iov[k++] = (struct iovec){ p + (off - pos), m };
+		off += m;
+		n -= m;
+	}
+	return k;
 }
 
 /* RECV, RECV_REDUCE: the complete stream of im into the segments. */
@@ -272,6 +327,13 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 	struct wire_coll_msg head;
 	uint64_t off, sum = 0;
 
+	if (im->placed) {
+		/* its parts are in place already, its head checked */
+		free(im->buf);
+		mem_give(x, im->hlen);
+		im->buf = NULL;
+		return 0;
+	}
 	memcpy(&head, im->buf, sizeof(head));
 	if (head.reserved || head.nparts != st->nref || im->total < wire_coll_head_bytes(head.nparts))
 		return fail(x, -EPROTO, "node %u sent message %u with %u parts, step %u takes %u", im->from, im->msg,
@@ -374,7 +436,7 @@ static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 	case SCHED_FORWARD:
 		/* the stream changes hands: inbox to outbox, no copy */
 		im->taken = 1;
-		ret = out_add(x, st->peer, st->msg, st->order, im->buf, im->total);
+		ret = out_add(x, st->peer, st->msg, st->order, im->buf, im->total, NULL, 0);
 		if (!ret)
 			im->buf = NULL;
 		break;
@@ -445,7 +507,7 @@ static int send_pieces(struct coll_exec *x)
 
 		if (n > x->cfg.piece_max)
 			n = x->cfg.piece_max;
-		int ret = x->ops->send(x->ctx, best->peer, &h, best->buf + best->sent, (uint32_t)n);
+		int ret = x->ops->send(x->ctx, best->peer, &h, x->iov, piece_parts(x, best, best->sent, n), (uint32_t)n);
 
 		if (ret == -EAGAIN) {
 			uint32_t *nb = reallocarray(blocked, nblocked + 1, sizeof(*nb));
@@ -465,7 +527,7 @@ static int send_pieces(struct coll_exec *x)
 		best->sent += n;
 		if (best->sent == best->total) {
 			free(best->buf);
-			mem_give(x, best->total);
+			mem_give(x, best->st ? best->hlen : best->total);
 			*best = x->out[--x->nout];
 		}
 	}
@@ -504,6 +566,91 @@ int coll_exec_busy(const struct coll_exec *x)
 	return !x->failed && (x->nready || x->part_step != UINT32_MAX);
 }
 
+/* The stream bytes a RECV into receive buffers only (fixed lengths) takes
+ * whole, or 0 if it takes another kind of step or segment: only such a
+ * message may be placed. */
+static uint64_t placeable_bytes(const struct coll_exec *x, const struct sched_step *st)
+{
+	uint64_t total = wire_coll_head_bytes(st->nref);
+
+	if (st->kind != SCHED_RECV)
+		return 0;
+	for (uint32_t r = 0; r < st->nref; r++) {
+		const struct sched_seg *g = &x->n->segs[x->n->refs[st->ref + r]];
+
+		if (g->buf != SCHED_BUF_RECV)
+			return 0;
+		total += g->len;
+	}
+	return total;
+}
+
+/* A piece of a placed message: its head kept (and checked once whole: the
+ * parts the step expects, of the lengths it expects), its parts written
+ * where the step puts them. */
+static int deliver_placed(struct coll_exec *x, struct inmsg *im, const uint8_t *data, uint64_t len)
+{
+	const struct sched_step *st = &x->n->steps[im->step];
+	uint64_t off = im->got, pos, slen, m;
+
+	if (off < im->hlen) {
+		m = im->hlen - off < len ? im->hlen - off : len;
+		memcpy(im->buf + off, data, m);
+		off += m;
+		data += m;
+		len -= m;
+		if (off == im->hlen) {
+			struct wire_coll_msg head;
+
+			memcpy(&head, im->buf, sizeof(head));
+			if (head.reserved || head.nparts != st->nref)
+				return fail(x, -EPROTO, "node %u sent message %u with %u parts, step %u takes %u",
+					    im->from, im->msg, head.nparts, im->step, st->nref);
+			/* as run_recv checks a whole message: a head whose
+			 * parts do not add up to it is malformed; parts of
+			 * other sizes than the blocks, a disagreement */
+			uint64_t sum = 0, rest = im->total - im->hlen, plen;
+			uint32_t bad = UINT32_MAX;
+
+			for (uint32_t r = 0; r < st->nref; r++) {
+				memcpy(&plen, im->buf + sizeof(head) + 8 * (uint64_t)r, 8);
+				plen = le64toh(plen);
+				if (plen > rest - sum)
+					return fail(x, -EPROTO, "node %u sent message %u with parts longer than it",
+						    im->from, im->msg);
+				sum += plen;
+				seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &slen);
+				if (plen != slen && bad == UINT32_MAX)
+					bad = r;
+			}
+			if (sum != rest)
+				return fail(x, -EPROTO, "node %u sent message %u of %llu bytes, its parts say %llu",
+					    im->from, im->msg, (unsigned long long)im->total,
+					    (unsigned long long)(im->hlen + sum));
+			if (bad != UINT32_MAX) {
+				memcpy(&plen, im->buf + sizeof(head) + 8 * (uint64_t)bad, 8);
+				seg_ptr(x, &x->n->segs[x->n->refs[st->ref + bad]], &slen);
+				return fail(x, -EINVAL, "node %u sent %llu bytes for a block of %llu (message %u "
+					    "part %u): the ranks' counts disagree", im->from,
+					    (unsigned long long)le64toh(plen), (unsigned long long)slen, im->msg, bad);
+			}
+		}
+	}
+	pos = im->hlen;
+	for (uint32_t r = 0; r < st->nref && len; r++, pos += slen) {
+		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &slen);
+
+		if (off >= pos + slen)
+			continue;
+		m = pos + slen - off < len ? pos + slen - off : len;
+		memcpy(p + (off - pos), data, m);
+		off += m;
+		data += m;
+		len -= m;
+	}
+	return 0;
+}
+
 int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len)
 {
 	struct inmsg key = { .from = hdr->from, .msg = hdr->msg }, *im;
@@ -523,17 +670,28 @@ int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, co
 		if (hdr->total < sizeof(struct wire_coll_msg))
 			return fail(x, -EPROTO, "node %u sent message %u of %llu bytes", hdr->from, hdr->msg,
 				    (unsigned long long)hdr->total);
-		if (mem_take(x, hdr->total))
+		/* Straight to its places if nothing else the step waits for
+		 * could still read or write them, and it is the size the step
+		 * expects (else kept whole: run_recv says what is wrong). */
+		const struct sched_step *st = &x->n->steps[im->step];
+
+		im->placed = x->waiting[im->step] == 1 && placeable_bytes(x, st) == hdr->total;
+		im->hlen = im->placed ? wire_coll_head_bytes(st->nref) : hdr->total;
+		if (mem_take(x, im->hlen))
 			return x->failed;
-		im->buf = malloc(hdr->total);
+		im->buf = malloc(im->hlen);
 		if (!im->buf) {
-			mem_give(x, hdr->total);
+			mem_give(x, im->hlen);
 			return fail(x, -ENOMEM, "out of memory");
 		}
 		im->total = hdr->total;
 	}
-	if (len)
+	if (im->placed) {
+		if (deliver_placed(x, im, data, len))
+			return x->failed;
+	} else if (len) {
 		memcpy(im->buf + im->got, data, len);
+	}
 	im->got += len;
 	if (im->got == im->total && !--x->waiting[im->step])
 		make_ready(x, im->step);
@@ -576,6 +734,7 @@ void coll_exec_free(struct coll_exec *x)
 	}
 	free(x->tables);
 	free(x->out);
+	free(x->iov);
 	free(x);
 }
 
@@ -669,6 +828,26 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 				.step = k,
 			};
 		}
+	}
+	/* Sends from the send buffers in place unless a step writes one (no
+	 * planner's does: FERRY_IN_PLACE is staged above, sched.h). */
+	{
+		uint32_t most = 0;
+
+		x->send_in_place = 1;
+		for (uint32_t k = 0; k < ns; k++) {
+			const struct sched_step *st = &n->steps[k];
+			int writes = st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE;
+
+			if (st->kind == SCHED_SEND && st->nref > most)
+				most = st->nref;
+			for (uint32_t r = 0; r < st->nref; r++)
+				if ((writes || ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) && r == 0)) &&
+				    n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SEND)
+					x->send_in_place = 0;
+		}
+		if (!(x->iov = calloc((size_t)most + 2, sizeof(*x->iov))))
+			goto err;
 	}
 	for (uint32_t k = 0; k < ns; k++)
 		x->dep_first[k + 1] += x->dep_first[k];

@@ -16,7 +16,10 @@
  *
  * Messages are sent whole: a SEND's segments are copied into one stream
  * when the step runs (so the step is done at once and a later step may
- * overwrite them), and go out in pieces of at most piece_max stream bytes,
+ * overwrite them) -- except segments in the ranks' send buffers, which no
+ * step writes: those are read in place as the pieces go (the operation
+ * holds the buffers until it ends, and it ends only once every piece is
+ * sent) -- and go out in pieces of at most piece_max stream bytes,
  * the lowest order key first among the messages ready for any peer (a peer
  * that has no room, -EAGAIN, is tried again at the next run).  A message
  * arriving is kept whole until the step that takes it may run; a FORWARD
@@ -33,15 +36,28 @@
 #include "../../proto/coll.h"
 
 #include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
 
 struct coll_exec;
 
+/* Copies the niov parts at iov to dst, one after the other. */
+static inline void coll_iov_copy(uint8_t *dst, const struct iovec *iov, int niov)
+{
+	for (int i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
 struct coll_exec_ops {
 	/* Sends one piece to node peer of the group: hdr, then len stream
-	 * bytes at data (copied before it returns).  Returns 0, -EAGAIN when
-	 * there is no room now, or another -errno, which fails the
-	 * operation. */
-	int (*send)(void *ctx, uint32_t peer, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len);
+	 * bytes in niov parts at iov (copied before it returns; coll_iov_copy
+	 * gathers them).  Returns 0, -EAGAIN when there is no room now, or
+	 * another -errno, which fails the operation. */
+	int (*send)(void *ctx, uint32_t peer, const struct wire_coll_piece *hdr, const struct iovec *iov, int niov,
+		    uint32_t len);
 	/* Optional: bytes the executor is about to hold (beyond mem_max's
 	 * own bound: the user's share of daemon memory): 0, or -errno to fail
 	 * the operation; and bytes it gave back.  Whatever it still holds when

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 /* This module's state for one routing peer. */
 struct agg_peer {
@@ -149,10 +150,37 @@ static void on_flush_timer(struct loop_timer *t)
 		loop_timer_arm(t, next - now, on_flush_timer, NULL);
 }
 
+/* A payload: at payload, or (iov set) in niov parts at iov. */
+struct payload {
+	const void *p;
+	const struct iovec *iov;
+	int niov;
+};
+
+/* wire_encode_item with the payload pl. */
+static size_t encode(uint8_t *buf, const struct wire_item *it, const struct payload *pl)
+{
+	size_t fp;
+
+	if (!pl->iov)
+		return wire_encode_item(buf, it, pl->p);
+	fp = wire_item_footprint(it->len);
+	memcpy(buf, it, sizeof(*it));
+	if (fp > sizeof(*it)) {
+		memset(buf + fp - 8, 0, 8);     /* the padding; the parts overwrite the rest */
+		buf += sizeof(*it);
+		for (int i = 0; i < pl->niov; i++) {
+			memcpy(buf, pl->iov[i].iov_base, pl->iov[i].iov_len);
+			buf += pl->iov[i].iov_len;
+		}
+	}
+	return fp;
+}
+
 /* An item too big to share a frame: one of its own, after what is buffered;
  * with a lender x, its payload (and padding) lent rather than copied (see
  * agg_item_lent).  Returns 0 (copied), 1 (lent) or -EAGAIN. */
-static int alone(struct agg_peer *a, const struct wire_item *it, const void *payload, struct frame_lender *x)
+static int alone(struct agg_peer *a, const struct wire_item *it, const struct payload *pl, struct frame_lender *x)
 {
 	size_t fp = wire_item_footprint(it->len);
 	struct frame *f;
@@ -165,9 +193,9 @@ static int alone(struct agg_peer *a, const struct wire_item *it, const void *pay
 	if (x) {
 		memcpy(f->data + f->len, it, sizeof(*it));
 		f->len += (uint32_t)sizeof(*it);
-		frame_lend(f, payload, (uint32_t)(fp - sizeof(*it)), x);
+		frame_lend(f, pl->p, (uint32_t)(fp - sizeof(*it)), x);
 	} else {
-		f->len += (uint32_t)wire_encode_item(f->data + f->len, it, payload);
+		f->len += (uint32_t)encode(f->data + f->len, it, pl);
 	}
 	peer_send(a->p, f);
 	agg_items_routed += f->nitems;
@@ -212,7 +240,7 @@ static uint8_t *open_slot(struct agg_peer *a, size_t fp)
 	return slot;
 }
 
-static int item(const struct wire_item *it, const void *payload, int from_dim, int klass, struct frame_lender *x)
+static int item(const struct wire_item *it, const struct payload *pl, int from_dim, int klass, struct frame_lender *x)
 {
 	struct agg_peer *a = agg.next[it->node];
 	size_t fp = wire_item_footprint(it->len);
@@ -243,11 +271,11 @@ static int item(const struct wire_item *it, const void *payload, int from_dim, i
 		return -EAGAIN;
 	}
 	if (fp > agg.alone)
-		return alone(a, it, payload, x);
+		return alone(a, it, pl, x);
 	slot = open_slot(a, fp);
 	if (!slot)
 		return -EAGAIN;
-	wire_encode_item(slot, it, payload);
+	encode(slot, it, pl);
 	a->hop.buf->nitems += wire_item_count(it) - 1;
 	if (a->hop.buf->len - sizeof(struct wire_frame_hdr) + sizeof(struct wire_item) > agg.conf->buffer_bytes)
 		flush(a, AGG_FLUSH_FULL);       /* not even an empty item fits any more */
@@ -256,14 +284,25 @@ static int item(const struct wire_item *it, const void *payload, int from_dim, i
 
 int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass)
 {
-	int ret = item(it, payload, from_dim, klass, NULL);
+	struct payload pl = { .p = payload };
+	int ret = item(it, &pl, from_dim, klass, NULL);
+
+	return ret < 0 ? ret : 0;
+}
+
+int agg_item_v(const struct wire_item *it, const struct iovec *iov, int niov, int klass)
+{
+	struct payload pl = { .iov = iov, .niov = niov };
+	int ret = item(it, &pl, -1, klass, NULL);
 
 	return ret < 0 ? ret : 0;
 }
 
 int agg_item_lent(const struct wire_item *it, const void *payload, struct frame_lender *x)
 {
-	return item(it, payload, -1, AGG_DATA, x);
+	struct payload pl = { .p = payload };
+
+	return item(it, &pl, -1, AGG_DATA, x);
 }
 
 uint8_t *agg_slot(uint32_t node, uint32_t len)

@@ -73,6 +73,11 @@ enum agg_class {
  * the item and retries). */
 int agg_item(const struct wire_item *it, const void *payload, int from_dim, int klass);
 
+/* agg_item for an item that starts here whose payload is in niov parts at
+ * iov (it->len bytes in all), gathered into the frame. */
+struct iovec;
+int agg_item_v(const struct wire_item *it, const struct iovec *iov, int niov, int klass);
+
 /* agg_item for an application item that starts here and whose payload, with
  * its padding to 8, may be lent by x (net/frame.h "Lent bytes"; only where
  * peer_takes_lent()) rather than copied: if it goes in a frame of its own,

@@ -72,7 +72,7 @@ void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 	agg_flush_toward(node, AGG_FLUSH_EXPLICIT);
 }
 
-int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const void *payload, uint32_t len)
+int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const struct iovec *iov, int niov, uint32_t len)
 {
 	struct wire_item it = { .len = len, .gen = gen, .node = node, .job = job, .dst = WIRE_DST_COLL,
 				.src = ctlq.self };
@@ -94,7 +94,7 @@ int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const void *payload,
 	}
 	ctlq.sent[ctlq.nsent++] = node;
 send:
-	ret = agg_item(&it, payload, -1, AGG_DATA);
+	ret = agg_item_v(&it, iov, niov, AGG_DATA);
 	return ret < 0 ? -EAGAIN : 0;
 }
 

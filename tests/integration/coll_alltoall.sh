@@ -125,18 +125,26 @@ wait_job dies >/dev/null
 expect "after that, a new job's all-to-all on the same daemons" run_a2a after 5 2 c_n0 c_n1 c_n2 c_n3 c_n4 -- --alltoall 8
 expect "the daemons exit cleanly" stop_cluster c 5
 
-# Collective memory is its user's (limits.user_memory_bytes): an all-to-all
-# whose messages need more fails on every rank, and gives it all back.
-start_cluster lim 2 "limits: { user_memory_bytes = 4194304; };" || exit 1
-expect "2 MiB blocks within a 4 MiB share: fine" run_a2a small 2 1 lim_n0 lim_n1 -- --alltoall 1048576 --alloc
-a2a big 2 1 lim_n0 lim_n1 -- --alltoall 8388608 --alloc
+# Collective memory is its user's (limits.user_memory_bytes).  Blocks that
+# go straight from a send buffer to a receive buffer take none of it (the
+# daemons read and write ferry_alloc memory in place: test_exec), but a
+# 2x2 mesh passes half of every node's blocks through another node, which
+# holds them meanwhile: with 8 MiB blocks that is beyond a 4 MiB share, and
+# the all-to-all fails on every rank, and gives it all back.
+start_cluster lim 4 "limits: { user_memory_bytes = 4194304; };" || exit 1
+expect "1 MiB blocks within a 4 MiB share: fine" run_a2a small 2 1 lim_n0 lim_n1 -- --alltoall 1048576 --alloc
+a2a big 4 1 lim_n0 lim_n1 lim_n2 lim_n3 -- --alltoall 8388608 --alloc --strategy mesh
 wait_job big >/dev/null 2>&1
-expect "8 MiB blocks beyond a 4 MiB share: the all-to-all fails on both ranks, saying why" \
-	bash -c "grep -q 'alltoall 1: .*limits.user_memory_bytes' '$TMP/big.0.log' &&
-		 grep -q 'alltoall 1: .*limits.user_memory_bytes' '$TMP/big.1.log'"
+said=0
+for r in 0 1 2 3; do
+	grep -q "alltoall 1: .*limits.user_memory_bytes" "$TMP/big.$r.log" && said=$((said + 1))
+done
+expect "8 MiB blocks through a 2x2 mesh, beyond a 4 MiB share: the all-to-all fails on every rank, saying why ($said of 4)" \
+	test "$said" = 4
 expect "... and the daemons hold no collective memory afterwards" \
-	wait_for "[ \"\$(stat lim_n0 memory_coll_bytes)\" = 0 ] && [ \"\$(stat lim_n1 memory_coll_bytes)\" = 0 ]"
-expect "lim: daemons exit cleanly" stop_cluster lim 2
+	wait_for "[ \"\$(stat lim_n0 memory_coll_bytes)\" = 0 ] && [ \"\$(stat lim_n1 memory_coll_bytes)\" = 0 ] &&
+		  [ \"\$(stat lim_n2 memory_coll_bytes)\" = 0 ] && [ \"\$(stat lim_n3 memory_coll_bytes)\" = 0 ]"
+expect "lim: daemons exit cleanly" stop_cluster lim 4
 
 # The pieces travel as the job's items, under the links' limits: with
 # limits.link_bytes at its least (1 MiB), 1 MiB blocks between two nodes

@@ -32,6 +32,7 @@ struct net {
 	uint32_t *queued;               /* pieces on each link */
 	uint32_t room;                  /* pieces a link holds */
 	uint64_t pieces, eagain;
+	uint64_t mem_peak;              /* (a2a_exec) the most one node's executor held */
 	uint64_t rnd;
 };
 
@@ -48,7 +49,8 @@ static uint64_t rnd(struct net *n)
 	return n->rnd * 0x2545F4914F6CDD1Dull;
 }
 
-static int net_send(void *vctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *data, uint32_t len)
+static int net_send(void *vctx, uint32_t peer, const struct wire_coll_piece *h, const struct iovec *iov, int niov,
+		    uint32_t len)
 {
 	struct ctx *c = vctx;
 	struct net *n = c->net;
@@ -66,8 +68,7 @@ static int net_send(void *vctx, uint32_t peer, const struct wire_coll_piece *h, 
 	p->to = peer;
 	p->h = *h;
 	p->len = len;
-	if (len)
-		memcpy(p->data, data, len);
+	coll_iov_copy(p->data, iov, niov);
 	if (n->tail[l])
 		n->tail[l]->next = p;
 	else
@@ -261,6 +262,8 @@ static long a2a_exec(enum a2a_strategy strat, uint32_t P, const uint32_t *ppn, u
 		/* every stream given back once it went */
 		if (!ret)
 			CHECK_EQ(coll_exec_mem(x[i]), 0);
+		if (stats && coll_exec_mem_peak(x[i]) > stats->mem_peak)
+			stats->mem_peak = coll_exec_mem_peak(x[i]);
 		coll_exec_free(x[i]);
 		for (uint32_t k = 0; k < ppn[i]; k++) {
 			free(mem[i].send[k]);
@@ -324,6 +327,22 @@ TEST(alltoall_runs_on_executors)
 	CHECK(runs > 200);
 	printf("# %d all-to-alls run on executors, %llu pieces, %llu -EAGAIN\n", runs, (unsigned long long)st.pieces,
 	       (unsigned long long)st.eagain);
+}
+
+/* Blocks that go straight from a send buffer to a receive buffer (direct)
+ * are read and written in place: the executors hold their messages' heads
+ * only, however large the blocks; a mesh passes blocks on through scratch. */
+TEST(direct_blocks_are_sent_and_received_in_place)
+{
+	uint32_t one[4] = { 1, 1, 1, 1 }, two[4] = { 2, 1, 2, 3 };
+	struct net st = { 0 }, mesh = { 0 };
+
+	CHECK_EQ(a2a_exec(A2A_DIRECT, 4, one, 1 << 20, 0, WIRE_COLL_PIECE_MAX, 4, 5, &st), 0);
+	CHECK_EQ(a2a_exec(A2A_DIRECT, 4, two, 300000, 0, WIRE_COLL_PIECE_MAX, 2, 6, &st), 0);
+	printf("# direct: %llu bytes held at most on a node\n", (unsigned long long)st.mem_peak);
+	CHECK(st.mem_peak < 4096);
+	CHECK_EQ(a2a_exec(A2A_MESH, 4, one, 1 << 20, 0, WIRE_COLL_PIECE_MAX, 4, 7, &mesh), 0);
+	CHECK(mesh.mem_peak >= 1 << 20);
 }
 
 /* ---- a chain of FORWARDs and a reduction ---- */
@@ -457,14 +476,15 @@ static struct {
 	uint32_t len;
 } held;
 
-static int hold_send(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const uint8_t *d, uint32_t len)
+static int hold_send(void *ctx, uint32_t peer, const struct wire_coll_piece *h, const struct iovec *iov, int niov,
+		     uint32_t len)
 {
 	(void)ctx;
 	(void)peer;
 	if (len > sizeof(held.d))
 		return -EINVAL;
 	held.h = *h;
-	memcpy(held.d, d, len);
+	coll_iov_copy(held.d, iov, niov);
 	held.len = len;
 	return 0;
 }
@@ -666,8 +686,21 @@ TEST(hostile_pieces_fail_the_operation_only)
 	memcpy(st + 16, &huge[1], 8);
 	victim_init(&v, 1 << 20);
 	h = piece(0, 3, 0, len);
-	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), 0);
+	/* (of the size the step expects: its parts go to their places as
+	 * they come, and the head is checked as soon as it is whole) */
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), -EPROTO);
 	CHECK_EQ(coll_exec_run(v.x), -EPROTO);
+	CHECK(strstr(coll_exec_error(v.x), "parts longer than it") != NULL);
+	victim_free(&v);
+	/* parts of the right total but other sizes (swapped) */
+	uint64_t swapped[2] = { 6, 4 };
+	len = stream(st, 2, swapped);
+	victim_init(&v, 1 << 20);
+	h = piece(0, 3, 0, len);
+	CHECK_EQ(coll_exec_deliver(v.x, &h, st, (uint32_t)len), -EINVAL);
+	CHECK(strstr(coll_exec_error(v.x), "6 bytes for a block of 4") != NULL);
+	for (int i = 0; i < 16; i++)
+		CHECK_EQ(v.buf[i], 0xee);       /* nothing written before the head was checked */
 	victim_free(&v);
 	len = stream(st, 2, good);
 	victim_init(&v, 1 << 20);
@@ -837,6 +870,7 @@ TEST(counts_that_disagree_fail_instead_of_hanging)
 int main(void)
 {
 	RUN(alltoall_runs_on_executors);
+	RUN(direct_blocks_are_sent_and_received_in_place);
 	RUN(forward_and_reduce_on_executors);
 	RUN(large_local_steps_go_in_slices_of_the_budget);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
