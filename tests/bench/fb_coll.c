@@ -39,8 +39,9 @@
  *       compute_s: mean time of the compute loop alone (pure CPU, no ferry
  *       call), calibrated to last about comm_s (the largest rank's) while
  *       every rank runs it; total_s: mean time of ferry_ialltoall, the
- *       compute loop, ferry_wait.  These three are timed from a barrier to a
- *       barrier (the job's time, not one rank's: ranks may share a core),
+ *       compute loop, ferry_wait.  These three are the job's time, not one
+ *       rank's (ranks may share a core): from the first rank's start after
+ *       a barrier to the last one's end, on the host's one clock,
  *       N iterations each, in rounds that take turns (OVERLAP_ROUNDS, after
  *       a first t_comm alone that calibrates the loop and is not counted).
  *       compute_in_s, post_s, wait_s: this rank's mean
@@ -239,12 +240,21 @@ static void barrier(void)
 		fail("barrier", ret);
 }
 
-/* The compute loop's length that lasts about t seconds while every rank
- * runs it (they share the cores as in the overlapped run). */
+/* The job's time for a part every rank ran from t0 to t1 (its own clock,
+ * which is every rank's on one host: CLOCK_MONOTONIC): from the first
+ * rank's start to the last one's end.  Not each rank's own t1 - t0: where
+ * the ranks share a core, the kernel runs them one after the other after a
+ * barrier, and a rank that starts last may find the others' work done
+ * before its clock started (a compute part of 2 ms measured at less than
+ * half its time).  The same on every rank. */
+static double job_span(double t0, double t1)
+{
+	return agree_max(t1) + agree_max(-t0);
+}
+
 /* The compute loop's length whose run on every rank at once lasts about t
- * seconds of wall time from the barrier before to the barrier after (the
- * ranks may share a core: pinned, all of them run on CPU 0).  The same on
- * every rank. */
+ * seconds of the job's time (job_span: the ranks may share a core, pinned,
+ * all of them run on CPU 0).  The same on every rank. */
 static long calibrate(double t)
 {
 	double el, t0 = now_s(), span = t * 10 > 0.05 ? t * 10 : 0.05;
@@ -261,9 +271,9 @@ static long calibrate(double t)
 		t0 = now_s();
 		for (long r = 0; r < reps; r++)
 			compute(n);
+		el = job_span(t0, now_s()) / (double)reps;
 		barrier();
-		el = (now_s() - t0) / (double)reps;
-		n = (long)agree_max((double)n * t / el) + 1;
+		n = (long)((double)n * t / el) + 1;
 	}
 	return n;
 }
@@ -286,8 +296,8 @@ struct ovl {
 };
 
 /* m iterations of the phase: 0 ferry_ialltoall + ferry_wait (t_comm), 1 the
- * compute loop alone (t_compute), 2 post, compute, wait (t_total); timed
- * from a barrier to a barrier. */
+ * compute loop alone (t_compute), 2 post, compute, wait (t_total); the job's
+ * time (job_span), after a barrier. */
 static double ovl_phase(struct ovl *o, int phase, long m)
 {
 	double t0, t1, a;
@@ -317,18 +327,18 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 		if (phase == 2)
 			o->wait += now_s() - a;
 	}
+	t1 = job_span(t0, now_s());
 	barrier();
-	t1 = now_s() - t0;
 	if (phase != 1)
 		check(o->rbuf, o->block, 0, o->seq, o->k - 1,
 		      phase ? "last timed operation (overlapped)" : "last timed operation (communication alone)");
 	return t1;
 }
 
-/* One overlap point (OSU's osu_ialltoall).  Each phase is timed from a
- * barrier to a barrier, so that the times are the whole job's: where ranks
- * share a core, what one rank's clock sees between them depends on when the
- * kernel ran it.  t_comm first alone, to calibrate the compute loop; then
+/* One overlap point (OSU's osu_ialltoall).  Each phase is the job's time
+ * (job_span), from the first rank's start to the last rank's end: where
+ * ranks share a core, what one rank's clock sees depends on when the kernel
+ * ran it.  t_comm first alone, to calibrate the compute loop; then
  * OVERLAP_ROUNDS rounds of the three phases. */
 static void overlap_point(const char *strategy, const char *buf, uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
