@@ -504,7 +504,7 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	struct wire_coll_piece named = *h;
 	uint8_t head[sizeof(*h)];
 	struct iovec v[PIECE_IOV];
-	int nv = 1;
+	int nv = 1, ret;
 
 	if (peer >= g->G)
 		return -EINVAL;
@@ -524,11 +524,10 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	 * the loop (coll_poll runs at every turn; the acknowledgements that
 	 * make room wake the loop).  The parts are gathered straight into
 	 * the frame. */
-	if (ctlq_send_job(g->nodes[peer], j->id, j->gen, v, nv, (uint32_t)sizeof(*h) + len) < 0) {
+	ret = ctlq_send_job(g->nodes[peer], j->id, j->gen, v, nv, (uint32_t)sizeof(*h) + len);
+	if (ret == -EAGAIN)
 		g->cj->link_waits++;
-		return -EAGAIN;
-	}
-	return 0;
+	return ret;
 }
 
 /* The executor's memory is its user's (limits.user_memory_bytes). */

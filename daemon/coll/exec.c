@@ -25,6 +25,8 @@ struct inmsg {
 				 * placed: its head only (hlen bytes) */
 	uint64_t total, got;
 	uint64_t hlen;          /* placed: the head's bytes */
+	uint64_t seg_pos;       /* placed: where segment seg starts in the stream, */
+	uint32_t seg;           /* the one that takes the next byte (pieces come in order) */
 	int taken;              /* its step ran: no more pieces */
 	int placed;             /* its parts go straight to their places (deliver_placed) */
 };
@@ -38,6 +40,8 @@ struct outmsg {
 	uint64_t total, sent;
 	const struct sched_step *st;
 	uint64_t hlen;
+	uint64_t seg_pos;       /* st: where segment seg starts in the stream, the */
+	uint32_t seg;           /* one that holds byte `sent` (or past it: all sent) */
 };
 
 struct coll_exec {
@@ -72,7 +76,8 @@ struct coll_exec {
 	uint64_t mem_now, mem_peak;
 	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
 	int send_in_place;              /* no step writes a send buffer: SENDs from them are not copied */
-	struct iovec *iov;              /* a piece's parts: the most segments a SEND names, + 1 */
+	int place_ok;                   /* no send buffer overlaps a receive buffer: RECVs may be placed */
+	struct iovec *iov;              /* a piece's parts: the head and the most segments a SEND names */
 	uint64_t part_off;              /* ... its bytes done so far */
 	int failed;
 	char err[200];
@@ -233,7 +238,7 @@ static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t or
 		x->out = o;
 		x->cap_out = ncap;
 	}
-	x->out[x->nout++] = (struct outmsg){ peer, msg, order, x->out_seq++, buf, total, 0, st, hlen };
+	x->out[x->nout++] = (struct outmsg){ peer, msg, order, x->out_seq++, buf, total, 0, st, hlen, hlen, 0 };
 	return 0;
 }
 
@@ -241,7 +246,7 @@ static int out_add(struct coll_exec *x, uint32_t peer, uint32_t msg, uint32_t or
  * writes (x->send_in_place): its pieces may be read from there as they go. */
 static int send_from_place(const struct coll_exec *x, const struct sched_step *st)
 {
-	if (!x->send_in_place)
+	if (!x->send_in_place || !x->place_ok)
 		return 0;
 	for (uint32_t r = 0; r < st->nref; r++)
 		if (x->n->segs[x->n->refs[st->ref + r]].buf != SCHED_BUF_SEND)
@@ -289,6 +294,21 @@ static int run_send(struct coll_exec *x, const struct sched_step *st)
 	return 0;
 }
 
+/* Moves the cursor (*seg starting at *pos) of a stream of st's segments to
+ * the one that holds byte off of the stream (or past the last). */
+static void seg_advance(struct coll_exec *x, const struct sched_step *st, uint32_t *seg, uint64_t *pos, uint64_t off)
+{
+	uint64_t len;
+
+	while (*seg < st->nref) {
+		seg_ptr(x, &x->n->segs[x->n->refs[st->ref + *seg]], &len);
+		if (*pos + len > off)
+			break;
+		*pos += len;
+		++*seg;
+	}
+}
+
 /* The bytes of o's stream at [off, off + n) as parts in x->iov; their
  * number. */
 static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off, uint64_t n)
@@ -306,8 +326,10 @@ static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off
 		off += m;
 		n -= m;
 	}
-	pos = o->hlen;
-	for (uint32_t r = 0; r < o->st->nref && n; r++, pos += len) {
+	/* from the segment that holds off (a walk from the first at every
+	 * piece would cost a message of many segments their number per piece) */
+	pos = o->seg_pos;
+	for (uint32_t r = o->seg; r < o->st->nref && n; r++, pos += len) {
 		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[o->st->ref + r]], &len);
 
 		if (off >= pos + len)
@@ -424,13 +446,14 @@ static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 
 	switch (st->kind) {
 	case SCHED_SEND:
-		cost = step_bytes(x, st);
+		/* (sent in place: read as the pieces go, nothing to copy now) */
+		cost = send_from_place(x, st) ? 0 : step_bytes(x, st);
 		ret = run_send(x, st);
 		break;
 	case SCHED_RECV:
 	case SCHED_RECV_REDUCE:
 		im->taken = 1;
-		cost = im->total;
+		cost = im->placed ? 0 : im->total;     /* (placed: copied as it came) */
 		ret = run_recv(x, k, st, im);
 		break;
 	case SCHED_FORWARD:
@@ -525,6 +548,8 @@ static int send_pieces(struct coll_exec *x)
 			return fail(x, ret, "sending to node %u: %s", best->peer, strerror(-ret));
 		}
 		best->sent += n;
+		if (best->st)
+			seg_advance(x, best->st, &best->seg, &best->seg_pos, best->sent);
 		if (best->sent == best->total) {
 			free(best->buf);
 			mem_give(x, best->st ? best->hlen : best->total);
@@ -636,8 +661,10 @@ static int deliver_placed(struct coll_exec *x, struct inmsg *im, const uint8_t *
 			}
 		}
 	}
-	pos = im->hlen;
-	for (uint32_t r = 0; r < st->nref && len; r++, pos += slen) {
+	/* from the segment that takes the next byte (im's cursor) */
+	seg_advance(x, st, &im->seg, &im->seg_pos, off);
+	pos = im->seg_pos;
+	for (uint32_t r = im->seg; r < st->nref && len; r++, pos += slen) {
 		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &slen);
 
 		if (off >= pos + slen)
@@ -657,6 +684,8 @@ int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, co
 
 	if (x->failed)
 		return x->failed;
+	if (!len)
+		return fail(x, -EPROTO, "node %u sent an empty piece of message %u", hdr->from, hdr->msg);
 	im = x->nin ? bsearch(&key, x->in, x->nin, sizeof(*x->in), in_cmp) : NULL;
 	if (!im || im->taken)
 		return fail(x, -EPROTO, "node %u sent message %u, which the schedule does not expect%s", hdr->from,
@@ -675,8 +704,10 @@ int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, co
 		 * expects (else kept whole: run_recv says what is wrong). */
 		const struct sched_step *st = &x->n->steps[im->step];
 
-		im->placed = x->waiting[im->step] == 1 && placeable_bytes(x, st) == hdr->total;
+		im->placed = x->place_ok && x->waiting[im->step] == 1 && placeable_bytes(x, st) == hdr->total;
 		im->hlen = im->placed ? wire_coll_head_bytes(st->nref) : hdr->total;
+		im->seg = 0;
+		im->seg_pos = im->hlen;
 		if (mem_take(x, im->hlen))
 			return x->failed;
 		im->buf = malloc(im->hlen);
@@ -830,7 +861,20 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 		}
 	}
 	/* Sends from the send buffers in place unless a step writes one (no
-	 * planner's does: FERRY_IN_PLACE is staged above, sched.h). */
+	 * planner's does: FERRY_IN_PLACE is staged above, sched.h), and puts
+	 * what comes straight into the receive buffers, unless a rank passed
+	 * memory that is both (one buffer as both without FERRY_IN_PLACE:
+	 * erroneous, as in MPI, but what it gets stays what copies gave it,
+	 * not bytes overwritten before they went). */
+	x->place_ok = 1;
+	for (uint32_t i = 0; i < n->nslots && x->place_ok; i++)
+		for (uint32_t j = 0; j < n->nslots && x->place_ok; j++) {
+			const uint8_t *sb = mem->send[i], *rb = mem->recv[j];
+
+			if (sb && rb && mem->send_len[i] && mem->recv_len[j] && sb < rb + mem->recv_len[j] &&
+			    rb < sb + mem->send_len[i])
+				x->place_ok = 0;
+		}
 	{
 		uint32_t most = 0;
 
@@ -846,7 +890,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 				    n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SEND)
 					x->send_in_place = 0;
 		}
-		if (!(x->iov = calloc((size_t)most + 2, sizeof(*x->iov))))
+		if (!(x->iov = calloc((size_t)most + 1, sizeof(*x->iov))))
 			goto err;
 	}
 	for (uint32_t k = 0; k < ns; k++)

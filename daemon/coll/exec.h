@@ -22,9 +22,16 @@
  * sent) -- and go out in pieces of at most piece_max stream bytes,
  * the lowest order key first among the messages ready for any peer (a peer
  * that has no room, -EAGAIN, is tried again at the next run).  A message
- * arriving is kept whole until the step that takes it may run; a FORWARD
- * passes the kept stream on without copying it.  Every byte allocated so
- * (scratch, streams) counts against mem_max.
+ * arriving is kept whole until the step that takes it may run -- except one
+ * for a RECV into receive buffers only, of the size it expects, whose step
+ * waits for nothing else when its first piece comes: its head is kept, and
+ * checked once whole (before any of its parts is written), and its parts
+ * are written where they go as they come ("placed").  A FORWARD passes the
+ * kept stream on without copying it.  Neither reading in place nor placing
+ * is done where a rank's send buffer overlaps a receive buffer (one buffer
+ * passed as both, without FERRY_IN_PLACE): its bytes would be overwritten
+ * before they went.  Every byte allocated so (scratch, streams, heads)
+ * counts against mem_max.
  *
  * Ownership: the executor owns its streams and scratch; the schedule and
  * the buffers (mem) are the caller's and must stay until coll_exec_free.
@@ -94,9 +101,11 @@ int coll_exec_busy(const struct coll_exec *x);
 
 /* A piece for this operation arrived (hdr decoded by
  * wire_coll_piece_decode, data its len stream bytes), from the node hdr->from
- * (the caller checks that the transport agrees).  Takes a copy.  Returns 0,
- * or the -errno the operation failed with: -EPROTO (a message the schedule
- * does not expect, a piece out of order, a malformed head), -ENOMEM (beyond
+ * (the caller checks that the transport agrees).  Takes a copy (or, placed,
+ * writes it where it goes).  Returns 0, or the -errno the operation failed
+ * with: -EPROTO (a message the schedule does not expect, an empty piece, a
+ * piece out of order, a malformed head), -EINVAL (a placed message's parts
+ * of other sizes than its blocks: the ranks disagree), -ENOMEM (beyond
  * mem_max).  Call coll_exec_run after. */
 int coll_exec_deliver(struct coll_exec *x, const struct wire_coll_piece *hdr, const uint8_t *data, uint32_t len);
 

@@ -293,7 +293,17 @@ int agg_item(const struct wire_item *it, const void *payload, int from_dim, int 
 int agg_item_v(const struct wire_item *it, const struct iovec *iov, int niov, int klass)
 {
 	struct payload pl = { .iov = iov, .niov = niov };
-	int ret = item(it, &pl, -1, klass, NULL);
+	uint64_t sum = 0;
+	int ret;
+
+	/* The parts fill the item exactly: fewer bytes would send what the
+	 * frame's memory held before (another job's, maybe), more would
+	 * overrun it. */
+	for (int i = 0; i < niov; i++)
+		sum += iov[i].iov_len;
+	if (sum != it->len)
+		return -EINVAL;
+	ret = item(it, &pl, -1, klass, NULL);
 
 	return ret < 0 ? ret : 0;
 }

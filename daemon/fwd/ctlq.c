@@ -95,7 +95,7 @@ int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const struct iovec *
 	ctlq.sent[ctlq.nsent++] = node;
 send:
 	ret = agg_item_v(&it, iov, niov, AGG_DATA);
-	return ret < 0 ? -EAGAIN : 0;
+	return ret == -EINVAL ? ret : ret < 0 ? -EAGAIN : 0;
 }
 
 void ctlq_flush_sent(void)

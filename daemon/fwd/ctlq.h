@@ -36,11 +36,11 @@ void ctlq_fini(void);
 void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len);
 
 /* Sends a piece of job's collectives (gen: its generation; len bytes in
- * niov parts at iov) to node (not
- * this one) as an item of the job (proto/wire.h WIRE_DST_COLL): under the
- * job's items' limits, so it returns 0 or -EAGAIN (the link toward node is
- * full: try again later, the loop's next turns).  It leaves with the next
- * flush toward node (ctlq_flush_sent). */
+ * niov parts at iov) to node (not this one) as an item of the job
+ * (proto/wire.h WIRE_DST_COLL): under the job's items' limits, so it
+ * returns 0 or -EAGAIN (the link toward node is full: try again later, the
+ * loop's next turns); -EINVAL for this node, job 0 or parts that are not
+ * len bytes.  It leaves with the next flush toward node (ctlq_flush_sent). */
 struct iovec;
 int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const struct iovec *iov, int niov, uint32_t len);
 /* Flushes the buffers toward the nodes ctlq_send_job sent to since the

@@ -284,14 +284,20 @@ static struct sess_events sess_ev;
  * nodes.  Blocks below KEEP_HEAP_MMAP come from the heap; larger ones are
  * mapped, and unmapped when freed.  Setting either option ends glibc's
  * adjusting of both, so both are set.  What users' jobs may take is
- * bounded by the limits (user.h), not by this. */
+ * bounded by the limits (user.h), not by this; what the heap keeps is not:
+ * the daemon's resident memory stays near its peak (freed blocks below the
+ * heap's top are never given back), which the limits bound in turn. */
 #define KEEP_HEAP_BYTES (64 << 20)
 #define KEEP_HEAP_MMAP (32 << 20)
 
 static void keep_heap(void)
 {
-	if (!mallopt(M_MMAP_THRESHOLD, KEEP_HEAP_MMAP) || !mallopt(M_TRIM_THRESHOLD, KEEP_HEAP_BYTES))
-		fprintf(stderr, "ferryd: mallopt failed; freed memory goes back to the kernel\n");
+	/* (both tried: a glibc that refuses one still takes the other) */
+	int mmap_ok = mallopt(M_MMAP_THRESHOLD, KEEP_HEAP_MMAP), trim_ok = mallopt(M_TRIM_THRESHOLD, KEEP_HEAP_BYTES);
+
+	if (!mmap_ok || !trim_ok)
+		fprintf(stderr, "ferryd: mallopt(%s) refused; freed memory may go back to the kernel and be faulted in "
+			"again\n", !mmap_ok ? "M_MMAP_THRESHOLD" : "M_TRIM_THRESHOLD");
 }
 
 int main(int argc, char **argv)

@@ -27,7 +27,8 @@
  * disagree about sizes: the operation fails), a scratch segment marked
  * SCHED_SEG_SIZED takes the length of its part (up to its len, if not 0).
  * A SEND is done once its bytes are taken (the executor copies them into a
- * stream), so a later step may overwrite them; ready messages on one link
+ * stream, or, from send buffers, which no step writes, reads them as its
+ * pieces go), so a later step may overwrite them; ready messages on one link
  * go lowest order key first, the first ready first among equal keys.  So a node plans with what
  * it knows when the operation is posted (its own ranks' counts), and data
  * whose size only its sender knows (alltoallv through an indirect strategy)

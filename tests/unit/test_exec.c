@@ -554,10 +554,98 @@ TEST(a_step_begun_goes_on_at_its_own_offset)
 
 /* Node 1 of a 2-node schedule: takes message 3 from node 0 (two parts of
  * 4 and 6 bytes into its receive buffer), sends nothing. */
+/* A RECV whose step waits for another step when its piece comes is not
+ * placed: its bytes go where that step writes too (a COPY the budget cut
+ * in two), and must land after it.  And nothing is placed or read in place
+ * where a rank's send buffer is its receive buffer. */
+TEST(placing_waits_for_the_steps_before_and_for_apart_buffers)
+{
+	enum { BIG = 8 << 20, SMALL = 16 };
+	static const struct coll_exec_ops ops = { .send = hold_send };
+	struct sched s;
+	struct coll_exec *x0, *x1;
+	uint8_t *s0 = malloc(SMALL), *s1 = malloc(BIG), *r1 = malloc(BIG), *r0 = NULL;
+	uint64_t l0 = SMALL, l0r = 0, l1s = BIG, l1r = BIG, budget;
+	struct sched_mem m0 = { &s0, &r0, &l0, &l0r }, m1 = { &s1, &r1, &l1s, &l1r };
+	struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = 64, .mem_max = 1 << 20 }, c1 = c0;
+
+	CHECK_EQ(sched_init(&s, 2), 0);
+	s.node[0].nslots = s.node[1].nslots = 1;
+	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	struct sched_node *n1 = &s.node[1];
+	uint32_t a = sched_step(n1, SCHED_COPY, 0, 0, 0);
+
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, 0, BIG, 0));
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_SEND, 0, 0, BIG, 0));
+	sched_step(n1, SCHED_RECV, 0, 0, 0);
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, BIG - SMALL, SMALL, 0));
+	sched_dep(n1, a);
+	CHECK_EQ(sched_err(&s), 0);
+	memset(s0, 0xab, SMALL);
+	memset(s1, 1, BIG);
+	memset(r1, 0, BIG);
+	c1.self = 1;
+	CHECK_EQ(coll_exec_new(&s.node[0], &m0, &c0, &ops, NULL, &x0, NULL, 0), 0);
+	CHECK_EQ(coll_exec_new(&s.node[1], &m1, &c1, &ops, NULL, &x1, NULL, 0), 0);
+	budget = 4 << 20;
+	CHECK_EQ(coll_exec_run_budget(x1, &budget), 0);         /* the COPY: its first half */
+	CHECK_EQ(r1[BIG - 1], 0);
+	CHECK_EQ(coll_exec_run(x0), 1);                         /* the piece */
+	CHECK_EQ(coll_exec_deliver(x1, &held.h, held.d, held.len), 0);
+	CHECK_EQ(r1[BIG - 1], 0);                               /* kept, not placed */
+	CHECK(coll_exec_mem(x1) >= SMALL);
+	for (int turn = 0; turn < 8 && coll_exec_run(x1) == 0; turn++)
+		;
+	CHECK_EQ(coll_exec_run(x1), 1);
+	CHECK_EQ(r1[BIG - SMALL], 0xab);                        /* after the COPY's second half */
+	CHECK_EQ(r1[BIG - 1], 0xab);
+	CHECK_EQ(r1[BIG - SMALL - 1], 1);
+	coll_exec_free(x0);
+	coll_exec_free(x1);
+	sched_free(&s);
+
+	/* node 1 takes the block, its send buffer its receive buffer: the
+	 * block is kept whole until its step runs (not placed); with buffers
+	 * apart, written at once */
+	CHECK_EQ(sched_init(&s, 2), 0);
+	s.node[0].nslots = s.node[1].nslots = 1;
+	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	n1 = &s.node[1];
+	sched_step(n1, SCHED_RECV, 0, 0, 0);
+	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, 0, SMALL, 0));
+	CHECK_EQ(sched_err(&s), 0);
+	for (int alias = 0; alias < 2; alias++) {
+		uint8_t *buf = malloc(SMALL);
+		uint64_t len = SMALL;
+		struct sched_mem m = { alias ? &buf : &s1, &buf, alias ? &len : &l1s, &len };
+
+		memset(buf, 0, SMALL);
+		CHECK_EQ(coll_exec_new(&s.node[0], &m0, &c0, &ops, NULL, &x0, NULL, 0), 0);
+		CHECK_EQ(coll_exec_new(&s.node[1], &m, &c1, &ops, NULL, &x1, NULL, 0), 0);
+		CHECK_EQ(coll_exec_run(x0), 1);
+		CHECK_EQ(coll_exec_deliver(x1, &held.h, held.d, held.len), 0);
+		/* placed: written at once, only the head held */
+		CHECK_EQ(buf[0], alias ? 0 : 0xab);
+		CHECK_EQ(coll_exec_mem_peak(x1), wire_coll_head_bytes(1) + (alias ? SMALL : 0));
+		CHECK_EQ(coll_exec_run(x1), 1);
+		CHECK_EQ(buf[SMALL - 1], 0xab);
+		coll_exec_free(x0);
+		coll_exec_free(x1);
+		free(buf);
+	}
+	sched_free(&s);
+	free(s0);
+	free(s1);
+	free(r1);
+}
+
 struct victim {
 	struct sched s;
 	struct sched_mem mem;
-	uint8_t buf[16], *bp;
+	uint8_t buf[16], *bp;           /* the receive buffer */
+	uint8_t sbuf[16], *sp;          /* the send buffer (apart: else nothing is placed) */
 	uint64_t blen;
 	struct coll_exec *x;
 };
@@ -575,8 +663,9 @@ static void victim_init(struct victim *v, uint64_t mem_max)
 	sched_ref(n, sched_seg(n, SCHED_BUF_RECV, 0, 8, 6, 0));
 	memset(v->buf, 0xee, sizeof(v->buf));
 	v->bp = v->buf;
+	v->sp = v->sbuf;
 	v->blen = sizeof(v->buf);
-	v->mem = (struct sched_mem){ &v->bp, &v->bp, &v->blen, &v->blen };
+	v->mem = (struct sched_mem){ &v->sp, &v->bp, &v->blen, &v->blen };
 	CHECK_EQ(coll_exec_new(n, &v->mem, &cfg, &none, NULL, &v->x, NULL, 0), 0);
 }
 
@@ -871,6 +960,7 @@ int main(void)
 {
 	RUN(alltoall_runs_on_executors);
 	RUN(direct_blocks_are_sent_and_received_in_place);
+	RUN(placing_waits_for_the_steps_before_and_for_apart_buffers);
 	RUN(forward_and_reduce_on_executors);
 	RUN(large_local_steps_go_in_slices_of_the_budget);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
