@@ -489,6 +489,16 @@ static int hold_send(void *ctx, uint32_t peer, const struct wire_coll_piece *h, 
 	return 0;
 }
 
+/* Two nodes of one rank each; node 0 sends node 1 (message 0) the first
+ * len bytes of its send buffer.  Node 1's steps are the caller's. */
+static void two_nodes_one_block(struct sched *s, uint64_t len)
+{
+	CHECK_EQ(sched_init(s, 2), 0);
+	s->node[0].nslots = s->node[1].nslots = 1;
+	sched_step(&s->node[0], SCHED_SEND, 1, 0, 0);
+	sched_ref(&s->node[0], sched_seg(&s->node[0], SCHED_BUF_SEND, 0, 0, len, 0));
+}
+
 TEST(a_step_begun_goes_on_at_its_own_offset)
 {
 	/* node 1: a big COPY (A) that the budget cuts, then a piece comes
@@ -503,10 +513,7 @@ TEST(a_step_begun_goes_on_at_its_own_offset)
 	struct sched_mem m0 = { &s0, &r0, &l0, &l0r }, m1 = { &s1, &r1, &l1s, &l1r };
 	struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = 64, .mem_max = 1 << 20 }, c1 = c0;
 
-	CHECK_EQ(sched_init(&s, 2), 0);
-	s.node[0].nslots = s.node[1].nslots = 1;
-	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
-	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	two_nodes_one_block(&s, SMALL);
 	struct sched_node *n1 = &s.node[1];
 	uint32_t sc = sched_scratch(n1, SMALL);
 	uint32_t scr = sched_seg(n1, SCHED_BUF_SCRATCH, sc, 0, SMALL, 0);
@@ -569,10 +576,7 @@ TEST(placing_waits_for_the_steps_before_and_for_apart_buffers)
 	struct sched_mem m0 = { &s0, &r0, &l0, &l0r }, m1 = { &s1, &r1, &l1s, &l1r };
 	struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = 64, .mem_max = 1 << 20 }, c1 = c0;
 
-	CHECK_EQ(sched_init(&s, 2), 0);
-	s.node[0].nslots = s.node[1].nslots = 1;
-	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
-	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	two_nodes_one_block(&s, SMALL);
 	struct sched_node *n1 = &s.node[1];
 	uint32_t a = sched_step(n1, SCHED_COPY, 0, 0, 0);
 
@@ -608,10 +612,7 @@ TEST(placing_waits_for_the_steps_before_and_for_apart_buffers)
 	/* node 1 takes the block, its send buffer its receive buffer: the
 	 * block is kept whole until its step runs (not placed); with buffers
 	 * apart, written at once */
-	CHECK_EQ(sched_init(&s, 2), 0);
-	s.node[0].nslots = s.node[1].nslots = 1;
-	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
-	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, SMALL, 0));
+	two_nodes_one_block(&s, SMALL);
 	n1 = &s.node[1];
 	sched_step(n1, SCHED_RECV, 0, 0, 0);
 	sched_ref(n1, sched_seg(n1, SCHED_BUF_RECV, 0, 0, SMALL, 0));
