@@ -29,6 +29,12 @@
 struct ctl_msg;
 struct reasm;
 
+/* Reassembly buffers a handle keeps for the next large items, instead of
+ * freeing them at ferry_release (recv.c "Spare buffers"): at most this
+ * many, and this many bytes. */
+#define RX_SPARES 16
+#define RX_SPARE_BYTES (32u << 20)
+
 /* One of the job's direct rings (proto/direct.h), as this process sees it:
  * toward a local rank (it consumes) or from one (we consume). */
 struct dring {
@@ -97,7 +103,10 @@ struct ferry {
 	size_t in_len;
 	struct reasm *reasm;    /* items being reassembled, by source */
 	void **held;            /* reassembled buffers handed out by the last ferry_recv */
+	size_t *heldcap;        /* ... their sizes (0: not kept for reuse: a stash chunk) */
 	size_t nheld, capheld;
+	void *spare[RX_SPARES]; /* reassembly buffers kept for the next items (recv.c) */
+	size_t sparecap[RX_SPARES], nspare, spare_bytes;
 	/* steps */
 	uint32_t step;          /* the current step, from 1 */
 	int step_done;          /* ferry_done called in it */

@@ -79,12 +79,31 @@ static void release_rings(struct ferry *f)
 	}
 }
 
+/* Spare buffers.  A large item is reassembled in a buffer of its own, held
+ * until the next ferry_release; freed then, the next item's buffer was a
+ * new one, and above glibc's mmap threshold (128 KiB at first) a new
+ * mapping whose every page faulted in, zeroed: at 256 KiB items a sixth of
+ * the receiver's time (perf, make bench-bw).  So ferry_release keeps up to
+ * RX_SPARES of them (RX_SPARE_BYTES in all) and an item that starts takes
+ * the newest.  Ownership: a spare belongs to the handle (rx_free frees it);
+ * once taken, to its reassembly, then to the held list. */
+static void spare_put(struct ferry *f, void *buf, size_t cap)
+{
+	if (cap && f->nspare < RX_SPARES && f->spare_bytes + cap <= RX_SPARE_BYTES) {
+		f->spare[f->nspare] = buf;
+		f->sparecap[f->nspare++] = cap;
+		f->spare_bytes += cap;
+	} else {
+		free(buf);
+	}
+}
+
 FERRY_API void ferry_release(ferry_t *f)
 {
 	if (f->root)
 		return;         /* a group's handle holds no items */
 	for (size_t i = 0; i < f->nheld; i++)
-		free(f->held[i]);
+		spare_put(f, f->held[i], f->heldcap[i]);
 	f->nheld = 0;
 	f->outstanding = 0;
 	release_rings(f);
@@ -268,6 +287,10 @@ void rx_free(struct ferry *f)
 		free(r);
 	}
 	free(f->held);
+	free(f->heldcap);
+	while (f->nspare)
+		free(f->spare[--f->nspare]);
+	f->spare_bytes = 0;
 	for (size_t i = f->stash_head; i < f->stash_len; i++)
 		if (i + 1 == f->stash_len || f->stash[i + 1].c != f->stash[i].c)
 			free(f->stash[i].c);    /* (each chunk's items lie together) */
@@ -297,19 +320,26 @@ static void drop_reasm(struct ferry *f, uint32_t src)
 	free(r);
 }
 
-/* Keeps buf until the next ferry_release frees it.  Returns 0 or -ENOMEM,
- * without a message: one caller still succeeds with the items it has. */
-static int hold(struct ferry *f, void *buf)
+/* Keeps buf until the next ferry_release frees it (or keeps it as a spare:
+ * cap, its size, not 0).  Returns 0 or -ENOMEM, without a message: one
+ * caller still succeeds with the items it has. */
+static int hold(struct ferry *f, void *buf, size_t cap)
 {
 	if (f->nheld == f->capheld) {
-		size_t cap = f->capheld ? f->capheld * 2 : 8;
-		void **h = realloc(f->held, cap * sizeof(*h));
+		size_t n = f->capheld ? f->capheld * 2 : 8;
+		void **h = realloc(f->held, n * sizeof(*h));
+		size_t *c;
 
 		if (!h)
 			return -ENOMEM;
 		f->held = h;
-		f->capheld = cap;
+		c = realloc(f->heldcap, n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		f->heldcap = c;
+		f->capheld = n;
 	}
+	f->heldcap[f->nheld] = cap;
 	f->held[f->nheld++] = buf;
 	return 0;
 }
@@ -336,6 +366,12 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 			return conn_seterr(-ENOMEM, "out of memory reassembling an item");
 		r->src = rec->src;
 		r->channel = rec->channel;
+		if (f->nspare) {
+			/* the newest spare (Spare buffers) */
+			r->buf = f->spare[--f->nspare];
+			r->cap = f->sparecap[f->nspare];
+			f->spare_bytes -= r->cap;
+		}
 		r->next = f->reasm;
 		f->reasm = r;
 		pp = &f->reasm;
@@ -360,7 +396,7 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 	r->next_frag = frag + 1;
 	if (rec->flags & PROTO_REC_MORE)
 		return 0;
-	if (hold(f, r->buf) < 0)
+	if (hold(f, r->buf, r->cap) < 0)
 		return conn_seterr(-ENOMEM, "out of memory");
 	items[*n] = (struct ferry_item){ .data = r->buf, .len = (uint32_t)r->len, .src = r->src,
 					 .channel = r->channel };
@@ -394,7 +430,7 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 		int last = f->stash_head + 1 == f->stash_len || e[1].c != e->c;
 
 		/* On failure the item stays in the stash for the next call. */
-		if (last && hold(f, e->c) < 0)
+		if (last && hold(f, e->c, 0) < 0)
 			return n ? n : conn_seterr(-ENOMEM, "out of memory");
 		if (last && e->c == f->stash_chunk)
 			f->stash_chunk = NULL;

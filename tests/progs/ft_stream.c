@@ -27,16 +27,20 @@
  * 30 s at most), which keeps what arrives meanwhile; prints "rank 1 step:
  * ok" or "rank 1 step: ERRTEXT: message" and exits 3 if it failed.
  * Prints "rank 0 ok: sent N, eagain E" or
- * "rank 1 ok: received N".
+ * "rank 1 ok: received N" and "rank 1 minflt F second_half H" (the page
+ * faults it took while receiving, and in the second half of the items:
+ * getrusage).
  */
 #include "common.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
 {
+	struct rusage ru0, ruh = { 0 }, ru1;
 	static const struct option lo[] = {
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
@@ -140,6 +144,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; hold && access(hold, F_OK) != 0 && i < 12000; i++)
 		usleep(10000);
+	getrusage(RUSAGE_SELF, &ru0);
 	for (long got = 0; forever || got < items;) {
 		struct ferry_item it[64];
 		int n = ferry_recv(f, it, 64, quiet ? 3000 : recv_timeout);
@@ -166,6 +171,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			got++;
+			if (got == items / 2)
+				getrusage(RUSAGE_SELF, &ruh);
 		}
 		if (delay)
 			usleep((useconds_t)delay);
@@ -184,7 +191,9 @@ int main(int argc, char **argv)
 		printf("rank 1 step: ok\n");
 	}
 	ferry_close(f);
+	getrusage(RUSAGE_SELF, &ru1);
 	printf("rank 1 ok: received %ld\n", items);
+	printf("rank 1 minflt %ld second_half %ld\n", ru1.ru_minflt - ru0.ru_minflt, ru1.ru_minflt - ruh.ru_minflt);
 	free(buf);
 	return 0;
 }
