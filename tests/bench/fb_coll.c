@@ -279,10 +279,16 @@ static long calibrate(double t)
 }
 
 /* Rounds of an overlap point: its three phases are timed in turns, each
- * round n / OVERLAP_ROUNDS iterations of each, in an order that rotates from
- * round to round, so that the machine's speed drifting over the point (a VM's
- * clock rate changes by a few percent from one second to the next) weighs
- * on all three alike instead of on whichever ran last. */
+ * round n / OVERLAP_ROUNDS iterations of each, so that the machine's speed
+ * drifting over the point (a VM's clock rate changes by a few percent from
+ * one second to the next) weighs on all three alike instead of on whichever
+ * ran last.  Each round times t_comm first and then sets the compute loop's
+ * length so that it lasts that round's t_comm (scaled from the last round's
+ * t_compute), then times the other two, in turns.  A loop calibrated once
+ * drifted by up to a third from t_comm by the time it ran, and one shorter
+ * than t_comm caps the overlap at t_compute / t_comm whatever the
+ * communication does (make bench of 2026-11-27: 1 KiB at 65 % with t_compute
+ * 0.67 t_comm, the overlapped run only 4 us longer than t_comm). */
 #define OVERLAP_ROUNDS 6
 
 /* What one overlap point has measured so far: seconds in each phase, and
@@ -335,6 +341,28 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 	return t1;
 }
 
+/* Round r of an overlap point (OVERLAP_ROUNDS): t_comm, the compute loop
+ * scaled to last it (*last: the last round's t_compute, 0 before), then
+ * t_compute and t_total in turns.  Every rank computes the same length
+ * (ovl_phase's times are the job's, the same on every rank). */
+static void ovl_round(struct ovl *o, int r, long m, double *last)
+{
+	double comm = ovl_phase(o, 0, m), comp;
+
+	if (*last > 0)
+		o->c = (long)((double)o->c * comm / *last) + 1;
+	if (r % 2) {
+		o->total += ovl_phase(o, 2, m);
+		comp = ovl_phase(o, 1, m);
+	} else {
+		comp = ovl_phase(o, 1, m);
+		o->total += ovl_phase(o, 2, m);
+	}
+	o->comm += comm;
+	o->comp += comp;
+	*last = comp;
+}
+
 /* One overlap point (OSU's osu_ialltoall).  Each phase is the job's time
  * (job_span), from the first rank's start to the last rank's end: where
  * ranks share a core, what one rank's clock sees depends on when the kernel
@@ -343,7 +371,7 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 static void overlap_point(const char *strategy, const char *buf, uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
 	struct ovl o = { .sbuf = sbuf, .rbuf = rbuf, .block = block };
-	double t0, warm = 0;
+	double t0, warm = 0, last = 0;
 	ferry_req_t *req;
 	long n, m;
 	int ret;
@@ -368,12 +396,7 @@ static void overlap_point(const char *strategy, const char *buf, uint8_t *sbuf, 
 	/* the compute loop lasts about t_comm (the slowest rank's) */
 	o.c = calibrate(agree_max(ovl_phase(&o, 0, m) / (double)m));
 	for (int r = 0; r < OVERLAP_ROUNDS; r++)
-		for (int i = 0; i < 3; i++) {
-			int phase = (r + i) % 3;
-			double t = ovl_phase(&o, phase, m);
-
-			*(phase == 0 ? &o.comm : phase == 1 ? &o.comp : &o.total) += t;
-		}
+		ovl_round(&o, r, m, &last);
 	seq_next = o.k;
 	printf("point op overlap strategy %s buf %s block %zu delta 0 iters %ld comm_s %.9f compute_s %.9f "
 	       "total_s %.9f compute_in_s %.9f post_s %.9f wait_s %.9f\n",

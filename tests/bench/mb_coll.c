@@ -246,7 +246,7 @@ static long calibrate(double t)
 	return n;
 }
 
-/* fb_coll's rounds (OVERLAP_ROUNDS there says why). */
+/* fb_coll's rounds (OVERLAP_ROUNDS there says why and how). */
 #define OVERLAP_ROUNDS 6
 
 /* fb_coll's struct ovl. */
@@ -298,10 +298,29 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 }
 
 /* fb_coll's overlap_point with MPI_Ialltoall. */
+/* fb_coll's ovl_round. */
+static void ovl_round(struct ovl *o, int r, long m, double *last)
+{
+	double comm = ovl_phase(o, 0, m), comp;
+
+	if (*last > 0)
+		o->c = (long)((double)o->c * comm / *last) + 1;
+	if (r % 2) {
+		o->total += ovl_phase(o, 2, m);
+		comp = ovl_phase(o, 1, m);
+	} else {
+		comp = ovl_phase(o, 1, m);
+		o->total += ovl_phase(o, 2, m);
+	}
+	o->comm += comm;
+	o->comp += comp;
+	*last = comp;
+}
+
 static void overlap_point(uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
 	struct ovl o = { .sbuf = sbuf, .rbuf = rbuf, .block = block };
-	double t0, warm = 0;
+	double t0, warm = 0, last = 0;
 	MPI_Request req;
 	long n, m;
 	int err;
@@ -325,12 +344,7 @@ static void overlap_point(uint8_t *sbuf, uint8_t *rbuf, size_t block)
 	o.k = seq_next;
 	o.c = calibrate(reduce_max(ovl_phase(&o, 0, m) / (double)m));
 	for (int r = 0; r < OVERLAP_ROUNDS; r++)
-		for (int i = 0; i < 3; i++) {
-			int phase = (r + i) % 3;
-			double t = ovl_phase(&o, phase, m);
-
-			*(phase == 0 ? &o.comm : phase == 1 ? &o.comp : &o.total) += t;
-		}
+		ovl_round(&o, r, m, &last);
 	seq_next = o.k;
 	o.comm = mean0(o.comm / (double)n);
 	o.comp = mean0(o.comp / (double)n);
