@@ -309,11 +309,32 @@ static void seg_advance(struct coll_exec *x, const struct sched_step *st, uint32
 	}
 }
 
+/* The part of st's segments that holds byte off of their stream: its
+ * address, with *m the bytes it holds from off on (at most n); the cursor
+ * (*seg starting at *pos) moves to it.  NULL past the last segment.  A
+ * piece of a message walks from its cursor, not from the first segment:
+ * a message of many segments would cost their number per piece. */
+static uint8_t *seg_at(struct coll_exec *x, const struct sched_step *st, uint32_t *seg, uint64_t *pos, uint64_t off,
+		       uint64_t n, uint64_t *m)
+{
+	uint64_t len;
+	uint8_t *p;
+
+	seg_advance(x, st, seg, pos, off);
+	if (*seg >= st->nref)
+		return NULL;
+	p = seg_ptr(x, &x->n->segs[x->n->refs[st->ref + *seg]], &len);
+	*m = *pos + len - off < n ? *pos + len - off : n;
+	return p + (off - *pos);
+}
+
 /* The bytes of o's stream at [off, off + n) as parts in x->iov; their
  * number. */
 static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off, uint64_t n)
 {
-	uint64_t pos, len, m;
+	uint64_t pos = o->seg_pos, m;
+	uint32_t seg = o->seg;
+	uint8_t *p;
 	int k = 0;
 
 	if (!o->st) {
@@ -326,16 +347,8 @@ static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off
 		off += m;
 		n -= m;
 	}
-	/* from the segment that holds off (a walk from the first at every
-	 * piece would cost a message of many segments their number per piece) */
-	pos = o->seg_pos;
-	for (uint32_t r = o->seg; r < o->st->nref && n; r++, pos += len) {
-		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[o->st->ref + r]], &len);
-
-		if (off >= pos + len)
-			continue;
-		m = pos + len - off < n ? pos + len - off : n;
-		x->iov[k++] = (struct iovec){ p + (off - pos), m };
+	while (n && (p = seg_at(x, o->st, &seg, &pos, off, n, &m))) {
+		x->iov[k++] = (struct iovec){ p, m };
 		off += m;
 		n -= m;
 	}
@@ -616,7 +629,8 @@ static uint64_t placeable_bytes(const struct coll_exec *x, const struct sched_st
 static int deliver_placed(struct coll_exec *x, struct inmsg *im, const uint8_t *data, uint64_t len)
 {
 	const struct sched_step *st = &x->n->steps[im->step];
-	uint64_t off = im->got, pos, slen, m;
+	uint64_t off = im->got, slen, m;
+	uint8_t *p;
 
 	if (off < im->hlen) {
 		m = im->hlen - off < len ? im->hlen - off : len;
@@ -661,16 +675,9 @@ static int deliver_placed(struct coll_exec *x, struct inmsg *im, const uint8_t *
 			}
 		}
 	}
-	/* from the segment that takes the next byte (im's cursor) */
-	seg_advance(x, st, &im->seg, &im->seg_pos, off);
-	pos = im->seg_pos;
-	for (uint32_t r = im->seg; r < st->nref && len; r++, pos += slen) {
-		uint8_t *p = seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &slen);
-
-		if (off >= pos + slen)
-			continue;
-		m = pos + slen - off < len ? pos + slen - off : len;
-		memcpy(p + (off - pos), data, m);
+	/* into the segments, from the one that takes the next byte */
+	while (len && (p = seg_at(x, st, &im->seg, &im->seg_pos, off, len, &m))) {
+		memcpy(p, data, m);
 		off += m;
 		data += m;
 		len -= m;
