@@ -108,6 +108,13 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		}
 		if (o->lazy_ms > 0 && o->sync && !waited && !refused)
 			continue;
+		/* Without --sync, all of this step's items may have come while
+		 * we were still sending (the others' items of a step can come
+		 * before we start it, and all of them before we end sending):
+		 * nothing is left to wait for.  (Waiting here made a slow rank
+		 * time out with every item received.) */
+		if (sent == total_out && !o->sync && got_by_step[step] >= total_in)
+			break;
 		n = ferry_recv(f, items, 64, sent < total_out || o->sync ? 0 : 10000);
 		if (n < 0) {
 			fprintf(stderr, "rank %u: ferry_recv: %s (%s)\n", me, ferry_strerror(n), ferry_last_error());
