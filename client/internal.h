@@ -75,6 +75,13 @@ struct stashed {
 	struct stash_chunk *c;
 };
 
+/* A buffer libferry allocated and its size (0: not kept for reuse, as a
+ * stash chunk is not). */
+struct rxbuf {
+	void *buf;
+	size_t cap;
+};
+
 struct ferry {
 	int sock;
 	int efd_client, efd_daemon, efd_coll;
@@ -102,11 +109,10 @@ struct ferry {
 	uint8_t in[512];        /* partial control message from the daemon */
 	size_t in_len;
 	struct reasm *reasm;    /* items being reassembled, by source */
-	void **held;            /* reassembled buffers handed out by the last ferry_recv */
-	size_t *heldcap;        /* ... their sizes (0: not kept for reuse: a stash chunk) */
+	struct rxbuf *held;     /* reassembled buffers handed out by the last ferry_recv */
 	size_t nheld, capheld;
-	void *spare[RX_SPARES]; /* reassembly buffers kept for the next items (recv.c) */
-	size_t sparecap[RX_SPARES], nspare, spare_bytes;
+	struct rxbuf spare[RX_SPARES];  /* reassembly buffers kept for the next items (recv.c) */
+	size_t nspare, spare_bytes;
 	/* steps */
 	uint32_t step;          /* the current step, from 1 */
 	int step_done;          /* ferry_done called in it */

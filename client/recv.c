@@ -90,8 +90,7 @@ static void release_rings(struct ferry *f)
 static void spare_put(struct ferry *f, void *buf, size_t cap)
 {
 	if (cap && f->nspare < RX_SPARES && f->spare_bytes + cap <= RX_SPARE_BYTES) {
-		f->spare[f->nspare] = buf;
-		f->sparecap[f->nspare++] = cap;
+		f->spare[f->nspare++] = (struct rxbuf){ buf, cap };
 		f->spare_bytes += cap;
 	} else {
 		free(buf);
@@ -103,7 +102,7 @@ FERRY_API void ferry_release(ferry_t *f)
 	if (f->root)
 		return;         /* a group's handle holds no items */
 	for (size_t i = 0; i < f->nheld; i++)
-		spare_put(f, f->held[i], f->heldcap[i]);
+		spare_put(f, f->held[i].buf, f->held[i].cap);
 	f->nheld = 0;
 	f->outstanding = 0;
 	release_rings(f);
@@ -287,9 +286,8 @@ void rx_free(struct ferry *f)
 		free(r);
 	}
 	free(f->held);
-	free(f->heldcap);
 	while (f->nspare)
-		free(f->spare[--f->nspare]);
+		free(f->spare[--f->nspare].buf);
 	f->spare_bytes = 0;
 	for (size_t i = f->stash_head; i < f->stash_len; i++)
 		if (i + 1 == f->stash_len || f->stash[i + 1].c != f->stash[i].c)
@@ -327,20 +325,14 @@ static int hold(struct ferry *f, void *buf, size_t cap)
 {
 	if (f->nheld == f->capheld) {
 		size_t n = f->capheld ? f->capheld * 2 : 8;
-		void **h = realloc(f->held, n * sizeof(*h));
-		size_t *c;
+		struct rxbuf *h = realloc(f->held, n * sizeof(*h));
 
 		if (!h)
 			return -ENOMEM;
 		f->held = h;
-		c = realloc(f->heldcap, n * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		f->heldcap = c;
 		f->capheld = n;
 	}
-	f->heldcap[f->nheld] = cap;
-	f->held[f->nheld++] = buf;
+	f->held[f->nheld++] = (struct rxbuf){ buf, cap };
 	return 0;
 }
 
@@ -368,8 +360,9 @@ static int reassemble(struct ferry *f, const struct proto_rec *rec, const void *
 		r->channel = rec->channel;
 		if (f->nspare) {
 			/* the newest spare (Spare buffers) */
-			r->buf = f->spare[--f->nspare];
-			r->cap = f->sparecap[f->nspare];
+			--f->nspare;
+			r->buf = f->spare[f->nspare].buf;
+			r->cap = f->spare[f->nspare].cap;
 			f->spare_bytes -= r->cap;
 		}
 		r->next = f->reasm;
