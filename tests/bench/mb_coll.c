@@ -297,7 +297,6 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 	return t1;
 }
 
-/* fb_coll's overlap_point with MPI_Ialltoall. */
 /* fb_coll's ovl_round. */
 static void ovl_round(struct ovl *o, int r, long m, double *last)
 {
@@ -317,6 +316,7 @@ static void ovl_round(struct ovl *o, int r, long m, double *last)
 	*last = comp;
 }
 
+/* fb_coll's overlap_point with MPI_Ialltoall. */
 static void overlap_point(uint8_t *sbuf, uint8_t *rbuf, size_t block)
 {
 	struct ovl o = { .sbuf = sbuf, .rbuf = rbuf, .block = block };
