@@ -282,11 +282,11 @@ check-run:
 
 BENCH_OUT   := $(or $(BENCH_OUT),build/bench/$(shell date -u +%Y%m%d-%H%M%S))
 
-$(BUILD)/bench/fb_%: tests/bench/fb_%.c $(LIBSO) tests/progs/common.h
+$(BUILD)/bench/fb_%: tests/bench/fb_%.c $(LIBSO) tests/progs/common.h tests/bench/overlap.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 
-$(BUILD)/bench/mb_%: tests/bench/mb_%.c
+$(BUILD)/bench/mb_%: tests/bench/mb_%.c tests/bench/overlap.h
 	@mkdir -p $(@D)
 	mpicc -O2 -g -Wall -Wextra -o $@ $<
 

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "overlap.h"
+
 #define MAXLIST 32
 
 static int me, P;
@@ -246,18 +248,6 @@ static long calibrate(double t)
 	return n;
 }
 
-/* fb_coll's rounds (OVERLAP_ROUNDS there says why and how). */
-#define OVERLAP_ROUNDS 6
-
-/* fb_coll's struct ovl. */
-struct ovl {
-	uint8_t *sbuf, *rbuf;
-	size_t block;
-	uint32_t seq, k;
-	long c;
-	double comm, comp, total, in, post, wait;
-};
-
 /* fb_coll's ovl_phase with MPI_Ialltoall. */
 static double ovl_phase(struct ovl *o, int phase, long m)
 {
@@ -295,25 +285,6 @@ static double ovl_phase(struct ovl *o, int phase, long m)
 		check(o->rbuf, o->block, 0, o->seq, o->k - 1,
 		      phase ? "last timed operation (overlapped)" : "last timed operation (communication alone)");
 	return t1;
-}
-
-/* fb_coll's ovl_round. */
-static void ovl_round(struct ovl *o, int r, long m, double *last)
-{
-	double comm = ovl_phase(o, 0, m), comp;
-
-	if (*last > 0)
-		o->c = (long)((double)o->c * comm / *last) + 1;
-	if (r % 2) {
-		o->total += ovl_phase(o, 2, m);
-		comp = ovl_phase(o, 1, m);
-	} else {
-		comp = ovl_phase(o, 1, m);
-		o->total += ovl_phase(o, 2, m);
-	}
-	o->comm += comm;
-	o->comp += comp;
-	*last = comp;
 }
 
 /* fb_coll's overlap_point with MPI_Ialltoall. */
