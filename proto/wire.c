@@ -42,7 +42,7 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 			return -EPROTO;
 		break;
 	case WIRE_ACK:
-		if (h->seq != 0 || h->len != tag || (h->flags & WIRE_FRAME_URGENT))
+		if (h->seq != 0 || h->len != tag || (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON)))
 			return -EPROTO;
 		break;
 	default:        /* the handshake: never sealed */

@@ -48,8 +48,9 @@
  *    FAIL's coll_ok.
  * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL);
  *    WIRE_CTL_PROBE; HAVE and GO carry the link cost (wire_ctl_step).
- * 10: a collective piece names its operation's kind (wire_coll_piece). */
-#define WIRE_VERSION    10
+ * 10: a collective piece names its operation's kind (wire_coll_piece).
+ * 11: WIRE_FRAME_ACK_SOON. */
+#define WIRE_VERSION    11
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -72,8 +73,12 @@ enum wire_frame_flags {
 	 * node sends the items it passes on from it at once too, rather than
 	 * when its buffers fill or its flush timer fires.  A hint only. */
 	WIRE_FRAME_URGENT = 1u << 2,
+	/* Its sender holds memory for it that it wants back (bytes a client's
+	 * TX ring lent it, daemon/net/frame.h): acknowledge it at once, not
+	 * after ACK_DELAY_BYTES more or the ack timer.  A hint only. */
+	WIRE_FRAME_ACK_SOON = 1u << 3,
 	WIRE_FRAME_SECURITY = WIRE_FRAME_MAC | WIRE_FRAME_SEALED,
-	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED | WIRE_FRAME_URGENT,
+	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED | WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON,
 };
 
 struct wire_frame_hdr {

@@ -65,7 +65,8 @@ struct link_tcp {
 	char addr[80];          /* the other end, for logs */
 	uint8_t *rbuf;          /* received bytes; frames are parsed in place */
 	size_t rcap, rlen, roff;
-	int peek;               /* the last frame was received in place: read the next one's head first */
+	int peek;               /* the last frame was large: read the next one's head first */
+	size_t rest;            /* bytes missing of a large frame rbuf ends in: read no further */
 	uint8_t *cbuf;                  /* sealed control frames (and encrypted frames) to go out */
 	size_t ccap, clen, coff;
 	uint64_t sealed_seq;            /* sequenced frames up to this one are sealed on this link */
@@ -253,8 +254,9 @@ static int tcp_write(struct link_tcp *t)
  * (the link died meanwhile) or another -errno: the caller ends the link. */
 static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need)
 {
-	size_t have = t->rlen - t->roff, rest = need - have, done = 0;
+	size_t have = t->rlen - t->roff, rest = need - have, done = 0, more = 0;
 	const uint8_t *head = t->rbuf + t->roff;
+	uint8_t next[WIRE_STEER_HEAD];
 	int avail = 0, ret;
 	uint8_t *to;
 
@@ -271,10 +273,17 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
 	}
 	memcpy(to, head + WIRE_STEER_HEAD, have - WIRE_STEER_HEAD);
 	to += have - WIRE_STEER_HEAD;
+	/* The rest, and the next frame's head with it: one system call per
+	 * piece when pieces follow each other. */
 	while (done < rest) {
-		ssize_t n = read(t->fd, to + done, rest - done);
+		struct iovec iov[2] = { { to + done, rest - done }, { next, sizeof(next) } };
+		ssize_t n = readv(t->fd, iov, 2);
 
 		if (n > 0) {
+			if ((size_t)n > rest - done) {
+				more = (size_t)n - (rest - done);
+				n = (ssize_t)(rest - done);
+			}
 			done += (size_t)n;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -292,7 +301,12 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
 	if (ret < 0)
 		return ret;
 	t->l.frames_in++;
-	t->roff = t->rlen;      /* the frame began at roff and rbuf ended inside it */
+	/* The frame began at roff and rbuf ended inside it: what rbuf holds
+	 * now is what came after it. */
+	assert(t->rcap >= sizeof(next));
+	memcpy(t->rbuf, next, more);
+	t->roff = 0;
+	t->rlen = more;
 	t->peek = 1;
 	return 1;
 }
@@ -302,6 +316,8 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
  * another -errno: the caller ends the link. */
 static int parse(struct link_tcp *t)
 {
+	size_t last = 0;        /* the size of the last frame handed on */
+
 	while (!t->paused && t->rlen - t->roff >= sizeof(struct wire_frame_hdr)) {
 		struct wire_frame_hdr h;
 		size_t need;
@@ -334,6 +350,10 @@ static int parse(struct link_tcp *t)
 				t->rbuf = b;
 				t->rcap = need;
 			}
+			/* Read its rest and no more: a large piece behind it
+			 * is offered in place again. */
+			if (need >= STEER_FRAME_MIN)
+				t->rest = need - (t->rlen - t->roff);
 			break;
 		}
 		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff);
@@ -347,9 +367,14 @@ static int parse(struct link_tcp *t)
 		}
 		t->l.frames_in++;
 		t->roff += need;
+		last = need;
 	}
 	if (t->roff == t->rlen) {
 		t->roff = t->rlen = 0;
+		/* After a large frame, the next one's head first: if it is
+		 * another piece, it may be received in place. */
+		if (last >= STEER_FRAME_MIN)
+			t->peek = 1;
 	} else if (t->roff > 0 && (t->rcap - t->rlen < sizeof(struct wire_frame_hdr) || t->roff > t->rcap / 2)) {
 		memmove(t->rbuf, t->rbuf + t->roff, t->rlen - t->roff);
 		t->rlen -= t->roff;
@@ -411,12 +436,19 @@ static void on_io(struct loop_watch *w, uint32_t events)
 				t->rbuf = b;
 				t->rcap = cap;
 			}
-			/* After a frame received in place, the next one's head
-			 * only: if it is another large piece, its rest goes
-			 * in place too. */
-			want = t->peek && t->rcap - t->rlen >= WIRE_STEER_HEAD ? WIRE_STEER_HEAD : t->rcap - t->rlen;
-			t->peek = 0;
+			/* After a large frame, the next one's head only: if it
+			 * is another large piece, its rest goes in place.  (Both
+			 * hold until a read brings something: a read that finds
+			 * nothing yet must not make the next one read ahead.) */
+			want = t->rcap - t->rlen;
+			if (t->rest && t->rest < want)
+				want = t->rest;
+			else if (t->peek && t->rlen - t->roff < WIRE_STEER_HEAD &&
+				 WIRE_STEER_HEAD - (t->rlen - t->roff) < want)
+				want = WIRE_STEER_HEAD - (t->rlen - t->roff);
 			n = read(t->fd, t->rbuf + t->rlen, want);
+			if (n > 0)
+				t->peek = 0, t->rest = 0;
 			if (n == 0) {
 				tcp_fail(t, "connection closed by the other end");
 				return;

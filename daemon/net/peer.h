@@ -64,6 +64,8 @@ struct peer_stats {
 	uint64_t connects, disconnects;
 	uint64_t dropped_frames;                /* queued for an instance that restarted */
 	uint64_t integrity_failures;            /* frames that failed their check (link ended) */
+	uint64_t acks_sent;                     /* ACK frames of their own (peer_poll) */
+	uint64_t acks_late;                     /* ... of them sent when ACK_DELAY_NS ran out */
 };
 
 struct peer {

@@ -150,7 +150,7 @@ static void one(void)
 			arrive(k, kind, seq, ack, body, len);  /* sealed as the other end would, when up */
 		} else {        /* not sealed: flags from the input, no tag or a made-up one */
 			uint8_t frame[sizeof(struct wire_frame_hdr) + sizeof(body)];
-			struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .flags = how & 7,
+			struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = kind, .flags = how & 0x1f,
 						    .len = len, .seq = seq, .ack = ack };
 
 			wire_encode_hdr(frame, &h);
