@@ -38,12 +38,16 @@ void poll_setup(struct ferry *f)
 	 * unless it was socket-activated. */
 	if (pid <= 0 && getsockopt(f->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
 		pid = cred.pid;
-	/* Unless we learn otherwise, the daemon shares our cores. */
+	/* Unless we learn otherwise, the daemon shares our cores, and so does
+	 * everyone else: yield at every poll. */
 	f->shares_cores = 1;
-	if (pid > 0 && sched_getaffinity(0, sizeof(mine), &mine) == 0 &&
-	    sched_getaffinity(pid, sizeof(daemon), &daemon) == 0) {
-		CPU_AND(&both, &mine, &daemon);
-		f->shares_cores = CPU_COUNT(&both) != 0;
+	f->spin_polls = 1;
+	if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+		f->spin_polls = CPU_COUNT(&mine) > 1 ? SPIN_POLLS : 1;
+		if (pid > 0 && sched_getaffinity(pid, sizeof(daemon), &daemon) == 0) {
+			CPU_AND(&both, &mine, &daemon);
+			f->shares_cores = CPU_COUNT(&both) != 0;
+		}
 	}
 	if (conn_env_int("FERRY_SPIN_US", &env) == 1)
 		f->spin_us = (unsigned)env;
@@ -132,6 +136,7 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+	unsigned polls = 0;
 	unsigned r;
 
 	for (;;) {
@@ -155,7 +160,7 @@ static int poll_wait(struct ferry *f, unsigned events, int timeout_ms)
 		if (want != events && room(f))
 			continue;
 		if (proto_now_ns() < spin_until) {
-			sched_yield();
+			spin_turn(f, &polls);
 			continue;
 		}
 		out = want_ring(f);

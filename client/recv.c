@@ -634,6 +634,7 @@ static void fd_reset(struct ferry *f)
 static int recv_items(struct ferry *f, struct ferry_item *items, int max, int timeout_ms)
 {
 	uint64_t deadline = 0, spin_until = 0;
+	unsigned polls = 0;
 
 	if (max <= 0)
 		return conn_seterr(-EINVAL, "max must be positive");
@@ -713,7 +714,7 @@ static int recv_items(struct ferry *f, struct ferry_item *items, int max, int ti
 			 * Only when the daemon has cores of its own (poll.c):
 			 * where it shares ours, every spin delays the very
 			 * daemon that is to deliver the items. */
-			sched_yield();
+			spin_turn(f, &polls);
 			continue;
 		}
 		if (rx_sleep(f))

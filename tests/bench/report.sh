@@ -724,10 +724,14 @@ These VMs have 2 cores and no hardware performance counters (`perf stat` says
   (two nodes) busy processes on 2 cores where the raw comparators need 2, so
   hops wait for the scheduler; pinned, the two ranks share CPU 0 and the
   comparators' two processes do too, so every hop is a switch on CPU 0.
-- **Bandwidth.** A large item is copied 5 times (client -> TX ring ->
-  kernel -> daemon buffer -> RX ring -> reassembly buffer; with integrity off
-  its pieces go to the socket from the TX ring) against raw TCP's 2, by 4
-  processes against 2, on 2 cores.
+- **Bandwidth.** With integrity off a large item is copied 4 times
+  (client -> TX ring, TX ring -> kernel, kernel -> RX ring, RX ring ->
+  the receiver's buffer) against raw TCP's 2, by 4 processes against 2.
+  Pinned, the daemons' core does the kernel's two copies, as raw TCP's one
+  core does, and the clients' copies run beside them on the other core;
+  shared, all four copies come out of the same two cores that raw TCP's
+  two copies have to themselves.  With integrity on, each piece is copied
+  into a frame and out of one besides.
 WHY
 	if [ -f knobs.csv ]; then
 		echo
