@@ -710,10 +710,11 @@ static int recv_items(struct ferry *f, struct ferry_item *items, int max, int ti
 				continue;
 		}
 		if (spin_until && proto_now_ns() < spin_until) {
-			/* Poll, but let the daemon (or anyone) have the CPU.
-			 * Only when the daemon has cores of its own (poll.c):
-			 * where it shares ours, every spin delays the very
-			 * daemon that is to deliver the items. */
+			/* Poll, letting the daemon (or anyone) have the CPU
+			 * now and then (spin_turn).  Only when the daemon has
+			 * cores of its own (poll.c) unless FERRY_SPIN_US says
+			 * otherwise: where it shares ours, every spin delays
+			 * the very daemon that is to deliver the items. */
 			spin_turn(f, &polls);
 			continue;
 		}

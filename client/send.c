@@ -57,6 +57,7 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 {
 	struct ring *r = d ? &d->r : &f->tx;
 	uint64_t spin_until = proto_now_ns() + f->spin_us * 1000ull;
+	unsigned polls = 0;
 
 	/* Our own ring, full, and its room held by items the application
 	 * has not released: nothing can ever make room. */
@@ -82,6 +83,7 @@ static int wait_room_armed(struct ferry *f, struct dring *d, uint32_t len)
 		}
 		if (proto_now_ns() < spin_until) {
 			ring_producer_awake(r);
+			spin_turn(f, &polls);   /* (the reader may need our CPU) */
 			continue;
 		}
 		if (keep) {

@@ -21,6 +21,7 @@
 #include "../core/loop.h"
 
 #include <assert.h>
+#include <endian.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -65,8 +66,8 @@ struct link_tcp {
 	char addr[80];          /* the other end, for logs */
 	uint8_t *rbuf;          /* received bytes; frames are parsed in place */
 	size_t rcap, rlen, roff;
-	int peek;               /* the last frame was large: read the next one's head first */
-	size_t rest;            /* bytes missing of a large frame rbuf ends in: read no further */
+	int peek;               /* after a piece (is_piece): read the next frame's head first */
+	size_t rest;            /* bytes missing of a piece rbuf ends in: read no further */
 	uint8_t *cbuf;                  /* sealed control frames (and encrypted frames) to go out */
 	size_t ccap, clen, coff;
 	uint64_t sealed_seq;            /* sequenced frames up to this one are sealed on this link */
@@ -248,6 +249,23 @@ static int tcp_write(struct link_tcp *t)
  * (link.h "Receiving"): a large item's pieces. */
 #define STEER_FRAME_MIN (16u * 1024)
 
+/* Whether the frame h, its first WIRE_STEER_HEAD bytes at p, is a piece of
+ * a large item: one item, the whole body, of at least STEER_FRAME_MIN bytes
+ * in all, untagged, on an up link.  Only such frames are offered in place
+ * (the peer layer decides), and only around them does the link read frame
+ * by frame (peek, rest): a full frame of small items is read with whatever
+ * follows it. */
+static int is_piece(const struct link_tcp *t, const struct wire_frame_hdr *h, const uint8_t *p)
+{
+	uint32_t ilen;
+
+	if (t->l.state != LINK_UP || h->kind != WIRE_DATA || (h->flags & WIRE_FRAME_MAC) ||
+	    sizeof(*h) + h->len < STEER_FRAME_MIN)
+		return 0;
+	memcpy(&ilen, p + sizeof(*h), sizeof(ilen));   /* struct wire_item's len */
+	return wire_item_footprint(le32toh(ilen)) == h->len;
+}
+
 /* The frame at roff, header h, need bytes in all, is not all in rbuf: if
  * the socket holds the rest and the peer layer says where it goes, reads
  * it there.  Returns 1 (taken), 0 (not: it comes through rbuf), -ECANCELED
@@ -308,6 +326,7 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
 	t->roff = 0;
 	t->rlen = more;
 	t->peek = 1;
+	t->rest = 0;
 	return 1;
 }
 
@@ -316,7 +335,7 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
  * another -errno: the caller ends the link. */
 static int parse(struct link_tcp *t)
 {
-	size_t last = 0;        /* the size of the last frame handed on */
+	int last_piece = 0;     /* the last frame handed on was a piece (is_piece) */
 
 	while (!t->paused && t->rlen - t->roff >= sizeof(struct wire_frame_hdr)) {
 		struct wire_frame_hdr h;
@@ -334,13 +353,18 @@ static int parse(struct link_tcp *t)
 			return -EPROTO;
 		}
 		if (t->rlen - t->roff < need) {
-			if (need >= STEER_FRAME_MIN && t->l.state == LINK_UP && h.kind == WIRE_DATA &&
-			    t->rlen - t->roff >= WIRE_STEER_HEAD) {
-				ret = steer(t, &h, need);
+			int piece = 0;
+
+			if (t->rlen - t->roff >= WIRE_STEER_HEAD) {
+				piece = is_piece(t, &h, t->rbuf + t->roff);
+				ret = piece ? steer(t, &h, need) : 0;
 				if (ret < 0)
 					return ret;
 				if (ret > 0)
 					continue;
+			} else if (t->l.state == LINK_UP && h.kind == WIRE_DATA && !(h.flags & WIRE_FRAME_MAC) &&
+				   need >= STEER_FRAME_MIN) {
+				t->peek = 1;    /* its head first: it may be a piece */
 			}
 			if (need > t->rcap) {
 				uint8_t *b = realloc(t->rbuf, need);
@@ -350,12 +374,13 @@ static int parse(struct link_tcp *t)
 				t->rbuf = b;
 				t->rcap = need;
 			}
-			/* Read its rest and no more: a large piece behind it
-			 * is offered in place again. */
-			if (need >= STEER_FRAME_MIN)
+			/* A piece not taken in place: read its rest and no
+			 * more, so that a piece behind it is offered again. */
+			if (piece)
 				t->rest = need - (t->rlen - t->roff);
 			break;
 		}
+		last_piece = is_piece(t, &h, t->rbuf + t->roff);
 		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff);
 		if (t->l.dead)
 			return -ECANCELED;
@@ -367,13 +392,12 @@ static int parse(struct link_tcp *t)
 		}
 		t->l.frames_in++;
 		t->roff += need;
-		last = need;
 	}
 	if (t->roff == t->rlen) {
 		t->roff = t->rlen = 0;
-		/* After a large frame, the next one's head first: if it is
-		 * another piece, it may be received in place. */
-		if (last >= STEER_FRAME_MIN)
+		/* After a piece, the next one's head first: if it is another
+		 * piece, it may be received in place. */
+		if (last_piece)
 			t->peek = 1;
 	} else if (t->roff > 0 && (t->rcap - t->rlen < sizeof(struct wire_frame_hdr) || t->roff > t->rcap / 2)) {
 		memmove(t->rbuf, t->rbuf + t->roff, t->rlen - t->roff);
@@ -436,10 +460,12 @@ static void on_io(struct loop_watch *w, uint32_t events)
 				t->rbuf = b;
 				t->rcap = cap;
 			}
-			/* After a large frame, the next one's head only: if it
-			 * is another large piece, its rest goes in place.  (Both
-			 * hold until a read brings something: a read that finds
-			 * nothing yet must not make the next one read ahead.) */
+			/* After a piece, the next frame's head only: if it is
+			 * another piece, its rest goes in place; a piece not
+			 * taken in place is read to its end and no further
+			 * (parse).  (Both hold until a read brings something: a
+			 * read that finds nothing yet must not make the next
+			 * one read ahead.) */
 			want = t->rcap - t->rlen;
 			if (t->rest && t->rest < want)
 				want = t->rest;

@@ -807,6 +807,20 @@ static int open_frame(struct link *l, const struct wire_frame_hdr *h, uint8_t *f
 	return 0;
 }
 
+/* The DATA frame h went to the layer above (taken whole, or received in
+ * place): it counts as received, and is acknowledged. */
+static void frame_taken(struct peer *p, const struct wire_frame_hdr *h)
+{
+	seq_taken(&p->seq, h->seq);
+	/* Its sender waits on it (a flush, a step's end, a probe timing the
+	 * link) or wants its memory back (lent bytes: the frames received in
+	 * place): acknowledged at once (at the end of this turn of the loop),
+	 * not held for a frame going back. */
+	p->ack_now |= (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON)) != 0;
+	p->st.frames_recv++;
+	p->st.bytes_recv += sizeof(*h) + h->len;
+}
+
 /* A checked frame of an up link: its ack, then (DATA) its body, len bytes. */
 static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint8_t *body, uint32_t len)
 {
@@ -838,13 +852,7 @@ static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint
 		return -EPROTO;
 	}
 	p->rx_held = ret == 1;
-	seq_taken(&p->seq, h->seq);
-	/* Its sender waits on it (a flush, a step's end, a probe timing the
-	 * link) or wants its memory back: acknowledged at once (at the end of
-	 * this turn of the loop), not held for a frame going back. */
-	p->ack_now |= (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON)) != 0;
-	p->st.frames_recv++;
-	p->st.bytes_recv += sizeof(*h) + h->len;
+	frame_taken(p, h);
 	return 1;
 }
 
@@ -892,9 +900,7 @@ static int link_steered(struct link *l, const struct wire_frame_hdr *h, const ui
 		return -EPROTO;
 	}
 	peers.ev->steered(p, 1);
-	seq_taken(&p->seq, h->seq);
-	p->st.frames_recv++;
-	p->st.bytes_recv += sizeof(*h) + h->len;
+	frame_taken(p, h);
 	return 1;
 }
 

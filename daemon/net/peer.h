@@ -85,7 +85,7 @@ struct peer {
 	int rx_held;                    /* the layer above holds a frame it has not finished */
 	uint64_t ack_owed_ns;           /* when peer_poll first saw an ack owed (0: none) */
 	uint64_t ack_owed_bytes;        /* st.bytes_recv then */
-	int ack_now;                    /* an URGENT frame came: its ack goes at once (peer_poll) */
+	int ack_now;                    /* an URGENT or ACK_SOON frame came: its ack goes at once (peer_poll) */
 
 	struct loop_timer retry;        /* reconnection */
 	uint32_t backoff_ms;

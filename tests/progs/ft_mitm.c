@@ -21,7 +21,10 @@
  *   step     the same with a STEP control item (job 0) for that job
  *   replay   a DATA frame A->B goes twice
  *
- * ATTACK none attacks nothing.  With DELAY_MS, every frame B->A reaches A that
+ * ATTACK none attacks nothing; ATTACK dribble attacks nothing either, but
+ * relays A->B in pieces of random sizes (half of them 1-64 bytes, half up to
+ * 40000), each its own TCP segment, 20 us apart: B's daemon reads frames,
+ * and large items' pieces received in place, split anywhere.  With DELAY_MS, every frame B->A reaches A that
  * many milliseconds after it came (in order): a link slower one way than the
  * others, to see that nothing depends on which of two routes is faster.
  *
@@ -35,6 +38,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -358,14 +362,26 @@ static void close_conn(struct conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int flush_out(struct dir *d)
+static int dribble;     /* ATTACK dribble */
+
+/* Sends what d holds, as far as its socket takes it (ab: d is A->B). */
+static int flush_out(struct dir *d, int ab)
 {
 	while (d->out.len) {
-		ssize_t w = send(d->to, d->out.p, d->out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t n = d->out.len;
+		ssize_t w;
 
+		if (dribble && ab) {
+			size_t k = rand() % 2 ? 1 + (size_t)rand() % 64 : 1 + (size_t)rand() % 40000;
+
+			n = k < n ? k : n;
+		}
+		w = send(d->to, d->out.p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0)
 			return errno == EAGAIN ? 0 : -1;
 		consume(&d->out, (size_t)w);
+		if (dribble && ab && d->out.len)
+			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
 	}
 	return 0;
 }
@@ -401,7 +417,9 @@ int main(int argc, char **argv)
 	target = (uint16_t)atoi(argv[2]);
 	list = strdup(argv[3]);
 	for (tok = strtok_r(list, ",", &save); tok && nattacks < 16; tok = strtok_r(NULL, ",", &save))
-		if (strcmp(tok, "none"))
+		if (!strcmp(tok, "dribble"))
+			dribble = 1;
+		else if (strcmp(tok, "none"))
 			attacks[nattacks++] = tok;
 	srand((unsigned)getpid());
 	signal(SIGTERM, on_signal);
@@ -413,6 +431,8 @@ int main(int argc, char **argv)
 		struct pollfd pf[1 + 2 * MAX_CONNS];
 		struct conn *who[1 + 2 * MAX_CONNS];
 		int np = 1, timeout = 200;
+		/* (Dribbling, less ahead: each piece moves what is left.) */
+		size_t high = dribble ? 256u << 10 : OUT_HIGH;
 
 		pf[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		for (int i = 0; i < MAX_CONNS; i++) {
@@ -426,7 +446,7 @@ int main(int argc, char **argv)
 				if (due >= 0 && due < timeout)
 					timeout = due;
 			}
-			pf[np] = (struct pollfd){ .fd = c->ab.from, .events = (c->ab.out.len < OUT_HIGH ? POLLIN : 0) |
+			pf[np] = (struct pollfd){ .fd = c->ab.from, .events = (c->ab.out.len < high ? POLLIN : 0) |
 						  (c->ba.out.len ? POLLOUT : 0) };
 			who[np++] = c;
 			pf[np] = (struct pollfd){ .fd = c->ba.from, .events = (c->ba.out.len < OUT_HIGH ? POLLIN : 0) |
@@ -456,6 +476,8 @@ int main(int argc, char **argv)
 				c->id = ++nconns;
 				c->attack = -1;
 				c->ab = (struct dir){ .from = a, .to = b };
+				if (dribble)    /* each piece a segment of its own */
+					setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				c->ba = (struct dir){ .from = b, .to = a };
 			}
 		}
@@ -472,8 +494,8 @@ int main(int argc, char **argv)
 				if (n == 0 || (n < 0 && errno != EAGAIN)) {
 					/* One end went: what it sent still goes on, then both close. */
 					release_due(c, 1);
-					flush_out(&c->ab);
-					flush_out(&c->ba);
+					flush_out(&c->ab, 1);
+					flush_out(&c->ba, 0);
 					close_conn(c);
 					continue;
 				}
@@ -482,7 +504,7 @@ int main(int argc, char **argv)
 					parse(c, d);
 				}
 			}
-			if (flush_out(&c->ab) < 0 || flush_out(&c->ba) < 0)
+			if (flush_out(&c->ab, 1) < 0 || flush_out(&c->ba, 0) < 0)
 				close_conn(c);
 		}
 	}
