@@ -339,7 +339,7 @@ static struct {
 
 uint64_t rx_pieces_steered;
 
-uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len)
+uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len, int *later)
 {
 	uint64_t w0, w1, w2;
 	uint32_t ilen, node, job, dst, src;
@@ -357,14 +357,21 @@ uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len)
 	dst = (uint32_t)w2;
 	src = (uint32_t)(w2 >> 32);
 	/* One item, the whole body; a piece for a rank of a job here. */
+	*later = 0;
 	if (ilen < STEER_MIN || ilen > PROTO_FRAG_BYTES || wire_item_footprint(ilen) != len || node != taker.self ||
-	    job == 0 || ((w0 >> 32) & WIRE_ITEM_BATCH) || taker.peers[p->idx].stalled)
+	    job == 0 || ((w0 >> 32) & WIRE_ITEM_BATCH))
+		return NULL;
+	/* From here on, a piece for a rank here: if not now, later. */
+	*later = 1;
+	if (taker.peers[p->idx].stalled)
 		return NULL;
 	j = job_by_id(job, (uint8_t)((w0 >> 40) & WIRE_GEN_MASK));
 	/* (An item of the next step goes the usual way, step_came: not
 	 * before the frame is checked.) */
-	if (!j || dst >= j->size || src >= j->size || !step_here(j, (uint8_t)(w0 >> 40)))
+	if (!j || dst >= j->size || src >= j->size || !step_here(j, (uint8_t)(w0 >> 40))) {
+		*later = 0;     /* (a collective's piece, WIRE_DST_COLL, among them) */
 		return NULL;
+	}
 	jranks = j->ranks;
 	d = jranks[dst].ep;
 	if (!d || d->pending.count)

@@ -42,7 +42,7 @@ int rx_frame(struct peer *p, const uint8_t *body, uint32_t len, int urgent);
 
 /* The peer layer's steer and steered events (receiving in place): a piece
  * for a rank here goes straight into its RX ring.  See rx.c. */
-uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len);
+uint8_t *rx_steer(struct peer *p, const uint8_t *body, uint32_t len, int *later);
 void rx_steered(struct peer *p, int ok);
 extern uint64_t rx_pieces_steered;
 

@@ -111,8 +111,11 @@ struct link_events {
 	 * in the transport, whole.  Returns where the bytes of the frame from
 	 * WIRE_STEER_HEAD on go (the transport reads them there, and then
 	 * calls steered at once, before anything else), or NULL: offer the
-	 * frame whole to rx as usual. */
-	uint8_t *(*steer)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame);
+	 * frame whole to rx as usual.  With NULL, *later says whether that is
+	 * for now only (a frame of the kind that goes in place, whose place
+	 * has no room yet): the transport then reads the frames around such
+	 * pieces one by one, so that the next may go in place. */
+	uint8_t *(*steer)(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int *later);
 	/* The bytes steer asked for are there (ok), or not (!ok: undone; the
 	 * transport then reads the frame through its buffer as usual, or ends
 	 * the link if reading failed).  Returns 1, or -EPROTO: the transport

@@ -68,6 +68,7 @@ struct link_tcp {
 	size_t rcap, rlen, roff;
 	int peek;               /* after a piece (is_piece): read the next frame's head first */
 	size_t rest;            /* bytes missing of a piece rbuf ends in: read no further */
+	int pieces;             /* the last piece offered goes in place, now or later (steer) */
 	uint8_t *cbuf;                  /* sealed control frames (and encrypted frames) to go out */
 	size_t ccap, clen, coff;
 	uint64_t sealed_seq;            /* sequenced frames up to this one are sealed on this link */
@@ -252,9 +253,10 @@ static int tcp_write(struct link_tcp *t)
 /* Whether the frame h, its first WIRE_STEER_HEAD bytes at p, is a piece of
  * a large item: one item, the whole body, of at least STEER_FRAME_MIN bytes
  * in all, untagged, on an up link.  Only such frames are offered in place
- * (the peer layer decides), and only around them does the link read frame
- * by frame (peek, rest): a full frame of small items is read with whatever
- * follows it. */
+ * (the peer layer decides), and only around pieces that go in place, now or
+ * later (t->pieces), does the link read frame by frame (peek, rest): a full
+ * frame of small items, or a piece that only passes through this node or
+ * belongs to a collective, is read with whatever follows it. */
 static int is_piece(const struct link_tcp *t, const struct wire_frame_hdr *h, const uint8_t *p)
 {
 	uint32_t ilen;
@@ -268,26 +270,29 @@ static int is_piece(const struct link_tcp *t, const struct wire_frame_hdr *h, co
 
 /* The frame at roff, header h, need bytes in all, is not all in rbuf: if
  * the socket holds the rest and the peer layer says where it goes, reads
- * it there.  Returns 1 (taken), 0 (not: it comes through rbuf), -ECANCELED
- * (the link died meanwhile) or another -errno: the caller ends the link. */
+ * it there.  Returns 1 (taken), 2 (not now: it comes through rbuf, and the
+ * next piece may go in place), 0 (not: it comes through rbuf, and so do
+ * pieces like it), -ECANCELED (the link died meanwhile) or another -errno:
+ * the caller ends the link. */
 static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need)
 {
 	size_t have = t->rlen - t->roff, rest = need - have, done = 0, more = 0;
 	const uint8_t *head = t->rbuf + t->roff;
 	uint8_t next[WIRE_STEER_HEAD];
-	int avail = 0, ret;
+	int avail = 0, later, ret;
 	uint8_t *to;
 
 	/* The peer layer first (no system call for a frame it would not take
 	 * in place: with frame integrity, none), then whether all of it is
 	 * there; if not, the reservation is undone and the frame comes
 	 * through rbuf. */
-	to = tcp.ev->steer(&t->l, h, head);
+	to = tcp.ev->steer(&t->l, h, head, &later);
+	t->pieces = to || later;
 	if (!to)
-		return 0;
+		return later ? 2 : 0;
 	if (ioctl(t->fd, FIONREAD, &avail) < 0 || avail < 0 || (size_t)avail < rest) {
 		tcp.ev->steered(&t->l, h, head, 0);
-		return 0;
+		return 2;
 	}
 	memcpy(to, head + WIRE_STEER_HEAD, have - WIRE_STEER_HEAD);
 	to += have - WIRE_STEER_HEAD;
@@ -356,14 +361,14 @@ static int parse(struct link_tcp *t)
 			int piece = 0;
 
 			if (t->rlen - t->roff >= WIRE_STEER_HEAD) {
-				piece = is_piece(t, &h, t->rbuf + t->roff);
-				ret = piece ? steer(t, &h, need) : 0;
+				ret = is_piece(t, &h, t->rbuf + t->roff) ? steer(t, &h, need) : 0;
 				if (ret < 0)
 					return ret;
-				if (ret > 0)
+				if (ret == 1)
 					continue;
-			} else if (t->l.state == LINK_UP && h.kind == WIRE_DATA && !(h.flags & WIRE_FRAME_MAC) &&
-				   need >= STEER_FRAME_MIN) {
+				piece = ret == 2;
+			} else if (t->pieces && t->l.state == LINK_UP && h.kind == WIRE_DATA &&
+				   !(h.flags & WIRE_FRAME_MAC) && need >= STEER_FRAME_MIN) {
 				t->peek = 1;    /* its head first: it may be a piece */
 			}
 			if (need > t->rcap) {
@@ -380,7 +385,7 @@ static int parse(struct link_tcp *t)
 				t->rest = need - (t->rlen - t->roff);
 			break;
 		}
-		last_piece = is_piece(t, &h, t->rbuf + t->roff);
+		last_piece = t->pieces && is_piece(t, &h, t->rbuf + t->roff);
 		ret = tcp.ev->rx(&t->l, &h, t->rbuf + t->roff);
 		if (t->l.dead)
 			return -ECANCELED;

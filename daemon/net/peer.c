@@ -875,15 +875,19 @@ static int link_rx(struct link *l, const struct wire_frame_hdr *h, uint8_t *fram
 /* Receiving in place (link.h): only the next DATA frame in sequence, on a
  * link without tags, while the layer above takes frames; anything else
  * comes whole through link_rx, which says what is wrong with it. */
-static uint8_t *link_steer(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame)
+static uint8_t *link_steer(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int *later)
 {
 	struct peer *p = l->peer;
 
+	*later = 0;
 	if (l->state != LINK_UP || !p || peers.frame_flags || (h->flags & WIRE_FRAME_SECURITY) ||
-	    h->kind != WIRE_DATA || p->rx_held || p->rx_opened || seq_check(&p->seq, h->seq) != 1 ||
-	    !peers.ev->steer)
+	    h->kind != WIRE_DATA || p->rx_opened || seq_check(&p->seq, h->seq) != 1 || !peers.ev->steer)
 		return NULL;
-	return peers.ev->steer(p, frame + sizeof(*h), h->len);
+	if (p->rx_held) {
+		*later = 1;     /* (the layer above takes frames again soon) */
+		return NULL;
+	}
+	return peers.ev->steer(p, frame + sizeof(*h), h->len, later);
 }
 
 static int link_steered(struct link *l, const struct wire_frame_hdr *h, const uint8_t *frame, int ok)

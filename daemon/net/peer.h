@@ -115,8 +115,8 @@ struct peer_events {
 	 * header go, or NULL to have the body whole through rx.  steered(p,
 	 * ok) follows at once: they are there (the items went on, as rx
 	 * returning 0 says), or not (undo: the body may come through rx
-	 * after all). */
-	uint8_t *(*steer)(struct peer *p, const uint8_t *body, uint32_t len);
+	 * after all).  With NULL, *later: only for now (link.h). */
+	uint8_t *(*steer)(struct peer *p, const uint8_t *body, uint32_t len, int *later);
 	void (*steered)(struct peer *p, int ok);
 	/* p is lost: restarted_as 0, its link has been down for PEER_LOST_NS
 	 * (and again every PEER_LOST_AGAIN_NS until it is up again: then

@@ -268,12 +268,13 @@ static inline int fake_arrive_raw(struct fake_link *fl, const void *frame, size_
 		ret = -EPROTO;
 	} else {
 		uint8_t *to = NULL;
+		int later;
 
 		fl->in_rx = 1;
 		/* Receiving in place (link.h), as TCP does it, for frames of
 		 * any size: the peer layer and the one above decide. */
 		if (fake.steer && h.kind == WIRE_DATA && len >= WIRE_STEER_HEAD && fl->l.state == LINK_UP)
-			to = fake.ev->steer(&fl->l, &h, fl->last);
+			to = fake.ev->steer(&fl->l, &h, fl->last, &later);
 		if (to && fake.steer_fail) {
 			fake.ev->steered(&fl->l, &h, fl->last, 0);
 			ret = -EIO;
