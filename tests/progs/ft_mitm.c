@@ -24,7 +24,7 @@
  * ATTACK none attacks nothing; ATTACK dribble attacks nothing either, but
  * relays A->B in pieces of random sizes (half of them 1-64 bytes, half up to
  * 40000), each its own TCP segment, 20 us apart: B's daemon reads frames,
- * and large items' pieces received in place, split anywhere.  With DELAY_MS, every frame B->A reaches A that
+ * and large items' pieces, split anywhere (the summary counts the segments).  With DELAY_MS, every frame B->A reaches A that
  * many milliseconds after it came (in order): a link slower one way than the
  * others, to see that nothing depends on which of two routes is faster.
  *
@@ -363,6 +363,7 @@ static void close_conn(struct conn *c)
 }
 
 static int dribble;     /* ATTACK dribble */
+static uint64_t dribbled;       /* ... the segments it sent A->B */
 
 /* Sends what d holds, as far as its socket takes it (ab: d is A->B). */
 static int flush_out(struct dir *d, int ab)
@@ -380,6 +381,7 @@ static int flush_out(struct dir *d, int ab)
 		if (w < 0)
 			return errno == EAGAIN ? 0 : -1;
 		consume(&d->out, (size_t)w);
+		dribbled += dribble && ab;
 		if (dribble && ab && d->out.len)
 			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
 	}
@@ -508,8 +510,9 @@ int main(int argc, char **argv)
 				close_conn(c);
 		}
 	}
-	printf("relayed %llu %llu frames, plaintext %llu of %llu DATA frames\n", (unsigned long long)relayed_ab,
-	       (unsigned long long)relayed_ba, (unsigned long long)plaintext, (unsigned long long)data_frames);
+	printf("relayed %llu %llu frames, plaintext %llu of %llu DATA frames, dribbled %llu segments\n",
+	       (unsigned long long)relayed_ab, (unsigned long long)relayed_ba, (unsigned long long)plaintext,
+	       (unsigned long long)data_frames, (unsigned long long)dribbled);
 	free(list);     /* (attacks[] point into it) */
 	return 0;
 }
