@@ -20,27 +20,10 @@ NATTACKS=6
 
 # setup NAME SECURITY-SETTINGS ATTACKS: node 1 at its port, node 0 reaching
 # it through ft_mitm (log $TMP/NAME.mitm); returns once the link is up.
+# (The proxy's attacks pick DATA frames by their order: no link-start
+# probes among them.)
 setup() {
-	local name=$1 sec=$2 attacks=$3 base
-	base=$(free_ports 3) || { echo "# no free ports"; return 1; }
-	for k in 0 1; do
-		{
-			echo "cluster: { name = \"$name\"; nodes = ("
-			echo "  { host = \"127.0.0.1\"; port = $base; },"
-			# node 0 reaches node 1 at the proxy's port
-			echo "  { host = \"127.0.0.1\"; port = $([ $k = 0 ] && echo $((base + 2)) || echo $((base + 1))); }"
-			echo "); };"
-			echo "security: { key_file = \"$TMP/c.key\"; $sec };"
-			# (the proxy's attacks pick DATA frames by their order: no
-			# link-start probes among them)
-			echo "transport: { probe = false; };"
-		} >"$TMP/$name.$k.conf"
-	done
-	start_daemon "${name}_n1" --config "$TMP/$name.1.conf" --node 1 || return 1
-	bg "$name.mitm" prog ft_mitm $((base + 2)) $((base + 1)) "$attacks"
-	eval "MITM_$name=$LASTPID"
-	start_daemon "${name}_n0" --config "$TMP/$name.0.conf" --node 0 || return 1
-	wait_for "link_up ${name}_n0 1 && link_up ${name}_n1 0"
+	proxied_cluster "$1" "$3" "security: { key_file = \"$TMP/c.key\"; $2 };" "transport: { probe = false; };"
 }
 
 # job NAME JOB: 4 ranks, 2 on each node, every item checked.

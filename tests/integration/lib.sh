@@ -243,6 +243,31 @@ cluster_conf() {
 	} >"$TMP/$name.conf"
 }
 
+# proxied_cluster NAME ATTACKS [CONFIG LINE...]: two daemons on 127.0.0.1,
+# node 1 at its port and node 0 reaching it through tests/progs/ft_mitm with
+# ATTACKS (its log $TMP/NAME.mitm, its pid in MITM_NAME); returns once the
+# link is up.
+proxied_cluster() {
+	local name=$1 attacks=$2 base k
+	shift 2
+	base=$(free_ports 3) || { echo "# no free ports"; return 1; }
+	for k in 0 1; do
+		{
+			echo "cluster: { name = \"$name\"; nodes = ("
+			echo "  { host = \"127.0.0.1\"; port = $base; },"
+			# node 0 reaches node 1 at the proxy's port
+			echo "  { host = \"127.0.0.1\"; port = $([ $k = 0 ] && echo $((base + 2)) || echo $((base + 1))); }"
+			echo "); };"
+			printf '%s\n' "$@"
+		} >"$TMP/$name.$k.conf"
+	done
+	start_daemon "${name}_n1" --config "$TMP/$name.1.conf" --node 1 || return 1
+	bg "$name.mitm" prog ft_mitm $((base + 2)) $((base + 1)) "$attacks"
+	eval "MITM_$name=$LASTPID"
+	start_daemon "${name}_n0" --config "$TMP/$name.0.conf" --node 0 || return 1
+	wait_for "link_up ${name}_n0 1 && link_up ${name}_n1 0"
+}
+
 # cluster_up NAME N: waits until every daemon reports all its links up.
 cluster_up() {
 	local name=$1 n=$2 k
