@@ -257,13 +257,19 @@ held_jobs() {
 # The held jobs open first (their rank tables count against the memory the
 # parked items will fill), their senders wait for held.send.
 held_jobs held
+# stream_job NAME SENDER RECEIVER: 200000 items of 200 bytes from a rank on
+# daemon SENDER to one on RECEIVER, which reads; the pids in STREAM_PIDS.
+stream_job() {
+	FERRY_RUNTIME_DIR=$T/$3 ft_stream --job "$1" --rank 1 --items 200000 --len 200 --recv-timeout 120000 \
+		>"$T/$1.1" 2>&1 &
+	STREAM_PIDS=$!
+	FERRY_RUNTIME_DIR=$T/$2 ft_stream --job "$1" --rank 0 --items 200000 --len 200 >"$T/$1.0" 2>&1 &
+	STREAM_PIDS="$STREAM_PIDS $!"
+}
 pids=$HELD_PIDS
 # (It stops too while the link is paused, once n0 cannot return credits.)
-FERRY_RUNTIME_DIR=$T/n0 ft_stream --job back --rank 1 --items 200000 --len 200 --recv-timeout 120000 \
-	>"$T/back.1" 2>&1 &
-pids="$pids $!"
-FERRY_RUNTIME_DIR=$T/n1 ft_stream --job back --rank 0 --items 200000 --len 200 >"$T/back.0" 2>&1 &
-pids="$pids $!"
+stream_job back n1 n0
+pids="$pids $STREAM_PIDS"
 export FERRY_TIMEOUT_MS=60000
 wait_for "[ \"\$(cat $T/held?.0 | grep -c 'rank 0 open')\" = 3 ] && [ \"\$(stat n0 items_delivered)\" -gt 1000 ]"
 touch "$T/held.send"
@@ -302,7 +308,15 @@ start n1 1 kp
 expect "dead peer: keyed daemons with a 1 MiB memory limit link up" wait_for "up n0 && up n1"
 export FERRY_TIMEOUT_MS=300000
 held_jobs dead
-dpids=$HELD_PIDS
+# A stream from n0 to n1 besides, whose receiver reads: n0 keeps sending it,
+# and the frames n1's paused link holds spend n0's credits.  (Without it,
+# n0 had no more to send once the held jobs' items were stopped at n0 and
+# its credits went only to its keepalives, one per period: about 100 s to
+# run down 20 under TCG, close to the held receivers' 120 s, and twice in
+# CI past them.  A stream from n1 to n0, whose ACK frames spent them in
+# the test above, once got n0 to pause too, and n1 never did.)
+stream_job deadfwd n0 n1
+dpids="$HELD_PIDS $STREAM_PIDS"
 FERRY_RUNTIME_DIR=$T/n1 ft_steps --job deadsteps --rank 1 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.1" 2>&1 &
 dpids="$dpids $!"
 FERRY_RUNTIME_DIR=$T/n0 ft_steps --job deadsteps --rank 0 --size 2 --items 2 --gap-ms 100 >"$T/deadsteps.0" 2>&1 &
@@ -310,9 +324,10 @@ steps0=$!
 export FERRY_TIMEOUT_MS=60000
 wait_for "[ \"\$(cat $T/dead?.0 | grep -c 'rank 0 open')\" = 3 ] && grep -q 'rank 0 running' $T/deadsteps.0"
 touch "$T/dead.send"
+p0=$(cut -d' ' -f1 /proc/uptime)
 if expect "dead peer: n1 pauses the link and n0 runs down its credits" \
 	wait_long "paused n1 && [ \"\$(linkf n0 credits)\" -le 1 ]"; then
-	echo "# n0: credits $(linkf n0 credits), probes so far $(stat n0 verbs_probes)"
+	echo "# n0: credits $(linkf n0 credits) after $(awk -v a="$p0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print b - a }') s, probes so far $(stat n0 verbs_probes)"
 	pr=$(stat n0 verbs_probes)
 	kill -STOP "$PID_n1"
 	wait_long "[ \$(stat n0 verbs_probes) -gt $pr ]"
@@ -334,9 +349,8 @@ if expect "dead peer: n1 pauses the link and n0 runs down its credits" \
 		bash -c "[ $rc = 3 ] && grep -q 'was lost' $T/deadsteps.0" || logs "$T/deadsteps.0" "$T/n0.log"
 	isolate off
 else
-	# (failed once in 2026-11-27's fourth CI run, code unchanged from a
-	# passing run, with nothing printed: say what the link and the held
-	# jobs were doing)
+	# (what the link and the held jobs were doing: the receivers give up
+	# holding after 120 s, and the link then never pauses)
 	echo "# n1 $(paused n1 && echo paused || echo 'not paused'); credits: n0 $(linkf n0 credits), n1 $(linkf n1 credits)"
 	for f in "$T"/dead?.?; do echo "# $(basename "$f"): $(tail -n 1 "$f")"; done
 	diag
