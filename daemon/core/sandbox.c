@@ -25,6 +25,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -92,6 +93,17 @@ static int narrowed(scmp_filter_ctx ctx, int nr, int *done_p)
 			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_WRITE, 0));
 	} else if (nr == SCMP_SYS(mprotect)) {
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	} else if (nr == SCMP_SYS(clone)) {
+#ifndef FERRY_SANITIZERS
+		/* A thread of this process (core/closer.c), never a process. */
+		const scmp_datum_t thread = CLONE_THREAD | CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND;
+
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, thread, thread));
+#else
+		*done_p = 0;
+#endif
+	} else if (nr == SCMP_SYS(clone3)) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 	} else if (nr == SCMP_SYS(tgkill)) {
 		/* abort() signals itself; no other process. */
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, arg_is(0, (scmp_datum_t)getpid()));

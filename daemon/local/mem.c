@@ -5,6 +5,7 @@
  */
 #include "mem.h"
 #include "user.h"
+#include "../core/closer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +110,7 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 	*list = m;
 	ret = 0;
 out:
-	close(fd);
+	closer_close(fd, u->uid);
 	return ret;
 }
 

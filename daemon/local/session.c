@@ -28,6 +28,7 @@
 #include "direct.h"
 #include "endpoint.h"
 #include "user.h"
+#include "../core/closer.h"
 #include "../core/log.h"
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
@@ -503,7 +504,7 @@ static void close_session(struct sess *s, const char *why, int killed)
 		ep_fail(s->ep, why ? why : "killed");
 	loop_del(&s->sock_w);
 	loop_timer_cancel(&s->timer);
-	close(s->fd);
+	closer_close_conn(s->fd, s->cred.uid);
 	s->fd = -1;
 	free(s->out);
 	s->out = NULL;
@@ -571,8 +572,7 @@ static void reap(int tell)
 		}
 		if (s->state == S_DEAD) {
 			*pp = s->next;
-			if (s->fd_in >= 0)
-				close(s->fd_in);
+			closer_close(s->fd_in, s->cred.uid);
 			free(s);
 			freed = 1;
 		} else {
@@ -799,7 +799,7 @@ static ssize_t recv_fds(struct sess *s)
 				s->fd_in = fd;
 				continue;
 			}
-			close(fd);
+			closer_close(fd, s->cred.uid);
 			bad = 1;
 		}
 	}
@@ -884,7 +884,7 @@ static void refuse(int fd, const struct ucred *cred, int err, const char *why)
 
 	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		log_rl_info("refusing pid %d uid %u: send: %m", cred->pid, cred->uid);
-	close(fd);
+	closer_close_conn(fd, cred->uid);
 	sess_stats.sessions_refused++;
 	log_rl_notice("connection of pid %d uid %u refused: %s", cred->pid, cred->uid, why);
 }
@@ -899,7 +899,13 @@ static void new_session(int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		log_rl_warn("SO_PEERCRED: %m");
-		close(fd);
+		closer_close_conn(fd, (uid_t)-1);
+		return;
+	}
+	/* Its descriptors that could not be closed at once, each sent (or
+	 * left in its socket) by a client that broke the protocol. */
+	if (closer_waiting(cred.uid) >= CLOSER_MAX_WAITING) {
+		refuse(fd, &cred, EAGAIN, "descriptors this user's clients sent are still being closed");
 		return;
 	}
 	u = user_get(cred.uid);
@@ -926,7 +932,7 @@ static void new_session(int fd)
 	if (ret < 0) {
 		log_rl_warn("epoll add: %s", strerror(-ret));
 		user_give_unjoined(u);
-		close(fd);
+		closer_close_conn(fd, cred.uid);
 		free(s);
 		return;
 	}
@@ -1047,6 +1053,15 @@ static void resume_accepting(void)
 		log_rl_err("epoll: cannot watch the listening socket again: %m");
 }
 
+/* Closes a connection not taken (its client may have sent already). */
+static void drop(int fd)
+{
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+
+	closer_close_conn(fd, getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.uid : (uid_t)-1);
+}
+
 static void on_client_accept(struct loop_watch *w, uint32_t events)
 {
 	(void)events;
@@ -1062,7 +1077,7 @@ static void on_client_accept(struct loop_watch *w, uint32_t events)
 		}
 		sessions.accept_delay_ms = 0;
 		if (!sessions.accepting) {
-			close(fd);
+			drop(fd);
 			continue;
 		}
 		new_session(fd);

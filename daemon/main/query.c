@@ -2,6 +2,7 @@
 #include "query.h"
 #include "../cluster/cluster.h"
 #include "../coll/coll.h"
+#include "../core/closer.h"
 #include "../core/loop.h"
 #include "../core/sandbox.h"
 #include "../fwd/agg.h"
@@ -93,6 +94,9 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 			(unsigned long long)sess_stats.joins_refused,
 			(unsigned long long)sess_stats.accept_paused,
 			(unsigned long long)sess_stats.joins_waited_fds);
+		fprintf(out, "fds_closing %u\nfds_handed_to_threads %llu\nclosing_threads_started %llu\nfds_kept_open %llu\n",
+			closer_waiting_all(), (unsigned long long)closer_stats.queued,
+			(unsigned long long)closer_stats.threads, (unsigned long long)closer_stats.kept);
 		fprintf(out, "direct_jobs %llu\ndirect_failed %llu\ndirect_regions %u\n",
 			(unsigned long long)direct_stats.jobs, (unsigned long long)direct_stats.failed, direct_count());
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
