@@ -193,6 +193,12 @@ $(BUILD)/tests/ft_raw $(BUILD)/tests/ft_conns: $(BUILD)/tests/%: tests/progs/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PROTO_SRC)
 
+# ft_splitlie lies in a split through libferry's static exchange: it
+# includes client/coll.c and links the rest of libferry's sources.
+$(BUILD)/tests/ft_splitlie: tests/progs/ft_splitlie.c $(LIB_SRC) $(ALL_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< $(filter-out client/coll.c,$(LIB_SRC))
+
 # ft_peer pretends to be a daemon on a link.
 $(BUILD)/tests/ft_peer: tests/progs/ft_peer.c $(PROTO_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)

@@ -638,38 +638,19 @@ static uint32_t job_rank(const struct ferry *f, uint32_t r)
 	return f->members ? f->members[r] : r;
 }
 
-/* ferry_split: an all-to-all of {color, key} on f (CTL_COLL_SPLIT: when it
- * completes, the daemons have made the groups, the same way as here:
- * daemon/coll/coll.c, "Groups"); the group of color, ordered by (key, rank
- * in f); its id from proto/coll.h, as the daemons compute it. */
-FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
+/* The group of color from split table t (f->size {color, key}, as the
+ * daemons exchanged them in f's operation seq: daemon/coll/coll.c,
+ * "Groups", makes it the same way), ordered by (key, rank in f); its id
+ * from proto/coll.h, as the daemons compute it.  0 with the handle in
+ * *sub_p, or -errno (after which this rank has left the group the daemons
+ * made). */
+static int split_make(ferry_t *f, const int32_t (*t)[2], int32_t color, uint32_t seq, ferry_t **sub_p)
 {
 	struct ferry *rf = froot(f), *sub = NULL;
-	int32_t (*mine)[2] = NULL, (*t)[2] = NULL;
 	uint64_t *order = NULL;
-	uint32_t n = 0, seq, me = UINT32_MAX;
-	ferry_req_t *req;
+	uint32_t n = 0, me = UINT32_MAX;
 	int ret;
 
-	conn_clearerr();
-	if (!sub_p)
-		return conn_seterr(-EINVAL, "no place for the group's handle");
-	*sub_p = NULL;
-	mine = malloc(8 * (size_t)f->size);
-	t = malloc(8 * (size_t)f->size);
-	if (!mine || !t) {
-		ret = conn_seterr(-ENOMEM, "out of memory for a split of %u ranks", f->size);
-		goto out;
-	}
-	for (uint32_t r = 0; r < f->size; r++) {
-		mine[r][0] = color;
-		mine[r][1] = key;
-	}
-	if ((ret = post_alltoall(f, CTL_COLL_SPLIT, mine, t, 8, &req)) < 0)
-		goto out;
-	seq = f->coll_seq;
-	if ((ret = ferry_wait(&req)) < 0 || color < 0)
-		goto out;
 	for (uint32_t r = 0; r < f->size; r++)
 		n += t[r][0] == color;
 	order = malloc((size_t)n * sizeof(*order));
@@ -689,7 +670,7 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 			me = i;
 	}
 	if (me == UINT32_MAX) {
-		/* our own block said otherwise: the exchange was written over */
+		/* the daemons have this rank in another group than it asked */
 		ret = conn_seterr(-EPROTO, "ferry_split: this rank is not in its own color's group");
 		goto leave;
 	}
@@ -704,9 +685,8 @@ FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
 	sub->timeout_ms = rf->timeout_ms;
 	rf->nsubs++;
 	*sub_p = sub;
-	sub = NULL;
-	ret = 0;
-	goto out;
+	free(order);
+	return 0;
 leave:
 	/* The daemons made the group with this rank in it: it leaves at once,
 	 * so that the others' operations on it fail instead of waiting for it.
@@ -724,11 +704,43 @@ leave:
 		if (fn > 0 && !rf->dead && send(rf->sock, fb, (size_t)fn, MSG_NOSIGNAL) != fn)
 			rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)");
 	}
-out:
 	if (sub)
 		free(sub->members);
 	free(sub);
 	free(order);
+	return ret;
+}
+
+/* ferry_split: an all-to-all of {color, key} on f (CTL_COLL_SPLIT: when it
+ * completes, the daemons have made the groups), then the handle of this
+ * rank's group from the table the daemons exchanged. */
+FERRY_API int ferry_split(ferry_t *f, int color, int key, ferry_t **sub_p)
+{
+	int32_t (*mine)[2] = NULL, (*t)[2] = NULL;
+	ferry_req_t *req;
+	uint32_t seq;
+	int ret;
+
+	conn_clearerr();
+	if (!sub_p)
+		return conn_seterr(-EINVAL, "no place for the group's handle");
+	*sub_p = NULL;
+	mine = malloc(8 * (size_t)f->size);
+	t = malloc(8 * (size_t)f->size);
+	if (!mine || !t) {
+		ret = conn_seterr(-ENOMEM, "out of memory for a split of %u ranks", f->size);
+		goto out;
+	}
+	for (uint32_t r = 0; r < f->size; r++) {
+		mine[r][0] = color;
+		mine[r][1] = key;
+	}
+	if ((ret = post_alltoall(f, CTL_COLL_SPLIT, mine, t, 8, &req)) < 0)
+		goto out;
+	seq = f->coll_seq;
+	if ((ret = ferry_wait(&req)) == 0 && color >= 0)
+		ret = split_make(f, (const int32_t (*)[2])t, color, seq, sub_p);
+out:
 	free(mine);
 	free(t);
 	return ret;

@@ -108,6 +108,12 @@ struct cslot {
 	uint8_t *sp, *rp;
 	uint64_t slen, rlen;
 	uint64_t *vec;                  /* all-to-allv: its counts and displacements, copied (4 x size) */
+	/* A split: sp and rp point into own, the daemon's (2 x 8 x size:
+	 * the rank's {color, key} for every rank, then the table received),
+	 * and the client's receive buffer gets the table once the split
+	 * completed here (split_groups). */
+	uint8_t *own;
+	uint8_t *crp;
 };
 
 struct cop {
@@ -400,6 +406,10 @@ static void cop_free(struct cop *op)
 		if (op->slots[i].vec) {
 			user_give_coll(j->user, 32ull * g->size);
 			free(op->slots[i].vec);
+		}
+		if (op->slots[i].own) {
+			user_give_coll(j->user, 16ull * g->size);
+			free(op->slots[i].own);
 		}
 	}
 	free(op->slots);
@@ -740,6 +750,41 @@ static int post_buffer(struct cop *op, struct ep *ep, const struct ctl_buf *b, u
 	return 0;
 }
 
+/* A split's buffers, the daemon's own (review F4): its groups are made
+ * from what the nodes exchanged, which must be the same on every node and
+ * out of any client's reach.  So the rank's {color, key} is read once, from
+ * its first block, and sent to every rank alike (a client cannot tell
+ * ranks different things), and the table is received where no client can
+ * write; libferry computes its handle from the copy it gets at the end. */
+static int split_post(struct cop *op, struct ep *ep, struct cslot *sl)
+{
+	struct job *j = op->g->cj->j;
+	uint64_t len = 8ull * op->g->size;
+	uint8_t ck[8];
+
+	if (sl->slen != len || !sl->sp || !sl->rp) {
+		snprintf(op->why, sizeof(op->why), "rank %u: a split of blocks of %llu bytes, not 8", ep->rank,
+			 (unsigned long long)(op->g->size ? sl->slen / op->g->size : 0));
+		return -EINVAL;
+	}
+	if (user_take_coll(j->user, 2 * len) < 0) {
+		snprintf(op->why, sizeof(op->why), "%s", user_refusal());
+		return -EINVAL;
+	}
+	if (!(sl->own = malloc(2 * len))) {
+		user_give_coll(j->user, 2 * len);
+		snprintf(op->why, sizeof(op->why), "out of memory");
+		return -EINVAL;
+	}
+	memcpy(ck, sl->sp, sizeof(ck));
+	for (uint64_t off = 0; off < len; off += sizeof(ck))
+		memcpy(sl->own + off, ck, sizeof(ck));
+	sl->crp = sl->rp;
+	sl->sp = sl->own;
+	sl->rp = sl->own + len;
+	return 0;
+}
+
 /* The buffers ep posted for op (all-to-all: size blocks each way). */
 static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ctl_coll_wire *c)
 {
@@ -800,7 +845,7 @@ static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ct
 	if (post_buffer(op, ep, &c->send, len, &sl->sm, &sl->sp, "send") < 0 ||
 	    post_buffer(op, ep, &c->recv, len, &sl->rm, &sl->rp, "receive") < 0)
 		return -EINVAL;
-	return 0;
+	return c->kind == CTL_COLL_SPLIT ? split_post(op, ep, sl) : 0;
 }
 
 /* 1 if the failure of g's job or of g itself ends g's operation seq: its
@@ -1295,13 +1340,13 @@ static int split_groups(struct cop *op)
 	int32_t (*t)[2] = malloc(bytes);
 	int ret = 0;
 
-	if (!t || !pg->nlocal || !op->rp || op->rlen[0] != bytes) {
+	if (!t || !pg->nlocal || !op->slots || !op->slots[0].own) {
 		free(t);
 		snprintf(op->why, sizeof(op->why), "out of memory for a split");
 		return -ENOMEM;
 	}
-	/* Once, out of memory the client can write. */
-	memcpy(t, op->rp[0], bytes);
+	/* (the daemon's own table: split_post; aligned for the int32s) */
+	memcpy(t, op->slots[0].rp, bytes);
 	for (uint32_t k = 0; k < pg->nlocal && !ret; k++) {
 		int32_t color = t[grp_local(pg)[k]][0];
 		int seen = color < 0;
@@ -1312,6 +1357,9 @@ static int split_groups(struct cop *op)
 			ret = split_one(op, (const int32_t (*)[2])t, color, op->why, sizeof(op->why));
 	}
 	free(t);
+	/* Each rank's copy, from which libferry computes its handle. */
+	for (uint32_t k = 0; k < pg->nlocal && !ret; k++)
+		memcpy(op->slots[k].crp, op->slots[k].rp, bytes);
 	if (ret < 0) {
 		/* The split fails (from here on in the parent, everywhere:
 		 * its groups elsewhere are doomed through their parent); the

@@ -7,7 +7,8 @@
 # operations on the job and two groups at once, items on a group's handle
 # refused, the job's handle not closed under open groups; every strategy
 # forced; a rank that leaves its group makes the group's next operation
-# fail on its other ranks (and only that group's).
+# fail on its other ranks (and only that group's); a rank that lies in a
+# split cannot make the nodes disagree.
 . "$(dirname "$0")/lib.sh"
 
 # grp JOB SIZE WHERE... [-- ft_group options]: SIZE ranks, rank r on the
@@ -44,6 +45,21 @@ done
 # shellcheck disable=SC2086
 expect "4 nodes, 7 ranks, automatic choice, 3 rounds" run_grp auto 7 $where7 -- --rounds 3
 expect "a job on 2 of the 4 nodes, 4 ranks" run_grp two 4 c_n1 c_n3 c_n3 c_n1
+
+# A rank that tells different ranks different colors and keys (review F4):
+# ferryd sends one {color, key} of each rank to all (its first block), so
+# every node makes the same groups, and they work.  Nodes whose first
+# local rank is odd (c_n1, c_n2) would have heard otherwise from rank 0.
+pids=""
+r=0
+for d in c_n0 c_n1 c_n1 c_n2 c_n2 c_n3; do
+	FERRY_RUNTIME_DIR=$TMP/$d bg "lie.$r.log" prog ft_splitlie --job lie --rank $r --size 6
+	pids="$pids $LASTPID"
+	r=$((r + 1))
+done
+JOB_lie=$pids
+expect "a rank lies in a split (different colors to different ranks): one answer everywhere, the groups work" \
+	wait_job lie
 
 # A rank leaves its group (closes the handle): the others of the group fail
 # their next group barrier with EPIPE naming it; the other group's barrier,
