@@ -96,6 +96,8 @@ int main(int argc, char **argv)
 		if (rb[2 * k] != (uint32_t)r || rb[2 * k + 1] != (uint32_t)me)
 			FAIL("block %u of the group's all-to-all: from %u for %u, not from %d for %d", k, rb[2 * k],
 			     rb[2 * k + 1], r, me);
+	free(sb);
+	free(rb);
 	if ((ret = ferry_close(sub)) < 0 || (ret = ferry_close(f)) < 0)
 		FAIL("close: %s", ferry_strerror(ret));
 	printf("rank %d ok\n", me);
