@@ -13,12 +13,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CLOSER_IDLE_S      1                    /* a thread with nothing to close ends after this */
+#define CLOSER_DRAIN_MAX   64                  /* messages read from a socket before it closes */
 #define CLOSER_STACK_BYTES (256u * 1024u)       /* close() needs little; sanitizers more */
 
 struct waiting {
@@ -158,25 +160,80 @@ keep:
 		    (unsigned)uid);
 }
 
+/* A socket of another family than AF_UNIX (TCP above all), made safe to
+ * close here: its close waits only for SO_LINGER, turned off now (the
+ * kernel then sends what is left by itself, as after any close).  If the
+ * client still holds it, our close is not the last anyway.  An AF_UNIX
+ * socket may hold descriptors in flight, whose release may wait: not this. */
+static int defused_socket(int fd)
+{
+	struct linger off = { .l_onoff = 0 };
+	socklen_t len = sizeof(int);
+	int dom = -1;
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 && dom != AF_UNIX &&
+	       setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off)) == 0;
+}
+
 void closer_close(int fd, uid_t uid)
 {
 	if (fd < 0)
 		return;
-	if (fcntl(fd, F_GET_SEALS) >= 0)
+	if (fcntl(fd, F_GET_SEALS) >= 0 || defused_socket(fd))
 		close(fd);
 	else
 		queue(fd, uid);
 }
 
+int closer_recv(int fd, void *buf, size_t len, int flags, uid_t uid, int *keep, unsigned *nfds_p)
+{
+	union {
+		char buf[CMSG_SPACE(CLOSER_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	ssize_t n = recvmsg(fd, &mh, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	unsigned k = 0;
+
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, k++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(got));
+			if (keep && *keep < 0)
+				*keep = got;
+			else
+				closer_close(got, uid);
+		}
+	}
+	if (nfds_p)
+		*nfds_p = mh.msg_flags & MSG_CTRUNC ? CLOSER_FDS_MAX + 1 : k;
+	return (int)n;
+}
+
 void closer_close_conn(int fd, uid_t uid)
 {
+	char buf[4096];
 	int n = -1;
 
 	if (fd < 0)
 		return;
 	/* Once shut down, nothing more can be queued to it (the sender's
-	 * side checks under the socket's lock); what is there is counted. */
-	if (shutdown(fd, SHUT_RDWR) == 0 && ioctl(fd, FIONREAD, &n) == 0 && n == 0)
+	 * side checks under the socket's lock).  What is in it is read here,
+	 * within a bound, its descriptors closed as above (the bytes of a
+	 * MSG_OOB too: sockets are accepted with SO_OOBINLINE); if that empties
+	 * it, its close releases nothing of the client's. */
+	shutdown(fd, SHUT_RDWR);
+	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &(int){ 1 }, sizeof(int));
+	for (int i = 0; i < CLOSER_DRAIN_MAX && closer_recv(fd, buf, sizeof(buf), 0, uid, NULL, NULL) > 0; i++)
+		;
+	if (ioctl(fd, FIONREAD, &n) == 0 && n == 0)
 		close(fd);
 	else
 		queue(fd, uid);

@@ -95,10 +95,14 @@ static int narrowed(scmp_filter_ctx ctx, int nr, int *done_p)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	} else if (nr == SCMP_SYS(clone)) {
 #ifndef FERRY_SANITIZERS
-		/* A thread of this process (core/closer.c), never a process. */
+		/* A thread of this process (core/closer.c), never a process,
+		 * and none in new namespaces, traced or under another parent. */
 		const scmp_datum_t thread = CLONE_THREAD | CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND;
+		const scmp_datum_t never = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+					   CLONE_NEWPID | CLONE_NEWNET | CLONE_PARENT | CLONE_PTRACE | CLONE_UNTRACED |
+					   CLONE_VFORK;
 
-		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, thread, thread));
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, thread | never, thread));
 #else
 		*done_p = 0;
 #endif

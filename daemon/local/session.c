@@ -770,42 +770,20 @@ static int consume(struct sess *s)
 /* Receives what s sent into s->in, and a file descriptor that came with
  * it (a MEM's memfd) into s->fd_in: one at a time, only from an endpoint's
  * client, only when none is waiting.  Returns the bytes, 0 at EOF, -EPROTO
- * for descriptors that were not expected (closed), or -errno. */
+ * for descriptors that were not expected (closed: core/closer.h), or
+ * -errno. */
 static ssize_t recv_fds(struct sess *s)
 {
-	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = s->in + s->in_len, .iov_len = sizeof(s->in) - s->in_len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-			     .msg_controllen = sizeof(cbuf.buf) };
-	ssize_t n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	int bad = 0;
+	int want = s->state == S_ENDPOINT && s->fd_in < 0, got = -1;
+	unsigned nfds = 0;
+	int n = closer_recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, 0, s->cred.uid, want ? &got : NULL,
+			    &nfds);
 
+	if (got >= 0)
+		s->fd_in = got;
 	if (n < 0)
-		return -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		size_t k;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-			if (s->state == S_ENDPOINT && s->fd_in < 0 && !bad) {
-				s->fd_in = fd;
-				continue;
-			}
-			closer_close(fd, s->cred.uid);
-			bad = 1;
-		}
-	}
-	if (mh.msg_flags & MSG_CTRUNC)
-		bad = 1;        /* more than fit: they were closed by the kernel */
-	return bad ? -EPROTO : n;
+		return n;
+	return nfds > (unsigned)want ? -EPROTO : n;
 }
 
 static void on_sock(struct loop_watch *w, uint32_t events)
@@ -1076,6 +1054,10 @@ static void on_client_accept(struct loop_watch *w, uint32_t events)
 			return;
 		}
 		sessions.accept_delay_ms = 0;
+		/* Before its first read: a MSG_OOB byte, and descriptors that
+		 * came with it, are read with the rest (core/closer.h). */
+		if (setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &(int){ 1 }, sizeof(int)) < 0)
+			log_rl_warn("SO_OOBINLINE: %m");
 		if (!sessions.accepting) {
 			drop(fd);
 			continue;
@@ -1188,7 +1170,15 @@ void sess_fini(void)
 	loop_timer_cancel(&sessions.join_timer);
 	sessions.accept_paused = 0;
 	if (sessions.listen_fd >= 0) {
+		int fd;
+
 		loop_del(&sessions.listen_w);
+		/* Connections not taken yet: closing our own listener would
+		 * release what their clients sent in them here (closer.h).  (A
+		 * socket systemd made keeps them for the next ferryd.) */
+		for (int i = 0; sessions.own_socket && i < 4 * ACCEPT_BATCH &&
+				(fd = accept4(sessions.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0; i++)
+			drop(fd);
 		close(sessions.listen_fd);
 		sessions.listen_fd = -1;
 	}
