@@ -52,6 +52,21 @@ static struct cuser *find(uid_t uid)
 	return u;
 }
 
+/* A socket of another family than AF_UNIX (TCP above all): its close
+ * waits only for SO_LINGER, turned off here, in the user's thread (a
+ * setsockopt takes the socket's lock, which a client's send can hold for as
+ * long as its memory takes to read: never in the loop).  Some families
+ * wait on close whatever (TIPC, SMC): that thread waits. */
+static void defuse(int fd)
+{
+	struct linger off = { .l_onoff = 0 };
+	socklen_t len = sizeof(int);
+	int dom = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 && dom != AF_UNIX)
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+}
+
 static void *closing(void *arg)
 {
 	struct cuser *u = arg;
@@ -66,7 +81,8 @@ static void *closing(void *arg)
 			if (!u->head)
 				u->tail = &u->head;
 			pthread_mutex_unlock(&cl.mu);
-			close(w->fd);   /* what may wait: never with the mutex held */
+			defuse(w->fd);  /* what may wait: never with the mutex held */
+			close(w->fd);
 			free(w);
 			pthread_mutex_lock(&cl.mu);
 			u->waiting--;
@@ -160,26 +176,11 @@ keep:
 		    (unsigned)uid);
 }
 
-/* A socket of another family than AF_UNIX (TCP above all), made safe to
- * close here: its close waits only for SO_LINGER, turned off now (the
- * kernel then sends what is left by itself, as after any close).  If the
- * client still holds it, our close is not the last anyway.  An AF_UNIX
- * socket may hold descriptors in flight, whose release may wait: not this. */
-static int defused_socket(int fd)
-{
-	struct linger off = { .l_onoff = 0 };
-	socklen_t len = sizeof(int);
-	int dom = -1;
-
-	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) == 0 && dom != AF_UNIX &&
-	       setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off)) == 0;
-}
-
 void closer_close(int fd, uid_t uid)
 {
 	if (fd < 0)
 		return;
-	if (fcntl(fd, F_GET_SEALS) >= 0 || defused_socket(fd))
+	if (fcntl(fd, F_GET_SEALS) >= 0)
 		close(fd);
 	else
 		queue(fd, uid);
@@ -227,11 +228,13 @@ void closer_close_conn(int fd, uid_t uid)
 	/* Once shut down, nothing more can be queued to it (the sender's
 	 * side checks under the socket's lock).  What is in it is read here,
 	 * within a bound, its descriptors closed as above (the bytes of a
-	 * MSG_OOB too: sockets are accepted with SO_OOBINLINE); if that empties
-	 * it, its close releases nothing of the client's. */
+	 * MSG_OOB too), unless as many of the user's wait already: if that
+	 * empties it, its close releases nothing of the client's.  Else it
+	 * goes to the thread whole, one descriptor, what is in it with it. */
 	shutdown(fd, SHUT_RDWR);
 	setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &(int){ 1 }, sizeof(int));
-	for (int i = 0; i < CLOSER_DRAIN_MAX && closer_recv(fd, buf, sizeof(buf), 0, uid, NULL, NULL) > 0; i++)
+	for (int i = 0; i < CLOSER_DRAIN_MAX && closer_waiting(uid) < CLOSER_MAX_WAITING &&
+			closer_recv(fd, buf, sizeof(buf), 0, uid, NULL, NULL) > 0; i++)
 		;
 	if (ioctl(fd, FIONREAD, &n) == 0 && n == 0)
 		close(fd);

@@ -18,27 +18,27 @@
  *     thread: at its descriptor limit, that is the exposure);
  *   - a memfd (F_GET_SEALS answers: shared memory, whose close never waits)
  *     at once;
- *   - a socket of another family than AF_UNIX at once, SO_LINGER turned
- *     off first;
  *   - a session's socket shut down (nothing can arrive after that) and read
  *     out, within a bound, its descriptors closed as here; then at once if
  *     nothing is left in it (a descriptor never travels without a byte, and
  *     MSG_OOB's byte is read inline: session.c sets SO_OOBINLINE before the
  *     first read);
- *   - anything else (a file on FUSE, an AF_UNIX socket, what did not read
- *     out) by a thread of the user's own, started when needed and ended
- *     after a second with nothing to close: a close that never returns
- *     holds that user's thread, and only that user's later descriptors
- *     wait behind it.
+ *   - anything else (a socket, a file on FUSE, what did not read out) by a
+ *     thread of the user's own, started when needed and ended after a
+ *     second with nothing to close, which turns a socket's SO_LINGER off
+ *     first: a close that never returns holds that user's thread, and only
+ *     that user's later descriptors wait behind it.
  * Rule: a module that holds such a descriptor never calls close() on it,
  * and reads a client's socket only through closer_recv.
  *
- * closer_waiting(uid) is how many of a user's descriptors wait; the session
- * layer refuses the user's new connections from CLOSER_MAX_WAITING on.  Not
- * a full bound: a refused connection's descriptors that cannot be closed
- * here wait too (files on a FUSE file system the user serves, AF_UNIX
- * sockets); Linux 6.16's SO_PASSRIGHTS, off until a client has joined,
- * would close that gap.
+ * Bounds: from CLOSER_MAX_WAITING of a user's descriptors waiting on, the
+ * session layer reads none of the user's sockets (it ends the sessions and
+ * refuses new connections, and such a socket goes to the thread whole),
+ * and from CLOSER_TOTAL_MAX of everyone's it accepts no connection for a
+ * while.  What one user can make wait beyond its bound is one read's
+ * descriptors (253) per session it holds, and one descriptor per refused
+ * connection; Linux 6.16's SO_PASSRIGHTS, off until a client has joined,
+ * would close that.
  *
  * Left to the kernel: before Linux 6.8 (Debian 12 has 6.1), closing any
  * AF_UNIX socket while descriptors are in flight anywhere runs the socket
@@ -54,18 +54,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CLOSER_MAX_WAITING 32   /* a user's descriptors waiting: no new connections from there on */
+#define CLOSER_MAX_WAITING 32   /* a user's descriptors waiting: its sockets are no longer read */
+#define CLOSER_TOTAL_MAX 16384  /* everyone's: ferryd stops accepting connections for a while */
 
 /* Closes fd, a descriptor a client of user uid sent: at once if it is a
- * memfd or a socket not AF_UNIX, else by the user's thread.  If no thread can be started (no
+ * memfd, else by the user's thread.  If no thread can be started (no
  * memory, no threads), fd is kept open, and logged: an open descriptor is
  * the lesser harm than a loop that waits. */
 void closer_close(int fd, uid_t uid);
 
 /* Closes fd, a connected Unix stream socket ferryd accepted from a client
  * of user uid (a session's): shut down, read out (CLOSER_DRAIN_MAX
- * messages at most), then at once if nothing is left in it, else by the
- * user's thread.  The client reads what was sent to it before. */
+ * messages at most, none once CLOSER_MAX_WAITING of the user's wait), then
+ * at once if nothing is left in it, else by the user's thread.  The
+ * client reads what was sent to it before. */
 void closer_close_conn(int fd, uid_t uid);
 
 #define CLOSER_FDS_MAX 253       /* descriptors one message may carry (the kernel's SCM_MAX_FD) */

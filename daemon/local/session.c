@@ -812,6 +812,11 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 	/* Queries that waited in s->in while a reply was held. */
 	if (!consume(s))
 		return;
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && closer_waiting(s->cred.uid) >= CLOSER_MAX_WAITING) {
+		/* Not read: what it sent goes to the user's thread with it. */
+		close_session(s, "descriptors this user's clients sent are still being closed", 1);
+		return;
+	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		while (reading(s)) {
 			size_t want = sizeof(s->in) - s->in_len;
@@ -1008,14 +1013,14 @@ static void join_retry_later(void)
  * socket alone for a while (its watch is level-triggered: it would fire at
  * once, again and again).  Clients that connect meanwhile wait in its
  * backlog. */
-static void pause_accepting(int err)
+static void pause_accepting(const char *why)
 {
 	uint32_t d = backoff(sessions.accept_delay_ms);
 
 	sessions.accept_delay_ms = d;
 	sessions.accept_paused = 1;
 	sess_stats.accept_paused++;
-	log_rl_warn("accept: %s; not accepting clients for %u ms", strerror(err), d);
+	log_rl_warn("accept: %s; not accepting clients for %u ms", why, d);
 	if (loop_mod(&sessions.listen_w, 0) < 0)
 		log_rl_err("epoll: cannot pause the listening socket: %m");
 	loop_timer_arm(&sessions.accept_timer, (uint64_t)d * 1000000u, on_accept_timer, NULL);
@@ -1043,12 +1048,17 @@ static void drop(int fd)
 static void on_client_accept(struct loop_watch *w, uint32_t events)
 {
 	(void)events;
+	if (closer_waiting_all() >= CLOSER_TOTAL_MAX) {
+		/* (core/closer.h: the descriptor table is everyone's) */
+		pause_accepting("too many descriptors clients sent are still being closed");
+		return;
+	}
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-				pause_accepting(errno);
+				pause_accepting(strerror(errno));
 			else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				log_rl_warn("accept: %m");
 			return;
