@@ -781,6 +781,9 @@ static ssize_t recv_fds(struct sess *s)
 
 	if (got >= 0)
 		s->fd_in = got;
+	if (nfds > CLOSER_FDS_MAX)
+		log_rl_warn("session %u (pid %d uid %u): more descriptors than ferryd could take (at its limit of open "
+			    "files?): the kernel released the rest in ferryd's loop", s->id, s->cred.pid, s->cred.uid);
 	if (n < 0)
 		return n;
 	return nfds > (unsigned)want ? -EPROTO : n;
@@ -1186,7 +1189,7 @@ void sess_fini(void)
 		/* Connections not taken yet: closing our own listener would
 		 * release what their clients sent in them here (closer.h).  (A
 		 * socket systemd made keeps them for the next ferryd.) */
-		for (int i = 0; sessions.own_socket && i < 4 * ACCEPT_BATCH &&
+		for (int i = 0; sessions.own_socket && i < 1024 &&
 				(fd = accept4(sessions.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0; i++)
 			drop(fd);
 		close(sessions.listen_fd);
