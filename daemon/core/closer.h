@@ -46,8 +46,8 @@
  * unreachable cycles there: every process's exposure on such a kernel, not
  * ferryd's alone.
  *
- * The threads close, free and take a mutex, nothing else (the sandbox
- * allows new threads, not processes: core/sandbox.def). */
+ * The threads turn SO_LINGER off, close, free and take a mutex, nothing
+ * else (the sandbox allows new threads, not processes: core/sandbox.def). */
 #ifndef FERRY_CLOSER_H
 #define FERRY_CLOSER_H
 
