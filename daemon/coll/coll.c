@@ -57,6 +57,12 @@
 #define COLL_TURN_BYTES (4u << 20)
 /* Pieces of one job that may wait for the job to start here (coll.pre). */
 #define COLL_PRE_MAX 4096
+/* How long the loop keeps spinning after the last collective work, while an
+ * operation is under way whose ranks here all run on other CPUs than
+ * ferryd (core specialisation: the core is ferryd's, and a sleep and a
+ * wake-up cost tens of microseconds per event; libferry's ferry_wait spins
+ * as long for the same reason, COLL_SPIN_US in client/coll.c). */
+#define COLL_SPIN_NS (2000ull * 1000u)
 
 struct early {
 	struct early *next;
@@ -200,6 +206,7 @@ static struct {
 	uint32_t self;
 	struct cjob *jobs;
 	int work;                       /* something to do at the next coll_poll */
+	uint64_t worked_ns;             /* when a coll_poll last had work */
 	uint64_t budget;                /* bytes the executors may still copy in this turn of the loop */
 	struct loop_timer gone_timer;   /* a job without ranks here may have to be ended */
 	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
@@ -1695,6 +1702,31 @@ static void gone_check(struct loop_timer *t)
 		loop_timer_arm(&coll.gone_timer, next - loop_now_ns(), gone_check, NULL);
 }
 
+/* Whether an operation is under way (posted here, not ended) in a group
+ * whose ranks here all run on other CPUs than ferryd (ep->other_cpus). */
+static int spin_for_some(void)
+{
+	for (const struct cjob *cj = coll.jobs; cj; cj = cj->next)
+		for (const struct cgrp *g = cj->groups; g; g = g->next) {
+			const struct cop *op;
+			uint32_t k;
+
+			for (op = g->ops; op && (op->ended || !op->posted); op = op->next)
+				;
+			if (!op || !g->nlocal)
+				continue;
+			for (k = 0; k < g->nlocal; k++) {
+				const struct ep *ep = cj->j->ranks[grp_job_rank(g, grp_local(g)[k])].ep;
+
+				if (!ep || !ep->other_cpus)
+					break;
+			}
+			if (k == g->nlocal)
+				return 1;
+		}
+	return 0;
+}
+
 int coll_poll(void)
 {
 	struct cjob **pp = &coll.jobs;
@@ -1727,6 +1759,10 @@ int coll_poll(void)
 		pp = &cj->next;
 	}
 	ctlq_flush_sent();      /* what the executors sent, in as few frames as it fits */
+	if (work)
+		coll.worked_ns = loop_now_ns();
+	if (coll.jobs && loop_now_ns() - coll.worked_ns < COLL_SPIN_NS && spin_for_some())
+		loop_spin_until(coll.worked_ns + COLL_SPIN_NS);
 	if (!coll.budget && coll.jobs && coll.jobs->next) {
 		/* The budget ran out: the first job goes last, so that the
 		 * next turns serve the others first. */

@@ -24,6 +24,7 @@ static struct {
 	struct loop_hooks hooks;
 	uint64_t spin_ns;
 	uint64_t last_work_ns;
+	uint64_t spin_until_ns;         /* loop_spin_until */
 	int kicked;                     /* loop_kick since the last look */
 	int stop;
 } evloop = { .epfd = -1, .tfd = -1 };
@@ -31,6 +32,12 @@ static struct {
 void loop_kick(void)
 {
 	evloop.kicked = 1;      /* loop_run reads the clock once for all kicks of a turn */
+}
+
+void loop_spin_until(uint64_t until_ns)
+{
+	if (until_ns > evloop.spin_until_ns)
+		evloop.spin_until_ns = until_ns;
 }
 
 static void arm_timerfd(void)
@@ -226,7 +233,7 @@ int loop_run(void)
 		}
 		if (evloop.stop)
 			break;
-		if (loop_now_ns() - evloop.last_work_ns >= evloop.spin_ns) {
+		if (loop_now_ns() - evloop.last_work_ns >= evloop.spin_ns && loop_now_ns() >= evloop.spin_until_ns) {
 			/* Idle long enough: arm wake-ups and block. */
 			if (evloop.hooks.sleep_prepare && evloop.hooks.sleep_prepare()) {
 				if (evloop.hooks.sleep_done)

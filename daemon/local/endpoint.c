@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
@@ -377,6 +378,20 @@ static size_t page_align(size_t n)
 	return (n + 4095) & ~(size_t)4095;
 }
 
+/* Whether process pid may run on none of ferryd's CPUs now (as libferry
+ * finds at its open, client/poll.c: then it spins, and ferryd may too).
+ * ferryd's own are read each time: taskset -p may have moved it. */
+static int other_cpus(pid_t pid)
+{
+	cpu_set_t mine, theirs, both;
+
+	if (pid <= 0 || sched_getaffinity(0, sizeof(mine), &mine) < 0 ||
+	    sched_getaffinity(pid, sizeof(theirs), &theirs) < 0)
+		return 0;
+	CPU_AND(&both, &theirs, &mine);
+	return CPU_COUNT(&both) == 0;
+}
+
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
 	    struct ep **ep_p, struct ctl_attached_wire *a, int fds[4])
 {
@@ -399,6 +414,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	}
 	ep->id = id;
 	ep->pid = pid;
+	ep->other_cpus = other_cpus(pid);
 	ep->uid = uid;
 	ep->rank = rank;
 	ep->blocked_node = JOB_NO_NODE;

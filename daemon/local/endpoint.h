@@ -62,6 +62,8 @@ struct ep {
 	struct ep *next;                /* every endpoint (ep_first) */
 	uint32_t id;                    /* its session's id, for logs */
 	pid_t pid;                      /* the client, for logs and status */
+	int other_cpus;                 /* at JOIN the client might run on none of ferryd's CPUs (core
+					 * specialisation: ferryd may spin for it, coll.c) */
 	uid_t uid;
 	struct user *user;              /* its uid's accounting (user.h): this endpoint, its queue */
 	struct sess *sess;              /* the session that opened it (session.c's) */
