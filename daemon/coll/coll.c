@@ -58,10 +58,12 @@
 /* Pieces of one job that may wait for the job to start here (coll.pre). */
 #define COLL_PRE_MAX 4096
 /* How long the loop keeps spinning after the last collective work, while an
- * operation is under way whose ranks here all run on other CPUs than
+ * operation is under way and every rank here runs on other CPUs than
  * ferryd (core specialisation: the core is ferryd's, and a sleep and a
  * wake-up cost tens of microseconds per event; libferry's ferry_wait spins
- * as long for the same reason, COLL_SPIN_US in client/coll.c). */
+ * as long for the same reason, COLL_SPIN_US in client/coll.c).  A user
+ * who keeps an operation open and posts others every 2 ms keeps ferryd
+ * spinning on its own CPUs, no one else's. */
 #define COLL_SPIN_NS (2000ull * 1000u)
 
 struct early {
@@ -910,6 +912,7 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		return;
 	}
 	ep->coll_pending++;
+	ep_check_cpus(ep);      /* (moved since it joined?) */
 	cj = cjob_get(j);
 	g = cj ? grp_find(cj, c->group) : NULL;
 
@@ -1702,28 +1705,18 @@ static void gone_check(struct loop_timer *t)
 		loop_timer_arm(&coll.gone_timer, next - loop_now_ns(), gone_check, NULL);
 }
 
-/* Whether an operation is under way (posted here, not ended) in a group
- * whose ranks here all run on other CPUs than ferryd (ep->other_cpus). */
+/* Whether ferryd may spin for the collectives: every endpoint here runs on
+ * other CPUs than ferryd (ep_all_apart: its CPUs are its own, and no rank
+ * waits for one), and an operation is under way (posted here, not ended). */
 static int spin_for_some(void)
 {
+	if (!ep_all_apart())
+		return 0;
 	for (const struct cjob *cj = coll.jobs; cj; cj = cj->next)
-		for (const struct cgrp *g = cj->groups; g; g = g->next) {
-			const struct cop *op;
-			uint32_t k;
-
-			for (op = g->ops; op && (op->ended || !op->posted); op = op->next)
-				;
-			if (!op || !g->nlocal)
-				continue;
-			for (k = 0; k < g->nlocal; k++) {
-				const struct ep *ep = cj->j->ranks[grp_job_rank(g, grp_local(g)[k])].ep;
-
-				if (!ep || !ep->other_cpus)
-					break;
-			}
-			if (k == g->nlocal)
-				return 1;
-		}
+		for (const struct cgrp *g = cj->groups; g; g = g->next)
+			for (const struct cop *op = g->ops; op; op = op->next)
+				if (!op->ended && op->posted)
+					return 1;
 	return 0;
 }
 
@@ -1761,8 +1754,8 @@ int coll_poll(void)
 	ctlq_flush_sent();      /* what the executors sent, in as few frames as it fits */
 	if (work)
 		coll.worked_ns = loop_now_ns();
-	if (coll.jobs && loop_now_ns() - coll.worked_ns < COLL_SPIN_NS && spin_for_some())
-		loop_spin_until(coll.worked_ns + COLL_SPIN_NS);
+	loop_spin_until(coll.jobs && loop_now_ns() - coll.worked_ns < COLL_SPIN_NS && spin_for_some() ?
+			coll.worked_ns + COLL_SPIN_NS : 0);
 	if (!coll.budget && coll.jobs && coll.jobs->next) {
 		/* The budget ran out: the first job goes last, so that the
 		 * next turns serve the others first. */

@@ -36,8 +36,7 @@ void loop_kick(void)
 
 void loop_spin_until(uint64_t until_ns)
 {
-	if (until_ns > evloop.spin_until_ns)
-		evloop.spin_until_ns = until_ns;
+	evloop.spin_until_ns = until_ns;
 }
 
 static void arm_timerfd(void)
@@ -202,6 +201,7 @@ void loop_fini(void)
 		close(evloop.epfd);
 	evloop.tfd = evloop.epfd = -1;
 	evloop.timers = NULL;
+	evloop.spin_until_ns = 0;
 	evloop.tfd_armed_for = 0;
 }
 

@@ -94,9 +94,9 @@ static inline uint64_t loop_now_ns(void)
 void loop_kick(void);
 
 /* Keeps the loop spinning, not sleeping, until CLOCK_MONOTONIC time
- * until_ns at least, with or without work (a later call may extend it,
- * never shorten it).  For a layer that expects events soon and whose
- * clients do not need the CPU the loop runs on. */
+ * until_ns, with or without work (0: no longer; the last call decides).
+ * For the one layer (coll.c) that expects events soon and whose clients
+ * do not need the CPU the loop runs on. */
 void loop_spin_until(uint64_t until_ns);
 
 /* Runs until loop_stop() is called from inside it.  Returns 0 or -errno if

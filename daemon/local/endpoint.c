@@ -32,6 +32,7 @@ static struct {
 	int membarrier;                 /* we fence for clients before sleeping */
 	struct ring_judge judge;        /* ... and whether it pays (proto/ring.h ring_judge) */
 	struct loop_timer recheck;      /* looks at TX rings whose clients may not fence */
+	uint32_t sharing;               /* endpoints whose clients may share ferryd's CPUs (!other_cpus) */
 } endpoints;
 
 /* How often the loop looks at TX rings whose clients were offered the
@@ -380,7 +381,8 @@ static size_t page_align(size_t n)
 
 /* Whether process pid may run on none of ferryd's CPUs now (as libferry
  * finds at its open, client/poll.c: then it spins, and ferryd may too).
- * ferryd's own are read each time: taskset -p may have moved it. */
+ * ferryd's own are read each time: taskset -p may have moved it.  (A
+ * machine of more than CPU_SETSIZE CPUs says EINVAL: sharing, no spin.) */
 static int other_cpus(pid_t pid)
 {
 	cpu_set_t mine, theirs, both;
@@ -390,6 +392,25 @@ static int other_cpus(pid_t pid)
 		return 0;
 	CPU_AND(&both, &theirs, &mine);
 	return CPU_COUNT(&both) == 0;
+}
+
+#define EP_CPUS_EVERY_NS (100ull * 1000000u)
+
+void ep_check_cpus(struct ep *ep)
+{
+	int apart;
+
+	if (loop_now_ns() - ep->cpus_checked_ns < EP_CPUS_EVERY_NS)
+		return;
+	ep->cpus_checked_ns = loop_now_ns();
+	apart = other_cpus(ep->pid);
+	endpoints.sharing += (uint32_t)(!apart) - (uint32_t)(!ep->other_cpus);
+	ep->other_cpus = apart;
+}
+
+int ep_all_apart(void)
+{
+	return endpoints.count && !endpoints.sharing;
 }
 
 int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, uint32_t size,
@@ -415,6 +436,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->id = id;
 	ep->pid = pid;
 	ep->other_cpus = other_cpus(pid);
+	ep->cpus_checked_ns = loop_now_ns();
 	ep->uid = uid;
 	ep->rank = rank;
 	ep->blocked_node = JOB_NO_NODE;
@@ -494,6 +516,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ep->next = endpoints.all;
 	endpoints.all = ep;
 	endpoints.count++;
+	endpoints.sharing += !ep->other_cpus;
 	endpoints.region_bytes += ep->region_bytes;
 	*ep_p = ep;
 	return 0;
@@ -540,6 +563,7 @@ void ep_close(struct ep *ep)
 		;
 	*pp = ep->next;
 	endpoints.count--;
+	endpoints.sharing -= !ep->other_cpus;
 	/* Its slot in the job's direct rings, if it has one, is gone: while
 	 * the job (which job_leave may free) and the eventfd still exist. */
 	direct_end(ep->job->direct, ep);

@@ -62,8 +62,9 @@ struct ep {
 	struct ep *next;                /* every endpoint (ep_first) */
 	uint32_t id;                    /* its session's id, for logs */
 	pid_t pid;                      /* the client, for logs and status */
-	int other_cpus;                 /* at JOIN the client might run on none of ferryd's CPUs (core
-					 * specialisation: ferryd may spin for it, coll.c) */
+	int other_cpus;                 /* the client might run on none of ferryd's CPUs, when last
+					 * looked at (ep_check_cpus) */
+	uint64_t cpus_checked_ns;
 	uid_t uid;
 	struct user *user;              /* its uid's accounting (user.h): this endpoint, its queue */
 	struct sess *sess;              /* the session that opened it (session.c's) */
@@ -333,5 +334,14 @@ int ep_busy(void);
 
 /* Writes ep's lines for ferryctl status (under its job's line). */
 void ep_write_status(FILE *out, const struct ep *ep);
+
+/* Core specialisation: whether ep's client may run on none of ferryd's
+ * CPUs is looked at when it joins and again here, at most every 100 ms (a
+ * client or ferryd moved by taskset -p since; a hint: only the client's
+ * main thread is looked at).  ep_all_apart: every endpoint here was apart
+ * when last looked at, and there is one (then ferryd's CPUs are its own,
+ * and it may spin for them: coll.c). */
+void ep_check_cpus(struct ep *ep);
+int ep_all_apart(void);
 
 #endif
