@@ -1347,16 +1347,16 @@ static int split_groups(struct cop *op)
 {
 	struct cgrp *pg = op->g;
 	uint64_t bytes = 8ull * pg->size;
-	int32_t (*t)[2] = malloc(bytes);
+	const int32_t (*t)[2];
 	int ret = 0;
 
-	if (!t || !pg->nlocal || !op->slots || !op->slots[0].own) {
-		free(t);
+	if (!pg->nlocal || !op->slots || !op->slots[0].own) {
 		snprintf(op->why, sizeof(op->why), "out of memory for a split");
 		return -ENOMEM;
 	}
-	/* (the daemon's own table: split_post; aligned for the int32s) */
-	memcpy(t, op->slots[0].rp, bytes);
+	/* The daemon's own table (split_post: out of any client's reach, and
+	 * malloc's alignment at a multiple of 8 bytes in). */
+	t = (const int32_t (*)[2])op->slots[0].rp;
 	for (uint32_t k = 0; k < pg->nlocal && !ret; k++) {
 		int32_t color = t[grp_local(pg)[k]][0];
 		int seen = color < 0;
@@ -1364,9 +1364,8 @@ static int split_groups(struct cop *op)
 		for (uint32_t i = 0; i < k && !seen; i++)
 			seen = t[grp_local(pg)[i]][0] == color;
 		if (!seen)
-			ret = split_one(op, (const int32_t (*)[2])t, color, op->why, sizeof(op->why));
+			ret = split_one(op, t, color, op->why, sizeof(op->why));
 	}
-	free(t);
 	/* Each rank's copy, from which libferry computes its handle. */
 	for (uint32_t k = 0; k < pg->nlocal && !ret; k++)
 		memcpy(op->slots[k].crp, op->slots[k].rp, bytes);
