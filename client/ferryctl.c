@@ -6,6 +6,7 @@
  *   ferryctl debug forbidden-call           show that ferryd's seccomp filter is on
  *   ferryctl debug keep-loans               closing clients keep their loans (tests)
  *   ferryctl route ...                      offline: routes through a topology
+ *   ferryctl plan alltoall|scatter|gather   offline: what the collectives' planners make
  *   ferryctl keygen                         a new cluster key
  *
  * It speaks the control protocol of proto/ctl.h directly (it is not an
@@ -14,6 +15,7 @@
  */
 #include "../daemon/plan/a2a.h"
 #include "../daemon/plan/route.h"
+#include "../daemon/plan/scatter.h"
 #include "../proto/ctl.h"
 
 #include <sodium.h>
@@ -57,6 +59,16 @@ static void usage(FILE *out)
 		"                         of ranks; R ranks per node, default 1; D: each node's\n"
 		"                         blocks go to its next D nodes, default all; the topology\n"
 		"                         options give the node count only, for now)\n"
+		"  plan scatter|gather --dims AxBx... [--torus] [--root NODE] [--algo opt|sdf]\n"
+		"        [--ppn R] [--bytes M] [--alpha-us A] [--beta-ns-per-byte B]\n"
+		"        [--format text|json|schedule]\n"
+		"                         offline: scatter from (gather to) NODE (default 0) on a\n"
+		"                         physical torus, M bytes per rank (default 8): steps\n"
+		"                         against the lower bound max(ceil((p-1)/L),\n"
+		"                         eccentricity), regions (one per link of the root; text:\n"
+		"                         drawn for 2-D and 3-D tori), opt (the partition) or sdf\n"
+		"                         (shortest direction first); schedule: one line per\n"
+		"                         message hop, \"node step from to\"\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -194,6 +206,220 @@ static const char *opt_name(const struct option *opts, int val)
 	return "?";
 }
 
+/* --- plan scatter | gather --- */
+
+/* What a plan makes each node send and receive (messages: SEND, FORWARD). */
+static void scatter_counts(const struct scatter_plan *p, uint64_t block, struct a2a_stats *st)
+{
+	uint32_t *sends = calloc(p->nodes, sizeof(*sends)), *recvs = calloc(p->nodes, sizeof(*recvs));
+	uint32_t total = p->first[p->nodes];
+
+	memset(st, 0, sizeof(*st));
+	for (uint32_t i = 0; sends && recvs && i < total; i++) {
+		sends[p->hops[i].from]++;
+		recvs[p->hops[i].to]++;
+	}
+	for (uint32_t v = 0; sends && recvs && v < p->nodes; v++) {
+		if (sends[v] > st->sends_max)
+			st->sends_max = sends[v];
+		if (recvs[v] > st->recvs_max)
+			st->recvs_max = recvs[v];
+	}
+	st->sends_mean = (double)total / p->nodes;
+	st->bytes_sent_max = (uint64_t)st->sends_max * block;
+	free(sends);
+	free(recvs);
+}
+
+/* The partition drawn as the paper's Figures 1-3: one letter per region
+ * (A for the root's first link, ...), the root '*'; a 3-D torus plane by
+ * plane of its first dimension.  Dimensions of side 1 are left out. */
+static void draw_regions(const struct route *r, const struct scatter_plan *p)
+{
+	uint32_t eff[ROUTE_MAX_DIMS], ne = 0;
+
+	for (uint32_t d = 0; d < r->ndims; d++)
+		if (r->dims[d] > 1)
+			eff[ne++] = d;
+	if (ne < 1 || ne > 3)
+		return;
+	uint32_t planes = ne == 3 ? r->dims[eff[0]] : 1;
+	uint32_t rows = ne >= 2 ? r->dims[eff[ne - 2]] : 1, cols = r->dims[eff[ne - 1]];
+
+	printf("partition (%s%s, root *):\n", ne == 3 ? "planes of the first dimension, " : "",
+	       ne >= 2 ? "rows and columns the last two dimensions" : "one row");
+	for (uint32_t pl = 0; pl < planes; pl++) {
+		if (ne == 3)
+			printf("  plane %u\n", pl);
+		for (uint32_t y = 0; y < rows; y++) {
+			printf("  ");
+			for (uint32_t x = 0; x < cols; x++) {
+				uint32_t v = x * r->stride[eff[ne - 1]];
+
+				if (ne >= 2)
+					v += y * r->stride[eff[ne - 2]];
+				if (ne == 3)
+					v += pl * r->stride[eff[0]];
+				printf(" %c", v == p->root ? '*' : (char)('A' + p->region[v]));
+			}
+			printf("\n");
+		}
+	}
+}
+
+static int cmd_plan_scatter(int argc, char **argv, int gather)
+{
+	static const struct option opts[] = {
+		{ "dims", required_argument, NULL, 'd' }, { "torus", no_argument, NULL, 't' },
+		{ "mesh", no_argument, NULL, 'm' }, { "grid", no_argument, NULL, 'g' },
+		{ "root", required_argument, NULL, 'r' }, { "algo", required_argument, NULL, 'a' },
+		{ "ppn", required_argument, NULL, 'p' }, { "bytes", required_argument, NULL, 'b' },
+		{ "alpha-us", required_argument, NULL, 'A' }, { "beta-ns-per-byte", required_argument, NULL, 'B' },
+		{ "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+	};
+	const char *op = gather ? "gather" : "scatter";
+	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0;
+	unsigned long long root = 0, ppn = 1, bytes = 8;
+	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
+	int kind = ROUTE_TORUS, algo = SCATTER_OPT, format = 't', opt, ret;
+	struct scatter_plan pl[2];
+	struct a2a_stats st[2];
+	uint64_t prod = 1;
+	struct route r;
+	char *end, dstr[128];
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		errno = 0;
+		end = NULL;     /* (set by the numbers' strto*) */
+		if (strchr("rpbAB", opt) && (!*optarg || *optarg == '-' || *optarg == '+' || *optarg == ' ')) {
+			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n", opt_name(opts, opt),
+				optarg);
+			return 2;
+		}
+		switch (opt) {
+		case 'd':
+			if (parse_dims(optarg, &ndims, dims) < 0) {
+				fprintf(stderr, "ferryctl plan: --dims %s: want sizes like 4x8x8\n", optarg);
+				return 2;
+			}
+			break;
+		case 't': kind = ROUTE_TORUS; break;
+		case 'm': kind = ROUTE_MESH; break;
+		case 'g': kind = ROUTE_GRID; break;
+		case 'r': root = strtoull(optarg, &end, 10); break;
+		case 'a':
+			algo = scatter_algo_by_name(optarg);
+			if (algo < 0) {
+				fprintf(stderr, "ferryctl plan %s: --algo opt or sdf\n", op);
+				return 2;
+			}
+			break;
+		case 'p': ppn = strtoull(optarg, &end, 10); break;
+		case 'b': bytes = strtoull(optarg, &end, 10); break;
+		case 'A': alpha = strtod(optarg, &end); break;
+		case 'B': beta = strtod(optarg, &end); break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0 && strcmp(optarg, "schedule") != 0) {
+				fprintf(stderr, "ferryctl plan %s: --format text, json or schedule\n", op);
+				return 2;
+			}
+			format = optarg[0];
+			break;
+		default: return 2;
+		}
+		if (errno || (end && *end)) {
+			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", opt_name(opts, opt), optarg);
+			return 2;
+		}
+	}
+	if (!ndims) {
+		fprintf(stderr, "ferryctl plan %s: needs --dims (a physical torus)\n", op);
+		return 2;
+	}
+	if (kind != ROUTE_TORUS) {
+		fprintf(stderr, "ferryctl plan %s: planned on a physical torus (--torus) only, so far\n", op);
+		return 2;
+	}
+	for (uint32_t d = 0; d < ndims && prod <= SCATTER_MAX_NODES; d++)
+		prod *= dims[d];
+	if (prod > SCATTER_MAX_NODES || route_init(&r, kind, ndims, dims, (uint32_t)prod) < 0) {
+		fprintf(stderr, "ferryctl plan %s: the torus has 1 to %u nodes\n", op, SCATTER_MAX_NODES);
+		return 2;
+	}
+	if (root >= prod || ppn < 1 || ppn > 1024 || bytes > (1ull << 40) / ppn || !isfinite(alpha) ||
+	    !isfinite(beta) || alpha < 0 || beta < 0) {
+		fprintf(stderr, "ferryctl plan %s: --root 0 to %llu, --ppn 1 to 1024, --bytes at most 2^40 / ppn, "
+			"--alpha-us and --beta-ns-per-byte finite and not negative\n", op,
+			(unsigned long long)prod - 1);
+		return 2;
+	}
+	/* Both algorithms (the JSON lists both), gather as their reverse. */
+	for (int a = 0; a < 2; a++) {
+		struct scatter_plan s;
+
+		ret = scatter_plan(&r, (uint32_t)root, a, &s);
+		if (!ret && gather) {
+			ret = scatter_reverse(&s, &pl[a]);
+			scatter_plan_free(&s);
+		} else if (!ret) {
+			pl[a] = s;
+		}
+		if (ret) {
+			fprintf(stderr, "ferryctl plan %s: %s\n", op, strerror(-ret));
+			if (a)
+				scatter_plan_free(&pl[0]);
+			return 1;
+		}
+		/* node level: a message carries a node's ranks' blocks */
+		scatter_counts(&pl[a], bytes * ppn, &st[a]);
+	}
+	const struct scatter_plan *p = &pl[algo];
+	route_dims_str(&r, dstr, sizeof(dstr));
+	if (format == 's') {
+		printf("# %s %s torus root %u algo %s steps %u bound %u\n", op, dstr, p->root, scatter_algo_name(algo),
+		       p->steps, p->bound);
+		printf("# %s step from to (node ids row-major, last dimension fastest; steps from 1)\n",
+		       gather ? "source" : "dest");
+		for (uint32_t v = 0; v < p->nodes; v++)
+			for (uint32_t i = p->first[v]; i < p->first[v + 1]; i++)
+				printf("%u %u %u %u\n", v, p->hops[i].step, p->hops[i].from, p->hops[i].to);
+	} else if (format == 'j') {
+		printf("{\"schema_version\": 1, \"collective\": \"%s\", \"nodes\": %u, \"ppn\": %llu, \"bytes\": %llu, "
+		       "\"dims\": \"%s\", \"root\": %u, \"alpha_us\": %g, \"beta_ns_per_byte\": %g, \"chosen\": \"%s\", "
+		       "\"bound\": %u, \"steps\": %u, \"regions\": [",
+		       op, p->nodes, ppn, bytes, dstr, p->root, alpha, beta, scatter_algo_name(algo), p->bound, p->steps);
+		for (uint32_t k = 0; k < p->nregions; k++)
+			printf("%s{\"name\": \"%c\", \"next_to_root\": %u, \"size\": %u}", k ? ", " : "", 'A' + k,
+			       p->nbr[k], p->size[k]);
+		printf("], \"strategies\": [");
+		for (int a = 0; a < 2; a++)
+			/* store and forward, one block per link and step: a step
+			 * costs one message of the node's block */
+			printf("%s{\"name\": \"%s\", \"phases\": %u, \"steps\": %u, \"bound\": %u, \"sends_max\": %u, "
+			       "\"sends_mean\": %.3f, \"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f}",
+			       a ? ", " : "", scatter_algo_name(a), pl[a].steps, pl[a].steps, pl[a].bound, st[a].sends_max,
+			       st[a].sends_mean, st[a].recvs_max, (unsigned long long)st[a].bytes_sent_max,
+			       pl[a].steps * (alpha + beta * 1e-3 * (double)(bytes * ppn)));
+		printf("]}\n");
+	} else {
+		printf("%s %s node %u over the %s torus (%u nodes), %s: %u steps, lower bound %u "
+		       "(max(ceil(%u / %u links), eccentricity %u))\n",
+		       op, gather ? "to" : "from", p->root, dstr, p->nodes, scatter_algo_name(algo), p->steps, p->bound,
+		       p->nodes - 1, p->nregions, p->ecc);
+		printf("regions, one per link of the root (%s):\n",
+		       algo == SCATTER_OPT ? "the partition; furthest first on every link" : "the link each message left on");
+		for (uint32_t k = 0; k < p->nregions; k++)
+			printf("  %c  through node %-6u %u nodes\n", 'A' + k, p->nbr[k], p->size[k]);
+		draw_regions(&r, p);
+		printf("%s %u steps, %s %u\n", scatter_algo_name(algo), pl[algo].steps, scatter_algo_name(!algo),
+		       pl[!algo].steps);
+	}
+	scatter_plan_free(&pl[0]);
+	scatter_plan_free(&pl[1]);
+	return 0;
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -215,8 +441,10 @@ static int cmd_plan(int argc, char **argv)
 	enum a2a_strategy chosen;
 	char *end;
 
+	if (argc >= 2 && (strcmp(argv[1], "scatter") == 0 || strcmp(argv[1], "gather") == 0))
+		return cmd_plan_scatter(argc - 1, argv + 1, argv[1][0] == 'g');
 	if (argc < 2 || strcmp(argv[1], "alltoall") != 0) {
-		fprintf(stderr, "ferryctl plan: the collectives planned so far: alltoall\n");
+		fprintf(stderr, "ferryctl plan: the collectives planned so far: alltoall, scatter, gather\n");
 		return 2;
 	}
 	argc--;
