@@ -96,6 +96,15 @@ static int parse_dims(const char *s, uint32_t *ndims, uint32_t *dims)
 	return *ndims ? 0 : -1;
 }
 
+/* parse_dims, saying what is wrong: "ferryctl CMD: --dims ARG: ...". */
+static int dims_arg(const char *cmd, const char *arg, uint32_t *ndims, uint32_t *dims)
+{
+	if (parse_dims(arg, ndims, dims) == 0)
+		return 0;
+	fprintf(stderr, "ferryctl %s: --dims %s: want sizes like 4x8x8\n", cmd, arg);
+	return -1;
+}
+
 static void print_node(const struct route *r, uint32_t n)
 {
 	uint32_t c[ROUTE_MAX_DIMS];
@@ -126,10 +135,8 @@ static int cmd_route(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
-			if (parse_dims(optarg, &ndims, dims) < 0) {
-				fprintf(stderr, "ferryctl route: --dims %s: want sizes like 16x16x16x16\n", optarg);
+			if (dims_arg("route", optarg, &ndims, dims) < 0)
 				return 2;
-			}
 			break;
 		case 't': kind = ROUTE_TORUS; break;
 		case 'm': kind = ROUTE_MESH; break;
@@ -204,6 +211,27 @@ static const char *opt_name(const struct option *opts, int val)
 		if (opts->val == val)
 			return opts->name;
 	return "?";
+}
+
+/* Whether option opt's argument may be read as a number, if it takes one
+ * (numeric: those that do): not empty, no sign (strtoull takes "-1" for a
+ * huge number), no leading blank.  Says why not. */
+static int number_arg_ok(const struct option *opts, int opt, const char *numeric)
+{
+	if (!strchr(numeric, opt) || (*optarg && *optarg != '-' && *optarg != '+' && *optarg != ' '))
+		return 1;
+	fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n", opt_name(opts, opt), optarg);
+	return 0;
+}
+
+/* Whether the number just read from optarg (errno, where it ended, NULL if
+ * none was read) took the whole argument.  Says why not. */
+static int number_arg_read(const struct option *opts, int opt, const char *end)
+{
+	if (!errno && (!end || !*end))
+		return 1;
+	fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", opt_name(opts, opt), optarg);
+	return 0;
 }
 
 /* --- plan scatter | gather --- */
@@ -292,17 +320,12 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		errno = 0;
 		end = NULL;     /* (set by the numbers' strto*) */
-		if (strchr("rpbAB", opt) && (!*optarg || *optarg == '-' || *optarg == '+' || *optarg == ' ')) {
-			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n", opt_name(opts, opt),
-				optarg);
+		if (!number_arg_ok(opts, opt, "rpbAB"))
 			return 2;
-		}
 		switch (opt) {
 		case 'd':
-			if (parse_dims(optarg, &ndims, dims) < 0) {
-				fprintf(stderr, "ferryctl plan: --dims %s: want sizes like 4x8x8\n", optarg);
+			if (dims_arg("plan", optarg, &ndims, dims) < 0)
 				return 2;
-			}
 			break;
 		case 't': kind = ROUTE_TORUS; break;
 		case 'm': kind = ROUTE_MESH; break;
@@ -328,10 +351,8 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 			break;
 		default: return 2;
 		}
-		if (errno || (end && *end)) {
-			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", opt_name(opts, opt), optarg);
+		if (!number_arg_read(opts, opt, end))
 			return 2;
-		}
 	}
 	if (!ndims) {
 		fprintf(stderr, "ferryctl plan %s: needs --dims (a physical torus)\n", op);
@@ -451,22 +472,15 @@ static int cmd_plan(int argc, char **argv)
 	argv++;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		int numeric = strchr("npbDaB", opt) != NULL;
-
 		errno = 0;
 		end = NULL;     /* (set by the numbers' strto*) */
-		if (numeric && (!*optarg || *optarg == '-' || *optarg == '+' || *optarg == ' ')) {
-			fprintf(stderr, "ferryctl plan: --%s '%s': want a number, not negative\n", opt_name(opts, opt),
-				optarg);
+		if (!number_arg_ok(opts, opt, "npbDaB"))
 			return 2;
-		}
 		switch (opt) {
 		case 'n': nodes = strtoull(optarg, &end, 10); break;
 		case 'd':
-			if (parse_dims(optarg, &ndims, dims) < 0) {
-				fprintf(stderr, "ferryctl plan: --dims %s: want sizes like 4x4x4\n", optarg);
+			if (dims_arg("plan", optarg, &ndims, dims) < 0)
 				return 2;
-			}
 			break;
 		case 't': case 'm': case 'g': break;    /* (the strategies run on any topology) */
 		case 'p': ppn = strtoull(optarg, &end, 10); break;
@@ -483,10 +497,8 @@ static int cmd_plan(int argc, char **argv)
 			break;
 		default: return 2;
 		}
-		if (errno || (end && *end)) {
-			fprintf(stderr, "ferryctl plan: --%s %s: not a number\n", opt_name(opts, opt), optarg);
+		if (!number_arg_read(opts, opt, end))
 			return 2;
-		}
 	}
 	if (nodes && ndims) {
 		fprintf(stderr, "ferryctl plan alltoall: --nodes or --dims, not both\n");
