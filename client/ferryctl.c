@@ -431,7 +431,8 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		printf("regions, one per link of the root (%s):\n",
 		       algo == SCATTER_OPT ? "the partition; furthest first on every link" : "the link each message left on");
 		for (uint32_t k = 0; k < p->nregions; k++)
-			printf("  %c  through node %-6u %u nodes\n", 'A' + k, p->nbr[k], p->size[k]);
+			printf("  %c  through node %-6u %u node%s\n", 'A' + k, p->nbr[k], p->size[k],
+			       p->size[k] == 1 ? "" : "s");
 		draw_regions(&r, p);
 		printf("%s %u steps, %s %u\n", scatter_algo_name(algo), pl[algo].steps, scatter_algo_name(!algo),
 		       pl[!algo].steps);

@@ -254,6 +254,60 @@ static void search_run(struct search *s, uint64_t budget, uint32_t *best, uint32
 	*best_cost_p = best_cost;
 }
 
+/* Once no region is late: moves (as search_run's) from a larger region to a
+ * smaller one that keep every region on time, until the sizes differ by 1
+ * at most or the budget is spent, so that the root's links carry about as
+ * many messages each (the issue's "as equal as possible"; the steps do not
+ * change). */
+static void search_balance(struct search *s, uint64_t budget)
+{
+	const struct frame *f = s->f;
+	uint32_t first_far = 0, size[SCATTER_MAX_REGIONS] = { 0 };
+
+	while (first_far < f->n && f->dist[f->by_dist[first_far]] < 2)
+		first_far++;
+	for (uint32_t v = 0; v < f->n; v++)
+		if (s->label[v] != SCATTER_NONE)
+			size[s->label[v]]++;
+	for (uint64_t it = 0; it < budget && first_far < f->n; it++) {
+		uint32_t lo = UINT32_MAX, hi = 0, v = 0, r, to = SCATTER_NONE, seen = 0;
+
+		for (uint32_t k = 0; k < s->L; k++) {
+			lo = size[k] < lo ? size[k] : lo;
+			hi = size[k] > hi ? size[k] : hi;
+		}
+		if (hi <= lo + 1)
+			break;
+		for (int tries = 0; tries < 8; tries++) {
+			v = f->by_dist[first_far + rnd(&s->rng) % (f->n - first_far)];
+			if (size[s->label[v]] > lo + 1)
+				break;
+		}
+		r = s->label[v];
+		/* a smaller region of a closer neighbour, one picked at random */
+		for (uint32_t k = 0; k < f->nlinks; k++) {
+			uint32_t u = nb(f, v, k);
+
+			if (f->dist[u] + 1 == f->dist[v] && size[s->label[u]] + 1 < size[r] && rnd(&s->rng) % ++seen == 0)
+				to = s->label[u];
+		}
+		if (to == SCATTER_NONE)
+			continue;
+		collect_move(s, v, r);
+		if (size[to] + s->nmoved > size[r] - s->nmoved + 1)
+			continue;
+		shift_counts(s, r, to);
+		if (region_cost(s, to)) {
+			shift_counts(s, to, r);
+			continue;
+		}
+		for (uint32_t i = 0; i < s->nmoved; i++)
+			s->label[s->moved[i]] = to;
+		size[r] -= s->nmoved;
+		size[to] += s->nmoved;
+	}
+}
+
 /* A first partition from the root outward: each node joins, among the
  * regions of its closer neighbours, the one with the fewest nodes so far. */
 static void first_partition(struct search *s)
@@ -308,7 +362,10 @@ static int opt_partition(const struct frame *f, uint32_t bound, uint32_t *label)
 	first_partition(&s);
 	/* The budget grows with the torus: a few hundred moves a node. */
 	search_run(&s, 400ull * f->n + 100000, best, &best_cost);
-	memcpy(label, best, f->n * sizeof(*label));
+	if (!best_cost)
+		search_balance(&s, 100ull * f->n + 10000);
+	else
+		memcpy(label, best, f->n * sizeof(*label));
 	ret = 0;
 out:
 	free(best);

@@ -27,7 +27,9 @@
  * partition is searched for: a balanced first assignment from the root
  * outward, then a local search that moves a node to the region of another
  * of its closer neighbours, with the nodes that depended on it, until no
- * region is late (deterministic: every node computes the same plan).  It
+ * region is late, and then more such moves from larger regions to smaller
+ * ones that keep every region on time, until the sizes differ by 1 at
+ * most (deterministic: every node computes the same plan).  It
  * reaches the bound on every 2-D torus with sides 3-10 and every 3-D torus
  * with sides 3-10 (tests/unit/test_scatter.c); where it does not find one,
  * steps says what it reached.

@@ -2,7 +2,8 @@
  * daemon/plan/scatter.c (seed 001, Mao, Chen, Watson) checked from the
  * outside: regions partition the torus, every path is a shortest one
  * inside its region, no directed link carries two messages in a step, links
- * go furthest-distance-first, every node gets its message once, and OPT
+ * go furthest-distance-first, every node gets its message once, OPT's
+ * regions differ in size by 1 at most, and OPT
  * takes exactly the lower bound max(ceil((p-1)/L), e) on every torus with 2
  * dimensions of sides 3-10 and 3 dimensions of sides 3-10; SDF is valid;
  * the schedules run in the simulator. */
@@ -170,9 +171,13 @@ static int check_plan(const struct route *r, const struct scatter_plan *p, uint3
 	}
 	if (last != p->steps)
 		FAULT("steps %u, the last hop at %u", p->steps, last);
-	for (uint32_t k = 0; k < p->nregions; k++)
+	for (uint32_t k = 0; k < p->nregions; k++) {
 		if (size[k] != p->size[k])
 			FAULT("region %u: size %u, counted %u", k, p->size[k], size[k]);
+		/* OPT's regions as equal as they can be */
+		if (p->algo == SCATTER_OPT && (size[k] + 1 < size[0] || size[0] + 1 < size[k]))
+			FAULT("regions 0 and %u: %u and %u nodes", k, size[0], size[k]);
+	}
 	qsort(u, nu, sizeof(*u), by_step);
 	for (size_t i = 1; i < nu; i++)
 		if (!by_step(&u[i - 1], &u[i]))
@@ -275,6 +280,35 @@ TEST(other_roots)
 	torus(&r, 3, (uint32_t[]){ 4, 8, 8 });
 	CHECK_EQ(plan_checked(&r, 173, SCATTER_OPT, NULL), 43);
 	CHECK_EQ(plan_checked(&r, 255, SCATTER_SDF, NULL) >= 43, 1);
+}
+
+/* Every node plans alone and must get the same plan: twice the same, and
+ * from another root the same plan moved there. */
+TEST(deterministic)
+{
+	struct route r;
+	struct scatter_plan a, b;
+
+	torus(&r, 3, (uint32_t[]){ 5, 6, 7 });
+	CHECK_EQ(scatter_plan(&r, 0, SCATTER_OPT, &a), 0);
+	CHECK_EQ(scatter_plan(&r, 0, SCATTER_OPT, &b), 0);
+	CHECK_EQ(memcmp(a.hops, b.hops, a.first[r.nnodes] * sizeof(*a.hops)), 0);
+	CHECK_EQ(memcmp(a.region, b.region, r.nnodes * sizeof(*a.region)), 0);
+	scatter_plan_free(&b);
+	/* root 43 = (1,0,1): node v's message takes node (v - 43)'s path, moved */
+	CHECK_EQ(scatter_plan(&r, 43, SCATTER_OPT, &b), 0);
+	for (uint32_t v = 0; v < r.nnodes; v++) {
+		uint32_t c[3], o;
+
+		route_coords(&r, v, c);
+		o = ((c[0] + 4) % 5 * 6 + c[1]) * 7 + (c[2] + 6) % 7;
+		CHECK_EQ(b.region[v], a.region[o]);
+		CHECK_EQ(b.first[v + 1] - b.first[v], a.first[o + 1] - a.first[o]);
+		if (v != 43)
+			CHECK_EQ(b.hops[b.first[v]].step, a.hops[a.first[o]].step);
+	}
+	scatter_plan_free(&a);
+	scatter_plan_free(&b);
 }
 
 /* SDF (§3.3): valid, never below the bound, here and there above it. */
@@ -497,6 +531,7 @@ int main(void)
 	RUN(opt_reaches_the_bound_3d_sides_7_to_10);
 	RUN(paper_figures);
 	RUN(other_roots);
+	RUN(deterministic);
 	RUN(sdf_is_valid);
 	RUN(sides_of_one_and_two);
 	RUN(sched_order_keys);
