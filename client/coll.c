@@ -608,6 +608,167 @@ FERRY_API int ferry_alltoall(ferry_t *f, const void *sendbuf, void *recvbuf, siz
 	return ret < 0 ? ret : ferry_wait(&r);
 }
 
+/* --- scatter and gather --- */
+
+/* The arguments of a scatter or gather: the rank's own block (own, len
+ * bytes: its receive buffer in a scatter, its send buffer in a gather),
+ * and at the root every rank's (all: size x block, or counts and displs). */
+struct rooted {
+	uint32_t kind, root;
+	const void *all;
+	void *own_recv;         /* scatter: own */
+	const void *own_send;   /* gather: own */
+	size_t len;
+	const size_t *counts, *displs;  /* v kinds, at the root */
+};
+
+static int post_rooted(ferry_t *f, const struct rooted *a, ferry_req_t **req_p)
+{
+	struct ctl_coll_wire c = { .kind = a->kind, .count = a->len, .root = a->root };
+	int scatter = a->kind == CTL_COLL_SCATTER || a->kind == CTL_COLL_SCATTERV;
+	int v = a->kind == CTL_COLL_SCATTERV || a->kind == CTL_COLL_GATHERV;
+	const void *own = scatter ? (const void *)a->own_recv : a->own_send;
+	int root, in_place, stage_all, stage_own, ret;
+	size_t ext = 0, vlen = 0, need, off;
+	struct fmem *stage = NULL;
+	uint8_t *base = NULL;
+	uint32_t id = 0;
+
+	conn_clearerr();
+	if (req_p)
+		*req_p = NULL;
+	if (a->root >= f->size)
+		return conn_seterr(-EINVAL, "root %u: the %s has %u ranks", a->root, f->root ? "group" : "job",
+				   f->size);
+	root = f->rank == a->root;
+	in_place = own == FERRY_IN_PLACE;
+	if (in_place && !root)
+		return conn_seterr(-EINVAL, "FERRY_IN_PLACE is for the root's %s buffer only",
+				   scatter ? "receive" : "send");
+	if (a->all == FERRY_IN_PLACE && root)
+		return conn_seterr(-EINVAL, "FERRY_IN_PLACE as the root's %s buffer", scatter ? "send" : "receive");
+	if (root) {
+		if (!v && __builtin_mul_overflow(a->len, (size_t)f->size, &ext))
+			return conn_seterr(-EINVAL, "blocks of %zu bytes for %u ranks: too many bytes", a->len, f->size);
+		if (v) {
+			if (!a->counts || !a->displs)
+				return conn_seterr(-EINVAL, "no counts or displacements at the root");
+			if ((ext = extent(f, a->counts, a->displs)) == SIZE_MAX)
+				return conn_seterr(-EINVAL, "a displacement plus its count wraps around");
+			vlen = 16 * (size_t)f->size;
+		}
+		if (ext && !a->all)
+			return conn_seterr(-EINVAL, "no %s buffer at the root", scatter ? "send" : "receive");
+	}
+	if (in_place)
+		c.flags |= CTL_COLL_IN_PLACE;
+	else if (a->len && !own)
+		return conn_seterr(-EINVAL, "no %s buffer", scatter ? "receive" : "send");
+	/* Memory from ferry_alloc is used in place, the rest staged. */
+	stage_all = ext && !mem_ref(froot(f), a->all, ext, scatter ? &c.send : &c.recv);
+	stage_own = !in_place && a->len && !mem_ref(froot(f), own, a->len, scatter ? &c.recv : &c.send);
+	need = vlen + (stage_all ? ext : 0) + (stage_own ? a->len : 0);
+	if (need && (ret = stage_get(froot(f), need, &stage, &base, &id)) < 0)
+		return ret;
+	if (vlen) {
+		uint64_t *vec = (uint64_t *)(void *)base;
+
+		for (uint32_t r = 0; r < f->size; r++) {
+			vec[r] = a->counts[r];
+			vec[f->size + r] = a->displs[r];
+		}
+		c.vec = (struct ctl_buf){ .mem = id, .off = 0, .len = vlen };
+	}
+	off = vlen;
+	if (stage_all) {
+		/* a gather's extent goes back whole: what lies between the
+		 * blocks must come back as it was */
+		memcpy(base + off, a->all, ext);
+		*(scatter ? &c.send : &c.recv) = (struct ctl_buf){ .mem = id, .off = off, .len = ext };
+		off += ext;
+	}
+	if (stage_own) {
+		if (!scatter)
+			memcpy(base + off, own, a->len);
+		*(scatter ? &c.recv : &c.send) = (struct ctl_buf){ .mem = id, .off = off, .len = a->len };
+	}
+	if (scatter)
+		return post_staged(f, &c, req_p, stage, stage_own ? a->own_recv : NULL,
+				   stage_own ? base + c.recv.off : NULL, a->len);
+	return post_staged(f, &c, req_p, stage, stage_all ? (void *)(uintptr_t)a->all : NULL,
+			   stage_all ? base + c.recv.off : NULL, ext);
+}
+
+FERRY_API int ferry_iscatter(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root,
+			     ferry_req_t **req_p)
+{
+	struct rooted a = { .kind = CTL_COLL_SCATTER, .root = root, .all = sendbuf, .own_recv = recvbuf,
+			    .len = block };
+
+	return post_rooted(f, &a, req_p);
+}
+
+FERRY_API int ferry_iscatterv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			      void *recvbuf, size_t recvbytes, uint32_t root, ferry_req_t **req_p)
+{
+	struct rooted a = { .kind = CTL_COLL_SCATTERV, .root = root, .all = sendbuf, .own_recv = recvbuf,
+			    .len = recvbytes, .counts = sendcounts, .displs = sdispls };
+
+	return post_rooted(f, &a, req_p);
+}
+
+FERRY_API int ferry_igather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root,
+			    ferry_req_t **req_p)
+{
+	struct rooted a = { .kind = CTL_COLL_GATHER, .root = root, .all = recvbuf, .own_send = sendbuf,
+			    .len = block };
+
+	return post_rooted(f, &a, req_p);
+}
+
+FERRY_API int ferry_igatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf,
+			     const size_t *recvcounts, const size_t *rdispls, uint32_t root, ferry_req_t **req_p)
+{
+	struct rooted a = { .kind = CTL_COLL_GATHERV, .root = root, .all = recvbuf, .own_send = sendbuf,
+			    .len = sendbytes, .counts = recvcounts, .displs = rdispls };
+
+	return post_rooted(f, &a, req_p);
+}
+
+FERRY_API int ferry_scatter(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root)
+{
+	ferry_req_t *r;
+	int ret = ferry_iscatter(f, sendbuf, recvbuf, block, root, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
+}
+
+FERRY_API int ferry_scatterv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			     void *recvbuf, size_t recvbytes, uint32_t root)
+{
+	ferry_req_t *r;
+	int ret = ferry_iscatterv(f, sendbuf, sendcounts, sdispls, recvbuf, recvbytes, root, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
+}
+
+FERRY_API int ferry_gather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root)
+{
+	ferry_req_t *r;
+	int ret = ferry_igather(f, sendbuf, recvbuf, block, root, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
+}
+
+FERRY_API int ferry_gatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf,
+			    const size_t *recvcounts, const size_t *rdispls, uint32_t root)
+{
+	ferry_req_t *r;
+	int ret = ferry_igatherv(f, sendbuf, sendbytes, recvbuf, recvcounts, rdispls, root, &r);
+
+	return ret < 0 ? ret : ferry_wait(&r);
+}
+
 FERRY_API int ferry_ibarrier(ferry_t *f, ferry_req_t **req_p)
 {
 	struct ctl_coll_wire c = { .kind = CTL_COLL_BARRIER };

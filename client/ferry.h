@@ -263,6 +263,39 @@ int ferry_alltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, c
 int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
 		     void *recvbuf, const size_t *recvcounts, const size_t *rdispls, ferry_req_t **req_p);
 
+/* Scatter: the root's sendbuf holds size blocks, the one for rank r at
+ * r x block; every rank gets its block in recvbuf (block bytes).  Gather:
+ * every rank's block (sendbuf, block bytes) lands in the root's recvbuf at
+ * rank x block.  Only the root's sendbuf (scatter) or recvbuf (gather) is
+ * read; elsewhere it may be NULL.  At the root, FERRY_IN_PLACE as recvbuf
+ * (scatter) or sendbuf (gather) leaves its own block where it is; at
+ * another rank it is -EINVAL.  Every rank passes the same block and root
+ * (else -EINVAL on every rank).  The daemons combine the blocks of each
+ * node's ranks into one message per node (README, "Scatter and gather").
+ * Buffers as for ferry_alltoall (ferry_alloc memory in place, others
+ * copied). */
+int ferry_scatter(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root);
+int ferry_iscatter(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root,
+		   ferry_req_t **req_p);
+int ferry_gather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root);
+int ferry_igather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, uint32_t root,
+		  ferry_req_t **req_p);
+
+/* The same with a count and a displacement (bytes) per rank at the root
+ * (read there only, before the call returns): rank r gets sendcounts[r]
+ * bytes at sdispls[r] and passes recvbytes, which must be sendcounts[r]
+ * (else -EINVAL on every rank); the root receives recvcounts[r] bytes
+ * from rank r at rdispls[r], and rank r passes sendbytes, which must be
+ * recvcounts[r]. */
+int ferry_scatterv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+		   void *recvbuf, size_t recvbytes, uint32_t root);
+int ferry_iscatterv(ferry_t *f, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+		    void *recvbuf, size_t recvbytes, uint32_t root, ferry_req_t **req_p);
+int ferry_gatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf, const size_t *recvcounts,
+		  const size_t *rdispls, uint32_t root);
+int ferry_igatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf, const size_t *recvcounts,
+		   const size_t *rdispls, uint32_t root, ferry_req_t **req_p);
+
 /* Groups.  Collective over f: every rank with the same color gets a handle
  * *sub_p whose ranks are f's ranks of that color, ordered by (key, rank in
  * f); color < 0 gives *sub_p = NULL.  The daemons run a group's

@@ -105,8 +105,9 @@ static int buf_none(const struct ctl_buf *b)
  * daemon's to check). */
 static int coll_ok(const struct ctl_coll_wire *c)
 {
-	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || c->flags || c->reserved ||
-	    !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
+	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 ||
+	    (c->flags & ~(ctl_coll_rooted(c->kind) ? CTL_COLL_IN_PLACE : 0u)) ||
+	    (c->root && !ctl_coll_rooted(c->kind)) || !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
 		return 0;
 	switch (c->kind) {
 	case CTL_COLL_BARRIER:
@@ -117,6 +118,12 @@ static int coll_ok(const struct ctl_coll_wire *c)
 		return c->strategy <= 4 && !c->count && c->vec.mem && c->vec.len % 32 == 0;
 	case CTL_COLL_SPLIT:
 		return c->strategy <= 4 && c->count == 8 && buf_none(&c->vec);
+	case CTL_COLL_SCATTER:
+	case CTL_COLL_GATHER:
+		return !c->strategy && buf_none(&c->vec);
+	case CTL_COLL_SCATTERV:
+	case CTL_COLL_GATHERV:
+		return !c->strategy && (buf_none(&c->vec) || c->vec.len % 16 == 0);
 	}
 	return 0;
 }

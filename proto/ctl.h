@@ -46,8 +46,10 @@
  * 3: COLL and COLL_DONE (collective operations).
  * 4: COLL kind SPLIT, GROUP_FREE and LAYOUT; COLL_DONE names the group.
  * 5: ATTACHED gives the completion page (done_off, proto/done.h): an
- *    operation that succeeded ends there, not with a COLL_DONE. */
-#define CTL_VERSION   5
+ *    operation that succeeded ends there, not with a COLL_DONE.
+ * 6: COLL kinds SCATTER, SCATTERV, GATHER, GATHERV; COLL's root and
+ *    flags (CTL_COLL_IN_PLACE). */
+#define CTL_VERSION   6
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -183,8 +185,28 @@ enum ctl_coll_kind {
 				 * rank's blocks all its {int32 color, int32 key}; when it
 				 * completes, every node with ranks in them has the groups
 				 * (daemon/coll/coll.c, "Groups") */
-	CTL_COLL_KIND_MAX = CTL_COLL_SPLIT,
+	/* The rooted ones: root is the root's rank in the group; only the
+	 * root passes vec, and sends (scatter) or receives (gather) more than
+	 * its own block.  Only the root may set CTL_COLL_IN_PLACE (its own
+	 * block stays where it is: in its send buffer for a scatter, its
+	 * receive buffer for a gather). */
+	CTL_COLL_SCATTER = 5,   /* count: bytes per block; send: size blocks (root), recv: one block */
+	CTL_COLL_SCATTERV = 6,  /* count: bytes this rank receives; vec (root): sendcounts, sdispls
+				 * (size u64 each); send (root): the extent they address */
+	CTL_COLL_GATHER = 7,    /* count: bytes per block; send: one block, recv: size blocks (root) */
+	CTL_COLL_GATHERV = 8,   /* count: bytes this rank sends; vec (root): recvcounts, rdispls;
+				 * recv (root): the extent they address */
+	CTL_COLL_KIND_MAX = CTL_COLL_GATHERV,
 };
+
+/* COLL flags */
+#define CTL_COLL_IN_PLACE 1u    /* rooted kinds, at the root (see above) */
+
+/* 1 for the rooted kinds. */
+static inline int ctl_coll_rooted(uint32_t kind)
+{
+	return kind >= CTL_COLL_SCATTER && kind <= CTL_COLL_GATHERV;
+}
 
 /* A buffer in memory shared with MEM: len bytes at off of region mem; mem 0
  * with off and len 0 for none. */
@@ -199,9 +221,9 @@ struct ctl_coll_wire {
 	uint32_t kind;          /* enum ctl_coll_kind */
 	uint32_t seq;           /* >= 1 */
 	uint32_t group;         /* 0: the whole job */
-	uint32_t flags;         /* none yet: zero */
+	uint32_t flags;         /* CTL_COLL_IN_PLACE (rooted kinds); else zero */
 	uint32_t strategy;      /* 0: automatic; else the algorithm (per kind) + 1 */
-	uint32_t reserved;      /* zero */
+	uint32_t root;          /* rooted kinds: the root's rank in the group; else zero */
 	uint64_t count;         /* kind-specific; zero where the kind has none */
 	struct ctl_buf send, recv;
 	struct ctl_buf vec;     /* per-rank counts and displacements, where the kind has them */

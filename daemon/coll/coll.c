@@ -21,6 +21,7 @@
 #include "../local/mem.h"
 #include "../local/user.h"
 #include "../plan/a2a.h"
+#include "../plan/sg_sched.h"
 #include "../local/session.h"
 #include "../plan/barrier.h"
 #include "../plan/sched.h"
@@ -115,7 +116,11 @@ struct cslot {
 	struct mem *sm, *rm;
 	uint8_t *sp, *rp;
 	uint64_t slen, rlen;
-	uint64_t *vec;                  /* all-to-allv: its counts and displacements, copied (4 x size) */
+	uint64_t *vec;                  /* all-to-allv: its counts and displacements, copied (4 x size);
+					 * scatterv, gatherv at the root: 2 x size */
+	uint64_t vlen;                  /* bytes of vec */
+	uint64_t count;                 /* rooted kinds: the bytes the rank receives (scatter) or
+					 * sends (gather): its count, or the block */
 	/* A split: sp and rp point into own, the daemon's (2 x 8 x size:
 	 * the rank's {color, key} for every rank, then the table received),
 	 * and the client's receive buffer gets the table once the split
@@ -133,6 +138,8 @@ struct cop {
 	uint32_t posted;                /* local ranks that posted it */
 	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
+	uint32_t root;                  /* rooted kinds: the root's rank in the group */
+	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
 	uint64_t *slen, *rlen;
@@ -226,6 +233,14 @@ static const char *kind_name(uint32_t kind)
 		return "alltoallv";
 	case CTL_COLL_SPLIT:
 		return "split";
+	case CTL_COLL_SCATTER:
+		return "scatter";
+	case CTL_COLL_SCATTERV:
+		return "scatterv";
+	case CTL_COLL_GATHER:
+		return "gather";
+	case CTL_COLL_GATHERV:
+		return "gatherv";
 	}
 	return "?";
 }
@@ -413,7 +428,7 @@ static void cop_free(struct cop *op)
 		mem_put(op->slots[i].sm);
 		mem_put(op->slots[i].rm);
 		if (op->slots[i].vec) {
-			user_give_coll(j->user, 32ull * g->size);
+			user_give_coll(j->user, op->slots[i].vlen);
 			free(op->slots[i].vec);
 		}
 		if (op->slots[i].own) {
@@ -648,6 +663,61 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	return ret;
 }
 
+/* This node's part of a scatter or gather (plan/sg_sched.h): direct, the
+ * root's node sending to (receiving from) every other node. */
+static int plan_rooted(struct cop *op, struct sched_node *out)
+{
+	struct cgrp *g = op->g;
+	uint32_t n = g->nlocal, size = g->size, s0 = 0;
+	struct a2a_layout lay = { size, g->node_first, g->rank_at };
+	int gather = op->kind == CTL_COLL_GATHER || op->kind == CTL_COLL_GATHERV;
+	struct sg_args a = { .root = op->root, .in_place = op->in_place };
+	uint64_t *mine;
+	int ret;
+
+	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
+	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
+	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
+	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
+	mine = calloc((size_t)n + 1, sizeof(*mine));
+	if (!op->sp || !op->rp || !op->slen || !op->rlen || !mine || !op->slots) {
+		free(mine);
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		op->sp[k] = op->slots[k].sp;
+		op->rp[k] = op->slots[k].rp;
+		op->slen[k] = op->slots[k].slen;
+		op->rlen[k] = op->slots[k].rlen;
+		mine[k] = op->slots[k].count;
+	}
+	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	a.mine = mine;
+	if (sg_node_of(&lay, g->G, op->root, &s0) == g->me) {
+		if (op->kind == CTL_COLL_SCATTERV || op->kind == CTL_COLL_GATHERV) {
+			a.count = op->slots[s0].vec;
+			a.displ = op->slots[s0].vec + size;
+		} else {
+			op->counts = calloc((size_t)size + 1, sizeof(*op->counts));
+			op->displs = calloc((size_t)size + 1, sizeof(*op->displs));
+			if (!op->counts || !op->displs) {
+				free(mine);
+				return -ENOMEM;
+			}
+			for (uint32_t r = 0; r < size; r++) {
+				op->counts[r] = op->count;
+				op->displs[r] = (uint64_t)r * op->count;
+			}
+			a.count = op->counts;
+			a.displ = op->displs;
+		}
+	}
+	op->alg = "direct";
+	ret = sg_sched_node(gather, &lay, g->G, g->me, &a, NULL, out);
+	free(mine);
+	return ret;
+}
+
 static void cop_start(struct cop *op)
 {
 	struct cgrp *g = op->g;
@@ -665,8 +735,8 @@ static void cop_start(struct cop *op)
 		g->started = op->seq;
 	if (!g->id && op->seq > cj->j->coll_started)
 		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
-	if (op->kind != CTL_COLL_ALLTOALLV && g->plan && g->plan->kind == op->kind && g->plan->count == op->count &&
-	    g->plan->strategy == op->strategy) {
+	if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind) && g->plan && g->plan->kind == op->kind &&
+	    g->plan->count == op->count && g->plan->strategy == op->strategy) {
 		op->plan = g->plan;
 		op->plan->refs++;
 	} else {
@@ -690,6 +760,12 @@ static void cop_start(struct cop *op)
 	case CTL_COLL_SPLIT:
 		ret = plan_alltoall(op, op->plan->refs > 1 ? NULL : &op->plan->s.node[g->me]);
 		break;
+	case CTL_COLL_SCATTER:
+	case CTL_COLL_SCATTERV:
+	case CTL_COLL_GATHER:
+	case CTL_COLL_GATHERV:
+		ret = plan_rooted(op, &op->plan->s.node[g->me]);
+		break;
 	default:
 		ret = -EINVAL;
 	}
@@ -699,7 +775,7 @@ static void cop_start(struct cop *op)
 	}
 	if (op->plan->refs == 1) {
 		op->plan->alg = op->alg;
-		if (op->kind != CTL_COLL_ALLTOALLV) {
+		if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind)) {
 			plan_put(g->plan);
 			g->plan = op->plan;
 			op->plan->refs++;
@@ -794,11 +870,85 @@ static int split_post(struct cop *op, struct ep *ep, struct cslot *sl)
 	return 0;
 }
 
+/* The counts and displacements ep posted (c->vec, n x size numbers),
+ * copied out of the shared memory the client could still write into
+ * sl->vec; the executor checks every block against the buffers
+ * (coll_exec_new).  Returns 0 or -EINVAL (why in op->why). */
+static int post_vec(struct cop *op, struct ep *ep, struct cslot *sl, const struct ctl_coll_wire *c, unsigned n)
+{
+	struct job *j = op->g->cj->j;
+	uint64_t vlen = 8ull * n * op->g->size;
+	const uint8_t *v = mem_at(mem_find(ep->mems, c->vec.mem), c->vec.off, c->vec.len);
+
+	if (c->vec.len != vlen || !v) {
+		snprintf(op->why, sizeof(op->why), "rank %u: its counts and displacements (%llu bytes) are not "
+			 "%u x %u in memory it shares with ferryd", ep->rank, (unsigned long long)c->vec.len, n,
+			 op->g->size);
+		return -EINVAL;
+	}
+	if (user_take_coll(j->user, vlen) < 0) {
+		snprintf(op->why, sizeof(op->why), "%s", user_refusal());
+		return -EINVAL;
+	}
+	sl->vec = malloc(vlen);
+	if (!sl->vec) {
+		user_give_coll(j->user, vlen);
+		snprintf(op->why, sizeof(op->why), "out of memory");
+		return -EINVAL;
+	}
+	sl->vlen = vlen;
+	memcpy(sl->vec, v, vlen);
+	return 0;
+}
+
+/* A scatter's or gather's buffers: the root's side (the blocks of every
+ * rank: size x count, or as its counts say) and the rank's own block
+ * (count bytes; none at the root in place).  Returns 0 or -EINVAL (why in
+ * op->why). */
+static int post_rooted(struct cop *op, struct ep *ep, int slot, struct cslot *sl, const struct ctl_coll_wire *c)
+{
+	struct cgrp *g = op->g;
+	int scatter = c->kind == CTL_COLL_SCATTER || c->kind == CTL_COLL_SCATTERV;
+	int v = c->kind == CTL_COLL_SCATTERV || c->kind == CTL_COLL_GATHERV;
+	int root = c->root < g->size && g->rank_at[g->node_first[g->me] + (uint32_t)slot] == c->root;
+	int in_place = (c->flags & CTL_COLL_IN_PLACE) != 0;
+	uint64_t all_len = 0, own_len = root && in_place ? 0 : c->count;
+
+	if (c->root >= g->size) {
+		snprintf(op->why, sizeof(op->why), "rank %u: root %u, in a group of %u ranks", ep->rank, c->root,
+			 g->size);
+		return -EINVAL;
+	}
+	if (!root && (in_place || c->vec.len)) {
+		snprintf(op->why, sizeof(op->why), "rank %u: %s, but it is not the root", ep->rank,
+			 in_place ? "in place" : "counts and displacements");
+		return -EINVAL;
+	}
+	sl->count = c->count;
+	if (root) {
+		op->in_place = in_place;
+		if (v) {
+			if (post_vec(op, ep, sl, c, 2) < 0)
+				return -EINVAL;
+			all_len = (scatter ? c->send : c->recv).len;
+		} else if (__builtin_mul_overflow(c->count, (uint64_t)g->size, &all_len)) {
+			snprintf(op->why, sizeof(op->why), "rank %u: blocks of %llu bytes for %u ranks", ep->rank,
+				 (unsigned long long)c->count, g->size);
+			return -EINVAL;
+		}
+	}
+	sl->slen = scatter ? all_len : own_len;
+	sl->rlen = scatter ? own_len : all_len;
+	if (post_buffer(op, ep, &c->send, sl->slen, &sl->sm, &sl->sp, "send") < 0 ||
+	    post_buffer(op, ep, &c->recv, sl->rlen, &sl->rm, &sl->rp, "receive") < 0)
+		return -EINVAL;
+	return 0;
+}
+
 /* The buffers ep posted for op (all-to-all: size blocks each way). */
 static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ctl_coll_wire *c)
 {
 	struct cgrp *g = op->g;
-	struct job *j = g->cj->j;
 	struct cslot *sl;
 	uint64_t len;
 
@@ -814,30 +964,11 @@ static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ct
 		return -EINVAL;
 	}
 	sl->posted = 1;
+	if (ctl_coll_rooted(c->kind))
+		return post_rooted(op, ep, slot, sl, c);
 	if (c->kind == CTL_COLL_ALLTOALLV) {
-		/* Its counts and displacements, copied out of the shared
-		 * memory the client could still write; the executor checks
-		 * every block against the buffers (coll_exec_new). */
-		uint64_t vlen = 32ull * g->size;
-		const uint8_t *v = mem_at(mem_find(ep->mems, c->vec.mem), c->vec.off, c->vec.len);
-
-		if (c->vec.len != vlen || !v) {
-			snprintf(op->why, sizeof(op->why), "rank %u: its counts and displacements (%llu bytes) are not "
-				 "4 x %u in memory it shares with ferryd", ep->rank, (unsigned long long)c->vec.len,
-				 g->size);
+		if (post_vec(op, ep, sl, c, 4) < 0)
 			return -EINVAL;
-		}
-		if (user_take_coll(j->user, vlen) < 0) {
-			snprintf(op->why, sizeof(op->why), "%s", user_refusal());
-			return -EINVAL;
-		}
-		sl->vec = malloc(vlen);
-		if (!sl->vec) {
-			user_give_coll(j->user, vlen);
-			snprintf(op->why, sizeof(op->why), "out of memory");
-			return -EINVAL;
-		}
-		memcpy(sl->vec, v, vlen);
 		sl->slen = c->send.len;
 		sl->rlen = c->recv.len;
 		if (post_buffer(op, ep, &c->send, c->send.len, &sl->sm, &sl->sp, "send") < 0 ||
@@ -970,13 +1101,16 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		cop_end(op, EINVAL, "the ranks posted different operations");
 	} else if (!op->kind && op->piece_kind && op->piece_kind != c->kind) {
 		kind_mismatch(op, op->piece_kind, c->kind);
-	} else if (op->kind && (op->count != c->count || op->strategy != c->strategy)) {
-		cop_end(op, EINVAL, op->count != c->count ? "the ranks posted different sizes"
-							  : "the ranks forced different algorithms");
+	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV) ||
+				op->strategy != c->strategy || op->root != c->root)) {
+		cop_end(op, EINVAL, op->root != c->root ? "the ranks named different roots"
+			: op->strategy != c->strategy ? "the ranks forced different algorithms"
+						      : "the ranks posted different sizes");
 	} else {
 		op->kind = c->kind;
 		op->count = c->count;
 		op->strategy = c->strategy;
+		op->root = c->root;
 	}
 	if (!op->ended && post_buffers(op, ep, slot, c) < 0)
 		cop_end(op, EINVAL, op->why);

@@ -1,0 +1,58 @@
+#!/bin/bash
+# ferry_scatter(v) and ferry_gather(v) run by the daemons: real daemons,
+# real client processes (tests/progs/ft_sg.c checks every byte against what
+# it computes itself): roots first, last and in the middle; blocks of 0, 1,
+# 100 bytes and 4 KiB (256 KiB on fewer ranks); ordinary buffers and
+# ferry_alloc memory; FERRY_IN_PLACE at the root; non-blocking forms;
+# uneven counts with zeros and gaps that must stay; the groups of a split
+# and groups of one rank; one rank, one node, several nodes with uneven
+# ranks per node, a node of the cluster without ranks of the job; a root
+# named differently, counts that disagree and a gather against a scatter
+# fail instead of hanging (a scatter's root and kind on every rank: the
+# root sends nothing before every node named it).
+. "$(dirname "$0")/lib.sh"
+
+# sg JOB SIZE WHERE... [-- ft_sg options]: SIZE ranks, rank r on the daemon
+# of $TMP/WHERE[r]; wait_job JOB passes when they all exit 0.
+sg() {
+	local job=$1 size=$2 r pids=""
+	shift 2
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	for r in $(seq 0 $((size - 1))); do
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_sg --job "$job" --rank "$r" \
+			--size "$size" "$@"
+		pids="$pids $LASTPID"
+	done
+	eval "JOB_$job=\"$pids\""
+}
+run_sg() { sg "$@"; wait_job "$1"; }
+
+# --- one node ------------------------------------------------------------------
+start_daemon one || exit 1
+expect "one rank: scatter and gather with itself" run_sg solo 1 one
+expect "one node, 3 ranks" run_sg o3 3 one one one
+stop_daemon one >/dev/null
+
+# --- four nodes: 7 ranks 2, 2, 2, 1 per node; a job on 3 of them ----------------
+start_cluster c 4 || exit 1
+where7="c_n0 c_n1 c_n2 c_n3 c_n0 c_n1 c_n2"
+# shellcheck disable=SC2086
+expect "4 nodes, 7 ranks (2,2,2,1)" run_sg s7 7 $where7
+# shellcheck disable=SC2086
+expect "4 nodes, 7 ranks, 256 KiB blocks (in pieces)" run_sg big 7 $where7 -- --blocks 262144
+expect "a job on 3 of the 4 nodes (c_n2 has none), 5 ranks" run_sg three 5 c_n3 c_n0 c_n1 c_n3 c_n0
+# rank 1 shares c_n1 with rank 5 (ferryd sees the disagreement itself);
+# rank 3 is alone on c_n3 (the nodes disagree)
+for m in root root2 groot count gcount kind; do
+	for x in 1 3; do
+		# shellcheck disable=SC2086
+		expect "4 nodes, 7 ranks: $m disagreeing on rank $x fails (ft_sg says where)" \
+			run_sg "x$m$x" 7 $where7 -- --mismatch "$m" --mismatch-rank "$x"
+	done
+done
+expect "ferryctl stats: the operations counted, no collective state left" \
+	wait_for "! '$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -q '^coll job'"
+expect "the daemons exit cleanly" stop_cluster c 4
+finish
