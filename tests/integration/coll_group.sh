@@ -11,21 +11,8 @@
 # split cannot make the nodes disagree.
 . "$(dirname "$0")/lib.sh"
 
-# grp JOB SIZE WHERE... [-- ft_group options]: SIZE ranks, rank r on the
-# daemon of $TMP/WHERE[r]; wait_job JOB passes when they all exit 0.
-grp() {
-	local job=$1 size=$2 r pids=""
-	shift 2
-	local -a where=()
-	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
-	[ "${1:-}" = -- ] && shift
-	for r in $(seq 0 $((size - 1))); do
-		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_group --job "$job" --rank "$r" \
-			--size "$size" "$@"
-		pids="$pids $LASTPID"
-	done
-	eval "JOB_$job=\"$pids\""
-}
+# grp JOB SIZE WHERE... [-- ft_group options]: lib.sh's spread_job.
+grp() { spread_job ft_group "$@"; }
 run_grp() { grp "$@"; wait_job "$1"; }
 
 # --- one node ------------------------------------------------------------------

@@ -12,21 +12,8 @@
 # root sends nothing before every node named it).
 . "$(dirname "$0")/lib.sh"
 
-# sg JOB SIZE WHERE... [-- ft_sg options]: SIZE ranks, rank r on the daemon
-# of $TMP/WHERE[r]; wait_job JOB passes when they all exit 0.
-sg() {
-	local job=$1 size=$2 r pids=""
-	shift 2
-	local -a where=()
-	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
-	[ "${1:-}" = -- ] && shift
-	for r in $(seq 0 $((size - 1))); do
-		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_sg --job "$job" --rank "$r" \
-			--size "$size" "$@"
-		pids="$pids $LASTPID"
-	done
-	eval "JOB_$job=\"$pids\""
-}
+# sg JOB SIZE WHERE... [-- ft_sg options]: lib.sh's spread_job.
+sg() { spread_job ft_sg "$@"; }
 run_sg() { sg "$@"; wait_job "$1"; }
 
 # --- one node ------------------------------------------------------------------

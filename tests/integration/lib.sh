@@ -349,14 +349,26 @@ run_cluster_job() { start_cluster_job "$@"; wait_job "$2"; }
 # $TMP/NODE_OF[r], each running ITERS operations, in the background;
 # wait_job JOB checks that they all exited 0.
 coll_job() {
-	local job=$1 size=$2 n=$3 r pids=""
+	local job=$1 size=$2 n=$3 r
+	shift 3
+	local -a where=()
+	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	spread_job ft_coll "$job" "$size" "${where[@]}" -- --barriers "$n" "$@"
+}
+
+# spread_job PROG JOB SIZE WHERE... [-- OPTIONS]: SIZE ranks of PROG (a
+# tests/progs program taking --job, --rank, --size), rank r on the daemon of
+# $TMP/WHERE[r], in the background; wait_job JOB passes when they all exit 0.
+spread_job() {
+	local prog=$1 job=$2 size=$3 r pids=""
 	shift 3
 	local -a where=()
 	for r in $(seq 0 $((size - 1))); do where+=("$1"); shift; done
 	[ "${1:-}" = -- ] && shift
 	for r in $(seq 0 $((size - 1))); do
-		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog ft_coll --job "$job" --rank "$r" \
-			--size "$size" --barriers "$n" "$@"
+		FERRY_RUNTIME_DIR=$TMP/${where[$r]} bg "$job.$r.log" prog "$prog" --job "$job" --rank "$r" \
+			--size "$size" "$@"
 		pids="$pids $LASTPID"
 	done
 	eval "JOB_$job=\"$pids\""

@@ -254,6 +254,7 @@ static int mismatch(ferry_t *f, const char *how)
 	printf("rank %u mismatch: %s: %s (%.1f s)\n", me, ret < 0 ? ferry_strerror(ret) : "none",
 	       ret < 0 ? ferry_last_error() : "it succeeded", now_s() - t0);
 	fflush(stdout);
+	ferry_close(f);         /* (the job failed: it says so) */
 	if (now_s() - t0 >= 20)
 		return 1;
 	/* -EINVAL where a daemon saw its ranks disagree or a size differ,
