@@ -539,9 +539,9 @@ void cluster_write_status(FILE *out, uid_t uid)
 		if (uid != 0 && j->uid != uid)
 			continue;
 		shown++;
-		fprintf(out, "job %s uid %u: %u of %u ranks attached here, %s, id %u, home node %u, step %u; "
-			"items sent %llu, arrived %llu, dropped %llu\n",
-			j->name, j->uid, j->joined, j->size, j->ready ? "ready" : "waiting for ranks", j->id,
+		fprintf(out, "job %s uid %u: %u of %u ranks attached here, %s, id %u generation %u, home node %u, "
+			"step %u; items sent %llu, arrived %llu, dropped %llu\n",
+			j->name, j->uid, j->joined, j->size, j->ready ? "ready" : "waiting for ranks", j->id, j->gen,
 			cluster_home(j->uid, j->name), j->step, (unsigned long long)j->sent,
 			(unsigned long long)j->ringed, (unsigned long long)j->items_dropped);
 		if (j->direct)

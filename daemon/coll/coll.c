@@ -107,6 +107,8 @@ struct cplan {
 	struct sched s;                 /* node me's part only */
 	const char *alg;                /* the algorithm it runs */
 	int strat;                      /* ... as an enum a2a_strategy, or -1 (not an all-to-all) */
+	struct user *user;              /* charged this much for the steps (given back when freed) */
+	uint64_t charged;
 };
 
 /* What one local rank posted for an operation: its buffers (their regions
@@ -153,6 +155,7 @@ struct cop {
 	struct early *early, **early_tail;
 	uint64_t start_ns, ns;
 	const char *alg;                /* the algorithm that ran */
+	uint64_t charged;               /* its arrays and executor's tables, against its user */
 };
 
 /* A group of the job's ranks whose collectives this node takes part in:
@@ -161,7 +164,9 @@ struct cop {
  * (those hosting its ranks) 0..G-1 in the order of their ids; a local
  * member's slot is its place among the members on this node. */
 struct cgrp {
-	struct cgrp *next;
+	struct cgrp *next, **pprev;     /* in its cjob's groups */
+	struct cgrp *busy_next;         /* in its cjob's busy list, while busy */
+	int busy;
 	struct cjob *cj;
 	uint32_t id;
 	uint32_t size;
@@ -197,6 +202,13 @@ struct cjob {
 	struct cjob *next;
 	struct job *j;                  /* held */
 	struct cgrp *groups;            /* the job's first */
+	/* The groups coll_poll looks at in its next turn (grp_busy): those
+	 * with operations, and those something happened to (a rank here
+	 * left, a child group went).  An idle group costs no turn anything
+	 * (a user with thousands of them slowed every other user's
+	 * collectives when each turn looked at all: review of issue 12). */
+	struct cgrp *busy;
+	uint32_t eps_seen;              /* j->eps_gone when its groups' leaves were looked at */
 	uint32_t ngroups;
 	uint32_t nops;                  /* operations of all its groups */
 	struct early *gearly, **gearly_tail; /* pieces for split groups not made here yet */
@@ -205,6 +217,7 @@ struct cjob {
 	uint64_t early_bytes;           /* in operations' early lists and gearly */
 	uint64_t ops_run, ops_failed, last_us;
 	uint64_t link_waits;            /* pieces a full link made wait (send_piece) */
+	uint64_t groups_polled;         /* groups coll_poll looked at (busy ones: struct cjob) */
 	uint64_t chosen[A2A_STRATEGIES]; /* all-to-alls by algorithm (forced or chosen) */
 	uint32_t last_kind;
 	const char *last_alg;
@@ -337,6 +350,8 @@ static void plan_put(struct cplan *pl)
 {
 	if (!pl || --pl->refs)
 		return;
+	if (pl->charged)
+		user_give_coll(pl->user, pl->charged);
 	sched_free(&pl->s);
 	free(pl);
 }
@@ -355,6 +370,18 @@ static void grp_free(struct cgrp *g)
 	free(g->posted);
 	free(g->left);
 	free(g);
+}
+
+/* g is looked at in coll_poll's next turn (struct cjob's busy).  It does
+ * not make that turn come sooner: what happened (a post, a piece, a leave)
+ * woke the loop already. */
+static void grp_busy(struct cgrp *g)
+{
+	if (g->busy)
+		return;
+	g->busy = 1;
+	g->busy_next = g->cj->busy;
+	g->cj->busy = g;
 }
 
 static struct cgrp *grp_find(const struct cjob *cj, uint32_t id)
@@ -412,7 +439,9 @@ static struct cjob *cjob_get(struct job *j)
 		return NULL;
 	}
 	cj->groups = g;
+	g->pprev = &cj->groups;
 	cj->ngroups = 1;
+	cj->eps_seen = j->eps_gone;
 	job_hold(j);
 	cj->next = coll.jobs;
 	coll.jobs = cj;
@@ -453,6 +482,7 @@ static void cop_free(struct cop *op)
 	}
 	coll_exec_free(op->x);
 	plan_put(op->plan);
+	user_give_coll(j->user, op->charged);
 	g->cj->nops--;
 	user_give_coll(j->user, sizeof(*op));
 	free(op);
@@ -488,6 +518,7 @@ static struct cop *cop_get(struct cgrp *g, uint32_t seq, int make, int *full_p)
 	}
 	g->nops++;
 	g->cj->nops++;
+	grp_busy(g);
 	op->g = g;
 	op->seq = seq;
 	op->early_tail = &op->early;
@@ -774,6 +805,15 @@ static void cop_start(struct cop *op)
 		return;
 	}
 	if (op->plan->refs == 1) {
+		/* the steps are the user's memory too (review of issue 12) */
+		uint64_t b = sched_node_bytes(&op->plan->s.node[g->me]);
+
+		if (user_take_coll(cj->j->user, b) < 0) {
+			cop_end(op, ENOBUFS, user_refusal());
+			return;
+		}
+		op->plan->user = cj->j->user;
+		op->plan->charged = b;
 		op->plan->alg = op->alg;
 		if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind)) {
 			plan_put(g->plan);
@@ -788,6 +828,17 @@ static void cop_start(struct cop *op)
 	if (ret < 0) {
 		cop_end(op, -ret, err);
 		return;
+	}
+	{
+		/* its tables and arrays: the user's memory too */
+		uint64_t b = coll_exec_tables_bytes(op->x) + 4ull * (g->nlocal + 1) * sizeof(uint64_t) +
+			     (op->counts ? 2ull * (g->size + 1) * sizeof(uint64_t) : 0);
+
+		if (user_take_coll(cj->j->user, b) < 0) {
+			cop_end(op, ENOBUFS, user_refusal());
+			return;
+		}
+		op->charged = b;
 	}
 	/* what came before it started */
 	while (op->early && !op->ended) {
@@ -1469,8 +1520,12 @@ static int split_one(struct cop *op, const int32_t (*t)[2], int32_t color, char 
 	pg->children++;
 	/* after the job's, the others in the order they came */
 	g->next = pg->cj->groups->next;
+	g->pprev = &pg->cj->groups->next;
+	if (g->next)
+		g->next->pprev = &g->next;
 	pg->cj->groups->next = g;
 	cj->ngroups++;
+	grp_busy(g);
 	gearly_replay(cj, g);
 	return 0;
 }
@@ -1520,8 +1575,15 @@ static void piece_in(struct cjob *cj, uint32_t from, const struct wire_coll_piec
 {
 	struct cgrp *g = grp_find(cj, h->group);
 
+	const struct cgrp *jg = cj->groups;     /* the job's */
+
 	if (g)
 		grp_piece(g, from, h, data, n);
+	else if (!bsearch(&from, jg->nodes, jg->G, sizeof(*jg->nodes), node_cmp))
+		/* only a node of the job makes its groups: not kept (nor
+		 * counted against the job, which it could fail) */
+		log_rl_warn("job %s: a collective piece for group %08x from node %u, which has no rank of the job; "
+			    "dropped", cj->j->name, h->group, from);
 	else if (h->group && !grp_freed(cj, h->group))
 		gearly_keep(cj, from, h, data, n);
 	/* else: a group that ended here (or, for the job, no state) */
@@ -1543,6 +1605,24 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	}
 	if (h->msg == WIRE_COLL_MSG_BREAK) {
 		break_in(g, h, data, n);
+		return;
+	}
+	/* No node can be further ahead than this: a rank there posts
+	 * operation s with at most COLL_EP_PENDING - 1 others not yet ended
+	 * there, so s - COLL_EP_PENDING ended there, and every operation
+	 * ends only once every node of its group started it (each kind's
+	 * schedule makes every node wait for all, or for a root that waits
+	 * for all); twice that, to be sure.  A piece beyond would make an
+	 * operation that lives as long as the group (review of issue 12):
+	 * the sender is broken, and the group fails. */
+	if (h->op > g->started + 2ull * COLL_EP_PENDING) {
+		char why[CTL_ERRTEXT_MAX + 1];
+
+		snprintf(why, sizeof(why), "node %u sent a piece of collective operation %u, while node %u started "
+			 "only %u", from, h->op, coll.self, g->started);
+		log_rl_warn("job %s (uid %u): %s", j->name, j->uid, why);
+		if (!grp_doomed(g, g->started + 1, &derr, &dwhy))
+			grp_fail(g, EPROTO, g->started, why);
 		return;
 	}
 	/* A piece makes its operation only if a rank here has still to post
@@ -1594,7 +1674,7 @@ void coll_group_free(struct ep *ep, uint32_t id)
 		return;
 	}
 	g->left[slot] = 1;
-	coll.work = 1;
+	grp_busy(g);
 	loop_kick();
 }
 
@@ -1767,27 +1847,45 @@ static void grp_end(struct cgrp *g)
 
 static int cjob_poll(struct cjob *cj)
 {
+	struct cgrp *list, *g;
 	int work = 0;
 
-	for (struct cgrp **pp = &cj->groups, *g; (g = *pp);) {
+	/* A rank here left the job (its endpoint went): the groups' leaves,
+	 * once (grp_leaves). */
+	if (cj->eps_seen != cj->j->eps_gone) {
+		cj->eps_seen = cj->j->eps_gone;
+		for (g = cj->groups; g; g = g->next)
+			grp_busy(g);
+	}
+	list = cj->busy;
+	cj->busy = NULL;
+	while ((g = list)) {
 		int all_left = 1;
 
+		list = g->busy_next;
+		g->busy = 0;
+		cj->groups_polled++;
 		work |= grp_poll(g);
 		for (uint32_t k = 0; k < g->nlocal && all_left; k++)
 			all_left = g->left[k] == 2;
-		if (g->id && all_left && !grp_running(g) && !g->children) {
+		if (g->id && all_left && !grp_running(g) && !g->children && !g->busy) {
 			/* every rank here left it (and its nodes were told),
 			 * and no group split from it is left here */
-			*pp = g->next;
+			*g->pprev = g->next;
+			if (g->next)
+				g->next->pprev = g->pprev;
 			cj->freed[cj->nfreed++ % COLL_FREED_IDS] = g->id;
 			cj->ngroups--;
-			if (g->parent)
+			if (g->parent) {
 				g->parent->children--;
+				grp_busy(g->parent);    /* (it may go now) */
+			}
 			grp_end(g);
 			work = 1;
 			continue;
 		}
-		pp = &g->next;
+		if (g->ops)
+			grp_busy(g);    /* its operations wait for posts, pieces, the budget */
 	}
 	return work;
 }
@@ -1846,7 +1944,7 @@ static int spin_for_some(void)
 	if (!ep_all_apart())
 		return 0;
 	for (const struct cjob *cj = coll.jobs; cj; cj = cj->next)
-		for (const struct cgrp *g = cj->groups; g; g = g->next)
+		for (const struct cgrp *g = cj->busy; g; g = g->busy_next)     /* (every group with operations) */
 			for (const struct cop *op = g->ops; op; op = op->next)
 				if (!op->ended && op->posted)
 					return 1;
@@ -1914,11 +2012,13 @@ void coll_write_stats(FILE *out, uid_t uid)
 			for (struct cop *op = g->ops; op; op = op->next)
 				pending += !op->ended;
 		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
-			"alg %s last_us %llu link_waits %llu alpha_us %.1f beta_ns_per_byte %.3f%s", cj->j->name,
+			"alg %s last_us %llu link_waits %llu groups_polled %llu alpha_us %.1f beta_ns_per_byte %.3f%s",
+			cj->j->name,
 			cj->j->uid, cj->groups->G, cj->ngroups - 1, (unsigned long long)cj->ops_run,
 			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
 			cj->ops_run && cj->last_alg ? cj->last_alg : "-", (unsigned long long)cj->last_us,
-			(unsigned long long)cj->link_waits, coll_alpha_us(cj->j), coll_beta_ns(cj->j),
+			(unsigned long long)cj->link_waits, (unsigned long long)cj->groups_polled, coll_alpha_us(cj->j),
+			coll_beta_ns(cj->j),
 			cj->j->coll_alpha_ns ? " measured" : " default");
 		for (int k = 0; k < A2A_STRATEGIES; k++)
 			fprintf(out, " %s %llu", a2a_strategy_name((enum a2a_strategy)k), (unsigned long long)cj->chosen[k]);

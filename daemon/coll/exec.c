@@ -46,6 +46,7 @@ struct outmsg {
 
 struct coll_exec {
 	const struct sched_node *n;
+	uint64_t tables_bytes;          /* tables and iov (coll_exec_tables_bytes) */
 	const struct sched_mem *mem;
 	struct coll_exec_cfg cfg;
 	const struct coll_exec_ops *ops;
@@ -751,6 +752,11 @@ uint64_t coll_exec_mem_peak(const struct coll_exec *x)
 	return x->mem_peak;
 }
 
+uint64_t coll_exec_tables_bytes(const struct coll_exec *x)
+{
+	return x->tables_bytes;
+}
+
 void coll_exec_free(struct coll_exec *x)
 {
 	if (!x)
@@ -830,6 +836,8 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 	size_t n4 = ((size_t)ns + 1) * 5 + 1 + (n->ndeps + 1) + (n->nscratch + 1);
 	uint8_t *t = x->tables = calloc(1, n8 + n4 * 4 + ns + 1 + n->nscratch + 1);
 
+	x->tables_bytes = n8 + n4 * 4 + ns + 1 + n->nscratch + 1;
+
 	if (!t)
 		goto err;
 	x->in = (struct inmsg *)t;
@@ -899,6 +907,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 		}
 		if (!(x->iov = calloc((size_t)most + 1, sizeof(*x->iov))))
 			goto err;
+		x->tables_bytes += ((uint64_t)most + 1) * sizeof(*x->iov);
 	}
 	for (uint32_t k = 0; k < ns; k++)
 		x->dep_first[k + 1] += x->dep_first[k];

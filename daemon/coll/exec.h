@@ -115,6 +115,9 @@ const char *coll_exec_error(const struct coll_exec *x);
 /* Bytes the executor holds now, and the most it held. */
 uint64_t coll_exec_mem(const struct coll_exec *x);
 uint64_t coll_exec_mem_peak(const struct coll_exec *x);
+/* Bytes of its own tables (by the schedule's size, not in coll_exec_mem:
+ * the layer above counts them against the user). */
+uint64_t coll_exec_tables_bytes(const struct coll_exec *x);
 
 void coll_exec_free(struct coll_exec *x);
 

@@ -58,8 +58,10 @@ void ep_fail(struct ep *ep, const char *why)
 	/* Out of the rank table at once: what comes for the rank from now on
 	 * is dropped and counted as for a rank that left, and the delivery
 	 * fast path (endpoint.h) need not look at failed. */
-	if (ep->job->ranks[ep->rank].ep == ep)
+	if (ep->job->ranks[ep->rank].ep == ep) {
 		ep->job->ranks[ep->rank].ep = NULL;
+		ep->job->eps_gone++;
+	}
 	loop_kick();            /* the session reaps it */
 }
 

@@ -216,6 +216,7 @@ int job_leave(struct job *j, uint32_t rank, const struct ep *ep)
 	/* The slot may be another endpoint's by now: this one left the table
 	 * when it failed (ep_fail), and a new client took the rank. */
 	if (j->ranks[rank].ep == ep || !j->ranks[rank].ep) {
+		j->eps_gone += j->ranks[rank].ep != NULL;
 		j->ranks[rank].ep = NULL;
 		j->ranks[rank].node = JOB_NO_NODE;
 	}

@@ -99,6 +99,8 @@ struct job {
 	 * in the engine's list (coll.c), and their bytes. */
 	uint32_t coll_pre;
 	uint64_t coll_pre_bytes;
+	uint32_t eps_gone;      /* local ranks' endpoints that left the table (coll looks at
+				 * its groups' leaves when this changes) */
 	/* rank -> node as the table was when the job started (GO): the
 	 * collectives' layout, which a rank that leaves does not change
 	 * (ranks[].node does); NULL before GO.  Freed with the job. */

@@ -133,6 +133,12 @@ void sched_dep(struct sched_node *n, uint32_t step)
 	n->steps[n->nsteps - 1].ndep++;
 }
 
+uint64_t sched_node_bytes(const struct sched_node *n)
+{
+	return (uint64_t)n->cap_steps * sizeof(*n->steps) + (uint64_t)n->cap_segs * sizeof(*n->segs) +
+	       ((uint64_t)n->cap_refs + n->cap_deps) * sizeof(uint32_t) + (uint64_t)n->cap_scratch * sizeof(uint64_t);
+}
+
 int sched_err(const struct sched *s)
 {
 	for (uint32_t i = 0; i < s->nodes; i++)

@@ -131,6 +131,9 @@ void sched_step_forward(struct sched_node *n, uint32_t from, uint32_t from_msg);
 void sched_step_reduce(struct sched_node *n, unsigned type, unsigned op);
 void sched_ref(struct sched_node *n, uint32_t seg);
 void sched_dep(struct sched_node *n, uint32_t step);
+/* Bytes node n's arrays take (their capacity). */
+uint64_t sched_node_bytes(const struct sched_node *n);
+
 /* The first builder error of any node, or 0. */
 int sched_err(const struct sched *s);
 

@@ -66,6 +66,28 @@ expect "... the other group's ranks are not disturbed" test $other = 1
 expect "... and the leaver closes cleanly" grep -q "rank 2 ok" "$TMP/lv.2.log"
 [ $same = 1 ] && [ $other = 1 ] || for f in "$TMP"/lv.*.log; do sed "s|^|#   $(basename "$f"): |" "$f"; done
 
+# Idle groups cost the loop nothing (review of issue 12: a user's thousands
+# of idle groups slowed every other job's collectives): while job idle
+# keeps 300 groups open on c_n0 and c_n1, 200 barriers of another job make
+# ferryd look at almost none of them (groups_polled counts the groups each
+# turn of the loop looked at; before, every turn looked at all 300).
+polled() {
+	"$BUILD/ferryctl" --runtime-dir "$TMP/c_n0" stats | sed -n 's/^coll job idle .* groups_polled \([0-9]*\) .*$/\1/p'
+}
+grp idle 2 c_n0 c_n1 -- --hold 300 --hold-until "$TMP/idle.go"
+expect "a job holds 300 idle groups" \
+	wait_for "grep -q 'holds 300' '$TMP/idle.0.log' && grep -q 'holds 300' '$TMP/idle.1.log'"
+expect "... ferryctl stats shows them" \
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -q '^coll job idle .* groups 300 '"
+p0=$(polled)
+coll_job bar 2 200 c_n0 c_n1
+expect "another job runs 200 barriers meanwhile" wait_job bar
+p1=$(polled)
+expect "... and ferryd looked at the idle groups at most 50 times in all (groups_polled $p0 -> $p1)" \
+	test -n "$p0" -a -n "$p1" -a $((p1 - p0)) -le 50
+touch "$TMP/idle.go"
+expect "the idle groups close, and their job ends cleanly" wait_job idle
+
 expect "ferryctl stats: the groups went with their jobs (no collective state left)" \
 	wait_for "! '$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -q '^coll job'"
 expect "the daemons exit cleanly" stop_cluster c 4

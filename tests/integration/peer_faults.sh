@@ -1,7 +1,9 @@
 #!/bin/bash
 # A peer that breaks the link protocol (garbage, a wrong key, malformed or
 # out-of-sequence frames) loses its link; the daemon logs why and keeps
-# serving everyone else.
+# serving everyone else.  Collective pieces for a job from a node that has
+# none of its ranks are dropped; one of an operation no node can have
+# reached fails the job at once instead of living as long as it.
 . "$(dirname "$0")/lib.sh"
 
 # Three nodes, all peers of each other; node 0 is played by ft_peer.
@@ -40,6 +42,33 @@ wait $LASTPID; r1=$?
 wait $a0; r0=$?
 expect "the daemons still carry a job between them, every item exactly once" test $r0 = 0 -a $r1 = 0
 [ $r0 = 0 ] && [ $r1 = 0 ] || t_fail "job output" "$TMP/a0.log" "$TMP/a1.log"
+# Collective pieces from the fake peer (review of issue 12).  A job of
+# barriers on nodes 1 and 2 (rank 1 enters each 10 ms after rank 0).
+coll_ids() {    # coll_ids JOB: "id generation" of JOB as node 1 says
+	"$BUILD/ferryctl" --runtime-dir "$TMP/pf_n1" status |
+		sed -n "s/^job $1 uid .*, ready, id \([0-9]*\) generation \([0-9]*\),.*/\1 \2/p"
+}
+for i in $(seq 100); do cs="cs$i"; [ "$(job_home "$(id -u)" "$cs" 3)" != 0 ] && break; done
+coll_job "$cs" 2 300 pf_n1 pf_n2 -- --skew-ms 10
+expect "a job of barriers runs on nodes 1 and 2" wait_for "[ -n \"\$(coll_ids $cs)\" ]"
+read -r id gen <<<"$(coll_ids "$cs")"
+expect "a piece for a group not made, from a node with no rank of the job: dropped, the link kept" \
+	env FT_PEER_JOB="$id" FT_PEER_GEN="$gen" "$BUILD/tests/ft_peer" 127.0.0.1 "$port1" coll-stranger 0 1 pf
+expect "... node 1 says so" grep -q "collective piece for group deadbeef from node 0, which has no rank" \
+	"$TMP/pf_n1.log"
+expect "... and the job's barriers all pass (it was not failed)" wait_job "$cs"
+for i in $(seq 100); do cf="cf$i"; [ "$(job_home "$(id -u)" "$cf" 3)" != 0 ] && break; done
+coll_job "$cf" 2 300 pf_n1 pf_n2 -- --skew-ms 10
+expect "another job of barriers runs" wait_for "[ -n \"\$(coll_ids $cf)\" ]"
+read -r id gen <<<"$(coll_ids "$cf")"
+expect "a piece of an operation far ahead (claiming to be node 2's): the link kept" \
+	env FT_PEER_JOB="$id" FT_PEER_GEN="$gen" FT_PEER_SRC=2 FT_PEER_FROM=1 FT_PEER_SEQ=2 "$BUILD/tests/ft_peer" 127.0.0.1 \
+	"$port1" coll-far 0 1 pf
+rcs=""
+for p in $(eval echo "\$JOB_$cf"); do wait "$p"; rcs="$rcs $?"; done
+expect "... the job fails at once on both nodes (no operation kept for it) [exit codes$rcs]" test "$rcs" = " 3 3"
+expect "... saying why" grep -q "sent a piece of collective operation 4294967280, while node 1 started only" \
+	"$TMP/$cf.0.log"
 expect "daemon 1 exits cleanly" stop_daemon pf_n1
 expect "daemon 2 exits cleanly" stop_daemon pf_n2
 finish

@@ -29,6 +29,9 @@
  * post a barrier on theirs, which must fail: they print "rank R group
  * barrier: ERRNAME: message" and exit 3.
  *
+ * --hold N --hold-until PATH: instead of all that, N splits whose groups
+ * stay open and idle until PATH exists, then closed (hold_groups).
+ *
  * Prints "rank R ok" and exits 0; "rank R FAIL: what" and exits 1.
  */
 #include "common.h"
@@ -38,6 +41,38 @@
 #include <unistd.h>
 
 static int me_job;
+
+/* --hold N --hold-until PATH: N splits (color 0) whose groups stay open,
+ * idle, until PATH exists (at most 120 s); then they are closed.  Prints
+ * "rank R holds N groups" once they are made. */
+static int hold_groups(ferry_t *f, long n, const char *path)
+{
+	ferry_t **subs = calloc((size_t)n, sizeof(*subs));
+	int ret = -ENOMEM;
+
+	for (long i = 0; i < n; i++)
+		if (!subs || (ret = ferry_split(f, 0, 0, &subs[i])) < 0 || !subs[i]) {
+			fprintf(stderr, "rank %d: split %ld: %s: %s\n", me_job, i, ferry_strerror(ret),
+				ferry_last_error());
+			return 1;
+		}
+	printf("rank %d holds %ld groups\n", me_job, n);
+	fflush(stdout);
+	for (int t = 0; t < 2400 && path && access(path, F_OK) != 0; t++)
+		usleep(50 * 1000);
+	for (long i = 0; i < n; i++)
+		if ((ret = ferry_close(subs[i])) < 0) {
+			fprintf(stderr, "rank %d: closing group %ld: %s\n", me_job, i, ferry_strerror(ret));
+			return 1;
+		}
+	free(subs);
+	if ((ret = ferry_barrier(f)) < 0 || (ret = ferry_close(f)) < 0) {
+		fprintf(stderr, "rank %d: after the groups: %s\n", me_job, ferry_strerror(ret));
+		return 1;
+	}
+	printf("rank %d ok\n", me_job);
+	return 0;
+}
 
 #define FAIL(...)                                                                       \
 	do {                                                                            \
@@ -142,10 +177,12 @@ int main(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "size", required_argument, NULL, 'p' }, { "strategy", required_argument, NULL, 'S' },
 		{ "leave", required_argument, NULL, 'L' }, { "rounds", required_argument, NULL, 'n' },
+		{ "hold", required_argument, NULL, 'H' }, { "hold-until", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
-	long leave = -1, rounds = 2;
+	long leave = -1, rounds = 2, hold = 0;
+	const char *hold_until = NULL;
 	int opt, ret;
 	ferry_t *f, *par, *node, *one, *none, *nest;
 
@@ -157,6 +194,8 @@ int main(int argc, char **argv)
 		case 'S': strategy = optarg; break;
 		case 'L': leave = arg_long("--leave", optarg); break;
 		case 'n': rounds = arg_long("--rounds", optarg); break;
+		case 'H': hold = arg_long("--hold", optarg); break;
+		case 'U': hold_until = optarg; break;
 		default: return 2;
 		}
 	}
@@ -169,6 +208,8 @@ int main(int argc, char **argv)
 		FAIL("ferry_coll_strategy");
 	printf("rank %d running\n", me_job);
 	fflush(stdout);
+	if (hold > 0)
+		return hold_groups(f, hold, hold_until);
 
 	uint32_t P = (uint32_t)fo.size, me = (uint32_t)fo.rank;
 	uint32_t *all = malloc(P * sizeof(*all)), *exp = malloc(P * sizeof(*exp)), *node_of = malloc(P * 4);

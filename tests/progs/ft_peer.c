@@ -21,9 +21,18 @@
  *                through to node TO + 1, its header right, its second item
  *                claiming another sender
  *   good         full handshake, then wait: the daemon must keep the link
+ *   coll-stranger  full handshake, then a collective piece of job
+ *                $FT_PEER_JOB (generation $FT_PEER_GEN) for a group not
+ *                made (yet), from this node, which has no rank of the job;
+ *                then as good (the piece is dropped, not the link)
+ *   coll-far     the same, but for the job's own group, operation
+ *                0xfffffff0, claiming to come from node $FT_PEER_SRC (index
+ *                $FT_PEER_FROM among the job's nodes); then as good
+ *                ($FT_PEER_SEQ: the frame's sequence number, default 1)
  * Exits 0 if the daemon closed the connection within 10 s (for good: if it
  * kept it 2 s), 1 if not, 2 on setup errors.
  */
+#include "../../proto/coll.h"
 #include "../../proto/wire.h"
 
 #include <errno.h>
@@ -168,6 +177,28 @@ int main(int argc, char **argv)
 		return wait_closed(10) ? 0 : 1;
 	if (strcmp(mode, "good") == 0)
 		return wait_closed(2) ? 1 : 0;
+	if (strcmp(mode, "coll-stranger") == 0 || strcmp(mode, "coll-far") == 0) {
+		int far = strcmp(mode, "coll-far") == 0;
+		const char *e_job = getenv("FT_PEER_JOB"), *e_gen = getenv("FT_PEER_GEN");
+		const char *e_src = getenv("FT_PEER_SRC"), *e_from = getenv("FT_PEER_FROM");
+		struct wire_coll_piece pc = { .job = e_job ? (uint32_t)atoi(e_job) : 0,
+					      .gen = e_gen ? (uint32_t)atoi(e_gen) : 0,
+					      .op = far ? 0xfffffff0u : 1, .msg = 0,
+					      .from = far && e_from ? (uint32_t)atoi(e_from) : 0,
+					      .group = far ? 0 : 0xdeadbeefu, .offset = 0, .total = 8, .kind = 1 };
+		struct wire_item it = { .len = sizeof(pc) + 8, .gen = (uint8_t)pc.gen, .node = mine.to, .job = pc.job,
+					.dst = WIRE_DST_COLL,
+					.src = far && e_src ? (uint32_t)atoi(e_src) : mine.from };
+
+		memset(body, 0, sizeof(body));
+		memcpy(body, &it, sizeof(it));
+		wire_coll_piece_encode(body + sizeof(it), &pc);
+		/* the daemon keeps a peer's sequence numbers across its
+		 * connections: a second run says which frame is due */
+		send_frame(WIRE_DATA, getenv("FT_PEER_SEQ") ? (uint64_t)atoi(getenv("FT_PEER_SEQ")) : 1, 0, body,
+			   (uint32_t)wire_item_footprint(it.len));
+		return wait_closed(2) ? 1 : 0;
+	}
 
 	memset(body, 0, sizeof(body));
 	if (strcmp(mode, "bad-header") == 0) {
