@@ -67,6 +67,7 @@ expect "a piece of an operation far ahead (claiming to be node 2's): the link ke
 rcs=""
 for p in $(eval echo "\$JOB_$cf"); do wait "$p"; rcs="$rcs $?"; done
 expect "... the job fails at once on both nodes (no operation kept for it) [exit codes$rcs]" test "$rcs" = " 3 3"
+[ "$rcs" = " 3 3" ] || for f in "$TMP/$cf".*.log; do sed "s/^/#   /" "$f" | tail -5; done
 expect "... saying why" grep -q "sent a piece of collective operation 4294967280, while node 1 started only" \
 	"$TMP/$cf.0.log"
 expect "daemon 1 exits cleanly" stop_daemon pf_n1

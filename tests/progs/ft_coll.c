@@ -393,6 +393,7 @@ int main(int argc, char **argv)
 			printf("rank %d %s %ld: %s: %s\n", fo.rank, v ? "alltoallv" : a2a >= 0 ? "alltoall" : "barrier", k,
 			       ferry_strerror(ret), ferry_last_error());
 			fflush(stdout);
+			ferry_close(f); /* (it says the job failed) */
 			return 3;
 		}
 		if (tf)
