@@ -144,6 +144,9 @@ TEST(holes_refused)
 	struct mem *list = NULL;
 	int fd;
 
+	/* held as an endpoint holds its user in ferryd: a refusal gives back
+	 * what it took, which frees a user that holds nothing else */
+	CHECK_EQ(user_take_endpoint(u), 0);
 	/* none populated */
 	CHECK_EQ(mem_add(&list, u, 1, memfd_part(bytes, 0, F_SEAL_SHRINK, 0), bytes, why, sizeof(why)), -EINVAL);
 	CHECK(strstr(why, "a hole at byte 0 ") != NULL);
@@ -163,6 +166,7 @@ TEST(holes_refused)
 	 * the page is there) */
 	CHECK_EQ(mem_add(&list, u, 2, memfd(bytes - 100, F_SEAL_SHRINK, 0), bytes - 100, why, sizeof(why)), 0);
 	mem_remove_all(&list);
+	user_give_endpoint(u);
 	CHECK_EQ(user_total.mapped_bytes, 0);
 	CHECK_EQ(user_count(), 0);
 }
@@ -175,6 +179,9 @@ TEST(pages_held_while_mapped)
 	int fd = memfd(bytes, F_SEAL_SHRINK | F_SEAL_GROW, 0), mine;
 	uint8_t *p;
 
+	/* held as an endpoint holds its user in ferryd: a refusal gives back
+	 * what it took, which frees a user that holds nothing else */
+	CHECK_EQ(user_take_endpoint(u), 0);
 	CHECK(fd >= 0);
 	/* the client's own mapping, made before it shares the region */
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -208,6 +215,7 @@ TEST(pages_held_while_mapped)
 	/* sealed against further seals: ferryd could not add its own */
 	CHECK_EQ(mem_add(&list, u, 1, memfd(page, F_SEAL_SHRINK | F_SEAL_SEAL, 0), page, why, sizeof(why)), -EINVAL);
 	CHECK(strstr(why, "F_SEAL_SEAL") != NULL);
+	user_give_endpoint(u);
 	CHECK_EQ(user_total.mapped_bytes, 0);
 	CHECK_EQ(user_count(), 0);
 }
