@@ -94,8 +94,8 @@ static int hold_pages(int fd, uint32_t id, uint64_t bytes, char *why, size_t why
 	}
 	hole = lseek(fd, 0, SEEK_HOLE);
 	if (hole < 0 || (uint64_t)hole < bytes) {
-		snprintf(why, why_len, "memory region %u: a hole at byte %lld of %llu: its pages must all exist "
-			 "(written, or mapped with MAP_POPULATE) before it is shared", id, (long long)hole,
+		snprintf(why, why_len, "memory region %u: a hole at byte %lld of %llu: every page must exist "
+			 "(written, or MAP_POPULATE) when shared", id, (long long)hole,
 			 (unsigned long long)bytes);
 		return -EINVAL;
 	}
