@@ -4,7 +4,11 @@
  *
  * A region is a memfd, sealed against shrinking and growing (ferryd maps it
  * and must not fault on a page that went away: daemon/local/mem.h), mapped
- * here, and registered with CTL_MEM under a number of this handle.
+ * and populated here, and registered with CTL_MEM under a number of this
+ * handle.  ferryd seals it against writing once it has mapped it
+ * (F_SEAL_FUTURE_WRITE: our mapping stays writable, no hole can be punched
+ * in it), so it is left open to more seals, and never written but through
+ * our mapping.
  *
  * Ownership: the handle's list owns every region.  ferry_free drops an
  * application region (ferryd keeps its own mapping while an operation uses
@@ -103,16 +107,27 @@ static int region_new(struct ferry *f, size_t bytes, int app, struct fmem **m_p)
 		return ret;
 	}
 	if (ftruncate(fd, (off_t)bytes) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
 		ret = conn_seterr(-errno, "sizing shared memory of %zu bytes: %s", bytes, strerror(errno));
 		goto err;
 	}
 	/* Populated here: its pages are this process's memory (its cgroup's),
 	 * not ferryd's, which would otherwise be the first to touch those the
-	 * application leaves alone (a receive buffer). */
+	 * application leaves alone (a receive buffer).  ferryd refuses a
+	 * region with a page missing; one fallocate(2) reserved but no one
+	 * touched counts as missing (daemon/local/mem.c, hold_pages), so
+	 * MAP_POPULATE, not fallocate. */
 	m->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (m->base == MAP_FAILED) {
 		ret = conn_seterr(-errno, "mmap of %zu bytes: %s", bytes, strerror(errno));
+		goto err;
+	}
+	/* MAP_POPULATE says nothing when it could not populate (the memory
+	 * cgroup's limit): ferryd would refuse the region and end the session,
+	 * so say it here instead. */
+	if (lseek(fd, 0, SEEK_HOLE) < (off_t)bytes) {
+		ret = conn_seterr(-ENOMEM, "%zu bytes of shared memory: could not allocate them all", bytes);
+		munmap(m->base, bytes);
 		goto err;
 	}
 	m->bytes = bytes;

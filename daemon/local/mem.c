@@ -2,6 +2,15 @@
  *
  * Ownership (mem.h): a struct mem is freed and unmapped by the mem_put that
  * drops its last reference.
+ *
+ * Charging: a region's pages are its owner's memory (its memory cgroup's),
+ * never ferryd's.  ferryd takes a region only once it has sealed it so that
+ * no page can be taken from it while mapped, and found every page there
+ * (hold_pages): its reads and writes then only map pages that exist, which
+ * costs ferryd page tables, not pages.  A region with a hole would have
+ * ferryd allocate the missing pages, charged to ferryd's cgroup, on its
+ * first touch (review finding: a client's MADV_REMOVE grew ferryd by the
+ * region's size).
  */
 #include "mem.h"
 #include "user.h"
@@ -41,6 +50,58 @@ void mem_put(struct mem *m)
 	free(m);
 }
 
+/* Seals the memfd fd, which ferryd has just mapped writable, so that none of
+ * its pages can be taken away while ferryd maps it, then checks that the
+ * pages of its first bytes are all there.  Returns 0, or -EINVAL (a hole;
+ * why says where) or fcntl's error.
+ *
+ * What holds, on tmpfs (mm/shmem.c since Linux 5.1, so Debian 12's 6.1;
+ * tests/integration/mem_seal.sh tries it on the running kernel):
+ * - shmem_fallocate refuses FALLOC_FL_PUNCH_HOLE with EPERM once the file
+ *   has F_SEAL_WRITE or F_SEAL_FUTURE_WRITE, and madvise(MADV_REMOVE) is
+ *   that same punch (vfs_fallocate); shrinking is F_SEAL_SHRINK's, checked
+ *   by the caller.  Nothing else a client can ask for frees a page of the
+ *   file: reclaim (MADV_PAGEOUT too) moves it to swap, which stays charged
+ *   to the owner, as the page is again when it comes back (to the cgroup
+ *   recorded when it went out, while that cgroup exists).
+ * - F_SEAL_WRITE cannot be added while a writable shared mapping exists
+ *   (EBUSY), and the client's and ferryd's both are; F_SEAL_FUTURE_WRITE
+ *   leaves existing mappings writable and refuses only new writable ones
+ *   and write(2), which libferry does not use after sharing.  So ferryd
+ *   maps first (the seal would refuse its own mapping after) and seals
+ *   second.
+ * - The check comes after the seal: no hole can open after it, and a punch
+ *   racing it has ended before (both take the inode's lock).
+ * - lseek(SEEK_HOLE) rather than st_blocks: a large folio is counted whole
+ *   in st_blocks where it reaches past the end of the file (shmem THP),
+ *   which could make up for a hole; SEEK_HOLE looks at every page of the
+ *   range.  It counts a page in swap as there (its swap is the owner's,
+ *   and so is its charge when it comes back) and a page fallocate(2)
+ *   reserved but no one touched yet as a hole (shmem marks it up to date
+ *   at its first touch), so libferry populates its regions rather than
+ *   fallocating them.  It walks the page cache: about 15 ms per GiB on a
+ *   slow machine, once per region, a fraction of what populating it cost
+ *   the client. */
+static int hold_pages(int fd, uint32_t id, uint64_t bytes, char *why, size_t why_len)
+{
+	off_t hole;
+
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0) {
+		int ret = -errno;
+
+		snprintf(why, why_len, "memory region %u: cannot seal it (F_SEAL_FUTURE_WRITE): %m", id);
+		return ret;
+	}
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (hole < 0 || (uint64_t)hole < bytes) {
+		snprintf(why, why_len, "memory region %u: a hole at byte %lld of %llu: every page must exist "
+			 "(written, or MAP_POPULATE) when shared", id, (long long)hole,
+			 (unsigned long long)bytes);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), mapped = (bytes + page - 1) / page * page;
@@ -48,6 +109,7 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 	struct stat st;
 	uint64_t total = 0;
 	uint32_t n = 0;
+	uid_t uid = u->uid;             /* u may be gone after user_give_mapped */
 	struct mem *m;
 	int seals, ret;
 
@@ -77,6 +139,16 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 		ret = -EINVAL;
 		goto out;
 	}
+	/* ferryd adds its own seal once it has mapped the region (hold_pages):
+	 * one sealed against more seals, or against writing already (which
+	 * refuses ferryd's writable mapping), cannot be taken. */
+	if (seals & (F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+		snprintf(why, why_len, "memory region %u: sealed with %s already: ferryd seals it itself "
+			 "(F_SEAL_FUTURE_WRITE) once mapped", id, seals & F_SEAL_SEAL ? "F_SEAL_SEAL" :
+			 seals & F_SEAL_WRITE ? "F_SEAL_WRITE" : "F_SEAL_FUTURE_WRITE");
+		ret = -EINVAL;
+		goto out;
+	}
 	if (mapped && user_take_mapped(u, mapped) < 0) {
 		snprintf(why, why_len, "memory region %u: %s", id, user_refusal());
 		ret = -EDQUOT;
@@ -84,11 +156,9 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
-		if (mapped)
-			user_give_mapped(u, mapped);
 		ret = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
-		goto out;
+		goto err_give;
 	}
 	if (mapped) {
 		m->base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -96,10 +166,10 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 			ret = -errno;
 			snprintf(why, why_len, "memory region %u: mmap of %llu bytes: %m", id,
 				 (unsigned long long)bytes);
-			user_give_mapped(u, mapped);
-			free(m);
-			goto out;
+			goto err_free;
 		}
+		if ((ret = hold_pages(fd, id, bytes, why, why_len)) < 0)
+			goto err_unmap;
 	}
 	m->id = id;
 	m->bytes = bytes;
@@ -109,8 +179,16 @@ int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t byt
 	m->next = *list;
 	*list = m;
 	ret = 0;
+	goto out;
+err_unmap:
+	munmap(m->base, mapped);
+err_free:
+	free(m);
+err_give:
+	if (mapped)
+		user_give_mapped(u, mapped);
 out:
-	closer_close(fd, u->uid);
+	closer_close(fd, uid);
 	return ret;
 }
 

@@ -7,9 +7,17 @@
  * (tmpfs: a hugetlbfs one could have a hole punched and its pages taken,
  * and the daemon's next access would be a SIGBUS), sealed so that it
  * cannot shrink (F_SEAL_SHRINK, else an access after an ftruncate would
- * kill the daemon with SIGBUS), of at least the size it says, numbered by the client (1, 2, ...; unique per endpoint).
- * ferryd maps it shared, read and write.  An operation names its buffers as
- * (region, offset, length), checked against the region here.
+ * kill the daemon with SIGBUS) but open to more seals (no F_SEAL_SEAL), of
+ * at least the size it says, every page of it there (written or
+ * populated: no hole), numbered by the client (1, 2, ...; unique per
+ * endpoint).  ferryd maps it shared, read and write, then adds
+ * F_SEAL_FUTURE_WRITE, after which no one can punch a hole in it (mem.c,
+ * hold_pages): the pages ferryd reads and writes are the client's memory
+ * (its cgroup's) for as long as ferryd maps them, never ferryd's.  The
+ * client keeps writing through the mapping it made before; it can make no
+ * new writable mapping of the file, nor write(2) it.  An operation names
+ * its buffers as (region, offset, length), checked against the region
+ * here.
  *
  * Ownership: a region is reference-counted.  The endpoint's table holds one
  * reference from CTL_MEM to CTL_MEM_FREE or the endpoint's end; an
@@ -44,7 +52,9 @@ struct mem {
 /* Registers fd (taken: closed here whatever happens) as region id of the
  * endpoint whose table is list (struct ep's mems), of user u's, bytes long.
  * Returns 0, or -EINVAL (not a tmpfs memfd sealed against shrinking,
- * shorter than bytes, id 0 or in use), -EDQUOT (beyond MEM_MAX_REGIONS or
+ * sealed with F_SEAL_SEAL or against writing already, shorter than bytes,
+ * a hole in its first bytes, id 0 or in use), fcntl's error (ferryd's seal
+ * refused), -EDQUOT (beyond MEM_MAX_REGIONS or
  * MEM_MAX_BYTES, or the user's share of address space: user.h), -ENOBUFS
  * (the node's), -ENOMEM, or mmap's error; why says what. */
 int mem_add(struct mem **list, struct user *u, uint32_t id, int fd, uint64_t bytes, char *why, size_t why_len);

@@ -48,9 +48,27 @@
  *                 "woken gone=G0,G1,..." (or "not woken gone=...") with the
  *                 gone[] bytes of the region's header, by slot, and exit 0
  *
+ * Memory for collectives (CTL_MEM, daemon/local/mem.h), once READY has
+ * come: a memfd sealed as libferry seals it (shrink, grow), shared as
+ * region 1:
+ *   mem-holes     256 MiB, no page of it allocated: prints "refused: TEXT"
+ *                 with the daemon's ERROR, then waits for it to close
+ *   mem-half      ... its first 128 MiB allocated, the rest not: the same
+ *   mem-punch     64 MiB, every page allocated (MAP_POPULATE); waits (10 s
+ *                 at most) for the daemon's seal (F_SEAL_FUTURE_WRITE) to
+ *                 appear on it, prints "sealed", then punches a hole in it
+ *                 with fallocate(FALLOC_FL_PUNCH_HOLE) and madvise
+ *                 (MADV_REMOVE) on its own writable mapping, and prints
+ *                 "punch: E1 madv_remove: E2 hole at H of 67108864" (E:
+ *                 "done" or the errno's name; H: lseek SEEK_HOLE), writes
+ *                 its mapping, and prints "session open" if nothing came
+ *                 from the daemon for 300 ms; exits 0 if both punches
+ *                 failed with EPERM, no page went and the session is open,
+ *                 1 otherwise.
+ *
  * Exits 0 if the daemon closed the connection within 10 s (what the test
- * expects; self-tail: once it has closed its own end; the direct modes: as
- * said), 1 if it did not, 2 on setup errors.
+ * expects; self-tail: once it has closed its own end; the direct and mem-punch
+ * modes: as said), 1 if it did not, 2 on setup errors.
  */
 #include "../../proto/ctl.h"
 #include "../../proto/ring.h"
@@ -254,6 +272,90 @@ static int direct_modes(const char *mode, int efd_client)
 	return 2;
 }
 
+/* --- memory for collectives --- */
+
+static const char *errname(int ok, int err)
+{
+	if (ok)
+		return "done";
+	return err == EPERM ? "EPERM" : strerror(err);
+}
+
+/* The mem-* modes, once ATTACHED has come (see the top). */
+static int mem_modes(const char *mode)
+{
+	uint64_t bytes = strcmp(mode, "mem-punch") == 0 ? 64ull << 20 : 256ull << 20, populated;
+	uint8_t msg[sizeof(struct ctl_hdr) + sizeof(struct ctl_mem_wire)];
+	union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr a; } cb;
+	struct iovec iov = { .iov_base = msg };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	struct cmsghdr *cm;
+	struct ctl_msg m;
+	uint8_t *map;
+	ssize_t n;
+	int fd;
+
+	alarm(30);      /* a daemon that never answers fails the test (SIGALRM), never hangs it */
+	if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
+		fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		return 2;
+	}
+	populated = strcmp(mode, "mem-punch") == 0 ? bytes : strcmp(mode, "mem-half") == 0 ? bytes / 2 : 0;
+	fd = memfd_create("ft_raw", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		die("memfd");
+	map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	if (populated && madvise(map, populated, MADV_POPULATE_WRITE) < 0)
+		die("madvise(MADV_POPULATE_WRITE)");
+	n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM, 1, bytes);
+	iov.iov_len = (size_t)n;
+	memset(&cb, 0, sizeof(cb));
+	cm = CMSG_FIRSTHDR(&mh);
+	*cm = (struct cmsghdr){ .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS };
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	if (n < 0 || sendmsg(sock, &mh, MSG_NOSIGNAL) != n)
+		die("sendmsg MEM");
+
+	if (strcmp(mode, "mem-punch") != 0) {
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_ERROR) {
+			fprintf(stderr, "ft_raw: expected ERROR, got %u\n", m.type);
+			return 1;
+		}
+		printf("refused: %s\n", m.u.error.text);
+		fflush(stdout);
+		return wait_closed();
+	}
+	{
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int i, r1, e1, r2, e2;
+		off_t hole;
+
+		for (i = 0; i < 1000 && !(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE); i++)
+			usleep(10000);
+		if (i == 1000) {
+			fprintf(stderr, "ft_raw: the daemon did not seal the region within 10 s\n");
+			return 1;
+		}
+		printf("sealed\n");
+		errno = 0;
+		r1 = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes);
+		e1 = errno;
+		errno = 0;
+		r2 = madvise(map, bytes, MADV_REMOVE);
+		e2 = errno;
+		hole = lseek(fd, 0, SEEK_HOLE);
+		printf("punch: %s madv_remove: %s hole at %lld of %llu\n", errname(r1 == 0, e1), errname(r2 == 0, e2),
+		       (long long)hole, (unsigned long long)bytes);
+		memset(map, 0x5a, bytes);
+		if (poll(&p, 1, 300) == 0)
+			printf("session open\n");
+		fflush(stdout);
+		return r1 < 0 && e1 == EPERM && r2 < 0 && e2 == EPERM && hole == (off_t)bytes && !(p.revents & POLLIN) ? 0 : 1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -310,6 +412,8 @@ int main(int argc, char **argv)
 	if (strncmp(mode, "direct-", 7) == 0 || strncmp(mode, "plain-", 6) == 0)
 		return direct_modes(mode, fds[1]);
 
+	if (strncmp(mode, "mem-", 4) == 0)
+		return mem_modes(mode);
 	if (strcmp(mode, "join-twice") == 0) {
 		n = ctl_encode_join(buf, sizeof(buf), job, rank, size);
 		send(sock, buf, (size_t)n, MSG_NOSIGNAL);
