@@ -437,26 +437,29 @@ static int alg_by_name(const char *name, uint32_t *alg_p)
 	return -EINVAL;
 }
 
-FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm)
-{
-	uint32_t alg;
+/* Scatter's and gather's (enum ctl_rooted_alg, in order). */
+static const char *const rooted_algs[] = { "direct", "opt", "sdf" };
 
-	conn_clearerr();
-	if (!op || (strcmp(op, "alltoall") != 0 && strcmp(op, "alltoallv") != 0))
-		return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall has)",
-				   op ? op : "(null)");
-	if (alg_by_name(algorithm, &alg) < 0)
-		return conn_seterr(-EINVAL, "alltoall has no algorithm \"%s\" (direct, mesh, grid3d, hypercube)",
-				   algorithm);
-	f->alltoall_alg = alg;
-	f->coll_env_read = 1;   /* the call wins over the environment */
-	return 0;
+static int rooted_alg_by_name(const char *name, uint32_t *alg_p)
+{
+	if (!name || strcmp(name, "auto") == 0) {
+		*alg_p = 0;
+		return 0;
+	}
+	for (uint32_t i = 0; i < sizeof(rooted_algs) / sizeof(rooted_algs[0]); i++)
+		if (strcmp(name, rooted_algs[i]) == 0) {
+			*alg_p = i + 1;
+			return 0;
+		}
+	return -EINVAL;
 }
 
-/* $FERRY_COLL_ALLTOALL, once, unless ferry_coll_strategy said otherwise. */
+/* $FERRY_COLL_ALLTOALL, $FERRY_COLL_SCATTER and $FERRY_COLL_GATHER, once;
+ * ferry_coll_strategy's calls win over them. */
 static int read_env(struct ferry *f)
 {
-	const char *e = getenv("FERRY_COLL_ALLTOALL");
+	const char *e = getenv("FERRY_COLL_ALLTOALL"), *sc = getenv("FERRY_COLL_SCATTER");
+	const char *ga = getenv("FERRY_COLL_GATHER");
 
 	if (f->coll_env_read)
 		return 0;
@@ -464,7 +467,37 @@ static int read_env(struct ferry *f)
 	if (e && *e && strcmp(e, "auto") != 0 && alg_by_name(e, &f->alltoall_alg) < 0)
 		return conn_seterr(-EINVAL, "FERRY_COLL_ALLTOALL=%s: no such algorithm (direct, mesh, grid3d, "
 				   "hypercube, auto)", e);
+	if (sc && *sc && rooted_alg_by_name(sc, &f->scatter_alg) < 0)
+		return conn_seterr(-EINVAL, "FERRY_COLL_SCATTER=%s: no such algorithm (direct, opt, sdf, auto)", sc);
+	if (ga && *ga && rooted_alg_by_name(ga, &f->gather_alg) < 0)
+		return conn_seterr(-EINVAL, "FERRY_COLL_GATHER=%s: no such algorithm (direct, opt, sdf, auto)", ga);
 	return 0;
+}
+
+FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm)
+{
+	uint32_t alg;
+	int ret;
+
+	conn_clearerr();
+	if ((ret = read_env(f)) < 0)    /* (then the call wins over it) */
+		return ret;
+	if (op && (strcmp(op, "alltoall") == 0 || strcmp(op, "alltoallv") == 0)) {
+		if (alg_by_name(algorithm, &alg) < 0)
+			return conn_seterr(-EINVAL, "alltoall has no algorithm \"%s\" (direct, mesh, grid3d, "
+					   "hypercube)", algorithm);
+		f->alltoall_alg = alg;
+		return 0;
+	}
+	if (op && (strncmp(op, "scatter", 7) == 0 || strncmp(op, "gather", 6) == 0) &&
+	    (!op[op[0] == 's' ? 7 : 6] || strcmp(op + (op[0] == 's' ? 7 : 6), "v") == 0)) {
+		if (rooted_alg_by_name(algorithm, &alg) < 0)
+			return conn_seterr(-EINVAL, "%s has no algorithm \"%s\" (direct, opt, sdf)", op, algorithm);
+		*(op[0] == 's' ? &f->scatter_alg : &f->gather_alg) = alg;
+		return 0;
+	}
+	return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall, scatter and "
+			   "gather have)", op ? op : "(null)");
 }
 
 /* An all-to-all of block bytes per rank pair: kind ALLTOALL, or SPLIT
@@ -637,6 +670,9 @@ static int post_rooted(ferry_t *f, const struct rooted *a, ferry_req_t **req_p)
 	conn_clearerr();
 	if (req_p)
 		*req_p = NULL;
+	if ((ret = read_env(f)) < 0)
+		return ret;
+	c.strategy = scatter ? f->scatter_alg : f->gather_alg;
 	if (a->root >= f->size)
 		return conn_seterr(-EINVAL, "root %u: the %s has %u ranks", a->root, f->root ? "group" : "job",
 				   f->size);

@@ -154,6 +154,7 @@ struct ferry {
 	uint64_t coll_reset_ns; /* when efd_coll was last reset */
 	int coll_fd_stale;      /* disarmed since ferry_recv last reset efd_coll */
 	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
+	uint32_t scatter_alg, gather_alg;       /* ... SCATTER, GATHER (enum ctl_rooted_alg + 1) */
 	int coll_env_read;      /* ... the environment was read */
 	/* groups (coll.c, ferry_split): a group's handle has its own rank,
 	 * size, operation numbers and strategies, and shares everything else

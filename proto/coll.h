@@ -70,7 +70,10 @@ struct wire_coll_piece {
 				 * ranks posted it: a receiver whose ranks posted another
 				 * fails it (a split and an all-to-all of 8-byte blocks
 				 * travel alike); 0 in a BREAK */
-	uint32_t reserved;      /* zero */
+	uint32_t root;          /* the rooted kinds (scatter, gather): the root's rank in the
+				 * group as the sender's ranks named it (a receiver whose ranks
+				 * named another fails it, wherever the piece is on its way);
+				 * 0 for the others */
 };
 static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
 
@@ -164,7 +167,7 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	memcpy(p, payload, sizeof(*p));
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
-	    n > p->total - p->offset || p->gen > 127 || p->op == 0 || p->reserved ||
+	    n > p->total - p->offset || p->gen > 127 || p->op == 0 ||
 	    (p->msg == WIRE_COLL_MSG_BREAK ? p->kind != 0 : p->kind == 0 || p->kind > WIRE_COLL_KIND_MAX))
 		return -EPROTO;
 	return (int64_t)n;

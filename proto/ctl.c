@@ -120,10 +120,10 @@ static int coll_ok(const struct ctl_coll_wire *c)
 		return c->strategy <= 4 && c->count == 8 && buf_none(&c->vec);
 	case CTL_COLL_SCATTER:
 	case CTL_COLL_GATHER:
-		return !c->strategy && buf_none(&c->vec);
+		return c->strategy <= CTL_ROOTED_ALGS && buf_none(&c->vec);
 	case CTL_COLL_SCATTERV:
 	case CTL_COLL_GATHERV:
-		return !c->strategy && (buf_none(&c->vec) || c->vec.len % 16 == 0);
+		return c->strategy <= CTL_ROOTED_ALGS && (buf_none(&c->vec) || c->vec.len % 16 == 0);
 	}
 	return 0;
 }

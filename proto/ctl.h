@@ -199,6 +199,13 @@ enum ctl_coll_kind {
 	CTL_COLL_KIND_MAX = CTL_COLL_GATHERV,
 };
 
+/* The rooted kinds' algorithms (COLL strategy: 0 automatic, else this
+ * + 1): direct (the root's node sends every node its message), opt and
+ * sdf (a physical torus whose every node has ranks of the group: the
+ * planned regions, daemon/plan/scatter.h). */
+enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF = 2 };
+#define CTL_ROOTED_ALGS 3
+
 /* COLL flags */
 #define CTL_COLL_IN_PLACE 1u    /* rooted kinds, at the root (see above) */
 

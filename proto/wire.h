@@ -49,8 +49,10 @@
  * 9: the collectives' pieces travel as items of their job (WIRE_DST_COLL);
  *    WIRE_CTL_PROBE; HAVE and GO carry the link cost (wire_ctl_step).
  * 10: a collective piece names its operation's kind (wire_coll_piece).
- * 11: WIRE_FRAME_ACK_SOON. */
-#define WIRE_VERSION    11
+ * 11: WIRE_FRAME_ACK_SOON.
+ * 12: a collective piece names the root its sender's ranks named (scatter,
+ *     gather: wire_coll_piece.root). */
+#define WIRE_VERSION    12
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12

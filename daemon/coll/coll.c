@@ -21,7 +21,9 @@
 #include "../local/mem.h"
 #include "../local/user.h"
 #include "../plan/a2a.h"
+#include "../plan/scatter.h"
 #include "../plan/sg_sched.h"
+#include "../core/conf.h"
 #include "../local/session.h"
 #include "../plan/barrier.h"
 #include "../plan/sched.h"
@@ -137,6 +139,7 @@ struct cop {
 	uint32_t seq;
 	uint32_t kind;                  /* enum ctl_coll_kind; 0 until a local rank posted it */
 	uint32_t piece_kind;            /* the kind the first piece named; 0 before one came */
+	uint32_t piece_root;            /* ... and the root it named (the rooted kinds) */
 	uint32_t posted;                /* local ranks that posted it */
 	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
@@ -219,6 +222,7 @@ struct cjob {
 	uint64_t link_waits;            /* pieces a full link made wait (send_piece) */
 	uint64_t groups_polled;         /* groups coll_poll looked at (busy ones: struct cjob) */
 	uint64_t chosen[A2A_STRATEGIES]; /* all-to-alls by algorithm (forced or chosen) */
+	uint64_t rooted[CTL_ROOTED_ALGS];       /* scatters and gathers by algorithm */
 	uint32_t last_kind;
 	const char *last_alg;
 };
@@ -233,6 +237,16 @@ static struct {
 	struct loop_timer gone_timer;   /* a job without ranks here may have to be ended */
 	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
 	uint8_t piece[WIRE_COLL_PIECE_MAX];     /* a piece of many parts, gathered (send_piece) */
+	uint64_t rooted[CTL_ROOTED_ALGS];       /* scatters and gathers by algorithm, all jobs */
+	/* The last torus scatter's paths (rooted_paths), valid for the
+	 * operation being planned. */
+	struct {
+		int valid;
+		uint32_t root, nodes;
+		enum scatter_algo algo;
+		uint32_t *first, *hop, *order;
+		struct sg_paths paths;
+	} torus;
 } coll;
 
 static const char *kind_name(uint32_t kind)
@@ -553,6 +567,21 @@ static void kind_mismatch(struct cop *op, uint32_t theirs, uint32_t ours)
 	cop_end(op, EINVAL, why);
 }
 
+/* A piece from node `from` named root `theirs` for op, whose ranks here
+ * named (or whose earlier pieces named) `ours`. */
+static void root_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_t ours)
+{
+	char why[CTL_ERRTEXT_MAX + 1];
+
+	if (from == UINT32_MAX)
+		snprintf(why, sizeof(why), "the ranks named different roots: %u on another node, %u on node %u", theirs,
+			 ours, coll.self);
+	else
+		snprintf(why, sizeof(why), "the ranks named different roots: %u on node %u, %u on node %u", theirs,
+			 from, ours, coll.self);
+	cop_end(op, EINVAL, why);
+}
+
 /* --- sending --- */
 
 /* The most parts of a piece: its header, and the executor's parts (a
@@ -574,6 +603,7 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	if (peer >= g->G)
 		return -EINVAL;
 	named.kind = op->kind;
+	named.root = ctl_coll_rooted(op->kind) ? op->root : 0;
 	wire_coll_piece_encode(head, &named);
 	v[0] = (struct iovec){ head, sizeof(head) };
 	if (niov < PIECE_IOV) {
@@ -694,8 +724,80 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	return ret;
 }
 
-/* This node's part of a scatter or gather (plan/sg_sched.h): direct, the
- * root's node sending to (receiving from) every other node. */
+/* The paths of a scatter or gather from the root's node R (plan/sg_sched.h)
+ * into coll.torus (valid 0: direct), and op->alg.  Automatic: the planned
+ * regions (plan/scatter.h, OPT) on a physical torus whose every node has
+ * ranks of the group (the group's node i is then node id i, and every hop
+ * a link), else direct (the root's node sends every node its message,
+ * routed like every frame).  opt and sdf need such a torus.  The last plan
+ * is kept: the same root and algorithm plan nothing again.  0 or -errno
+ * (why in op->why). */
+static int rooted_paths(struct cop *op, uint32_t R)
+{
+	struct cgrp *g = op->g;
+	const struct conf *c = coll.conf;
+	int torus = c && c->physical == CONF_TORUS && g->G > 1 && g->G == c->route.nnodes &&
+		    g->G <= SCATTER_MAX_NODES && g->nodes[g->G - 1] == g->G - 1;
+	uint32_t alg = op->strategy ? op->strategy - 1 : torus ? CTL_ROOTED_OPT : CTL_ROOTED_DIRECT;
+	enum scatter_algo sa = alg == CTL_ROOTED_SDF ? SCATTER_SDF : SCATTER_OPT;
+	struct scatter_plan sp;
+	uint32_t *hop, *order;
+	int ret;
+
+	coll.torus.valid = 0;
+	if (alg == CTL_ROOTED_DIRECT) {
+		op->alg = "direct";
+		g->cj->rooted[alg]++;
+		coll.rooted[alg]++;
+		return 0;
+	}
+	if (!torus) {
+		snprintf(op->why, sizeof(op->why), "%s needs a physical torus with ranks of the group on every node",
+			 alg == CTL_ROOTED_OPT ? "opt" : "sdf");
+		return -EINVAL;
+	}
+	op->alg = scatter_algo_name(sa);
+	g->cj->rooted[alg]++;
+	coll.rooted[alg]++;
+	if (coll.torus.first && coll.torus.root == R && coll.torus.algo == sa && coll.torus.nodes == g->G) {
+		coll.torus.valid = 1;
+		return 0;
+	}
+	if ((ret = scatter_plan(&c->route, R, sa, &sp)) < 0) {
+		snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", op->alg, strerror(-ret));
+		return ret;
+	}
+	hop = calloc((size_t)sp.first[sp.nodes] + 1, sizeof(*hop));
+	order = calloc((size_t)sp.first[sp.nodes] + 1, sizeof(*order));
+	if (!hop || !order) {
+		free(hop);
+		free(order);
+		scatter_plan_free(&sp);
+		snprintf(op->why, sizeof(op->why), "out of memory for the paths");
+		return -ENOMEM;
+	}
+	for (uint32_t k = 0; k < sp.first[sp.nodes]; k++) {
+		hop[k] = sp.hops[k].to;
+		order[k] = sp.hops[k].step;
+	}
+	free(coll.torus.first);
+	free(coll.torus.hop);
+	free(coll.torus.order);
+	coll.torus.first = sp.first;    /* (taken from the plan) */
+	sp.first = NULL;
+	coll.torus.hop = hop;
+	coll.torus.order = order;
+	coll.torus.paths = (struct sg_paths){ coll.torus.first, hop, order, sp.steps };
+	coll.torus.root = R;
+	coll.torus.algo = sa;
+	coll.torus.nodes = g->G;
+	coll.torus.valid = 1;
+	scatter_plan_free(&sp);
+	return 0;
+}
+
+/* This node's part of a scatter or gather (plan/sg_sched.h) along the
+ * paths rooted_paths chose. */
 static int plan_rooted(struct cop *op, struct sched_node *out)
 {
 	struct cgrp *g = op->g;
@@ -743,8 +845,9 @@ static int plan_rooted(struct cop *op, struct sched_node *out)
 			a.displ = op->displs;
 		}
 	}
-	op->alg = "direct";
-	ret = sg_sched_node(gather, &lay, g->G, g->me, &a, NULL, out);
+	ret = rooted_paths(op, sg_node_of(&lay, g->G, op->root, &s0));
+	if (!ret)
+		ret = sg_sched_node(gather, &lay, g->G, g->me, &a, coll.torus.valid ? &coll.torus.paths : NULL, out);
 	free(mine);
 	return ret;
 }
@@ -801,7 +904,7 @@ static void cop_start(struct cop *op)
 		ret = -EINVAL;
 	}
 	if (ret < 0) {
-		cop_end(op, -ret, "cannot plan the operation");
+		cop_end(op, -ret, op->why[0] ? op->why : "cannot plan the operation");
 		return;
 	}
 	if (op->plan->refs == 1) {
@@ -1152,6 +1255,8 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		cop_end(op, EINVAL, "the ranks posted different operations");
 	} else if (!op->kind && op->piece_kind && op->piece_kind != c->kind) {
 		kind_mismatch(op, op->piece_kind, c->kind);
+	} else if (!op->kind && op->piece_kind && ctl_coll_rooted(c->kind) && op->piece_root != c->root) {
+		root_mismatch(op, UINT32_MAX, op->piece_root, c->root);
 	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV) ||
 				op->strategy != c->strategy || op->root != c->root)) {
 		cop_end(op, EINVAL, op->root != c->root ? "the ranks named different roots"
@@ -1647,7 +1752,12 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 		kind_mismatch(op, h->kind, want);
 		return;
 	}
+	if (ctl_coll_rooted(h->kind) && want && h->root != (op->kind ? op->root : op->piece_root)) {
+		root_mismatch(op, from, h->root, op->kind ? op->root : op->piece_root);
+		return;
+	}
 	op->piece_kind = h->kind;
+	op->piece_root = h->root;
 	if (op->started) {
 		/* a piece that fails it leaves the executor failed: coll_poll
 		 * ends the operation and the job */
@@ -2003,6 +2113,10 @@ int coll_poll(void)
 
 void coll_write_stats(FILE *out, uid_t uid)
 {
+	if (!uid)       /* (every user's: the administrator's only) */
+		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu\n",
+			(unsigned long long)coll.rooted[0], (unsigned long long)coll.rooted[1],
+			(unsigned long long)coll.rooted[2]);
 	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
 		uint32_t pending = 0;
 
@@ -2022,6 +2136,8 @@ void coll_write_stats(FILE *out, uid_t uid)
 			cj->j->coll_alpha_ns ? " measured" : " default");
 		for (int k = 0; k < A2A_STRATEGIES; k++)
 			fprintf(out, " %s %llu", a2a_strategy_name((enum a2a_strategy)k), (unsigned long long)cj->chosen[k]);
+		fprintf(out, " rooted_direct %llu rooted_opt %llu rooted_sdf %llu", (unsigned long long)cj->rooted[0],
+			(unsigned long long)cj->rooted[1], (unsigned long long)cj->rooted[2]);
 		fputc('\n', out);
 	}
 }
@@ -2038,6 +2154,10 @@ int coll_init(const struct conf *c, uint32_t self)
 void coll_fini(void)
 {
 	cluster_set_coll_rx(NULL);
+	free(coll.torus.first);
+	free(coll.torus.hop);
+	free(coll.torus.order);
+	memset(&coll.torus, 0, sizeof(coll.torus));
 	while (coll.pre) {
 		struct pre *p = coll.pre;
 

@@ -20,6 +20,7 @@ struct rx_peer {
 	int stalled_urgent;             /* ... which was WIRE_FRAME_URGENT */
 	uint64_t items_recv;            /* items in frames taken from this peer */
 	uint64_t items_forwarded;       /* ... of which went on to another peer */
+	uint64_t coll_forwarded;        /* ... of those, collectives' pieces (WIRE_DST_COLL) */
 	uint64_t items_delivered;       /* ... of which were for this node */
 	uint64_t stalls;                /* times reading paused for backpressure */
 };
@@ -161,7 +162,7 @@ static void flush_touched(void)
 static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off,
 			int urgent)
 {
-	uint64_t delivered = 0, forwarded = 0, jkey = 0;
+	uint64_t delivered = 0, forwarded = 0, coll_forwarded = 0, jkey = 0;
 	uint32_t self = taker.self, jsize = 0;
 	const struct job_rank *jranks = NULL;
 	struct job *j = NULL;
@@ -225,6 +226,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 				forwarded += (w0 >> 48) - 1;
 			}
 			forwarded++;
+			coll_forwarded += (uint32_t)w2 == WIRE_DST_COLL;
 			if (urgent)
 				touch(agg_hops[node]);
 		} else {
@@ -234,6 +236,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 			if (agg_item(&it, payload, from->dim, job == 0 ? AGG_CONTROL : AGG_DATA) < 0)
 				break;
 			forwarded += wire_item_count(&it);
+			coll_forwarded += it.dst == WIRE_DST_COLL && job != 0;
 			if (urgent)
 				touch(agg_hops[node]);
 		}
@@ -241,6 +244,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 	}
 	r->items_delivered += delivered;
 	r->items_forwarded += forwarded;
+	r->coll_forwarded += coll_forwarded;
 	rx_items_local += delivered;
 	if (taker.ntouched)
 		flush_touched();
@@ -438,10 +442,11 @@ void rx_write_peer_stats(FILE *out, const struct peer *p)
 {
 	const struct rx_peer *r = &taker.peers[p->idx];
 
-	fprintf(out, " items_recv %llu items_per_frame_recv %.2f items_forwarded %llu items_delivered %llu stalls %llu",
+	fprintf(out, " items_recv %llu items_per_frame_recv %.2f items_forwarded %llu coll_forwarded %llu items_delivered %llu stalls %llu",
 		(unsigned long long)r->items_recv,
 		p->st.frames_recv ? (double)r->items_recv / (double)p->st.frames_recv : 0.0,
-		(unsigned long long)r->items_forwarded, (unsigned long long)r->items_delivered,
+		(unsigned long long)r->items_forwarded, (unsigned long long)r->coll_forwarded,
+		(unsigned long long)r->items_delivered,
 		(unsigned long long)r->stalls);
 }
 

@@ -6,6 +6,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* Message numbers on every hop of node d's path (sg_sched.h): its data d,
+ * the root's word nodes + d, a scatter's ready 2 nodes + d. */
+#define MSG_WORD(nodes, d)  ((nodes) + (d))
+#define MSG_READY(nodes, d) (2 * (nodes) + (d))
+
 uint32_t sg_node_of(const struct a2a_layout *lay, uint32_t nodes, uint32_t r, uint32_t *slot_p)
 {
 	for (uint32_t n = 0; n < nodes; n++)
@@ -71,6 +76,13 @@ static int forwards(int gather, const struct a2a_layout *lay, uint32_t nodes, ui
 
 			if (p[i] != n)
 				continue;
+			/* the root's word out, a scatter's ready back */
+			sched_step(out, SCHED_FORWARD, p[i + 1], MSG_WORD(nodes, d), 0);
+			sched_step_forward(out, before, MSG_WORD(nodes, d));
+			if (!gather) {
+				sched_step(out, SCHED_FORWARD, before, MSG_READY(nodes, d), 0);
+				sched_step_forward(out, p[i + 1], MSG_READY(nodes, d));
+			}
 			if (!gather) {
 				sched_step(out, SCHED_FORWARD, p[i + 1], d, ord[i + 1]);
 				sched_step_forward(out, before, d);
@@ -123,21 +135,27 @@ static int root_node(int gather, const struct a2a_layout *lay, uint32_t nodes, u
 
 	if (!a->count || !a->displ)
 		return -EINVAL;
-	/* The root's word to every other node (sg_sched.h). */
-	for (uint32_t d = 0; d < nodes; d++)
-		if (d != R && has_ranks(lay, d))
-			sched_step(out, SCHED_SEND, d, nodes + 1, 0);
-	/* A scatter's empty messages from the other nodes (sg_sched.h) come
-	 * first, one after the other: nothing leaves before every node named
-	 * this root. */
-	for (uint32_t d = 0; d < nodes && !gather; d++)
-		if (d != R && has_ranks(lay, d)) {
-			uint32_t k = sched_step(out, SCHED_RECV, d, nodes, 0);
+	/* The root's word to every other node, and a scatter's ready from
+	 * each (sg_sched.h), along the paths: the readies come first, one
+	 * after the other, nothing leaves before every node named this root. */
+	for (uint32_t d = 0; d < nodes; d++) {
+		const uint32_t *p, *ord;
+		uint32_t len;
+
+		if (d == R || !has_ranks(lay, d))
+			continue;
+		p = path_of(paths, &d, &len, &ord);
+		if (!path_ok(p, len, d, R, nodes))
+			return -EINVAL;
+		sched_step(out, SCHED_SEND, p[0], MSG_WORD(nodes, d), 0);
+		if (!gather) {
+			uint32_t k = sched_step(out, SCHED_RECV, p[0], MSG_READY(nodes, d), 0);
 
 			if (ready != UINT32_MAX)
 				sched_dep(out, ready);
 			ready = k;
 		}
+	}
 	for (uint32_t d = 0; d < nodes; d++) {
 		const uint32_t *p, *ord;
 		uint32_t len;
@@ -185,7 +203,7 @@ int sg_sched_node(int gather, const struct a2a_layout *lay, uint32_t nodes, uint
 	if (!path_ok(p, len, n, R, nodes))
 		return -EINVAL;
 	prev = len > 1 ? p[len - 2] : R;
-	sched_step(out, SCHED_RECV, R, nodes + 1, 0);
+	sched_step(out, SCHED_RECV, prev, MSG_WORD(nodes, n), 0);
 	if (!gather)
 		sched_step(out, SCHED_RECV, prev, n, 0);
 	else
@@ -193,7 +211,7 @@ int sg_sched_node(int gather, const struct a2a_layout *lay, uint32_t nodes, uint
 	for (uint32_t k = 0; k < lay->node_first[n + 1] - lay->node_first[n]; k++)
 		sched_ref(out, sched_seg(out, gather ? SCHED_BUF_SEND : SCHED_BUF_RECV, k, 0, a->mine[k], 0));
 	if (!gather)
-		sched_step(out, SCHED_SEND, R, nodes, 0);
+		sched_step(out, SCHED_SEND, prev, MSG_READY(nodes, n), 0);
 	return out->err;
 }
 

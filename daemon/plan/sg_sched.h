@@ -12,22 +12,24 @@
  * same paths backwards: each node's ranks' blocks, combined into one
  * message, travel to R, which receives them straight into the root's
  * receive buffer.  Message numbers: the destination (scatter) or source
- * (gather) node, on every hop; so a (sender, receiver, msg) is unique
- * while paths are paths (no node twice).
+ * (gather) node, on every hop (and below); so a (sender, receiver, msg)
+ * is unique while paths are paths (no node twice).
  *
  * Disagreement: every rank must name the same root, and a node that
- * names another must not wait for ever.  So R first sends every other node
- * with ranks an empty message (number nodes + 1), which each of them
- * expects from the root it names: a node that takes itself, or a node
- * that is not, for the root receives one it does not expect, or waits for
- * one the root it names never sends while R's arrives unexpected
- * somewhere.  Where no node takes itself for the root, nothing would be
- * sent at all in a scatter, so there every other node also sends R an
- * empty message (number nodes), which R expects from exactly the nodes
- * with ranks before it sends or copies anything (a gather's data does
- * that job).  A message a node does not expect fails the operation there
- * and, through the engine, everywhere it is still under way; a scatter
- * whose ranks name different roots has delivered nothing anywhere.
+ * names another must not wait for ever.  Every piece names the root its
+ * sender's ranks named, and a node whose ranks named another fails the
+ * operation on seeing it (daemon/coll/coll.c), wherever the piece is on
+ * its way.  So that pieces go both ways whatever the ranks named, R sends
+ * every other node with ranks an empty message (its word: number nodes +
+ * d, along d's path), which each expects from the root it names, and in a
+ * scatter every other node sends R an empty message back along its path
+ * (its ready: number 2 nodes + d), all of which R waits for before it
+ * sends or copies anything; a gather's data goes to R anyway.  A node that
+ * takes itself for the root sends words that others do not expect or name
+ * another root; where no node does, the readies reach a node that names
+ * another root.  Either way the operation fails (and, through the engine,
+ * everywhere), and a scatter has delivered nothing anywhere.  Every
+ * message goes along the paths, so on a torus every hop is a link.
  * Sizes: each part travels with its length, and a part that does not fit
  * its segment (a rank that expects another count than the root sends it)
  * fails the operation where it arrives (and, through the engine, where it

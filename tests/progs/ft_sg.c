@@ -1,7 +1,7 @@
 /* tests/progs/ft_sg.c - scatter, scatterv, gather and gatherv run by the
  * daemons, every byte checked against what the test computes itself.
  *
- *   ft_sg --job J --rank R --size P [--blocks B[,B...]] [--mismatch root|count|kind]
+ *   ft_sg --job J --rank R --size P [--blocks B[,B...]] [--strategy S] [--mismatch ...]
  *
  * For roots 0, P-1 and P/2, and each block size B (default 0,1,100,4096):
  * scatter and gather of ordinary buffers (staged), of ferry_alloc memory
@@ -10,7 +10,10 @@
  * (zeros among them) and displacements in reverse rank order with gaps,
  * which must stay as they were in the root's receive buffer.  Then the
  * same on the groups of a split (rank % 2) and on a group of one rank.
- * Buffers a rank does not use are NULL.
+ * Buffers a rank does not use are NULL.  --strategy forces scatter's and
+ * gather's algorithm (direct, opt, sdf) on the job's handle (the groups
+ * choose for themselves); --job-only runs the job's battery alone (no
+ * split, no barrier: no other collective).
  *
  * --mismatch: rank M (--mismatch-rank, default 1) names itself the root
  * in a scatter (root) or a gather (groot), or rank 2 (root2: the others
@@ -273,12 +276,13 @@ int main(int argc, char **argv)
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "size", required_argument, NULL, 'p' }, { "blocks", required_argument, NULL, 'b' },
 		{ "mismatch", required_argument, NULL, 'X' }, { "mismatch-rank", required_argument, NULL, 'M' },
+		{ "strategy", required_argument, NULL, 'S' }, { "job-only", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
 	long blocks[16] = { 0, 1, 100, 4096 };
-	int nb = 4, opt, ret;
-	const char *mis = NULL;
+	int nb = 4, opt, ret, job_only = 0;
+	const char *mis = NULL, *strategy = NULL;
 	uint32_t seq = 1;
 	ferry_t *f, *sub = NULL, *one = NULL;
 
@@ -288,6 +292,8 @@ int main(int argc, char **argv)
 		case 'r': fo.rank = (int)arg_long("--rank", optarg); break;
 		case 'p': fo.size = (int)arg_long("--size", optarg); break;
 		case 'X': mis = optarg; break;
+		case 'S': strategy = optarg; break;
+		case 'J': job_only = 1; break;
 		case 'M': mis_rank = (uint32_t)arg_long("--mismatch-rank", optarg); break;
 		case 'b': {
 			char *s = optarg, *t;
@@ -307,12 +313,21 @@ int main(int argc, char **argv)
 	}
 	if (mis)
 		return mismatch(f, mis);
+	if (strategy && ((ret = ferry_coll_strategy(f, "scatter", strategy)) < 0 ||
+			 (ret = ferry_coll_strategy(f, "gatherv", strategy)) < 0))
+		FAIL("ferry_coll_strategy(%s): %s: %s", strategy, ferry_strerror(ret), ferry_last_error());
 	/* misuse, refused before anything is posted */
 	if ((ret = ferry_scatter(f, NULL, NULL, 8, P)) != -EINVAL)
 		FAIL("a root out of range: %d, not -EINVAL", ret);
 	if (P > 1 && (ret = ferry_gather(f, FERRY_IN_PLACE, NULL, 8, me == 0 ? 1 : 0)) != -EINVAL)
 		FAIL("FERRY_IN_PLACE at a rank that is not the root: %d, not -EINVAL", ret);
 	battery(f, blocks, nb, &seq);
+	if (job_only) {
+		printf("rank %u ok: %ld operations\n", me, ops);
+		fflush(stdout);
+		ok("ferry_close", ferry_close(f));
+		return 0;
+	}
 	ok("ferry_split", ferry_split(f, (int)(me % 2), (int)(P - me), &sub));
 	battery(sub, blocks, nb < 3 ? nb : 3, &seq);
 	ok("ferry_split (one rank each)", ferry_split(f, (int)me, 0, &one));

@@ -825,15 +825,16 @@ TEST(hostile_pieces_fail_the_operation_only)
 	CHECK_EQ(wire_coll_piece_decode(raw, sizeof(h), &d), -EPROTO);
 	CHECK_EQ(decoded(piece(0, 3, 4, 8)), -EPROTO);
 	CHECK_EQ(decoded(piece(0, 3, 0, 4)), -EPROTO);
-	/* the kind: a message's names one, a BREAK's none; reserved is 0 */
+	/* the kind: a message's names one, a BREAK's none; the root is the
+	 * engine's to check (any value decodes) */
 	h = piece(0, 3, 0, 8);
 	h.kind = 0;
 	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = WIRE_COLL_KIND_MAX + 1;
 	CHECK_EQ(decoded(h), -EPROTO);
 	h = piece(0, 3, 0, 8);
-	h.reserved = 1;
-	CHECK_EQ(decoded(h), -EPROTO);
+	h.root = UINT32_MAX;
+	CHECK_EQ(decoded(h), 8);
 	h = piece(0, WIRE_COLL_MSG_BREAK, 0, 8);
 	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = 0;
