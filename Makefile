@@ -256,11 +256,12 @@ $(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
-# The collective executor, fed pieces by a hostile peer.
+# The collective executor, fed pieces by hostile peers over every planner's
+# schedules; coverage of the executor and the harness guides it (fuzz_coll.cov).
 FUZZ_COLL_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/coll/exec.c
-$(BUILD)/fuzz/fuzz_coll: tests/fuzz/fuzz_coll.c $(FUZZ_COLL_SRC) $(ALL_HDR)
+$(BUILD)/fuzz/fuzz_coll: tests/fuzz/fuzz_coll.c tests/fuzz/fuzz_coll.cov $(FUZZ_COLL_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_COLL_SRC)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize-coverage-allowlist=tests/fuzz/fuzz_coll.cov -o $@ $< $(FUZZ_COLL_SRC)
 
 # libferry's reading of direct rings, compiled in whole (it is static there).
 $(BUILD)/fuzz/fuzz_direct: tests/fuzz/fuzz_direct.c client/recv.c proto/ring.c $(ALL_HDR)
