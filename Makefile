@@ -249,18 +249,20 @@ $(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c $(FUZZ_FWD_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_FWD_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
-# The control-socket sessions over real sockets, with the local layer under them.
+# The control-socket sessions over real sockets, with the local layer and the
+# collective engine under them (its way to other nodes stubbed in the harness).
 FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c daemon/core/closer.c \
-                    $(wildcard daemon/local/*.c)
+                    $(wildcard daemon/local/*.c) $(wildcard daemon/coll/*.c)
 $(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
-# The collective executor, fed pieces by a hostile peer.
+# The collective executor, fed pieces by hostile peers over every planner's
+# schedules; coverage of the executor and the harness guides it (fuzz_coll.cov).
 FUZZ_COLL_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/coll/exec.c
-$(BUILD)/fuzz/fuzz_coll: tests/fuzz/fuzz_coll.c $(FUZZ_COLL_SRC) $(ALL_HDR)
+$(BUILD)/fuzz/fuzz_coll: tests/fuzz/fuzz_coll.c tests/fuzz/fuzz_coll.cov $(FUZZ_COLL_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_COLL_SRC)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize-coverage-allowlist=tests/fuzz/fuzz_coll.cov -o $@ $< $(FUZZ_COLL_SRC)
 
 # libferry's reading of direct rings, compiled in whole (it is static there).
 $(BUILD)/fuzz/fuzz_direct: tests/fuzz/fuzz_direct.c client/recv.c proto/ring.c $(ALL_HDR)

@@ -31,7 +31,8 @@ typedef float f32a __attribute__((aligned(1), may_alias));
 typedef double f64a __attribute__((aligned(1), may_alias));
 
 /* One kernel: d[i] = EXPR(d[i], s[i]).  U is the unsigned type arithmetic
- * wraps in. */
+ * wraps in; a product starts from 1u, since two uint16_t operands are
+ * promoted to int, whose product overflows (0xffff * 0xffff). */
 #define KERNEL(name, T, EXPR)                                                    \
 	static void name(void *dv, const void *sv, size_t n)                     \
 	{                                                                        \
@@ -45,7 +46,7 @@ typedef double f64a __attribute__((aligned(1), may_alias));
 
 #define INT_KERNELS(sfx, T, U)                                                   \
 	KERNEL(sum_##sfx, T, (T)((U)a + (U)b))                                   \
-	KERNEL(prod_##sfx, T, (T)((U)a * (U)b))                                  \
+	KERNEL(prod_##sfx, T, (T)((U)(1u * (U)a * (U)b)))                        \
 	KERNEL(min_##sfx, T, b < a ? b : a)                                      \
 	KERNEL(max_##sfx, T, b > a ? b : a)                                      \
 	KERNEL(band_##sfx, T, (T)(a & b))                                        \

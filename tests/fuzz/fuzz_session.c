@@ -10,11 +10,23 @@
  * than a socket holds, or be refused), read what it was sent (closing the
  * fds that came with it), or close; turn the daemon's loop once; let the
  * timeouts pass; tell the sessions a job is ready or that its home refused
- * a rank.  Besides what the sanitizers catch, it aborts when a limit is
+ * a rank.  Op bytes from 240 on (the ops above are their value % 12
+ * below that) speak the collectives (daemon/coll/coll.c runs under the
+ * sessions, its way to other nodes stubbed): MEM with a memfd the harness
+ * makes (sealed or not, shorter than it says, or no fd at all) filled
+ * with small numbers (counts and displacements), COLL of any kind with
+ * buffers in those regions, GROUP_FREE, LAYOUT, MEM_FREE, a collective
+ * piece from another node (coll_rx), the job's layout (ranks not here
+ * on node 1), node 1 lost (every job fails, as the home would say).  Once
+ * every client has gone, the jobs fail as their ranks left (the cluster
+ * layer's FAIL, which its stubs here never send).  Besides what the sanitizers catch, it aborts when a limit is
  * exceeded, when a session holds more than one reply, or when anything (a
  * session, an endpoint, a job, its direct rings, a user's count, a reply)
- * is left once every client has gone.
+ * is left once every client has gone.  FUZZ_SESSION_STATS=1 says at exit
+ * how many collective posts, pieces and failures the inputs made.
  */
+#include "../../daemon/cluster/cluster.h"
+#include "../../daemon/coll/coll.h"
 #include "../../daemon/core/conf.h"
 #include "../../daemon/core/log.h"
 #include "../../daemon/core/loop.h"
@@ -23,12 +35,16 @@
 #include "../../daemon/local/job.h"
 #include "../../daemon/local/session.h"
 #include "../../daemon/local/user.h"
+#include "../../daemon/fwd/ctlq.h"
+#include "../../proto/coll.h"
 #include "../../proto/ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -41,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct conf conf;
 static char sock_path[PATH_MAX];
 static int clients[MAX_CLIENTS];
+static uint32_t coll_seq[MAX_CLIENTS];         /* the operations each client posted */
 static int rounds_left;
 
 static const uint8_t *in;
@@ -78,7 +95,61 @@ static void rank_left(struct ep *ep)
 	(void)ep;
 }
 
-static const struct sess_events events = { .rank_joined = rank_joined, .rank_left = rank_left };
+static const struct sess_events events = { .rank_joined = rank_joined, .rank_left = rank_left,
+					    .coll_post = coll_post, .coll_group_free = coll_group_free };
+
+/* ---- the cluster layer, as the collective engine sees it ---- */
+
+static cluster_coll_rx_fn *coll_rx;
+static struct {
+	uint64_t posts, mems, pieces_in, pieces_out, job_fails;
+} stats;
+
+void cluster_set_coll_rx(cluster_coll_rx_fn *fn)
+{
+	coll_rx = fn;
+}
+
+/* What the job's home answers, at once: the job failed (cluster.h). */
+static void job_failed(struct job *j, int err, uint32_t coll_ok, const char *why)
+{
+	if (j->failed)
+		return;
+	j->failed = err;
+	j->coll_ok = coll_ok;
+	j->coll_groups_fail = err == EPIPE ? 0 : err;
+	snprintf(j->fail_text, sizeof(j->fail_text), "%s", why);
+}
+
+void cluster_job_fail(struct job *j, int err, uint32_t coll_ok, const char *why)
+{
+	stats.job_fails++;
+	job_failed(j, err, coll_ok, why);
+}
+
+void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
+{
+	(void)node;
+	(void)type;
+	(void)payload;
+	(void)len;
+}
+
+int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const struct iovec *iov, int niov, uint32_t len)
+{
+	(void)node;
+	(void)job;
+	(void)gen;
+	(void)iov;
+	(void)niov;
+	(void)len;
+	stats.pieces_out++;
+	return 0;
+}
+
+void ctlq_flush_sent(void)
+{
+}
 
 /* The loop's poll hook: ends the loop on its second call, so that
  * loop_run handles one batch of events. */
@@ -86,7 +157,7 @@ static int poll_once(void)
 {
 	if (rounds_left-- <= 0)
 		loop_stop();
-	return sess_poll() | 1;
+	return sess_poll() | coll_poll() | 1;
 }
 
 static void turn(void)
@@ -117,7 +188,13 @@ static char dir[] = "/tmp/fuzz_session.XXXXXX";
 /* At exit: the socket and its directory go. */
 static void teardown(void)
 {
+	if (getenv("FUZZ_SESSION_STATS"))
+		fprintf(stderr, "fuzz_session: %llu collective posts, %llu regions, %llu pieces in, %llu out, "
+			"%llu job failures asked for\n", (unsigned long long)stats.posts,
+			(unsigned long long)stats.mems, (unsigned long long)stats.pieces_in,
+			(unsigned long long)stats.pieces_out, (unsigned long long)stats.job_fails);
 	sess_fini();
+	coll_fini();
 	ep_fini();
 	loop_fini();
 	conf_free(&conf);
@@ -145,7 +222,7 @@ static int setup(void)
 	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, SESS_SOCKET_NAME);
 	/* A long spin: the loop never blocks in epoll_wait. */
 	if (loop_init(1000000, &hooks) < 0 || ep_init(&conf, 0) < 0 ||
-	    sess_init(&conf, 0, -1, query, &events) < 0)
+	    sess_init(&conf, 0, -1, query, &events) < 0 || coll_init(&conf, 0) < 0)
 		return -1;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		clients[i] = -1;
@@ -205,11 +282,175 @@ static void client_read(int c)
 	}
 }
 
+/* MEM: region id of bytes, with a memfd of u64s (seed + 3i) % 9 (counts
+ * and displacements a collective may take); how 0 sealed, 1 unsealed, 2
+ * shorter than it says, 3 no fd at all. */
+static void client_mem(int c, uint32_t id, uint64_t bytes, uint8_t seed, int how)
+{
+	uint8_t buf[64];
+	ssize_t n = ctl_encode_mem(buf, sizeof(buf), CTL_MEM, id, bytes);
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = buf, .iov_len = (size_t)n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (clients[c] < 0 || n < 0)
+		return;
+	if (how != 3) {
+		uint64_t len = how == 2 ? bytes / 2 : bytes;
+		uint64_t *p;
+
+		fd = memfd_create("fuzz_session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, (off_t)len) < 0)
+			goto out;
+		p = len ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+		if (p == MAP_FAILED)
+			goto out;
+		for (uint64_t i = 0; i < len / 8; i++)
+			p[i] = (seed + 3 * i) % 9;
+		if (p)
+			munmap(p, len);
+		if (how != 1)
+			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(clients[c], &mh, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+		stats.mems++;
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A buffer in region 0-2 (0: none) from three input bytes. */
+static struct ctl_buf some_buf(uint64_t unit)
+{
+	uint8_t mem = next() % 3, off, len;
+
+	off = next();
+	len = next();
+	if (!mem)
+		return (struct ctl_buf){ 0 };
+	return (struct ctl_buf){ .mem = mem, .off = 8ull * (off % 32), .len = len & 0x80 ? len % 64 : unit * (len % 5) };
+}
+
+/* The collectives' ops (op bytes 240-255). */
+static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
+{
+	struct job *j = job_first();
+
+	switch (op % 8) {
+	case 0: {
+		uint8_t id = next(), sz = next();
+
+		uint8_t seed = next();
+
+		client_mem(c, 1 + id % 3, 64ull * (1 + sz % 64), seed, (id >> 2) % 4 == 3 ? (id >> 4) % 4 : 0);
+		break;
+	}
+	case 1: {
+		uint8_t k = next(), f = next();
+		struct ctl_coll_wire w = { .kind = 1 + k % CTL_COLL_KIND_MAX, .flags = (f >> 5) & 1,
+					   .strategy = f & 0x10 ? 1 + f % 4 : 0 };
+
+		w.seq = f & 0x80 ? next() : ++coll_seq[c];
+		if (f & 0x40) {
+			/* a group a split of the job's operation s makes, led
+			 * by rank l (coll_group_id) */
+			uint8_t sq = next() % 4 + 1, l = next() % 4;
+
+			w.group = coll_group_id(0, sq, l);
+		}
+		w.count = next() % 17;
+		w.root = ctl_coll_rooted(w.kind) ? next() % 4 : 0;
+		if (w.kind == CTL_COLL_SPLIT)
+			w.count = 8;
+		if (w.kind == CTL_COLL_BARRIER || w.kind >= CTL_COLL_SCATTER)
+			w.strategy = 0;
+		if (w.kind == CTL_COLL_ALLTOALLV)
+			w.count = 0;
+		w.send = some_buf(w.count ? w.count : 8);
+		w.recv = some_buf(w.count ? w.count : 8);
+		if (w.kind == CTL_COLL_ALLTOALLV || w.kind == CTL_COLL_SCATTERV || w.kind == CTL_COLL_GATHERV) {
+			w.vec = some_buf(w.kind == CTL_COLL_ALLTOALLV ? 32 : 16);
+			if (w.kind == CTL_COLL_ALLTOALLV && !w.vec.mem)
+				w.vec = (struct ctl_buf){ .mem = 1, .len = 32 };
+			w.vec.len -= w.vec.len % (w.kind == CTL_COLL_ALLTOALLV ? 32 : 16);
+		}
+		*n_p = ctl_encode_coll(buf, cap, &w);
+		if (*n_p > 0)
+			stats.posts++;
+		break;
+	}
+	case 2: {
+		uint8_t sq = next() % 4 + 1, l = next();
+
+		*n_p = ctl_encode_group_free(buf, cap, l & 0x80 ? l : coll_group_id(0, sq, l % 4));
+		break;
+	}
+	case 3: {
+		struct ctl_buf b = some_buf(4);
+
+		*n_p = ctl_encode_layout(buf, cap, &b);
+		break;
+	}
+	case 4:
+		*n_p = ctl_encode_mem(buf, cap, CTL_MEM_FREE, 1 + next() % 3, 0);
+		break;
+	case 5: {                       /* a piece from node 1 or 2 */
+		uint8_t p[sizeof(struct wire_coll_piece) + 64], f = next(), len = next() % 64;
+		struct wire_coll_piece h = { .job = j ? j->id : 0, .gen = j ? j->gen : 0, .from = 1 + (f & 1) };
+
+		/* (one field after the other: the input's order) */
+		h.op = next() % 4;
+		h.msg = f & 0x80 ? WIRE_COLL_MSG_BREAK : next() % 4;
+		h.group = f & 0x40 ? next() : 0;
+		h.offset = f & 0x20 ? next() : 0;
+		h.kind = h.msg == WIRE_COLL_MSG_BREAK ? 0 : 1 + next() % 8;
+		h.total = f & 0x10 ? h.offset + len + next() : h.offset + len;
+		for (uint8_t i = 0; i < len; i++)
+			p[sizeof(h) + i] = next();
+		wire_coll_piece_encode(p, &h);
+		if (coll_rx) {
+			stats.pieces_in++;
+			coll_rx(h.from, p, (uint32_t)(sizeof(h) + len));
+		}
+		break;
+	}
+	case 6: {                       /* the job's layout, as at GO: ranks not here on node 1 */
+		uint8_t bits = next();
+
+		if (j && !j->layout && (j->layout = malloc(4ull * j->size)))
+			for (uint32_t r = 0; r < j->size; r++)
+				j->layout[r] = j->ranks[r].ep || !(bits >> (r % 8) & 1) ? 0 : 1;
+		if (j && !j->id) {
+			j->id = 1 + next() % 16;
+			j->gen = 1;
+		}
+		break;
+	}
+	default:                        /* node 1 is lost: every job fails */
+		for (struct job *f = j; f; f = f->next)
+			job_failed(f, EHOSTDOWN, 0, "node 1 lost (fuzz_session)");
+		break;
+	}
+}
+
 static void client_close(int c)
 {
 	if (clients[c] >= 0)
 		close(clients[c]);
 	clients[c] = -1;
+	coll_seq[c] = 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -228,6 +469,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t buf[256];
 		ssize_t n = 0;
 
+		if (op >= 240) {
+			coll_op(op, c, buf, sizeof(buf), &n);
+			if (n > 0)
+				client_send(c, buf, (size_t)n);
+			check_limits();
+			continue;
+		}
 		switch (op % 12) {
 		case 0:
 			client_connect();
@@ -281,8 +529,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 10:
 			if (job_first()) {
-				job_first()->ready = 1;
-				sess_job_ready(job_first());
+				struct job *j = job_first();
+
+				/* (a job ready has its layout: every rank here,
+				 * unless op 246 said otherwise) */
+				if (!j->layout && (j->layout = malloc(4ull * j->size)))
+					memset(j->layout, 0, 4ull * j->size);
+				j->ready = 1;
+				sess_job_ready(j);
 			}
 			break;
 		case 11:
@@ -295,9 +549,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			client_send(c, buf, (size_t)n);
 		check_limits();
 	}
-	/* Every client goes; then nothing may be left. */
+	/* Every client goes; then nothing may be left.  (Its ranks here gone,
+	 * a job with ranks elsewhere fails: the cluster layer's FAIL, which
+	 * the stubs above do not send, ends the operations that wait for
+	 * other nodes.) */
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		client_close(i);
+	for (struct job *j = job_first(); j; j = j->next)
+		job_failed(j, EPIPE, 0, "its ranks left (fuzz_session)");
 	/* Connections still in the backlog are accepted, then see the end;
 	 * closed sessions are reaped a turn later. */
 	for (int i = 0; i < 20; i++) {

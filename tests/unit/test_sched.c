@@ -693,6 +693,15 @@ TEST(reduce_kernels_match_a_reference)
 	CHECK_EQ(x[0], INT32_MIN);
 	CHECK_EQ(reduce_apply(COLL_INT32, COLL_MIN, x + 1, y + 1, 1), 0);
 	CHECK_EQ(x[1], -5);
+	/* 16-bit products beyond int (promoted operands: fuzz_coll's
+	 * regressions/reduce-prod-u16-overflow) */
+	uint16_t p16[2] = { 0xffff, 42141 }, q16[2] = { 0xffff, 56330 };
+	int16_t s16[1] = { INT16_MIN }, t16[1] = { INT16_MIN };
+	CHECK_EQ(reduce_apply(COLL_UINT16, COLL_PROD, p16, q16, 2), 0);
+	CHECK_EQ(p16[0], 1);
+	CHECK_EQ(p16[1], (uint16_t)(42141u * 56330u));
+	CHECK_EQ(reduce_apply(COLL_INT16, COLL_PROD, s16, t16, 1), 0);
+	CHECK_EQ(s16[0], 0);
 	/* dst may be src */
 	uint16_t z[3] = { 3, 4, 5 };
 	CHECK_EQ(reduce_apply(COLL_UINT16, COLL_PROD, z, z, 3), 0);
