@@ -84,15 +84,33 @@ static int query(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 	return 0;
 }
 
+/* The jobs the input made, held until its end (when every other node is
+ * lost: what waits for them then fails; a job's ranks here may have left
+ * long before, its collectives still holding it). */
+#define SEEN_JOBS 64
+static struct job *seen[SEEN_JOBS];
+static int nseen;
+
 static void rank_joined(struct job *j, uint32_t rank)
 {
-	(void)j;
 	(void)rank;
+	for (int i = 0; i < nseen; i++)
+		if (seen[i] == j)
+			return;
+	if (nseen < SEEN_JOBS) {
+		job_hold(j);
+		seen[nseen++] = j;
+	}
 }
 
+static void job_failed(struct job *j, int err, uint32_t coll_ok, const char *why);
+
+/* A rank left: its node's LEAVE makes the home fail the job after the
+ * operations that node started (cluster.c), as here at once. */
 static void rank_left(struct ep *ep)
 {
-	(void)ep;
+	if (ep->job)
+		job_failed(ep->job, EPIPE, ep->job->coll_started, "a rank left (fuzz_session)");
 }
 
 static const struct sess_events events = { .rank_joined = rank_joined, .rank_left = rank_left,
@@ -113,8 +131,13 @@ void cluster_set_coll_rx(cluster_coll_rx_fn *fn)
 /* What the job's home answers, at once: the job failed (cluster.h). */
 static void job_failed(struct job *j, int err, uint32_t coll_ok, const char *why)
 {
-	if (j->failed)
+	if (j->failed) {
+		/* as cluster.c's fail_local: a later failure may only lower
+		 * what may still complete */
+		if (coll_ok < j->coll_ok)
+			j->coll_ok = coll_ok;
 		return;
+	}
 	j->failed = err;
 	j->coll_ok = coll_ok;
 	j->coll_groups_fail = err == EPIPE ? 0 : err;
@@ -552,11 +575,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Every client goes; then nothing may be left.  (Its ranks here gone,
 	 * a job with ranks elsewhere fails: the cluster layer's FAIL, which
 	 * the stubs above do not send, ends the operations that wait for
-	 * other nodes.) */
+	 * other nodes; at the end every other node is lost, so that nothing
+	 * waits for ferryd's grace timer, seconds later.) */
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		client_close(i);
-	for (struct job *j = job_first(); j; j = j->next)
-		job_failed(j, EPIPE, 0, "its ranks left (fuzz_session)");
+	for (int i = 0; i < nseen; i++) {
+		job_failed(seen[i], EHOSTDOWN, 0, "every other node lost (fuzz_session)");
+		job_put(seen[i]);
+	}
+	nseen = 0;
 	/* Connections still in the backlog are accepted, then see the end;
 	 * closed sessions are reaped a turn later. */
 	for (int i = 0; i < 20; i++) {
