@@ -113,23 +113,19 @@ static int local_copies(int gather, const struct a2a_layout *lay, uint32_t R, ui
 	return 0;
 }
 
-/* The root's node: a message to (scatter) or from (gather) every other node
- * with ranks, its parts the root's blocks for that node's ranks; a
- * scatter's sends and copies wait for every other node's empty message. */
-static int root_node(int gather, const struct a2a_layout *lay, uint32_t nodes, uint32_t R, uint32_t s0,
-		     const struct sg_args *a, const struct sg_paths *paths, struct sched_node *out)
+/* The root's side of the disagreement rules (sg_sched.h): its word to
+ * every other node with ranks, and a scatter's empty messages from them,
+ * one after the other, so that nothing leaves before every node named this
+ * root.  Returns the last of those RECVs' step (what the data waits for),
+ * or UINT32_MAX (a gather, or no other node). */
+static uint32_t root_agree(int gather, const struct a2a_layout *lay, uint32_t nodes, uint32_t R,
+			   struct sched_node *out)
 {
-	uint32_t ready = UINT32_MAX;    /* the last ready message's step */
+	uint32_t ready = UINT32_MAX;
 
-	if (!a->count || !a->displ)
-		return -EINVAL;
-	/* The root's word to every other node (sg_sched.h). */
 	for (uint32_t d = 0; d < nodes; d++)
 		if (d != R && has_ranks(lay, d))
 			sched_step(out, SCHED_SEND, d, nodes + 1, 0);
-	/* A scatter's empty messages from the other nodes (sg_sched.h) come
-	 * first, one after the other: nothing leaves before every node named
-	 * this root. */
 	for (uint32_t d = 0; d < nodes && !gather; d++)
 		if (d != R && has_ranks(lay, d)) {
 			uint32_t k = sched_step(out, SCHED_RECV, d, nodes, 0);
@@ -138,6 +134,20 @@ static int root_node(int gather, const struct a2a_layout *lay, uint32_t nodes, u
 				sched_dep(out, ready);
 			ready = k;
 		}
+	return ready;
+}
+
+/* The root's node: a message to (scatter) or from (gather) every other node
+ * with ranks, its parts the root's blocks for that node's ranks; a
+ * scatter's sends and copies wait for every other node's empty message. */
+static int root_node(int gather, const struct a2a_layout *lay, uint32_t nodes, uint32_t R, uint32_t s0,
+		     const struct sg_args *a, const struct sg_paths *paths, struct sched_node *out)
+{
+	uint32_t ready;
+
+	if (!a->count || !a->displ)
+		return -EINVAL;
+	ready = root_agree(gather, lay, nodes, R, out);
 	for (uint32_t d = 0; d < nodes; d++) {
 		const uint32_t *p, *ord;
 		uint32_t len;
@@ -216,3 +226,4 @@ int sg_sched(int gather, const struct a2a_layout *lay, uint32_t nodes, const str
 	free(m);
 	return ret < 0 ? ret : sched_err(s);
 }
+
