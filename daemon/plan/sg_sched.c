@@ -601,3 +601,75 @@ int sg_sched_alg(enum sg_alg alg, int gather, const struct a2a_layout *lay, uint
 	return ret < 0 ? ret : sched_err(s);
 }
 
+/* ---- the cost model (sg_sched.h) ---- */
+
+double sg_predict_us(enum sg_alg alg, int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes,
+		     double alpha_us, double beta_ns_per_byte)
+{
+	double P = nodes, B = (double)ppn * (double)block_bytes * beta_ns_per_byte / 1000.0;
+	double agree = gather ? 0 : (P - 1) * alpha_us;
+	uint32_t r, c, L = 0, K = 0;
+
+	if (nodes <= 1)
+		return 0;
+	switch (alg) {
+	case SG_DIRECT:
+		return agree + (P - 1) * (alpha_us + B);
+	case SG_ORTH: {
+		double h, hello;
+
+		sg_grid(nodes, &r, &c);
+		h = (double)r * c - P;
+		/* the worst root's other rows: r - 1, each of c >= 2 nodes */
+		hello = gather && c >= 2 ? r - 1.0 : 0;
+		return agree + (r + c - 2.0 + hello) * alpha_us + (P - 1 + h) * B;
+	}
+	case SG_TREE:
+		for (uint32_t n = nodes; n > 1; n = n - n / 2) {
+			L++;
+			K += n / 2 > 1;         /* a child with a subtree to combine */
+		}
+		return agree + (L + (gather ? K : 0)) * alpha_us + (P - 1) * B;
+	default:
+		return 0;
+	}
+}
+
+uint64_t sg_relay_bytes(enum sg_alg alg, uint32_t nodes, uint32_t ppn, uint64_t block_bytes)
+{
+	uint32_t r, c;
+	uint64_t m = (uint64_t)ppn * block_bytes;
+
+	if (nodes <= 1)
+		return 0;
+	switch (alg) {
+	case SG_ORTH:
+		sg_grid(nodes, &r, &c);
+		return r > 1 && c > 1 ? c * m : 0;     /* a leader's row */
+	case SG_TREE:
+		return nodes / 2 > 1 ? nodes / 2 * m : 0;      /* the first child's half */
+	default:
+		return 0;
+	}
+}
+
+enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, double alpha_us,
+		      double beta_ns_per_byte, uint64_t mem_max)
+{
+	enum sg_alg best = SG_DIRECT;
+	double best_us = sg_predict_us(SG_DIRECT, gather, nodes, ppn, block_bytes, alpha_us, beta_ns_per_byte);
+
+	for (int alg = SG_ORTH; alg < SG_ALGS; alg++) {
+		uint64_t relay = sg_relay_bytes(alg, nodes, ppn, block_bytes);
+		double t;
+
+		if (mem_max && relay > mem_max / 2)
+			continue;
+		t = sg_predict_us(alg, gather, nodes, ppn, block_bytes, alpha_us, beta_ns_per_byte);
+		if (t < best_us) {
+			best = alg;
+			best_us = t;
+		}
+	}
+	return best;
+}

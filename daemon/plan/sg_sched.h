@@ -173,4 +173,56 @@ int sg_sched_alg_node(enum sg_alg alg, int gather, const struct a2a_layout *lay,
 int sg_sched_alg(enum sg_alg alg, int gather, const struct a2a_layout *lay, uint32_t nodes,
 		 const struct sg_args *a, const uint64_t *mine, struct sched *s);
 
+/* ---- the cost model ----
+ *
+ * The alpha-beta model with one port per node: a node sends one message at
+ * a time and receives one at a time (both at once), a message of x bytes
+ * holds its sender's port for alpha + x beta, a node passes blocks on only
+ * once their message has arrived whole.  P = nodes, m = ppn x block_bytes
+ * (a node's blocks), B = m beta; for SG_ORTH r x c = sg_grid(P) and
+ * h = r c - P its holes; L = ceil(log2 P).  Every algorithm must move the
+ * P - 1 other nodes' blocks through R's port, (P - 1) B; they differ in
+ * R's message count and in what relays add:
+ *
+ *   direct   (P - 1) (alpha + B)
+ *   orth     (r + c - 2) alpha + (P - 1 + h) B
+ *            R sends r - 1 leader messages of c m, then its row's c - 1;
+ *            a leader that got its message last forwards c - 1 while R
+ *            sends its row.  Worst root: in the short last row, where R's
+ *            row is short but every leader it serves has c - 1 to send:
+ *            (r - 1)(alpha + c B) + (c - 1)(alpha + B) (h B more).
+ *   tree     L alpha + (P - 1) B
+ *            T(n) = alpha + floor(n/2) B + T(ceil(n/2)), T(1) = 0: R's own
+ *            chain of halves is the longest, the half sent away having
+ *            floor(n/2) <= ceil(n/2) nodes to serve (Chan et al.'s MST
+ *            scatter: both lower bounds at once).
+ *
+ * plus what the disagreement rules put on R's port: a scatter's (P - 1)
+ * empty messages from R before any data (every algorithm), a gather's empty
+ * messages to R from its children that combine (orth: the other rows with
+ * two nodes or more, r - 1 at most; tree: R's children with a subtree of
+ * two or more).  A gather is the scatter reversed in time, the same data
+ * terms.  So in this model the tree is never slower than the others (the
+ * same bytes through R, L <= r + c - 2 <= P - 1 messages; checked for
+ * P < 3000): the chooser's ties decide the rest, direct for a scatter on
+ * up to 3 nodes and a gather on up to 5, orth where the grid ties with the
+ * tree (scatter 4, 6, 9 nodes; gather 6, 8, 9, 10), the tree beyond.  Only
+ * what the model leaves out can favour direct for large blocks: the
+ * relays' memory (a relay holds what it passes on: orth c m, tree
+ * floor(P/2) m), which sg_choose weighs, and their copies. */
+double sg_predict_us(enum sg_alg alg, int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes,
+		     double alpha_us, double beta_ns_per_byte);
+
+/* The most bytes of blocks one node passes on (0 for direct). */
+uint64_t sg_relay_bytes(enum sg_alg alg, uint32_t nodes, uint32_t ppn, uint64_t block_bytes);
+
+/* The algorithm sg_predict_us says is fastest (ties: the simpler, the
+ * lower enum) among those whose relays hold at most mem_max bytes (twice
+ * sg_relay_bytes: the executor keeps a message whole as it arrives and its
+ * parts in scratch; mem_max 0: no limit).  Its inputs must be the same on
+ * every node (a v variant's sizes are not: choose as for the same count
+ * everywhere), or the nodes' schedules differ and the operation fails. */
+enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, double alpha_us,
+		      double beta_ns_per_byte, uint64_t mem_max);
+
 #endif

@@ -4,9 +4,9 @@
  * once, the gaps untouched; direct paths, forwarding chains, the orthogonal
  * two-phase realization and the binomial tree; every root; uneven ranks per
  * node, nodes without ranks, short last rows, zero counts, in place.  Then
- * the message counts the paper claims, and ranks naming different roots
- * (every assignment for small groups: a failure, never a hang, a scatter
- * delivering nothing). */
+ * the message counts the paper claims, ranks naming different roots (every
+ * assignment for small groups: a failure, never a hang, a scatter
+ * delivering nothing), and the cost model and chooser. */
 #define UNIT "test_sg"
 #include "check.h"
 
@@ -495,6 +495,60 @@ TEST(different_roots_fail_never_hang)
 	CHECK_EQ(bad, 0);
 }
 
+TEST(grid_and_cost_model)
+{
+	static const uint32_t grid[][3] = {
+		{ 1, 1, 1 }, { 2, 1, 2 }, { 3, 1, 3 }, { 4, 2, 2 }, { 5, 2, 3 }, { 6, 2, 3 }, { 7, 2, 4 },
+		{ 9, 3, 3 }, { 12, 3, 4 }, { 16, 4, 4 }, { 17, 3, 6 }, { 1000, 28, 36 } /* 1008: fewer holes than 32 x 32 */, { 1u << 20, 1024, 1024 },
+	};
+	uint32_t r, c;
+
+	for (size_t i = 0; i < sizeof(grid) / sizeof(grid[0]); i++) {
+		sg_grid(grid[i][0], &r, &c);
+		if (r != grid[i][1] || c != grid[i][2])
+			fprintf(stderr, "  grid %u: %u x %u\n", grid[i][0], r, c);
+		CHECK(r == grid[i][1] && c == grid[i][2]);
+	}
+	/* the leader of a short last row without R's column: its last node */
+	CHECK_EQ(sg_orth_leader(7, 4, 3, 1), 6);
+	CHECK_EQ(sg_orth_leader(7, 4, 1, 1), 5);
+	CHECK_EQ(sg_orth_leader(7, 4, 5, 0), 1);
+	CHECK_EQ(sg_alg_by_name("orth"), SG_ORTH);
+	CHECK_EQ(sg_alg_by_name("tree"), SG_TREE);
+	CHECK_EQ(sg_alg_by_name("x"), -1);
+	CHECK(sg_alg_name(SG_ALGS) == NULL);
+
+	/* the formulas, alpha 10 us, m beta 1 us (1000 bytes at 1 ns/B) */
+	CHECK(sg_predict_us(SG_DIRECT, 1, 1, 1, 1000, 10, 1) == 0);
+	CHECK(sg_predict_us(SG_DIRECT, 1, 4, 1, 1000, 10, 1) == 3 * 11.0);
+	CHECK(sg_predict_us(SG_DIRECT, 0, 4, 1, 1000, 10, 1) == 30 + 3 * 11.0);
+	CHECK(sg_predict_us(SG_ORTH, 1, 16, 2, 500, 10, 1) == (6 + 3) * 10.0 + 15);    /* 4 x 4 */
+	CHECK(sg_predict_us(SG_ORTH, 0, 7, 1, 1000, 10, 1) == 60 + 4 * 10.0 + 7);       /* 2 x 4, 1 hole */
+	CHECK(sg_predict_us(SG_TREE, 0, 16, 1, 1000, 10, 1) == 150 + 4 * 10.0 + 15);
+	CHECK(sg_predict_us(SG_TREE, 1, 16, 1, 1000, 10, 1) == (4 + 3) * 10.0 + 15);   /* children of 8, 4, 2 nodes */
+	CHECK_EQ(sg_relay_bytes(SG_TREE, 16, 2, 100), 1600);
+	CHECK_EQ(sg_relay_bytes(SG_TREE, 3, 2, 100), 0);
+	CHECK_EQ(sg_relay_bytes(SG_ORTH, 16, 2, 100), 800);
+	CHECK_EQ(sg_relay_bytes(SG_DIRECT, 16, 2, 100), 0);
+
+	/* The chooser, clear cases.  Two or three nodes: the tree and the grid
+	 * are the direct pattern, the tie goes to direct, any size. */
+	for (int gather = 0; gather < 2; gather++) {
+		CHECK_EQ(sg_choose(gather, 2, 4, 8, 5, 0.1, 0), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 3, 4, 1u << 20, 5, 0.1, 0), SG_DIRECT);
+		/* small blocks on many nodes: a structure, not direct */
+		CHECK_EQ(sg_choose(gather, 64, 8, 8, 5, 0.1, 0), SG_TREE);
+		CHECK(sg_choose(gather, 1024, 1, 64, 2, 0.1, 256ull << 20) != SG_DIRECT);
+		/* 4 nodes: a scatter's 2 x 2 grid ties with the tree, the simpler
+		 * wins; a gather's pays for its leader's empty message what it
+		 * saved, and ties with direct */
+		CHECK_EQ(sg_choose(gather, 4, 1, 8, 5, 0.1, 0), gather ? SG_DIRECT : SG_ORTH);
+		/* large blocks on few nodes: the relays could not hold them */
+		CHECK_EQ(sg_choose(gather, 6, 4, 32ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 8, 4, 16ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
+	}
+}
+
 TEST(refusals)
 {
 	static const uint32_t per[2] = { 1, 1 };
@@ -527,6 +581,7 @@ int main(void)
 	RUN(every_root_every_layout_tree);
 	RUN(message_counts);
 	RUN(different_roots_fail_never_hang);
+	RUN(grid_and_cost_model);
 	RUN(refusals);
 	return check_done();
 }
