@@ -1,5 +1,11 @@
-/* daemon/plan/sg_sched.c - node-level scatter and gather schedules along
- * given paths.  See sg_sched.h. */
+/* daemon/plan/sg_sched.c - node-level scatter and gather schedules: along
+ * given paths (direct, a torus planner's), the orthogonal two-phase and the
+ * binomial tree realizations, and their cost model.  See sg_sched.h.
+ *
+ * Ownership: the steps and segments go into the caller's sched_node; a
+ * realization's working tables (nine words per node) are allocated and
+ * freed within each build.
+ */
 #include "sg_sched.h"
 #include "sched.h"
 

@@ -1,5 +1,6 @@
 /* daemon/plan/sg_sched.h - node-level scatter and gather schedules (sched.h)
- * along given paths: pure code, no I/O.
+ * along given paths, and the orthogonal and tree realizations for switched
+ * networks (below): pure code, no I/O.
  *
  * A scatter from the root rank's node R sends every other node one message:
  * the blocks of that node's ranks, in slot order (the node's ranks share
