@@ -1,8 +1,12 @@
 /* tests/unit/test_sg.c - plan/sg_sched: scatter and gather schedules, node
  * by node, checked (sched_check) and run by the simulator (sched_run) over
  * real buffers: every byte of every block where it belongs, written exactly
- * once, the gaps untouched; direct paths and forwarding chains; every root;
- * uneven ranks per node, nodes without ranks, zero counts, in place. */
+ * once, the gaps untouched; direct paths, forwarding chains, the orthogonal
+ * two-phase realization and the binomial tree; every root; uneven ranks per
+ * node, nodes without ranks, short last rows, zero counts, in place.  Then
+ * the message counts the paper claims, ranks naming different roots (every
+ * assignment for small groups: a failure, never a hang, a scatter
+ * delivering nothing), and the cost model and chooser. */
 #define UNIT "test_sg"
 #include "check.h"
 
@@ -18,12 +22,15 @@ static uint8_t pat(uint32_t rank, uint64_t i)
 	return (uint8_t)(rank * 37 + i * 5 + 3);
 }
 
+enum mode { M_DIRECT, M_CHAIN, M_ORTH, M_TREE, MODES };
+static const char *const mode_name[MODES] = { "direct", "chain", "orth", "tree" };
+
 /* One case: nodes nodes, per[n] ranks on node n (ranks numbered round the
  * nodes), root, counts count(r) = (r * 3 + b) % 7 (zeros among them, v) or
- * b; displacements in reverse rank order with 4-byte gaps.  chain: the
- * path of node d runs through every node between the root's node and d
- * (the simulator then forwards). */
-static void one(int gather, uint32_t nodes, const uint32_t *per, uint32_t root, uint64_t b, int v, int chain,
+ * b; displacements in reverse rank order with 4-byte gaps.  mode M_CHAIN:
+ * the path of node d runs through every node between the root's node and d
+ * (the simulator then forwards); M_ORTH, M_TREE: sg_sched_alg. */
+static void one(int gather, uint32_t nodes, const uint32_t *per, uint32_t root, uint64_t b, int v, int mode,
 		int in_place, uint64_t seed)
 {
 	uint32_t ranks = 0, *first = calloc(nodes + 1, 4), *at, *fill = calloc(nodes, 4);
@@ -79,7 +86,10 @@ static void one(int gather, uint32_t nodes, const uint32_t *per, uint32_t root, 
 	}
 	pf[nodes] = nh;
 	CHECK_EQ(sched_init(&s, nodes), 0);
-	ret = sg_sched(gather, &lay, nodes, &a, mine, chain ? &paths : NULL, &s);
+	if (mode == M_ORTH || mode == M_TREE)
+		ret = sg_sched_alg(mode == M_ORTH ? SG_ORTH : SG_TREE, gather, &lay, nodes, &a, mine, &s);
+	else
+		ret = sg_sched(gather, &lay, nodes, &a, mine, mode == M_CHAIN ? &paths : NULL, &s);
 	CHECK_EQ(ret, 0);
 	if (!ret && (ret = sched_check(&s, why, sizeof(why))) != 0)
 		fprintf(stderr, "  sched_check: %s\n", why);
@@ -147,9 +157,9 @@ static void one(int gather, uint32_t nodes, const uint32_t *per, uint32_t root, 
 						}
 				}
 				if (mem[n].recv[slot][i] != want || writes[w] != (uint32_t)(in_block && !own)) {
-					fprintf(stderr, "  %s nodes %u root %u b %llu v %d chain %d: rank %u byte %llu: "
+					fprintf(stderr, "  %s nodes %u root %u b %llu v %d %s: rank %u byte %llu: "
 						"%u (want %u), written %u times\n", gather ? "gather" : "scatter", nodes,
-						root, (unsigned long long)b, v, chain, r, (unsigned long long)i,
+						root, (unsigned long long)b, v, mode_name[mode], r, (unsigned long long)i,
 						mem[n].recv[slot][i], want, writes[w]);
 					CHECK(0);
 					goto out;
@@ -172,12 +182,19 @@ out:
 	free(pf), free(hop), free(ord);
 }
 
-static const uint32_t layouts[][8] = {
+/* nodes, then ranks per node.  Grids (sg_grid): 5 nodes 2 rows of 3, 7
+ * nodes 2 rows of 4, 12 nodes 3 rows of 4, 16 nodes 4 x 4: short last rows
+ * (a root in their missing columns: the last node leads), leaders without
+ * ranks (7 nodes, root in column 0: node 4; 12: node 9 in column 1). */
+static const uint32_t layouts[][17] = {
 	{ 1, 1 }, { 1, 3 }, { 2, 1, 1 }, { 3, 2, 2, 1 }, { 5, 1, 0, 2, 1, 3 }, { 7, 1, 1, 1, 1, 1, 1, 1 },
-	{ 4, 2, 0, 1, 3 },
+	{ 4, 2, 0, 1, 3 }, { 3, 0, 2, 1 }, { 7, 2, 0, 1, 1, 0, 3, 1 },
+	{ 12, 1, 2, 1, 0, 1, 1, 3, 1, 1, 0, 1, 1 },
+	{ 16, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
+	{ 16, 1, 0, 1, 1, 2, 1, 0, 1, 1, 1, 1, 1, 0, 3, 1, 1 },
 };
 
-TEST(every_root_every_layout_direct_and_forwarded)
+static void every_root(int mode)
 {
 	uint64_t seed = 1;
 
@@ -188,12 +205,347 @@ TEST(every_root_every_layout_direct_and_forwarded)
 			ranks += layouts[l][1 + n];
 		for (uint32_t root = 0; root < ranks; root++)
 			for (int gather = 0; gather < 2; gather++)
-				for (int chain = 0; chain < 2; chain++)
-					for (int v = 0; v < 2; v++) {
-						one(gather, nodes, layouts[l] + 1, root, v ? 2 : 5, v, chain, 0, seed++);
-						one(gather, nodes, layouts[l] + 1, root, 3, v, chain, 1, seed++);
-						one(gather, nodes, layouts[l] + 1, root, 0, 0, chain, 0, seed++);
+				for (int v = 0; v < 2; v++) {
+					one(gather, nodes, layouts[l] + 1, root, v ? 2 : 5, v, mode, 0, seed++);
+					one(gather, nodes, layouts[l] + 1, root, 3, v, mode, 1, seed++);
+					one(gather, nodes, layouts[l] + 1, root, 0, 0, mode, 0, seed++);
+				}
+	}
+}
+
+TEST(every_root_every_layout_direct_and_forwarded)
+{
+	every_root(M_DIRECT);
+	every_root(M_CHAIN);
+}
+
+TEST(every_root_every_layout_orthogonal)
+{
+	every_root(M_ORTH);
+}
+
+TEST(every_root_every_layout_tree)
+{
+	every_root(M_TREE);
+}
+
+/* A layout of nodes nodes, per ranks each (ranks round the nodes). */
+struct flat {
+	uint32_t first[20], at[40];
+	struct a2a_layout lay;
+	uint64_t cnt[40], dis[40];
+};
+
+static void flat_init(struct flat *f, uint32_t nodes, const uint32_t *per)
+{
+	uint32_t fill[20] = { 0 }, ranks = 0;
+
+	f->first[0] = 0;
+	for (uint32_t n = 0; n < nodes; n++) {
+		f->first[n + 1] = f->first[n] + per[n];
+		ranks += per[n];
+	}
+	for (uint32_t r = 0, n = 0; r < ranks; n = (n + 1) % nodes)
+		if (fill[n] < per[n])
+			f->at[f->first[n] + fill[n]++] = r++;
+	for (uint32_t r = 0; r < ranks; r++) {
+		f->cnt[r] = 1;
+		f->dis[r] = r;
+	}
+	f->lay = (struct a2a_layout){ ranks, f->first, f->at };
+}
+
+/* Steps of node n of a kind carrying data (message number >= lo). */
+static uint32_t data_steps(const struct sched_node *n, unsigned kind, uint32_t lo, uint32_t nodes)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n->nsteps; i++)    /* (the data's numbers: lo + node) */
+		k += n->steps[i].kind == kind && n->steps[i].msg >= lo && n->steps[i].msg < lo + nodes;
+	return k;
+}
+
+/* Seed 004 §2.1's counts, on layouts where every node has ranks: R sends
+ * (gather: receives) r - 1 leader messages and one per other node of its
+ * row, instead of nodes - 1; every other leader c - 1 more, for its row;
+ * the others one message each.  The tree: R ceil(log2 nodes).  Every
+ * scratch segment a relay uses is sized. */
+TEST(message_counts)
+{
+	static const uint32_t sizes[] = { 1, 2, 3, 5, 7, 12, 16 };
+	uint32_t per[20];
+
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		uint32_t P = sizes[z], r, c, L = 0;
+		struct flat f;
+
+		for (uint32_t n = 0; n < P; n++)
+			per[n] = 1 + n % 2;
+		flat_init(&f, P, per);
+		sg_grid(P, &r, &c);
+		while ((1u << L) < P)
+			L++;
+		for (uint32_t R = 0; R < P; R++)
+			for (int gather = 0; gather < 2; gather++)
+				for (int alg = SG_ORTH; alg < SG_ALGS; alg++) {
+					struct sg_args a = { .root = f.at[f.first[R]], .count = f.cnt, .displ = f.dis };
+					uint32_t lo = alg == SG_ORTH ? P + 2 : 2 * P + 2, rowR = R / c;
+					unsigned out = gather ? SCHED_RECV : SCHED_SEND, in = gather ? SCHED_SEND : SCHED_RECV;
+					struct sched s;
+
+					CHECK_EQ(sched_init(&s, P), 0);
+					CHECK_EQ(sg_sched_alg(alg, gather, &f.lay, P, &a, f.cnt, &s), 0);
+					for (uint32_t n = 0; n < P; n++) {
+						const struct sched_node *sn = &s.node[n];
+						uint32_t row = n / c, rowlen = row == r - 1 ? P - row * c : c;
+						uint32_t lead = sg_orth_leader(P, c, R, row);
+						/* messages n sends toward its ranks' nodes (gather: takes from them) */
+						uint32_t down = data_steps(sn, out, lo, P), up = data_steps(sn, in, lo, P);
+
+						for (uint32_t g = 0; g < sn->nsegs; g++)
+							if (sn->segs[g].buf == SCHED_BUF_SCRATCH)
+								CHECK(sn->segs[g].flags & SCHED_SEG_SIZED);
+						if (alg == SG_TREE) {
+							if (n == R)
+								CHECK_EQ(down, L);
+							CHECK_EQ(up, n != R);
+							continue;
+						}
+						if (n == R) {
+							uint32_t rowRlen = rowR == r - 1 ? P - rowR * c : c;
+
+							CHECK_EQ(down, (r - 1) + (rowRlen - 1));
+							CHECK(down <= r - 1 + c - 1);
+							CHECK_EQ(up, 0);
+						} else if (n == lead) {
+							CHECK_EQ(down, rowlen - 1);
+							CHECK_EQ(up, 1);
+						} else {
+							CHECK_EQ(down, 0);
+							CHECK_EQ(up, 1);
+						}
 					}
+					sched_free(&s);
+				}
+	}
+}
+
+/* Messages only: node n's schedule planned with its own root.  A message
+ * its receiver has no step for (or with another number of parts) fails
+ * that node, which then does nothing more; every other node goes on as far
+ * as it can (the engine's failure reaches it some time later).  Returns 1
+ * if some node failed, 0 if every step ran, -1 if steps are left and no
+ * node failed: a hang.  *delivered_p: a step wrote a receive buffer. */
+static int run_beliefs(const struct sched *s, int *delivered_p)
+{
+	uint32_t P = s->nodes, total = 0, ran = 0;
+	uint8_t *done[20], *arrived[20], failed[20] = { 0 };
+	uint32_t *parts[20];
+	int any_failed = 0, progress = 1;
+
+	*delivered_p = 0;
+	for (uint32_t n = 0; n < P; n++) {
+		done[n] = calloc(s->node[n].nsteps + 1, 1);
+		arrived[n] = calloc(s->node[n].nsteps + 1, 1);
+		parts[n] = calloc(s->node[n].nsteps + 1, 4);
+		total += s->node[n].nsteps;
+	}
+	while (progress) {
+		progress = 0;
+		for (uint32_t n = 0; n < P; n++) {
+			const struct sched_node *sn = &s->node[n];
+
+			for (uint32_t k = 0; k < sn->nsteps && !failed[n]; k++) {
+				const struct sched_step *st = &sn->steps[k];
+				int ready = !done[n][k];
+
+				for (uint32_t d = 0; d < st->ndep && ready; d++)
+					ready = done[n][sn->deps[st->dep + d]];
+				if (ready && (st->kind == SCHED_RECV || st->kind == SCHED_FORWARD))
+					ready = arrived[n][k];
+				if (!ready)
+					continue;
+				done[n][k] = 1;
+				ran++;
+				progress = 1;
+				for (uint32_t i = 0; i < st->nref; i++)
+					if (sn->segs[sn->refs[st->ref + i]].buf == SCHED_BUF_RECV &&
+					    (st->kind == SCHED_RECV || (st->kind == SCHED_COPY && i == 0)))
+						*delivered_p = 1;
+				if (st->kind == SCHED_SEND || st->kind == SCHED_FORWARD) {
+					uint32_t t = st->peer, np = st->kind == SCHED_SEND ? st->nref : parts[n][k], k2;
+					const struct sched_node *tn = &s->node[t];
+
+					if (failed[t])
+						continue;
+					for (k2 = 0; k2 < tn->nsteps; k2++) {
+						const struct sched_step *q = &tn->steps[k2];
+
+						if ((q->kind == SCHED_RECV && q->peer == n && q->msg == st->msg) ||
+						    (q->kind == SCHED_FORWARD && q->from == n && q->from_msg == st->msg))
+							break;
+					}
+					if (k2 == tn->nsteps || (tn->steps[k2].kind == SCHED_RECV && tn->steps[k2].nref != np)) {
+						failed[t] = 1;
+						any_failed = 1;
+						continue;
+					}
+					arrived[t][k2] = 1;
+					parts[t][k2] = np;
+				}
+			}
+		}
+	}
+	for (uint32_t n = 0; n < P; n++) {
+		free(done[n]);
+		free(arrived[n]);
+		free(parts[n]);
+	}
+	return any_failed ? 1 : ran == total ? 0 : -1;
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* One assignment: node n's ranks name root belief[n]. */
+static void beliefs_one(const struct flat *f, uint32_t P, const uint32_t *belief, uint32_t *bad)
+{
+	uint32_t s0, R0 = sg_node_of(&f->lay, P, belief[0], &s0);
+	int agree = 1;
+
+	for (uint32_t n = 1; n < P; n++)
+		agree &= sg_node_of(&f->lay, P, belief[n], &s0) == R0;
+	for (int alg = 0; alg < SG_ALGS; alg++)
+		for (int gather = 0; gather < 2; gather++) {
+			struct sched s;
+			uint64_t mine[4];
+			int delivered, ret = 0, out;
+
+			CHECK_EQ(sched_init(&s, P), 0);
+			for (uint32_t n = 0; n < P && !ret; n++) {
+				struct sg_args a = { .root = belief[n], .count = f->cnt, .displ = f->dis, .mine = mine };
+
+				s.node[n].nslots = f->first[n + 1] - f->first[n];
+				for (uint32_t i = 0; i < s.node[n].nslots; i++)
+					mine[i] = 1;
+				ret = sg_sched_alg_node(alg, gather, &f->lay, P, n, &a, &s.node[n]);
+			}
+			CHECK_EQ(ret, 0);
+			out = run_beliefs(&s, &delivered);
+			if (agree ? out != 0 || !delivered : out != 1 || (!gather && delivered)) {
+				if ((*bad)++ < 5) {
+					fprintf(stderr, "  %s %s nodes %u roots", sg_alg_name(alg),
+						gather ? "gather" : "scatter", P);
+					for (uint32_t n = 0; n < P; n++)
+						fprintf(stderr, " %u", belief[n]);
+					fprintf(stderr, ": %s%s\n", out < 0 ? "hangs" : out ? "fails" : "completes",
+						delivered ? ", delivered" : "");
+				}
+			}
+			sched_free(&s);
+		}
+}
+
+/* Every assignment of roots to nodes for 1 to 5 nodes of one rank, samples
+ * for more nodes and two ranks a node: agreeing nodes finish and deliver,
+ * disagreeing ones fail somewhere (never all waiting), and a scatter that
+ * fails has delivered nothing anywhere. */
+TEST(different_roots_fail_never_hang)
+{
+	uint32_t per[20], belief[20], bad = 0;
+	uint64_t x = 88172645463325252ull;
+
+	for (uint32_t P = 1; P <= 5; P++) {
+		struct flat f;
+		uint32_t combos = 1;
+
+		for (uint32_t n = 0; n < P; n++) {
+			per[n] = 1;
+			combos *= P;
+		}
+		flat_init(&f, P, per);
+		for (uint32_t c = 0; c < combos; c++) {
+			for (uint32_t n = 0, y = c; n < P; n++, y /= P)
+				belief[n] = y % P;
+			beliefs_one(&f, P, belief, &bad);
+		}
+	}
+	for (uint32_t P = 6; P <= 16; P += 1) {
+		struct flat f;
+
+		for (uint32_t n = 0; n < P; n++)
+			per[n] = 1 + (P > 9 && n % 3 == 0);
+		flat_init(&f, P, per);
+		for (int t = 0; t < 400; t++) {
+			/* mostly two or three roots, so that near-agreement is tried */
+			uint32_t roots[3];
+
+			for (int i = 0; i < 3; i++)
+				roots[i] = (uint32_t)(rnd(&x) % f.lay.ranks);
+			for (uint32_t n = 0; n < P; n++)
+				belief[n] = t % 4 == 0 ? (uint32_t)(rnd(&x) % f.lay.ranks) : roots[rnd(&x) % (t % 2 ? 2 : 3)];
+			beliefs_one(&f, P, belief, &bad);
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
+TEST(grid_and_cost_model)
+{
+	static const uint32_t grid[][3] = {
+		{ 1, 1, 1 }, { 2, 1, 2 }, { 3, 1, 3 }, { 4, 2, 2 }, { 5, 2, 3 }, { 6, 2, 3 }, { 7, 2, 4 },
+		{ 9, 3, 3 }, { 12, 3, 4 }, { 16, 4, 4 }, { 17, 3, 6 }, { 1000, 28, 36 } /* 1008: fewer holes than 32 x 32 */, { 1u << 20, 1024, 1024 },
+	};
+	uint32_t r, c;
+
+	for (size_t i = 0; i < sizeof(grid) / sizeof(grid[0]); i++) {
+		sg_grid(grid[i][0], &r, &c);
+		if (r != grid[i][1] || c != grid[i][2])
+			fprintf(stderr, "  grid %u: %u x %u\n", grid[i][0], r, c);
+		CHECK(r == grid[i][1] && c == grid[i][2]);
+	}
+	/* the leader of a short last row without R's column: its last node */
+	CHECK_EQ(sg_orth_leader(7, 4, 3, 1), 6);
+	CHECK_EQ(sg_orth_leader(7, 4, 1, 1), 5);
+	CHECK_EQ(sg_orth_leader(7, 4, 5, 0), 1);
+	CHECK_EQ(sg_alg_by_name("orth"), SG_ORTH);
+	CHECK_EQ(sg_alg_by_name("tree"), SG_TREE);
+	CHECK_EQ(sg_alg_by_name("x"), -1);
+	CHECK(sg_alg_name(SG_ALGS) == NULL);
+
+	/* the formulas, alpha 10 us, m beta 1 us (1000 bytes at 1 ns/B) */
+	CHECK(sg_predict_us(SG_DIRECT, 1, 1, 1, 1000, 10, 1) == 0);
+	CHECK(sg_predict_us(SG_DIRECT, 1, 4, 1, 1000, 10, 1) == 3 * 11.0);
+	CHECK(sg_predict_us(SG_DIRECT, 0, 4, 1, 1000, 10, 1) == 30 + 3 * 11.0);
+	CHECK(sg_predict_us(SG_ORTH, 1, 16, 2, 500, 10, 1) == (6 + 3) * 10.0 + 15);    /* 4 x 4 */
+	CHECK(sg_predict_us(SG_ORTH, 0, 7, 1, 1000, 10, 1) == 60 + 4 * 10.0 + 7);       /* 2 x 4, 1 hole */
+	CHECK(sg_predict_us(SG_TREE, 0, 16, 1, 1000, 10, 1) == 150 + 4 * 10.0 + 15);
+	CHECK(sg_predict_us(SG_TREE, 1, 16, 1, 1000, 10, 1) == (4 + 3) * 10.0 + 15);   /* children of 8, 4, 2 nodes */
+	CHECK_EQ(sg_relay_bytes(SG_TREE, 16, 2, 100), 1600);
+	CHECK_EQ(sg_relay_bytes(SG_TREE, 3, 2, 100), 0);
+	CHECK_EQ(sg_relay_bytes(SG_ORTH, 16, 2, 100), 800);
+	CHECK_EQ(sg_relay_bytes(SG_DIRECT, 16, 2, 100), 0);
+
+	/* The chooser, clear cases.  Two or three nodes: the tree and the grid
+	 * are the direct pattern, the tie goes to direct, any size. */
+	for (int gather = 0; gather < 2; gather++) {
+		CHECK_EQ(sg_choose(gather, 2, 4, 8, 5, 0.1, 0), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 3, 4, 1u << 20, 5, 0.1, 0), SG_DIRECT);
+		/* small blocks on many nodes: a structure, not direct */
+		CHECK_EQ(sg_choose(gather, 64, 8, 8, 5, 0.1, 0), SG_TREE);
+		CHECK(sg_choose(gather, 1024, 1, 64, 2, 0.1, 256ull << 20) != SG_DIRECT);
+		/* 4 nodes: a scatter's 2 x 2 grid ties with the tree, the simpler
+		 * wins; a gather's pays for its leader's empty message what it
+		 * saved, and ties with direct */
+		CHECK_EQ(sg_choose(gather, 4, 1, 8, 5, 0.1, 0), gather ? SG_DIRECT : SG_ORTH);
+		/* large blocks on few nodes: the relays could not hold them */
+		CHECK_EQ(sg_choose(gather, 6, 4, 32ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 8, 4, 16ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
 	}
 }
 
@@ -225,6 +577,11 @@ TEST(refusals)
 int main(void)
 {
 	RUN(every_root_every_layout_direct_and_forwarded);
+	RUN(every_root_every_layout_orthogonal);
+	RUN(every_root_every_layout_tree);
+	RUN(message_counts);
+	RUN(different_roots_fail_never_hang);
+	RUN(grid_and_cost_model);
 	RUN(refusals);
 	return check_done();
 }
