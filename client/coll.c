@@ -438,7 +438,7 @@ static int alg_by_name(const char *name, uint32_t *alg_p)
 }
 
 /* Scatter's and gather's (enum ctl_rooted_alg, in order). */
-static const char *const rooted_algs[] = { "direct", "opt", "sdf" };
+static const char *const rooted_algs[] = { "direct", "opt", "sdf", "orth", "tree" };
 
 static int rooted_alg_by_name(const char *name, uint32_t *alg_p)
 {
@@ -468,9 +468,11 @@ static int read_env(struct ferry *f)
 		return conn_seterr(-EINVAL, "FERRY_COLL_ALLTOALL=%s: no such algorithm (direct, mesh, grid3d, "
 				   "hypercube, auto)", e);
 	if (sc && *sc && rooted_alg_by_name(sc, &f->scatter_alg) < 0)
-		return conn_seterr(-EINVAL, "FERRY_COLL_SCATTER=%s: no such algorithm (direct, opt, sdf, auto)", sc);
+		return conn_seterr(-EINVAL, "FERRY_COLL_SCATTER=%s: no such algorithm (direct, opt, sdf, orth, "
+				   "tree, auto)", sc);
 	if (ga && *ga && rooted_alg_by_name(ga, &f->gather_alg) < 0)
-		return conn_seterr(-EINVAL, "FERRY_COLL_GATHER=%s: no such algorithm (direct, opt, sdf, auto)", ga);
+		return conn_seterr(-EINVAL, "FERRY_COLL_GATHER=%s: no such algorithm (direct, opt, sdf, orth, tree, "
+				   "auto)", ga);
 	return 0;
 }
 
@@ -492,7 +494,8 @@ FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algori
 	if (op && (strncmp(op, "scatter", 7) == 0 || strncmp(op, "gather", 6) == 0) &&
 	    (!op[op[0] == 's' ? 7 : 6] || strcmp(op + (op[0] == 's' ? 7 : 6), "v") == 0)) {
 		if (rooted_alg_by_name(algorithm, &alg) < 0)
-			return conn_seterr(-EINVAL, "%s has no algorithm \"%s\" (direct, opt, sdf)", op, algorithm);
+			return conn_seterr(-EINVAL, "%s has no algorithm \"%s\" (direct, opt, sdf, orth, tree)", op,
+					   algorithm);
 		*(op[0] == 's' ? &f->scatter_alg : &f->gather_alg) = alg;
 		return 0;
 	}

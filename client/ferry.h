@@ -318,8 +318,11 @@ int ferry_node_of(const ferry_t *f, uint32_t rank);
  * returns how many there are (which may be more than max), or -errno. */
 int ferry_local_ranks(const ferry_t *f, uint32_t *ranks, int max);
 
-/* Forces the algorithm of collective op ("alltoall"): "direct", "mesh",
- * "grid3d", "hypercube", or NULL for the automatic choice.  0 or -EINVAL. */
+/* Forces the algorithm of collective op: "alltoall" (and "alltoallv"):
+ * "direct", "mesh", "grid3d", "hypercube"; "scatter" or "gather" (their v
+ * forms alike): "direct", "opt", "sdf" (a physical torus: README, "Scatter
+ * and gather"), "orth", "tree"; NULL or "auto" for the automatic choice.
+ * Every rank must force the same.  0 or -EINVAL. */
 int ferry_coll_strategy(ferry_t *f, const char *op, const char *algorithm);
 
 /* Memory the daemon reads and writes directly (no copy): bytes of it into

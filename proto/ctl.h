@@ -202,9 +202,11 @@ enum ctl_coll_kind {
 /* The rooted kinds' algorithms (COLL strategy: 0 automatic, else this
  * + 1): direct (the root's node sends every node its message), opt and
  * sdf (a physical torus whose every node has ranks of the group: the
- * planned regions, daemon/plan/scatter.h). */
-enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF = 2 };
-#define CTL_ROOTED_ALGS 3
+ * planned regions, daemon/plan/scatter.h), orth and tree (the orthogonal
+ * two-phase and the binomial tree, daemon/plan/sg_sched.h). */
+enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF = 2, CTL_ROOTED_ORTH = 3,
+		      CTL_ROOTED_TREE = 4 };
+#define CTL_ROOTED_ALGS 5
 
 /* COLL flags */
 #define CTL_COLL_IN_PLACE 1u    /* rooted kinds, at the root (see above) */

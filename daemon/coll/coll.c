@@ -144,6 +144,7 @@ struct cop {
 	uint64_t count;                 /* the kind's count (all-to-all: bytes per block) */
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
 	uint32_t root;                  /* rooted kinds: the root's rank in the group */
+	uint32_t rooted;                /* ... and the algorithm (enum ctl_rooted_alg) */
 	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
@@ -738,17 +739,28 @@ static int rooted_paths(struct cop *op, uint32_t R)
 	const struct conf *c = coll.conf;
 	int torus = c && c->physical == CONF_TORUS && g->G > 1 && g->G == c->route.nnodes &&
 		    g->G <= SCATTER_MAX_NODES && g->nodes[g->G - 1] == g->G - 1;
-	uint32_t alg = op->strategy ? op->strategy - 1 : torus ? CTL_ROOTED_OPT : CTL_ROOTED_DIRECT;
+	int gather = op->kind == CTL_COLL_GATHER || op->kind == CTL_COLL_GATHERV;
+	int v = op->kind == CTL_COLL_SCATTERV || op->kind == CTL_COLL_GATHERV;
+	uint32_t alg = op->strategy ? op->strategy - 1 : CTL_ROOTED_OPT;
 	enum scatter_algo sa = alg == CTL_ROOTED_SDF ? SCATTER_SDF : SCATTER_OPT;
 	struct scatter_plan sp;
 	uint32_t *hop, *order;
 	int ret;
 
 	coll.torus.valid = 0;
-	if (alg == CTL_ROOTED_DIRECT) {
-		op->alg = "direct";
-		g->cj->rooted[alg]++;
-		coll.rooted[alg]++;
+	if (!op->strategy && !torus) {
+		/* the cost model's choice, from what every node knows alike
+		 * (a v variant's sizes are not: as for small blocks) */
+		static const uint32_t of[SG_ALGS] = { CTL_ROOTED_DIRECT, CTL_ROOTED_ORTH, CTL_ROOTED_TREE };
+
+		alg = of[sg_choose(gather, g->G, (g->size + g->G - 1) / g->G, v ? 0 : op->count,
+				   coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), COLL_OP_MEM_MAX)];
+	}
+	g->cj->rooted[alg]++;
+	coll.rooted[alg]++;
+	op->rooted = alg;
+	if (alg == CTL_ROOTED_DIRECT || alg == CTL_ROOTED_ORTH || alg == CTL_ROOTED_TREE) {
+		op->alg = alg == CTL_ROOTED_DIRECT ? "direct" : alg == CTL_ROOTED_ORTH ? "orth" : "tree";
 		return 0;
 	}
 	if (!torus) {
@@ -757,8 +769,6 @@ static int rooted_paths(struct cop *op, uint32_t R)
 		return -EINVAL;
 	}
 	op->alg = scatter_algo_name(sa);
-	g->cj->rooted[alg]++;
-	coll.rooted[alg]++;
 	if (coll.torus.first && coll.torus.root == R && coll.torus.algo == sa && coll.torus.nodes == g->G) {
 		coll.torus.valid = 1;
 		return 0;
@@ -846,7 +856,11 @@ static int plan_rooted(struct cop *op, struct sched_node *out)
 		}
 	}
 	ret = rooted_paths(op, sg_node_of(&lay, g->G, op->root, &s0));
-	if (!ret)
+	out->nslots = n;
+	if (!ret && (op->rooted == CTL_ROOTED_ORTH || op->rooted == CTL_ROOTED_TREE))
+		ret = sg_sched_alg_node(op->rooted == CTL_ROOTED_ORTH ? SG_ORTH : SG_TREE, gather, &lay, g->G, g->me, &a,
+					out);
+	else if (!ret)
 		ret = sg_sched_node(gather, &lay, g->G, g->me, &a, coll.torus.valid ? &coll.torus.paths : NULL, out);
 	free(mine);
 	return ret;
@@ -2114,9 +2128,10 @@ int coll_poll(void)
 void coll_write_stats(FILE *out, uid_t uid)
 {
 	if (!uid)       /* (every user's: the administrator's only) */
-		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu\n",
+		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu\n",
 			(unsigned long long)coll.rooted[0], (unsigned long long)coll.rooted[1],
-			(unsigned long long)coll.rooted[2]);
+			(unsigned long long)coll.rooted[2], (unsigned long long)coll.rooted[3],
+			(unsigned long long)coll.rooted[4]);
 	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
 		uint32_t pending = 0;
 
@@ -2136,8 +2151,10 @@ void coll_write_stats(FILE *out, uid_t uid)
 			cj->j->coll_alpha_ns ? " measured" : " default");
 		for (int k = 0; k < A2A_STRATEGIES; k++)
 			fprintf(out, " %s %llu", a2a_strategy_name((enum a2a_strategy)k), (unsigned long long)cj->chosen[k]);
-		fprintf(out, " rooted_direct %llu rooted_opt %llu rooted_sdf %llu", (unsigned long long)cj->rooted[0],
-			(unsigned long long)cj->rooted[1], (unsigned long long)cj->rooted[2]);
+		fprintf(out, " rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu",
+			(unsigned long long)cj->rooted[0], (unsigned long long)cj->rooted[1],
+			(unsigned long long)cj->rooted[2], (unsigned long long)cj->rooted[3],
+			(unsigned long long)cj->rooted[4]);
 		fputc('\n', out);
 	}
 }

@@ -27,6 +27,31 @@ start_cluster c 4 || exit 1
 where7="c_n0 c_n1 c_n2 c_n3 c_n0 c_n1 c_n2"
 # shellcheck disable=SC2086
 expect "4 nodes, 7 ranks (2,2,2,1)" run_sg s7 7 $where7
+# every algorithm of a switched network forced (the automatic choice
+# above), each counted in ferryctl stats: the orthogonal two-phase (2 rows
+# of 2 nodes) and the binomial tree pass blocks on through other nodes
+rooted() {      # rooted DIR ALG: scatters and gathers DIR's ferryd ran with ALG
+	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats | awk -v k="rooted_$2" '$1 == "coll" && $2 ~ /^rooted_/ {
+		for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'
+}
+for s in orth tree direct; do
+	before=$(rooted c_n0 "$s")
+	# shellcheck disable=SC2086
+	expect "4 nodes, 7 ranks, $s forced" run_sg "st$s" 7 $where7 -- --strategy "$s" --job-only
+	expect "... node 0 ran them as $s ($before -> $(rooted c_n0 "$s"))" test "$(rooted c_n0 "$s")" -gt "$before"
+done
+# shellcheck disable=SC2086
+expect "4 nodes, 7 ranks, tree, 256 KiB blocks (in pieces, passed on whole)" \
+	run_sg bigt 7 $where7 -- --blocks 262144 --strategy tree --job-only
+# opt needs a physical torus: forced on this switched cluster, the
+# operation fails on every rank, saying so (ft_sg exits 1 at the error)
+# shellcheck disable=SC2086
+sg optsw 7 $where7 -- --strategy opt --job-only
+rcs=""
+for p in $JOB_optsw; do wait "$p"; rcs="$rcs $?"; done
+expect "opt forced on a switched network: every rank fails [exit codes$rcs]" test "$rcs" = " 1 1 1 1 1 1 1"
+expect "... saying that opt needs a physical torus" \
+	bash -c "[ \$(grep -l 'opt needs a physical torus' '$TMP'/optsw.*.log | wc -l) = 7 ]"
 # shellcheck disable=SC2086
 expect "4 nodes, 7 ranks, 256 KiB blocks (in pieces)" run_sg big 7 $where7 -- --blocks 262144
 expect "a job on 3 of the 4 nodes (c_n2 has none), 5 ranks" run_sg three 5 c_n3 c_n0 c_n1 c_n3 c_n0

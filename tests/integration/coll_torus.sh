@@ -19,7 +19,8 @@ fi
 
 # rooted NAME ALG: how many scatters and gathers node 0 ran with ALG
 rooted() {
-	"$BUILD/ferryctl" --runtime-dir "$TMP/${1}_n0" stats | sed -n "s/^coll .*rooted_$2 \([0-9]*\).*/\1/p"
+	"$BUILD/ferryctl" --runtime-dir "$TMP/${1}_n0" stats | awk -v k="rooted_$2" '$1 == "coll" && $2 ~ /^rooted_/ {
+		for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'
 }
 
 # torus NAME PPN DIMS...: the torus, PPN ranks per node, every strategy
