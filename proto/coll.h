@@ -55,6 +55,8 @@ static inline int coll_op_ok(unsigned t, unsigned op)
  * every item. */
 
 #define WIRE_COLL_PIECE_MAX (64u * 1024 - 64)   /* stream bytes in one piece */
+#define WIRE_COLL_ALG_SHIFT 24  /* wire_coll_piece.root: the rank below (ranks < 2^20) */
+#define WIRE_COLL_ROOT_MASK ((1u << WIRE_COLL_ALG_SHIFT) - 1)
 #define WIRE_COLL_PARTS_MAX (1u << 24)          /* parts in one message */
 
 struct wire_coll_piece {
@@ -71,9 +73,11 @@ struct wire_coll_piece {
 				 * fails it (a split and an all-to-all of 8-byte blocks
 				 * travel alike); 0 in a BREAK */
 	uint32_t root;          /* the rooted kinds (scatter, gather): the root's rank in the
-				 * group as the sender's ranks named it (a receiver whose ranks
-				 * named another fails it, wherever the piece is on its way);
-				 * 0 for the others */
+				 * group as the sender's ranks named it, and above it
+				 * (WIRE_COLL_ALG_SHIFT) the algorithm its node runs + 1 (a
+				 * receiver whose ranks named another root, or whose node runs
+				 * another algorithm, fails it, wherever the piece is on its
+				 * way); 0 for the others */
 };
 static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
 

@@ -247,6 +247,7 @@ static struct {
 		enum scatter_algo algo;
 		uint32_t *first, *hop, *order;
 		struct sg_paths paths;
+		struct scatter_plan base[2];    /* from node 0, by enum scatter_algo (nodes 0: none) */
 	} torus;
 } coll;
 
@@ -583,6 +584,31 @@ static void root_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32
 	cop_end(op, EINVAL, why);
 }
 
+/* The rooted kinds' algorithms' names (enum ctl_rooted_alg). */
+static const char *rooted_name(uint32_t alg)
+{
+	static const char *const names[CTL_ROOTED_ALGS] = { "direct", "opt", "sdf", "orth", "tree" };
+
+	return alg < CTL_ROOTED_ALGS ? names[alg] : "?";
+}
+
+/* A piece from node `from` (UINT32_MAX: one that came before) said its node
+ * runs algorithm `theirs` - 1 for op, whose node runs `ours` - 1: nodes
+ * that run different schedules could wait for each other for ever (their
+ * messages may well match), so it fails. */
+static void alg_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_t ours)
+{
+	char why[CTL_ERRTEXT_MAX + 1];
+
+	if (from == UINT32_MAX)
+		snprintf(why, sizeof(why), "the ranks chose different algorithms: %s on another node, %s on node %u",
+			 rooted_name(theirs - 1), rooted_name(ours - 1), coll.self);
+	else
+		snprintf(why, sizeof(why), "the ranks chose different algorithms: %s on node %u, %s on node %u",
+			 rooted_name(theirs - 1), from, rooted_name(ours - 1), coll.self);
+	cop_end(op, EINVAL, why);
+}
+
 /* --- sending --- */
 
 /* The most parts of a piece: its header, and the executor's parts (a
@@ -604,7 +630,7 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 	if (peer >= g->G)
 		return -EINVAL;
 	named.kind = op->kind;
-	named.root = ctl_coll_rooted(op->kind) ? op->root : 0;
+	named.root = ctl_coll_rooted(op->kind) ? op->root | (op->rooted + 1) << WIRE_COLL_ALG_SHIFT : 0;
 	wire_coll_piece_encode(head, &named);
 	v[0] = (struct iovec){ head, sizeof(head) };
 	if (niov < PIECE_IOV) {
@@ -725,6 +751,18 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	return ret;
 }
 
+/* Node a moved by dir (+1, -1) times node b's coordinates on torus r. */
+static uint32_t torus_move(const struct route *r, uint32_t a, uint32_t b, int dir)
+{
+	uint32_t ca[ROUTE_MAX_DIMS], cb[ROUTE_MAX_DIMS], id = 0;
+
+	route_coords(r, a, ca);
+	route_coords(r, b, cb);
+	for (uint32_t k = 0; k < r->ndims; k++)
+		id += ((ca[k] + (dir > 0 ? cb[k] : r->dims[k] - cb[k])) % r->dims[k]) * r->stride[k];
+	return id;
+}
+
 /* The paths of a scatter or gather from the root's node R (plan/sg_sched.h)
  * into coll.torus (valid 0: direct), and op->alg.  Automatic: the planned
  * regions (plan/scatter.h, OPT) on a physical torus whose every node has
@@ -744,7 +782,7 @@ static int rooted_paths(struct cop *op, uint32_t R)
 	uint32_t alg = op->strategy ? op->strategy - 1 : CTL_ROOTED_OPT;
 	enum scatter_algo sa = alg == CTL_ROOTED_SDF ? SCATTER_SDF : SCATTER_OPT;
 	struct scatter_plan sp;
-	uint32_t *hop, *order;
+	uint32_t *first, *hop, *order;
 	int ret;
 
 	coll.torus.valid = 0;
@@ -773,36 +811,49 @@ static int rooted_paths(struct cop *op, uint32_t R)
 		coll.torus.valid = 1;
 		return 0;
 	}
-	if ((ret = scatter_plan(&c->route, R, sa, &sp)) < 0) {
-		snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", op->alg, strerror(-ret));
-		return ret;
+	/* The plan from node 0, searched once per algorithm (SDF takes
+	 * seconds on tens of thousands of nodes), moved to R: tori look the
+	 * same from every node, so d's path from R is (d - R)'s from 0,
+	 * every hop + R, coordinate by coordinate. */
+	if (!coll.torus.base[sa].first || coll.torus.base[sa].nodes != g->G) {
+		scatter_plan_free(&coll.torus.base[sa]);
+		if ((ret = scatter_plan(&c->route, 0, sa, &sp)) < 0) {
+			snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", op->alg, strerror(-ret));
+			return ret;
+		}
+		coll.torus.base[sa] = sp;
 	}
+	sp = coll.torus.base[sa];
+	first = calloc((size_t)g->G + 1, sizeof(*first));
 	hop = calloc((size_t)sp.first[sp.nodes] + 1, sizeof(*hop));
 	order = calloc((size_t)sp.first[sp.nodes] + 1, sizeof(*order));
-	if (!hop || !order) {
+	if (!first || !hop || !order) {
+		free(first);
 		free(hop);
 		free(order);
-		scatter_plan_free(&sp);
 		snprintf(op->why, sizeof(op->why), "out of memory for the paths");
 		return -ENOMEM;
 	}
-	for (uint32_t k = 0; k < sp.first[sp.nodes]; k++) {
-		hop[k] = sp.hops[k].to;
-		order[k] = sp.hops[k].step;
+	for (uint32_t d = 0; d < g->G; d++) {
+		uint32_t d0 = torus_move(&c->route, d, R, -1);
+
+		first[d + 1] = first[d] + (sp.first[d0 + 1] - sp.first[d0]);
+		for (uint32_t k = sp.first[d0]; k < sp.first[d0 + 1]; k++) {
+			hop[first[d] + (k - sp.first[d0])] = torus_move(&c->route, sp.hops[k].to, R, 1);
+			order[first[d] + (k - sp.first[d0])] = sp.hops[k].step;
+		}
 	}
 	free(coll.torus.first);
 	free(coll.torus.hop);
 	free(coll.torus.order);
-	coll.torus.first = sp.first;    /* (taken from the plan) */
-	sp.first = NULL;
+	coll.torus.first = first;
 	coll.torus.hop = hop;
 	coll.torus.order = order;
-	coll.torus.paths = (struct sg_paths){ coll.torus.first, hop, order, sp.steps };
+	coll.torus.paths = (struct sg_paths){ first, hop, order, sp.steps };
 	coll.torus.root = R;
 	coll.torus.algo = sa;
 	coll.torus.nodes = g->G;
 	coll.torus.valid = 1;
-	scatter_plan_free(&sp);
 	return 0;
 }
 
@@ -919,6 +970,10 @@ static void cop_start(struct cop *op)
 	}
 	if (ret < 0) {
 		cop_end(op, -ret, op->why[0] ? op->why : "cannot plan the operation");
+		return;
+	}
+	if (ctl_coll_rooted(op->kind) && op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op->rooted + 1) {
+		alg_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->rooted + 1);
 		return;
 	}
 	if (op->plan->refs == 1) {
@@ -1269,8 +1324,9 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		cop_end(op, EINVAL, "the ranks posted different operations");
 	} else if (!op->kind && op->piece_kind && op->piece_kind != c->kind) {
 		kind_mismatch(op, op->piece_kind, c->kind);
-	} else if (!op->kind && op->piece_kind && ctl_coll_rooted(c->kind) && op->piece_root != c->root) {
-		root_mismatch(op, UINT32_MAX, op->piece_root, c->root);
+	} else if (!op->kind && op->piece_kind && ctl_coll_rooted(c->kind) &&
+		   (op->piece_root & WIRE_COLL_ROOT_MASK) != c->root) {
+		root_mismatch(op, UINT32_MAX, op->piece_root & WIRE_COLL_ROOT_MASK, c->root);
 	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV) ||
 				op->strategy != c->strategy || op->root != c->root)) {
 		cop_end(op, EINVAL, op->root != c->root ? "the ranks named different roots"
@@ -1728,13 +1784,14 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	}
 	/* No node can be further ahead than this: a rank there posts
 	 * operation s with at most COLL_EP_PENDING - 1 others not yet ended
-	 * there, so s - COLL_EP_PENDING ended there, and every operation
-	 * ends only once every node of its group started it (each kind's
-	 * schedule makes every node wait for all, or for a root that waits
-	 * for all); twice that, to be sure.  A piece beyond would make an
-	 * operation that lives as long as the group (review of issue 12):
-	 * the sender is broken, and the group fails. */
-	if (h->op > g->started + 2ull * COLL_EP_PENDING) {
+	 * there, so s - COLL_EP_PENDING ended there, and an operation ends on
+	 * a node only once its root's node, or every node, started it (the
+	 * root's word; an all-to-all or barrier waits for all), which in turn
+	 * is at most COLL_EP_PENDING ahead of this node: three times that, to
+	 * be sure.  A piece beyond would make an operation that lives as long
+	 * as the group (review of issue 12): the sender is broken, and the
+	 * group fails. */
+	if (h->op > g->started + 3ull * COLL_EP_PENDING) {
 		char why[CTL_ERRTEXT_MAX + 1];
 
 		snprintf(why, sizeof(why), "node %u sent a piece of collective operation %u, while node %u started "
@@ -1766,9 +1823,18 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 		kind_mismatch(op, h->kind, want);
 		return;
 	}
-	if (ctl_coll_rooted(h->kind) && want && h->root != (op->kind ? op->root : op->piece_root)) {
-		root_mismatch(op, from, h->root, op->kind ? op->root : op->piece_root);
-		return;
+	if (ctl_coll_rooted(h->kind) && want) {
+		uint32_t ours = op->kind ? op->root : op->piece_root & WIRE_COLL_ROOT_MASK;
+		uint32_t alg = op->started ? op->rooted + 1 : op->piece_root >> WIRE_COLL_ALG_SHIFT;
+
+		if ((h->root & WIRE_COLL_ROOT_MASK) != ours) {
+			root_mismatch(op, from, h->root & WIRE_COLL_ROOT_MASK, ours);
+			return;
+		}
+		if (alg && h->root >> WIRE_COLL_ALG_SHIFT != alg) {
+			alg_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, alg);
+			return;
+		}
 	}
 	op->piece_kind = h->kind;
 	op->piece_root = h->root;
@@ -2174,6 +2240,8 @@ void coll_fini(void)
 	free(coll.torus.first);
 	free(coll.torus.hop);
 	free(coll.torus.order);
+	scatter_plan_free(&coll.torus.base[0]);
+	scatter_plan_free(&coll.torus.base[1]);
 	memset(&coll.torus, 0, sizeof(coll.torus));
 	while (coll.pre) {
 		struct pre *p = coll.pre;

@@ -47,14 +47,20 @@ static const uint32_t *path_of(const struct sg_paths *paths, const uint32_t *d, 
 }
 
 /* 1 if node d's path is one: non-empty, within the nodes, ending at d,
- * never through R or twice through a node next to each other. */
+ * never through R nor twice through a node (else two steps would wait for
+ * the same message and one of them for ever).  Paths are short (a torus's
+ * diameter): the pairs are compared. */
 static int path_ok(const uint32_t *p, uint32_t len, uint32_t d, uint32_t R, uint32_t nodes)
 {
 	if (!len || p[len - 1] != d)
 		return 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] >= nodes || p[i] == R || (i && p[i] == p[i - 1]))
+	for (uint32_t i = 0; i < len; i++) {
+		if (p[i] >= nodes || p[i] == R)
 			return 0;
+		for (uint32_t k = 0; k < i; k++)
+			if (p[k] == p[i])
+				return 0;
+	}
 	return 1;
 }
 

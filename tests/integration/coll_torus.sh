@@ -8,7 +8,8 @@
 # the middle, staged and ferry_alloc buffers, in place, non-blocking, v
 # forms).  With the plan no piece is forwarded by the data path
 # (coll_forwarded stays): the engine's own FORWARD steps carry the messages
-# link by link.  Ranks that name different roots fail instead of hanging.
+# link by link.  Ranks that name different roots, or force different
+# algorithms, fail instead of hanging.
 # (Groups of a split, which do not cover the torus, go direct: coll_sg.sh.)
 . "$(dirname "$0")/lib.sh"
 
@@ -53,6 +54,27 @@ torus() {
 			# shellcheck disable=SC2086
 			expect "$name: $m disagreeing on rank 5 fails everywhere it should (ft_sg says where)" \
 				run_sg "$name$m" $((n * ppn)) $where -- --mismatch "$m" --mismatch-rank 5
+		done
+		# ranks that force different algorithms (node 1's opt, the
+		# others' direct: node 1 is next to the root's node 0, so the messages it
+		# expects are what direct sends it, and without the
+		# algorithm in every piece node 1 waited for ever): every rank
+		# fails, none waits (60 s at most each)
+		local pids="" rcs="" rk
+		for rk in $(seq 0 $((n * ppn - 1))); do
+			st=direct
+			[ $((rk % n)) = 1 ] && st=opt
+			FERRY_RUNTIME_DIR=$TMP/${name}_n$((rk % n)) bg "mix.$rk.log" timeout 60 "$BUILD/tests/ft_sg" \
+				--job mix --rank "$rk" --size $((n * ppn)) --blocks 100 --strategy "$st" --job-only
+			pids="$pids $LASTPID"
+		done
+		for p in $pids; do wait "$p"; rcs="$rcs $?"; done
+		expect "$name: node 1 forces opt, the others direct: every rank fails, none hangs [exit codes$rcs]" \
+			test "$(echo $rcs | tr ' ' '\n' | sort -u | tr '\n' ' ')" = "1 "
+		expect "... saying the ranks chose different algorithms" \
+			bash -c "grep -q 'chose different algorithms' '$TMP'/mix.*.log"
+		[ "$(echo $rcs | tr ' ' '\n' | sort -u | tr '\n' ' ')" = "1 " ] || for f in "$TMP"/mix.*.log; do
+			sed "s|^|#   $(basename "$f"): |" "$f" | tail -3
 		done
 	fi
 	expect "$name: daemons exit cleanly" stop_cluster "$name" "$n"
