@@ -250,8 +250,10 @@ int sg_sched_node(int gather, const struct a2a_layout *lay, uint32_t nodes, uint
 	return out->err;
 }
 
-int sg_sched(int gather, const struct a2a_layout *lay, uint32_t nodes, const struct sg_args *a,
-	     const uint64_t *mine, const struct sg_paths *paths, struct sched *s)
+/* Every node's part, each from its own ranks' counts (mine[rank]): by the
+ * path builder (alg SG_DIRECT, along paths) or by alg. */
+static int whole(enum sg_alg alg, int gather, const struct a2a_layout *lay, uint32_t nodes, const struct sg_args *a,
+		 const uint64_t *mine, const struct sg_paths *paths, struct sched *s)
 {
 	uint64_t *m = calloc((size_t)lay->ranks + 1, sizeof(*m));
 	int ret = m ? 0 : -ENOMEM;
@@ -264,10 +266,17 @@ int sg_sched(int gather, const struct a2a_layout *lay, uint32_t nodes, const str
 			m[i - k0] = mine[lay->rank_at[i]];
 		an.mine = m;
 		s->node[n].nslots = lay->node_first[n + 1] - k0;
-		ret = sg_sched_node(gather, lay, nodes, n, &an, paths, &s->node[n]);
+		ret = alg == SG_DIRECT ? sg_sched_node(gather, lay, nodes, n, &an, paths, &s->node[n])
+				       : sg_sched_alg_node(alg, gather, lay, nodes, n, &an, &s->node[n]);
 	}
 	free(m);
 	return ret < 0 ? ret : sched_err(s);
+}
+
+int sg_sched(int gather, const struct a2a_layout *lay, uint32_t nodes, const struct sg_args *a,
+	     const uint64_t *mine, const struct sg_paths *paths, struct sched *s)
+{
+	return whole(SG_DIRECT, gather, lay, nodes, a, mine, paths, s);
 }
 
 /* ---- orthogonal and tree realizations (sg_sched.h) ---- */
@@ -626,21 +635,7 @@ int sg_sched_alg_node(enum sg_alg alg, int gather, const struct a2a_layout *lay,
 int sg_sched_alg(enum sg_alg alg, int gather, const struct a2a_layout *lay, uint32_t nodes,
 		 const struct sg_args *a, const uint64_t *mine, struct sched *s)
 {
-	uint64_t *m = calloc((size_t)lay->ranks + 1, sizeof(*m));
-	int ret = m ? 0 : -ENOMEM;
-
-	for (uint32_t n = 0; n < nodes && !ret; n++) {
-		struct sg_args an = *a;
-		uint32_t k0 = lay->node_first[n];
-
-		for (uint32_t i = k0; i < lay->node_first[n + 1]; i++)
-			m[i - k0] = mine[lay->rank_at[i]];
-		an.mine = m;
-		s->node[n].nslots = lay->node_first[n + 1] - k0;
-		ret = sg_sched_alg_node(alg, gather, lay, nodes, n, &an, &s->node[n]);
-	}
-	free(m);
-	return ret < 0 ? ret : sched_err(s);
+	return whole(alg, gather, lay, nodes, a, mine, NULL, s);
 }
 
 /* ---- the cost model (sg_sched.h) ---- */
