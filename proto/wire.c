@@ -225,7 +225,12 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		c->u.step.gen = rd32(p + 8);
 		c->u.step.alpha_ns = rd32(p + 12);
 		c->u.step.beta_ps = rd32(p + 16);
+		c->u.step.coll = rd32(p + 20);
 		if (!c->u.step.job || c->u.step.gen > WIRE_GEN_MASK ||
+		    (type != WIRE_CTL_GO && c->u.step.coll) ||
+		    (c->u.step.coll >> 24) || ((c->u.step.coll >> WIRE_GO_ALLTOALL) & 255) > WIRE_GO_ALG_MAX ||
+		    ((c->u.step.coll >> WIRE_GO_SCATTER) & 255) > WIRE_GO_ALG_MAX ||
+		    ((c->u.step.coll >> WIRE_GO_GATHER) & 255) > WIRE_GO_ALG_MAX ||
 		    (type != WIRE_CTL_HAVE && type != WIRE_CTL_GO && (c->u.step.alpha_ns || c->u.step.beta_ps)) ||
 		    ((type == WIRE_CTL_HAVE || type == WIRE_CTL_GO) && c->u.step.step != 0) ||
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
@@ -369,5 +374,6 @@ ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *
 	wr32(p + 8, s->gen);
 	wr32(p + 12, s->alpha_ns);
 	wr32(p + 16, s->beta_ps);
+	wr32(p + 20, s->coll);
 	return sizeof(*s);
 }

@@ -51,8 +51,9 @@
  * 10: a collective piece names its operation's kind (wire_coll_piece).
  * 11: WIRE_FRAME_ACK_SOON.
  * 12: a collective piece names the root its sender's ranks named (scatter,
- *     gather: wire_coll_piece.root). */
-#define WIRE_VERSION    12
+ *     gather: wire_coll_piece.root).
+ * 13: GO carries the home's collectives.* settings (wire_ctl_step.coll). */
+#define WIRE_VERSION    13
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -297,15 +298,26 @@ static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
  * step 0, with the cost of the sending node's links (HAVE) or the one the
  * job's nodes agree on (GO; daemon/plan/linkcost.h, 0: unknown).  XOFF and
  * XON: the same layout, step is the destination rank.  alpha_ns and beta_ps
- * are 0 but in HAVE and GO. */
+ * are 0 but in HAVE and GO; coll is 0 but in GO, where it carries the
+ * algorithms the home's configuration forces on the job's collectives
+ * (collectives.* in ferry.conf), one byte each, 0 for automatic, else the
+ * algorithm + 1: WIRE_GO_ALLTOALL (enum a2a_strategy, daemon/plan/a2a.h),
+ * WIRE_GO_SCATTER and WIRE_GO_GATHER (enum ctl_rooted_alg, proto/ctl.h).
+ * The home's, so that every node of a job forces the same even where the
+ * files differ. */
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;
 	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
 	uint32_t alpha_ns;      /* α, nanoseconds */
 	uint32_t beta_ps;       /* β, picoseconds per byte */
+	uint32_t coll;          /* GO: the forced algorithms (above) */
 };
-static_assert(sizeof(struct wire_ctl_step) == 20, "ctl step layout");
+static_assert(sizeof(struct wire_ctl_step) == 24, "ctl step layout");
+#define WIRE_GO_ALLTOALL 0      /* shifts of the bytes of wire_ctl_step.coll */
+#define WIRE_GO_SCATTER  8
+#define WIRE_GO_GATHER   16
+#define WIRE_GO_ALG_MAX  15u    /* the largest algorithm + 1 a byte may say */
 
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the

@@ -336,7 +336,7 @@ static void node_table(const struct wire_ctl *c, uint32_t from)
 	uint32_t alpha_ns, beta_ps;
 
 	peer_cost(&alpha_ns, &beta_ps);
-	msg_cost(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, alpha_ns, beta_ps);
+	msg_cost(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, alpha_ns, beta_ps, 0);
 }
 
 /* The job a GO or STEP is about, if it came from the job's home. */
@@ -363,6 +363,7 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 	 * now (job.h) */
 	j->coll_alpha_ns = c->u.step.alpha_ns;
 	j->coll_beta_ps = c->u.step.beta_ps;
+	j->coll_force = c->u.step.coll;
 	free(j->layout);
 	j->layout = malloc(((size_t)j->size + 1) * sizeof(*j->layout));
 	for (uint32_t r = 0; j->layout && r < j->size; r++)

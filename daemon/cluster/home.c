@@ -319,7 +319,7 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	struct steps_node *n;
 
 	uint64_t asum = 0, bsum = 0;
-	uint32_t na = 0, nb = 0;
+	uint32_t na = 0, nb = 0, coll;
 
 	if (!h || !(n = hnode_find(h, from)))
 		return;
@@ -339,9 +339,12 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 		bsum += h->hn[i].beta_ps;
 		nb += h->hn[i].beta_ps != 0;
 	}
+	/* ... and the algorithms this node's configuration forces (collectives.*) */
+	coll = home.conf->coll_alltoall << WIRE_GO_ALLTOALL | home.conf->coll_scatter << WIRE_GO_SCATTER |
+	       home.conf->coll_gather << WIRE_GO_GATHER;
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_cost(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, na ? (uint32_t)(asum / na) : 0,
-			 nb ? (uint32_t)(bsum / nb) : 0);
+			 nb ? (uint32_t)(bsum / nb) : 0, coll);
 	/* A link it needs may be down already (its nodes check their routes
 	 * too, when GO comes). */
 	for (uint32_t i = 0; i < cuts_count() && !h->lost; i++) {

@@ -51,9 +51,10 @@ void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t s
 	ctlq_send(node, type, buf, (uint32_t)len);
 }
 
-void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps)
+void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
+	      uint32_t coll)
 {
-	struct wire_ctl_step m = { .job = job, .gen = gen, .alpha_ns = alpha_ns, .beta_ps = beta_ps };
+	struct wire_ctl_step m = { .job = job, .gen = gen, .alpha_ns = alpha_ns, .beta_ps = beta_ps, .coll = coll };
 	uint8_t buf[sizeof(m)];
 	ssize_t len = wire_ctl_encode_step(buf, sizeof(buf), &m);
 

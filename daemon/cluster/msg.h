@@ -26,7 +26,9 @@ void msg_lost(uint32_t node, uint32_t lost, uint32_t kind, uint64_t restarted_as
 
 /* HAVE, GO (step 0) or STEP about job id of generation gen. */
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step);
-/* HAVE or GO with a link cost (wire_ctl_step: α in ns, β in ps per byte). */
-void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps);
+/* HAVE or GO with a link cost (wire_ctl_step: α in ns, β in ps per byte),
+ * and GO with the forced algorithms (coll; 0 in HAVE). */
+void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
+	      uint32_t coll);
 
 #endif

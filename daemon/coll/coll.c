@@ -689,6 +689,37 @@ static double coll_beta_ns(const struct job *j)
 	return j->coll_beta_ps ? j->coll_beta_ps / 1e3 : COLL_BETA_NS_PER_BYTE;
 }
 
+/* The algorithm op runs as 0 (automatic) or algorithm + 1: what its ranks
+ * forced (ferry_coll_strategy, FERRY_COLL_*), else what the job's home's
+ * configuration forces (collectives.*, carried in GO: the same on every
+ * node of the job), else automatic.  A value no algorithm has (the home
+ * runs a later version) counts as automatic. */
+static uint32_t op_strategy(const struct cop *op)
+{
+	uint32_t f = op->g->cj->j->coll_force, v, max;
+
+	if (op->strategy)
+		return op->strategy;
+	switch (op->kind) {
+	case CTL_COLL_ALLTOALL:
+	case CTL_COLL_ALLTOALLV:
+	case CTL_COLL_SPLIT:
+		v = f >> WIRE_GO_ALLTOALL & 255, max = A2A_STRATEGIES;
+		break;
+	case CTL_COLL_SCATTER:
+	case CTL_COLL_SCATTERV:
+		v = f >> WIRE_GO_SCATTER & 255, max = CTL_ROOTED_ALGS;
+		break;
+	case CTL_COLL_GATHER:
+	case CTL_COLL_GATHERV:
+		v = f >> WIRE_GO_GATHER & 255, max = CTL_ROOTED_ALGS;
+		break;
+	default:
+		return 0;
+	}
+	return v <= max ? v : 0;
+}
+
 /* This node's part of an all-to-all of op->count bytes per block: every
  * rank's counts are the same, so one pair of arrays serves them all, and
  * every node computes the same choice from the same numbers. */
@@ -737,8 +768,8 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	}
 	/* (An all-to-allv's sizes are known to no node in full: every node
 	 * chooses as for small blocks, the same everywhere.) */
-	if (op->strategy)
-		s = (enum a2a_strategy)(op->strategy - 1);
+	if (op_strategy(op))
+		s = (enum a2a_strategy)(op_strategy(op) - 1);
 	else
 		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), coll_alpha_us(g->cj->j),
 			       coll_beta_ns(g->cj->j));
@@ -779,14 +810,14 @@ static int rooted_paths(struct cop *op, uint32_t R)
 		    g->G <= SCATTER_MAX_NODES && g->nodes[g->G - 1] == g->G - 1;
 	int gather = op->kind == CTL_COLL_GATHER || op->kind == CTL_COLL_GATHERV;
 	int v = op->kind == CTL_COLL_SCATTERV || op->kind == CTL_COLL_GATHERV;
-	uint32_t alg = op->strategy ? op->strategy - 1 : CTL_ROOTED_OPT;
+	uint32_t strategy = op_strategy(op), alg = strategy ? strategy - 1 : CTL_ROOTED_OPT;
 	enum scatter_algo sa = alg == CTL_ROOTED_SDF ? SCATTER_SDF : SCATTER_OPT;
 	struct scatter_plan sp;
 	uint32_t *first, *hop, *order;
 	int ret;
 
 	coll.torus.valid = 0;
-	if (!op->strategy && !torus) {
+	if (!strategy && !torus) {
 		/* the cost model's choice, from what every node knows alike
 		 * (a v variant's sizes are not: as for small blocks) */
 		static const uint32_t of[SG_ALGS] = { CTL_ROOTED_DIRECT, CTL_ROOTED_ORTH, CTL_ROOTED_TREE };
@@ -802,8 +833,10 @@ static int rooted_paths(struct cop *op, uint32_t R)
 		return 0;
 	}
 	if (!torus) {
-		snprintf(op->why, sizeof(op->why), "%s needs a physical torus with ranks of the group on every node",
-			 alg == CTL_ROOTED_OPT ? "opt" : "sdf");
+		snprintf(op->why, sizeof(op->why), "%s needs a physical torus with ranks of the group on every node%s",
+			 alg == CTL_ROOTED_OPT ? "opt" : "sdf",
+			 op->strategy ? "" : gather ? " (collectives.gather of the job's home forces it)"
+						    : " (collectives.scatter of the job's home forces it)");
 		return -EINVAL;
 	}
 	op->alg = scatter_algo_name(sa);

@@ -4,6 +4,8 @@
 #include "conf.h"
 #include "log.h"
 #include "sandbox.h"
+#include "../plan/a2a.h"
+#include "../../proto/ctl.h"
 #include "../../proto/direct.h"
 
 #include <errno.h>
@@ -589,6 +591,39 @@ static int per_user_limits(struct parse *p, const config_setting_t *g)
 	return 0;
 }
 
+/* collectives: { alltoall, scatter, gather }: "auto" or an algorithm, as
+ * ferry_coll_strategy names them; index = 0 automatic, else algorithm + 1. */
+static int parse_collectives(struct parse *p, const config_setting_t *root)
+{
+	static const char *const keys[] = { "alltoall", "scatter", "gather", NULL };
+	/* in the order of enum a2a_strategy and enum ctl_rooted_alg, after "auto" */
+	static const char *const a2a[] = { "auto", "direct", "mesh", "grid3d", "hypercube", NULL };
+	static const char *const rooted[] = { "auto", "direct", "opt", "sdf", "orth", "tree", NULL };
+	static_assert(A2A_STRATEGIES == 4 && CTL_ROOTED_ALGS == 5, "the lists above name every algorithm");
+	struct conf *c = p->c;
+	config_setting_t *g;
+	int a = 0, sc = 0, ga = 0, ret;
+
+	if ((ret = get_group(p, root, "collectives", &g)) < 0 || !g)
+		return ret;
+	if ((ret = check_keys(p, g, keys)) < 0 || (ret = get_enum(p, g, "alltoall", a2a, &a)) < 0 ||
+	    (ret = get_enum(p, g, "scatter", rooted, &sc)) < 0 || (ret = get_enum(p, g, "gather", rooted, &ga)) < 0)
+		return ret;
+	/* opt and sdf follow the links of a physical torus (daemon/plan/scatter.h) */
+	for (int i = 0; i < 2; i++) {
+		int v = i ? ga : sc;
+
+		if (c->physical != CONF_TORUS && (v == CTL_ROOTED_OPT + 1 || v == CTL_ROOTED_SDF + 1))
+			return invalid(p, config_setting_get_member(g, i ? "gather" : "scatter"),
+				       "'collectives.%s' is \"%s\", which needs 'topology.physical' = \"torus\"",
+				       i ? "gather" : "scatter", rooted[v]);
+	}
+	c->coll_alltoall = (uint32_t)a;
+	c->coll_scatter = (uint32_t)sc;
+	c->coll_gather = (uint32_t)ga;
+	return 0;
+}
+
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
 	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
@@ -754,8 +789,8 @@ void conf_defaults(struct conf *c)
 
 static int load(struct conf *c, config_t *cfg, struct parse *p)
 {
-	static const char *const top[] = { "cluster", "topology", "aggregation", "transport",
-					    "limits", "direct", "security", "logging", "daemon", NULL };
+	static const char *const top[] = { "cluster", "topology", "aggregation", "transport", "limits",
+					    "direct", "collectives", "security", "logging", "daemon", NULL };
 	const config_setting_t *root = config_root_setting(cfg);
 	int ret;
 
@@ -764,6 +799,7 @@ static int load(struct conf *c, config_t *cfg, struct parse *p)
 	if ((ret = check_keys(p, root, top)) < 0 ||
 	    (ret = parse_cluster(p, root)) < 0 ||
 	    (ret = parse_topology(p, root)) < 0 ||
+	    (ret = parse_collectives(p, root)) < 0 ||
 	    (ret = parse_rest(p, root)) < 0)
 		return ret;
 	return 0;

@@ -75,6 +75,10 @@ struct conf {
 	char key_file[PATH_MAX];        /* "" = insecure mode */
 	int integrity;                  /* every frame authenticated (default: on with a key) */
 	int encrypt;                    /* and encrypted (needs integrity) */
+	/* collectives: the algorithm forced on every job this node is the home
+	 * of (carried in GO: wire_ctl_step.coll); 0 automatic, else the
+	 * algorithm + 1 (enum a2a_strategy; enum ctl_rooted_alg) */
+	uint32_t coll_alltoall, coll_scatter, coll_gather;
 	/* logging */
 	int log_level;                  /* LOG_* */
 	/* daemon */

@@ -108,6 +108,9 @@ struct job {
 	/* The link cost its nodes agreed on at GO (plan/linkcost.h; 0:
 	 * unknown, the engine's defaults). */
 	uint32_t coll_alpha_ns, coll_beta_ps;
+	/* ... and the algorithms its home's configuration forces (wire_ctl_step.coll:
+	 * a byte each, 0 automatic, else the algorithm + 1). */
+	uint32_t coll_force;
 	/* Its home was lost: its id may be handed out again by the home's
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */

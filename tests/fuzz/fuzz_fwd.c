@@ -120,6 +120,10 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 		struct wire_ctl_step s = { .job = job, .gen = gen,
 					   .step = type == WIRE_CTL_HAVE || type == WIRE_CTL_GO ? 0 : next() % 6 };
 
+		if (type == WIRE_CTL_GO)        /* the forced algorithms, some out of range */
+			s.coll = (uint32_t)(next() % 8) << WIRE_GO_ALLTOALL | (uint32_t)(next() % 8) << WIRE_GO_SCATTER |
+				 (uint32_t)(next() % 8) << WIRE_GO_GATHER;
+
 		len = wire_ctl_encode_step(buf, cap, &s);
 	}
 	}

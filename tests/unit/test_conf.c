@@ -175,6 +175,37 @@ TEST(topologies_resolve)
 	conf_free(&c);
 }
 
+/* collectives.*: 0 automatic (the default), else the algorithm + 1, in
+ * the orders of enum a2a_strategy and enum ctl_rooted_alg. */
+TEST(collectives_force_algorithms)
+{
+	struct conf c;
+
+	CHECK_EQ(parse(&c, ""), 0);
+	CHECK(c.coll_alltoall == 0 && c.coll_scatter == 0 && c.coll_gather == 0);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "collectives: { alltoall = \"hypercube\"; scatter = \"tree\"; gather = \"orth\"; };"), 0);
+	CHECK_EQ(c.coll_alltoall, A2A_HYPERCUBE + 1);
+	CHECK_EQ(c.coll_scatter, CTL_ROOTED_TREE + 1);
+	CHECK_EQ(c.coll_gather, CTL_ROOTED_ORTH + 1);
+	conf_free(&c);
+	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 16; };\n"
+			  "topology: { physical = \"torus\"; dims = [ 4, 4 ]; };\n"
+			  "collectives: { alltoall = \"auto\"; scatter = \"sdf\"; gather = \"direct\"; };"), 0);
+	CHECK_EQ(c.coll_alltoall, 0);
+	CHECK_EQ(c.coll_scatter, CTL_ROOTED_SDF + 1);
+	CHECK_EQ(c.coll_gather, CTL_ROOTED_DIRECT + 1);
+	conf_free(&c);
+	rejects("collectives: {\n scatter = \"opt\"; };", 2, "'collectives.scatter' is \"opt\", which needs "
+		"'topology.physical' = \"torus\"");
+	rejects("collectives: {\n gather = \"sdf\"; };", 2, "'collectives.gather' is \"sdf\"");
+	rejects("collectives: { alltoall = \"ring\"; };", 1, "'collectives.alltoall' is \"ring\", must be \"auto\", "
+		"\"direct\", \"mesh\", \"grid3d\" or \"hypercube\"");
+	rejects("collectives: { scatter = \"binomial\"; };", 1, "must be \"auto\", \"direct\", \"opt\", \"sdf\", "
+		"\"orth\" or \"tree\"");
+	rejects("collectives: { bcast = \"tree\"; };", 1, "bcast");
+}
+
 TEST(frame_integrity_is_on_with_a_key_unless_turned_off)
 {
 	struct conf c;
@@ -394,6 +425,7 @@ int main(void)
 	RUN(limits_per_user);
 	RUN(host_patterns);
 	RUN(topologies_resolve);
+	RUN(collectives_force_algorithms);
 	RUN(frame_integrity_is_on_with_a_key_unless_turned_off);
 	RUN(each_mistake_has_its_message);
 	RUN(cpu_lists);

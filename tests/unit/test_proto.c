@@ -550,6 +550,22 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(99, buf, (size_t)n, &c), -EPROTO);
+	/* GO's forced algorithms: only GO has them, a byte each up to
+	 * WIRE_GO_ALG_MAX, the top byte zero. */
+	st.coll = 2u << WIRE_GO_ALLTOALL | 5u << WIRE_GO_SCATTER | 1u << WIRE_GO_GATHER;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(n, 24);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), 0);
+	CHECK_EQ(c.u.step.coll, st.coll);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), -EPROTO);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n - 4, &c), -EPROTO);  /* a version-12 GO */
+	st.coll = (WIRE_GO_ALG_MAX + 1) << WIRE_GO_GATHER;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
+	st.coll = 1u << 24;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
+	st.coll = 0;
 
 	/* XOFF and XON: the step field is a rank. */
 	st.step = PROTO_MAX_RANKS - 1;
