@@ -44,7 +44,12 @@
  * A plan run this way is never slower than its step-synchronous execution,
  * steps * (alpha + m beta): by induction on the steps, a hop the plan puts
  * at step s is done by s hop times (its message's previous hop and the
- * link's previous message are both planned earlier).
+ * link's previous message are both planned earlier).  The planner's plans
+ * take exactly that long: OPT meets the lower bound, and in SDF, a greedy
+ * schedule, every hop at step s waits for one at step s - 1 (its message's
+ * previous hop, or the message its link carried while it waited), so with
+ * equal hop costs there is nothing to gain; the asynchronous execution
+ * would differ only with unequal costs, which this model does not have.
  *
  * Ownership: the simulation's tables are allocated and freed inside each
  * call; results are plain values.
