@@ -16,6 +16,7 @@
 #include "../daemon/plan/a2a.h"
 #include "../daemon/plan/route.h"
 #include "../daemon/plan/scatter.h"
+#include "../daemon/plan/sg_sim.h"
 #include "../proto/ctl.h"
 
 #include <sodium.h>
@@ -69,6 +70,25 @@ static void usage(FILE *out)
 		"                         drawn for 2-D and 3-D tori), opt (the partition) or sdf\n"
 		"                         (shortest direction first); schedule: one line per\n"
 		"                         message hop, \"node step from to\"\n"
+		"  plan scatter|gather --dims AxBx... [--torus] [--root NODE] --simulate\n"
+		"        [--algo opt|sdf|naive] [--block M] [--alpha-us A] [--beta-ns-per-byte B]\n"
+		"        [--format text|json]\n"
+		"                         offline: an alpha-beta simulation (daemon/plan/sg_sim.h):\n"
+		"                         store and forward, each directed link one message at\n"
+		"                         a time, A + M B per message per hop (M: a node's block,\n"
+		"                         default --bytes x --ppn; A, B: default 6 us, 0.4 ns/B);\n"
+		"                         opt and sdf run their plans asynchronously in each\n"
+		"                         link's planned order, naive sends along the default\n"
+		"                         dimension-ordered route, first come first served (the\n"
+		"                         root furthest first); all three without --algo.  json:\n"
+		"                         one object: collective, dims, nodes, root, block,\n"
+		"                         alpha_us, beta_ns_per_byte, hop_us (A + M B), bound\n"
+		"                         (hop times), algorithms: [{name, makespan_us, rounds\n"
+		"                         (hop times), steps and step_sync_us (the plan's steps\n"
+		"                         x hop_us; null for naive), hops, link_max (messages on\n"
+		"                         the busiest link), queue_max, relay_queue_max (most\n"
+		"                         messages waiting for one link, and of those held by a\n"
+		"                         relay)}]\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -236,6 +256,70 @@ static int number_arg_read(const struct option *opts, int opt, const char *end)
 
 /* --- plan scatter | gather --- */
 
+/* --simulate: the alpha-beta simulation of the plans pl (scatter, or their
+ * reverse for gather) and of naive, or of algorithm only (-1: all three). */
+static int print_simulation(const struct route *r, const struct scatter_plan *pl, int gather, int only,
+			    const struct sg_sim_cost *c, int json)
+{
+	struct sg_sim_result res[SG_SIM_ALGOS];
+	const char *op = gather ? "gather" : "scatter";
+	char dstr[128];
+	int ret, first = 1;
+
+	route_dims_str(r, dstr, sizeof(dstr));
+	for (int a = 0; a < SG_SIM_ALGOS; a++) {
+		if (only >= 0 && a != only)
+			continue;
+		ret = a == SG_SIM_NAIVE ? sg_sim_naive(r, pl[0].root, gather, c, &res[a]) :
+					  sg_sim_plan(r, &pl[a], c, &res[a]);
+		if (ret) {
+			fprintf(stderr, "ferryctl plan %s: simulating %s: %s\n", op, sg_sim_algo_name(a), strerror(-ret));
+			return 1;
+		}
+	}
+	const struct sg_sim_result *any = &res[only >= 0 ? only : 0];
+	if (json) {
+		printf("{\"schema_version\": 1, \"collective\": \"%s\", \"dims\": \"%s\", \"nodes\": %u, \"root\": %u, "
+		       "\"block\": %llu, \"alpha_us\": %g, \"beta_ns_per_byte\": %g, \"hop_us\": %.3f, \"bound\": %u, "
+		       "\"algorithms\": [",
+		       op, dstr, pl[0].nodes, pl[0].root, (unsigned long long)c->block, c->alpha_us,
+		       c->beta_us_per_byte * 1e3, any->hop_us, any->bound);
+	} else {
+		printf("%s %s node %u over the %s torus (%u nodes), simulated: block %llu B, alpha %g us, "
+		       "beta %g ns/B: %.3f us a message a hop\n",
+		       op, gather ? "to" : "from", pl[0].root, dstr, pl[0].nodes, (unsigned long long)c->block,
+		       c->alpha_us, c->beta_us_per_byte * 1e3, any->hop_us);
+	}
+	for (int a = 0; a < SG_SIM_ALGOS; a++) {
+		const struct sg_sim_result *x = &res[a];
+
+		if (only >= 0 && a != only)
+			continue;
+		if (json) {
+			printf("%s{\"name\": \"%s\", \"makespan_us\": %.3f, \"rounds\": %u, ", first ? "" : ", ",
+			       sg_sim_algo_name(a), x->makespan_us, x->rounds);
+			if (a == SG_SIM_NAIVE)
+				printf("\"steps\": null, \"step_sync_us\": null, ");
+			else
+				printf("\"steps\": %u, \"step_sync_us\": %.3f, ", x->steps, x->step_sync_us);
+			printf("\"hops\": %llu, \"link_max\": %u, \"queue_max\": %u, \"relay_queue_max\": %u}",
+			       (unsigned long long)x->hops, x->link_max, x->queue_max, x->relay_queue_max);
+		} else {
+			printf("  %-5s %14.3f us  %4u hop times", sg_sim_algo_name(a), x->makespan_us, x->rounds);
+			if (a != SG_SIM_NAIVE)
+				printf(" (%u steps: %.3f us step by step)", x->steps, x->step_sync_us);
+			printf("; busiest link %u messages, most waiting for a link %u, at a relay %u\n", x->link_max,
+			       x->queue_max, x->relay_queue_max);
+		}
+		first = 0;
+	}
+	if (json)
+		printf("]}\n");
+	else
+		printf("lower bound %u hop times (%.3f us)\n", any->bound, any->bound * any->hop_us);
+	return 0;
+}
+
 /* What a plan makes each node send and receive (messages: SEND, FORWARD). */
 static void scatter_counts(const struct scatter_plan *p, uint64_t block, struct a2a_stats *st)
 {
@@ -303,13 +387,14 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		{ "root", required_argument, NULL, 'r' }, { "algo", required_argument, NULL, 'a' },
 		{ "ppn", required_argument, NULL, 'p' }, { "bytes", required_argument, NULL, 'b' },
 		{ "alpha-us", required_argument, NULL, 'A' }, { "beta-ns-per-byte", required_argument, NULL, 'B' },
-		{ "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "format", required_argument, NULL, 'f' }, { "simulate", no_argument, NULL, 'S' },
+		{ "block", required_argument, NULL, 'k' }, { NULL, 0, NULL, 0 },
 	};
 	const char *op = gather ? "gather" : "scatter";
 	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0;
-	unsigned long long root = 0, ppn = 1, bytes = 8;
+	unsigned long long root = 0, ppn = 1, bytes = 8, block = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
-	int kind = ROUTE_TORUS, algo = SCATTER_OPT, format = 't', opt, ret;
+	int kind = ROUTE_TORUS, algo = SCATTER_OPT, format = 't', opt, ret, simulate = 0, sim_algo = -1, have_block = 0;
 	struct scatter_plan pl[2];
 	struct a2a_stats st[2];
 	uint64_t prod = 1;
@@ -320,7 +405,7 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		errno = 0;
 		end = NULL;     /* (set by the numbers' strto*) */
-		if (!number_arg_ok(opts, opt, "rpbAB"))
+		if (!number_arg_ok(opts, opt, "rpbABk"))
 			return 2;
 		switch (opt) {
 		case 'd':
@@ -332,11 +417,18 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		case 'g': kind = ROUTE_GRID; break;
 		case 'r': root = strtoull(optarg, &end, 10); break;
 		case 'a':
-			algo = scatter_algo_by_name(optarg);
-			if (algo < 0) {
-				fprintf(stderr, "ferryctl plan %s: --algo opt or sdf\n", op);
+			sim_algo = sg_sim_algo_by_name(optarg);
+			if (sim_algo < 0) {
+				fprintf(stderr, "ferryctl plan %s: --algo opt, sdf or (with --simulate) naive\n", op);
 				return 2;
 			}
+			if (sim_algo != SG_SIM_NAIVE)
+				algo = sim_algo;
+			break;
+		case 'S': simulate = 1; break;
+		case 'k':
+			block = strtoull(optarg, &end, 10);
+			have_block = 1;
 			break;
 		case 'p': ppn = strtoull(optarg, &end, 10); break;
 		case 'b': bytes = strtoull(optarg, &end, 10); break;
@@ -358,6 +450,14 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		fprintf(stderr, "ferryctl plan %s: needs --dims (a physical torus)\n", op);
 		return 2;
 	}
+	if (!simulate && (sim_algo == SG_SIM_NAIVE || have_block)) {
+		fprintf(stderr, "ferryctl plan %s: --algo naive and --block go with --simulate\n", op);
+		return 2;
+	}
+	if (simulate && format == 's') {
+		fprintf(stderr, "ferryctl plan %s: --simulate prints text or json\n", op);
+		return 2;
+	}
 	if (kind != ROUTE_TORUS) {
 		fprintf(stderr, "ferryctl plan %s: planned on a physical torus (--torus) only, so far\n", op);
 		return 2;
@@ -369,9 +469,9 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		return 2;
 	}
 	if (root >= prod || ppn < 1 || ppn > 1024 || bytes > (1ull << 40) / ppn || !isfinite(alpha) ||
-	    !isfinite(beta) || alpha < 0 || beta < 0) {
+	    !isfinite(beta) || alpha < 0 || beta < 0 || block > (1ull << 40)) {
 		fprintf(stderr, "ferryctl plan %s: --root 0 to %llu, --ppn 1 to 1024, --bytes at most 2^40 / ppn, "
-			"--alpha-us and --beta-ns-per-byte finite and not negative\n", op,
+			"--block at most 2^40, --alpha-us and --beta-ns-per-byte finite and not negative\n", op,
 			(unsigned long long)prod - 1);
 		return 2;
 	}
@@ -397,7 +497,16 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 	}
 	const struct scatter_plan *p = &pl[algo];
 	route_dims_str(&r, dstr, sizeof(dstr));
-	if (format == 's') {
+	if (simulate) {
+		struct sg_sim_cost c = {
+			.block = have_block ? block : bytes * ppn, .alpha_us = alpha, .beta_us_per_byte = beta * 1e-3,
+		};
+
+		ret = print_simulation(&r, pl, gather, sim_algo, &c, format == 'j');
+		scatter_plan_free(&pl[0]);
+		scatter_plan_free(&pl[1]);
+		return ret;
+	} else if (format == 's') {
 		printf("# %s %s torus root %u algo %s steps %u bound %u\n", op, dstr, p->root, scatter_algo_name(algo),
 		       p->steps, p->bound);
 		printf("# %s step from to (node ids row-major, last dimension fastest; steps from 1)\n",

@@ -82,6 +82,36 @@ t=$(plan scatter --dims 7x5 --torus)
 expect "the text form draws the partition: 7 rows of 5, the root marked" \
 	test "$(grep -cE '^   ([*A-D] ){4}[*A-D]$' <<<"$t")" = 7 -a "$(grep -o '\*' <<<"$t" | wc -l)" -ge 1
 
+# --simulate (daemon/plan/sg_sim.c): the alpha-beta simulation at 64 KiB
+# blocks, alpha 50 us, beta 0.01 us/B.  opt <= sdf <= naive holds on the
+# paper's tori (checked by hand first: 16, 20, 32 hop times on 8x8; 43, 51,
+# 128 on 4x8x8), a plan is never slower than step by step, opt takes the bound.
+sim() { plan "$1" --dims "$2" --torus --simulate --block 65536 --alpha-us 50 --beta-ns-per-byte 10 --format json; }
+for args in "scatter 8x8" "gather 8x8" "scatter 4x8x8" "gather 4x8x8"; do
+	set -- $args
+	j=$(sim "$1" "$2")
+	expect "$1 $2 --simulate --format json: opt <= sdf <= naive at 64 KiB, plans within steps x (alpha + m beta)" \
+		holds '.collective == "'"$1"'" and .block == 65536 and (.hop_us - 705.36 | fabs) < 1e-6 and
+			([.algorithms[].name] == ["opt", "sdf", "naive"]) and
+			(.algorithms | map({(.name): .}) | add) as $a |
+			$a.opt.makespan_us <= $a.sdf.makespan_us and $a.sdf.makespan_us <= $a.naive.makespan_us and
+			$a.opt.rounds == .bound and
+			all(.algorithms[]; (.makespan_us - .rounds * $a.opt.makespan_us / $a.opt.rounds | fabs) < 1e-3 and
+				(.name == "naive" or .makespan_us <= .step_sync_us + 1e-6))' "$j"
+done
+j=$(plan scatter --dims 8x8 --torus --simulate --format json)
+expect "--simulate --format json: its fields (defaults: the block --bytes x --ppn, 8 B)" \
+	holds '(["schema_version", "collective", "dims", "nodes", "root", "block", "alpha_us", "beta_ns_per_byte",
+		 "hop_us", "bound", "algorithms"] - keys == []) and .block == 8 and .nodes == 64 and
+		all(.algorithms[]; (["name", "makespan_us", "rounds", "steps", "step_sync_us", "hops", "link_max",
+				     "queue_max", "relay_queue_max"] - keys) == [])' "$j"
+t=$(plan scatter --dims 8x8 --torus --simulate --algo naive)
+expect "--simulate --algo naive: naive only, 32 hop times on 8x8" \
+	test "$(grep -c '^  [a-z]* .* hop times' <<<"$t")" = 1 -a "$(grep -c '^  naive .* 32 hop times' <<<"$t")" = 1
+expect "--algo naive without --simulate: refused" bash -c "! '$BUILD/ferryctl' plan scatter --dims 4x4 --algo naive 2>/dev/null"
+expect "--simulate --format schedule: refused" \
+	bash -c "! '$BUILD/ferryctl' plan scatter --dims 4x4 --simulate --format schedule 2>/dev/null"
+
 expect "--mesh: refused (a physical torus only)" bash -c "! '$BUILD/ferryctl' plan scatter --dims 4x4 --mesh 2>/dev/null"
 expect "a root outside the torus: refused" bash -c "! '$BUILD/ferryctl' plan scatter --dims 4x4 --root 16 2>/dev/null"
 expect "an unknown algorithm: refused" bash -c "! '$BUILD/ferryctl' plan scatter --dims 4x4 --algo best 2>/dev/null"
