@@ -298,6 +298,9 @@ $(BUILD)/bench/mb_%: tests/bench/mb_%.c tests/bench/overlap.h
 	@mkdir -p $(@D)
 	mpicc -O2 -g -Wall -Wextra -o $@ $<
 
+# mb_sg is fb_sg.c built with Open MPI.
+$(BUILD)/bench/mb_sg: tests/bench/fb_sg.c
+
 $(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< proto/ring.c
