@@ -759,5 +759,9 @@ WHY
 		echo
 		cat security.md
 	fi
+	if [ -f sg.md ]; then
+		echo
+		cat sg.md
+	fi
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2

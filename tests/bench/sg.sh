@@ -1,0 +1,202 @@
+#!/bin/bash
+# tests/bench/sg.sh BUILD OUT [quick] - scatter and gather on a physical
+# torus (make bench-sg; issue 13; Mao, Chen, Watson, Figs. 4-5): the
+# daemons' OPT regions against the SDF heuristic and the naive way (the
+# root's node sends every block along the default route: ferry's "direct"),
+# and Open MPI's MPI_Scatter / MPI_Gather with the same processes over the
+# same links, on the 4x4 and 3x3x3 tori, blocks of 64 B to 1 MiB.  Writes
+# OUT/sg.csv, OUT/sg_sim.csv, OUT/sg.md and the plots OUT/sg-*.png.
+#
+# The cluster: one network namespace per node, veth links between torus
+# neighbours only (tests/integration/lib.sh's netns_cluster), one ferryd per
+# namespace, one rank per node (rank r on node r, root 0).  On 2 cores the
+# CPUs, not the links, would decide, so every veth is shaped on both ends
+# until the links are the bottleneck: a rate of SG_RATE (100mbit) and, where
+# the kernel has netem, a delay of SG_DELAY (1ms) per hop; a kernel without
+# netem (CONFIG_NET_SCH_NETEM unset, as on these Firecracker VMs) gets the
+# rate alone through tbf, and the per-hop latency is then what the daemons
+# and TCP add (sg.md says which ran).
+#
+# Open MPI runs in the same namespaces: every namespace also gets an
+# address on a veth of its own (m0, 10.78.0.0/16) and, with IP forwarding
+# on, a route to every other node's along the dimension-ordered path through
+# the shaped links (the kernel forwards: a routed network, packet by packet,
+# where ferry's daemons store and forward each piece); mpirun runs in node
+# 0's namespace and starts an orted in every other one through a launch
+# agent that enters the node's namespace instead of ssh.  Its ranks yield
+# when idle (mpi_yield_when_idle: 16 or 27 spinning processes on 2 cores
+# would measure the scheduler).  Everything shares both cores (layout
+# "shared").
+#
+# Times are OSU's (fb_sg.c): per iteration a barrier, then the operation
+# timed alone; per_op_s is the slowest rank's mean.  The α–β simulation
+# (ferryctl plan scatter|gather --simulate: daemon/plan/sg_sim.c) predicts
+# the three ferry algorithms at the paper's sizes (8x8, 4x8x8) and at these
+# tori with this run's links: α the delay (0 without netem) plus the α the
+# daemons measured on their links, β 8 / rate.
+. "$(dirname "$0")/lib.sh" "$@"
+
+RATE=${SG_RATE:-100mbit}
+DELAY=${SG_DELAY:-1ms}
+VARIANTS="opt sdf direct mpi"
+if [ -n "$QUICK" ]; then
+	TORI="4x4"; BLOCKS="64 65536"; SG_RUNS=1; TARGET=0.1; WARMUP=1
+else
+	TORI="4x4 3x3x3"; BLOCKS="64 1024 16384 65536 262144 1048576"; SG_RUNS=${SG_RUNS:-2}; TARGET=0.3; WARMUP=2
+fi
+TIMING=(--target-s "$TARGET" --warmup "$WARMUP" --min-iters 3)
+CSV=$OUT/sg.csv
+SIM=$OUT/sg_sim.csv
+echo "torus,op,variant,block,run,iters,per_op_s,mean_s,shaping,layout" >"$CSV"
+echo "torus,op,algo,block,alpha_us,beta_ns_per_byte,makespan_s,rounds,bound" >"$SIM"
+netns_ok || { log "sg: needs root and ip netns"; exit 1; }
+rate_mbit=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u)
+	print u == "gbit" ? n * 1000 : u == "kbit" ? n / 1000 : n }')
+delay_us=$(awk -v d="$DELAY" 'BEGIN { n = d + 0; print d ~ /us$/ ? n : n * 1000 }')
+
+# simulate DIMS OP BLOCK ALPHA_US BETA_NS: rows of sg_sim.csv
+simulate() {
+	"$BUILD/ferryctl" plan "$2" --dims "$1" --torus --simulate --block "$3" --alpha-us "$4" \
+		--beta-ns-per-byte "$5" --format json |
+		jq -r --arg t "$1" --arg op "$2" --arg b "$3" --arg a "$4" --arg be "$5" \
+			'.bound as $bound | .algorithms[] | [$t, $op, .name, $b, $a, $be, .makespan_us / 1e6, .rounds, $bound]
+			 | map(tostring) | join(",")' >>"$SIM"
+}
+# the paper's tori under its clusters' rough link (100 Mbit/s, 50 µs)
+for t in 8x8 4x8x8; do
+	for op in scatter gather; do
+		for b in $BLOCKS; do simulate "$t" "$op" "$b" 50 80; done
+	done
+done
+
+# next_hop DIMS A B: the neighbour of node A on the dimension-ordered path
+# to B (the first dimension where they differ, the shorter way round, ties +).
+next_hop() {
+	local -a d
+	IFS=x read -ra d <<<"$1"
+	local a=$2 b=$3 stride=1 i n=${#d[@]} ca cb diff
+	local -a st
+	for ((i = n - 1; i >= 0; i--)); do st[i]=$stride; stride=$((stride * d[i])); done
+	for ((i = 0; i < n; i++)); do
+		ca=$((a / st[i] % d[i])) cb=$((b / st[i] % d[i]))
+		[ "$ca" = "$cb" ] && continue
+		diff=$(((cb - ca + d[i]) % d[i]))
+		if [ $((2 * diff)) -le "${d[i]}" ]; then
+			echo $((a + ((ca + 1) % d[i] - ca) * st[i]))
+		else
+			echo $((a + ((ca + d[i] - 1) % d[i] - ca) * st[i]))
+		fi
+		return
+	done
+}
+mpi_addr() { echo "10.78.$(($1 / 250)).$(($1 % 250 + 1))"; }
+
+# torus NAME DIMS: the shaped namespace torus with a ferryd per node and the
+# routes Open MPI needs; sets N and SHAPING.
+torus() {
+	local name=$1 dims=$2 k a b m ns dev
+	local -a dl
+	IFS=x read -ra dl <<<"$dims"
+	N=1
+	for k in "${dl[@]}"; do N=$((N * k)); done
+	netns_cluster "$name" torus "${dl[@]}" || { log "sg: cannot make the $dims torus"; exit 1; }
+	printf '%s\n' 'logging: { level = "warning"; };' "transport: { tcp_congestion = \"$BENCH_CC\"; };" \
+		>>"$TMP/$name.conf"
+	SHAPING=""
+	for k in $(seq 0 $((N - 1))); do
+		ns=$(netns_name "$name" "$k")
+		for dev in $(ip -n "$ns" -o link show type veth | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
+			if tc -n "$ns" qdisc add dev "$dev" root netem delay "$DELAY" rate "$RATE" limit 100000 2>/dev/null; then
+				SHAPING="netem rate $RATE delay $DELAY"
+			elif tc -n "$ns" qdisc add dev "$dev" root tbf rate "$RATE" burst 32kb latency 400ms; then
+				SHAPING="tbf rate $RATE; no delay (no netem in this kernel)"
+			else
+				log "sg: cannot shape $dev"; exit 1
+			fi
+		done
+		# Open MPI's own address and the forwarding to everyone else's
+		ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+			net.ipv4.conf.default.rp_filter=0
+		ip -n "$ns" link add m0 type veth peer name m1 && ip -n "$ns" link set m0 up &&
+			ip -n "$ns" link set m1 up && ip -n "$ns" addr add "$(mpi_addr "$k")/16" dev m0 ||
+			{ log "sg: cannot give node $k its MPI address"; exit 1; }
+	done
+	for a in $(seq 0 $((N - 1))); do
+		for b in $(seq 0 $((N - 1))); do
+			[ "$a" = "$b" ] && continue
+			m=$(next_hop "$dims" "$a" "$b")
+			echo "route add $(mpi_addr "$b")/32 via $(netns_addr "$m") dev f${a}_$m onlink src $(mpi_addr "$a")"
+		done | ip -n "$(netns_name "$name" "$a")" -batch - || { log "sg: routes of node $a"; exit 1; }
+	done
+	start_netns_cluster "$name" "$N" || { log "sg: the $dims cluster did not start"; exit 1; }
+	CL=$name CLN=$N
+	# the launch agent: "AGENT HOST COMMAND..." runs COMMAND in HOST's namespace
+	cat >"$TMP/agent" <<-EOF
+		#!/bin/bash
+		h=\$1; shift
+		IFS=. read -r _ _ x y <<<"\$h"
+		exec ip netns exec "fy$$-$name-\$((x * 250 + y - 1))" bash -c "\$*"
+	EOF
+	chmod +x "$TMP/agent"
+}
+
+# ferry_sg OP STRATEGY RUN: fb_sg as one job, rank r on node r; rows of sg.csv
+ferry_sg() {
+	local op=$1 s=$2 run=$3 r pids="" rc=0 job=sg$RANDOM$RANDOM
+	for r in $(seq 0 $((N - 1))); do
+		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$N FERRY_RUNTIME_DIR=$TMP/${CL}_n$r \
+			"$B/fb_sg" "$op" --blocks "$(echo "$BLOCKS" | tr ' ' ,)" --strategy "$s" "${TIMING[@]}" \
+			>"$TMP/sg.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p" || rc=1; done
+	[ $rc = 0 ] || log "fb_sg $op $s failed: $(grep -hv elapsed "$TMP"/sg.* | head -3)"
+	rows "$op" "$s" "$run" "$TMP/sg.0"
+}
+# mpi_sg OP RUN
+mpi_sg() {
+	local op=$1 run=$2 hosts k
+	hosts=$(for k in $(seq 0 $((N - 1))); do printf '%s:1,' "$(mpi_addr "$k")"; done)
+	ip netns exec "$(netns_name "$CL" 0)" mpirun -np "$N" --host "${hosts%,}" --bind-to none \
+		--mca plm_rsh_agent "$TMP/agent" --mca routed direct --mca reachable weighted \
+		--mca oob_tcp_if_include m0 --mca btl_tcp_if_include m0 --mca btl tcp,self --mca pml ob1 \
+		--mca mpi_yield_when_idle 1 "$B/mb_sg" "$op" --blocks "$(echo "$BLOCKS" | tr ' ' ,)" "${TIMING[@]}" \
+		>"$TMP/mpi.out" 2>"$TMP/mpi.err" || log "mb_sg $op failed: $(grep -v setpgid "$TMP/mpi.err" | head -3)"
+	rows "$op" mpi "$run" "$TMP/mpi.out"
+}
+# rows OP VARIANT RUN FILE: a row per block from FILE's point lines (nan where missing)
+rows() {
+	local b line
+	for b in $BLOCKS; do
+		line=$(awk -v op="$1" -v b="$b" '$1 == "point" && $3 == op && $9 == b { print $11 "," $13 "," $15 }' "$4")
+		echo "$T,$1,$2,$b,$3,${line:-nan,nan,nan},$SHAPING,shared" >>"$CSV"
+	done
+}
+
+for T in $TORI; do
+	torus "sg$(echo "$T" | tr -d x)" "$T"
+	log "sg: $T torus, $N nodes, links: $SHAPING"
+	for run in $(seq "$SG_RUNS"); do
+		for op in scatter gather; do
+			for v in $VARIANTS; do
+				log "sg: $T $op $v run $run"
+				if [ "$v" = mpi ]; then mpi_sg "$op" "$run"; else ferry_sg "$op" "$v" "$run"; fi
+			done
+		done
+	done
+	# what the daemons measured of their links (the cost model's α and β);
+	# the simulation's α: the delay tc adds plus the mean α node 0's links
+	# measured (a message's cost beyond its bytes: TCP, the daemons)
+	"$BUILD/ferryctl" --runtime-dir "$TMP/${CL}_n0" stats | grep '^peer' >"$OUT/sg-links-$T.txt"
+	alpha=$(awk -v d="$([ "${SHAPING%% *}" = netem ] && echo "$delay_us" || echo 0)" '{
+		for (i = 1; i < NF; i++) if ($i == "alpha_us") { s += $(i + 1); n++ } }
+		END { printf "%.1f\n", d + (n ? s / n : 0) }' "$OUT/sg-links-$T.txt")
+	for op in scatter gather; do
+		for b in $BLOCKS; do simulate "$T" "$op" "$b" "$alpha" "$(awk -v r="$rate_mbit" 'BEGIN { print 8000 / r }')"; done
+	done
+	stop_cluster "$CL" "$N" >/dev/null
+	for k in $(seq 0 $((N - 1))); do ip netns delete "$(netns_name "$CL" "$k")"; done
+	NETNS_LIST=()
+	CL="" CLN=0
+done
+bash "$HERE/sg_report.sh" "$OUT"
