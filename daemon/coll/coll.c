@@ -794,12 +794,55 @@ static uint32_t torus_move(const struct route *r, uint32_t a, uint32_t b, int di
 	return id;
 }
 
+/* The torus plan of algorithm sa from node 0 (coll.torus.base[sa]),
+ * searched once per algorithm (SDF takes seconds on tens of thousands of
+ * nodes).  0 or -errno (why in op->why). */
+static int torus_base(struct cop *op, enum scatter_algo sa)
+{
+	struct scatter_plan sp;
+	int ret;
+
+	if (coll.torus.base[sa].first && coll.torus.base[sa].nodes == op->g->G)
+		return 0;
+	scatter_plan_free(&coll.torus.base[sa]);
+	if ((ret = scatter_plan(&coll.conf->route, 0, sa, &sp)) < 0) {
+		snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", scatter_algo_name(sa),
+			 strerror(-ret));
+		return ret;
+	}
+	coll.torus.base[sa] = sp;
+	return 0;
+}
+
+/* Whether an OPT scatter or gather of op's blocks (not a v form) could
+ * make a node hold more than an operation's memory: a node passing
+ * messages on holds each whole until it goes (exec.c's FORWARD), and the
+ * first node of a region passes on all of its region's but its own
+ * (scatter_relay_max), each the blocks of up to the largest node's ranks.  (Then the automatic
+ * choice is direct, which streams every message from the root's node.)
+ * -errno if the plan cannot be made. */
+static int torus_relay_too_big(struct cop *op)
+{
+	const struct cgrp *g = op->g;
+	uint64_t held, ppn = 0;
+	int ret;
+
+	if ((ret = torus_base(op, SCATTER_OPT)) < 0)
+		return ret;
+	held = scatter_relay_max(&coll.torus.base[SCATTER_OPT]);
+	for (uint32_t i = 0; i < g->G; i++)
+		ppn = g->node_first[i + 1] - g->node_first[i] > ppn ? g->node_first[i + 1] - g->node_first[i] : ppn;
+	return held && ppn && op->count > COLL_OP_MEM_MAX / (held * ppn);
+}
+
 /* The paths of a scatter or gather from the root's node R (plan/sg_sched.h)
  * into coll.torus (valid 0: direct), and op->alg.  Automatic: the planned
  * regions (plan/scatter.h, OPT) on a physical torus whose every node has
  * ranks of the group (the group's node i is then node id i, and every hop
- * a link), else direct (the root's node sends every node its message,
- * routed like every frame).  opt and sdf need such a torus.  The last plan
+ * a link) unless a node on the way could have to hold more than an
+ * operation's memory (torus_relay_too_big), else the cost model's choice
+ * among direct (the root's node sends every node its message, routed like
+ * every frame), orth and tree.  opt and sdf need such a torus.  The last plan
  * is kept: the same root and algorithm plan nothing again.  0 or -errno
  * (why in op->why). */
 static int rooted_paths(struct cop *op, uint32_t R)
@@ -824,6 +867,11 @@ static int rooted_paths(struct cop *op, uint32_t R)
 
 		alg = of[sg_choose(gather, g->G, (g->size + g->G - 1) / g->G, v ? 0 : op->count,
 				   coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), COLL_OP_MEM_MAX)];
+	} else if (!strategy && !v) {
+		if ((ret = torus_relay_too_big(op)) < 0)
+			return ret;
+		if (ret)
+			alg = CTL_ROOTED_DIRECT;
 	}
 	g->cj->rooted[alg]++;
 	coll.rooted[alg]++;
@@ -844,18 +892,11 @@ static int rooted_paths(struct cop *op, uint32_t R)
 		coll.torus.valid = 1;
 		return 0;
 	}
-	/* The plan from node 0, searched once per algorithm (SDF takes
-	 * seconds on tens of thousands of nodes), moved to R: tori look the
-	 * same from every node, so d's path from R is (d - R)'s from 0,
-	 * every hop + R, coordinate by coordinate. */
-	if (!coll.torus.base[sa].first || coll.torus.base[sa].nodes != g->G) {
-		scatter_plan_free(&coll.torus.base[sa]);
-		if ((ret = scatter_plan(&c->route, 0, sa, &sp)) < 0) {
-			snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", op->alg, strerror(-ret));
-			return ret;
-		}
-		coll.torus.base[sa] = sp;
-	}
+	/* The plan from node 0 moved to R: tori look the same from every
+	 * node, so d's path from R is (d - R)'s from 0, every hop + R,
+	 * coordinate by coordinate. */
+	if ((ret = torus_base(op, sa)) < 0)
+		return ret;
 	sp = coll.torus.base[sa];
 	first = calloc((size_t)g->G + 1, sizeof(*first));
 	hop = calloc((size_t)sp.first[sp.nodes] + 1, sizeof(*hop));

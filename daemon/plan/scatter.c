@@ -542,6 +542,23 @@ int scatter_algo_by_name(const char *name)
 	return -1;
 }
 
+uint32_t scatter_relay_max(const struct scatter_plan *p)
+{
+	uint32_t *n = calloc((size_t)p->nodes + 1, sizeof(*n)), most = 0;
+
+	if (!n)
+		return UINT32_MAX;
+	/* every hop but a path's last ends at a node that passes it on */
+	for (uint32_t v = 0; v < p->nodes; v++)
+		for (uint32_t k = p->first[v]; k + 1 < p->first[v + 1]; k++) {
+			uint32_t at = p->hops[k].to;
+
+			most = ++n[at] > most ? n[at] : most;
+		}
+	free(n);
+	return most;
+}
+
 void scatter_plan_free(struct scatter_plan *p)
 {
 	free(p->region);

@@ -112,6 +112,13 @@ int scatter_reverse(const struct scatter_plan *s, struct scatter_plan *g);
 
 void scatter_plan_free(struct scatter_plan *p);
 
+/* The most messages one node passes on (neither their origin nor their
+ * destination) in plan p: what it may have to hold at once, since a relay
+ * holds a message whole until it goes (daemon/coll/exec.c).  The first
+ * node of a region passes on all of its region's messages but its own:
+ * the largest region's size - 1.  UINT32_MAX when out of memory. */
+uint32_t scatter_relay_max(const struct scatter_plan *p);
+
 struct sched;
 
 /* The plan as a schedule (sched.h) over p->nodes nodes, one rank slot each

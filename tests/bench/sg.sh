@@ -130,12 +130,18 @@ torus() {
 	done
 	start_netns_cluster "$name" "$N" || { log "sg: the $dims cluster did not start"; exit 1; }
 	CL=$name CLN=$N
-	# the launch agent: "AGENT HOST COMMAND..." runs COMMAND in HOST's namespace
+	# the launch agent: "AGENT HOST COMMAND..." runs COMMAND in HOST's
+	# namespace, with a temporary directory of its own: every "node" has
+	# the same hostname and /tmp, and orteds sharing Open MPI's session
+	# directory remove it under each other's feet at exit (mkdir failures
+	# in the next job)
 	cat >"$TMP/agent" <<-EOF
 		#!/bin/bash
 		h=\$1; shift
 		IFS=. read -r _ _ x y <<<"\$h"
-		exec ip netns exec "fy$$-$name-\$((x * 250 + y - 1))" bash -c "\$*"
+		k=\$((x * 250 + y - 1))
+		mkdir -p "$TMP/mpitmp/\$k"
+		exec ip netns exec "fy$$-$name-\$k" env TMPDIR="$TMP/mpitmp/\$k" bash -c "\$*"
 	EOF
 	chmod +x "$TMP/agent"
 }
@@ -157,7 +163,8 @@ ferry_sg() {
 mpi_sg() {
 	local op=$1 run=$2 hosts k
 	hosts=$(for k in $(seq 0 $((N - 1))); do printf '%s:1,' "$(mpi_addr "$k")"; done)
-	ip netns exec "$(netns_name "$CL" 0)" mpirun -np "$N" --host "${hosts%,}" --bind-to none \
+	mkdir -p "$TMP/mpitmp/0"
+	ip netns exec "$(netns_name "$CL" 0)" env TMPDIR="$TMP/mpitmp/0" mpirun -np "$N" --host "${hosts%,}" --bind-to none \
 		--mca plm_rsh_agent "$TMP/agent" --mca routed direct --mca reachable weighted \
 		--mca oob_tcp_if_include m0 --mca btl_tcp_if_include m0 --mca btl tcp,self --mca pml ob1 \
 		--mca mpi_yield_when_idle 1 "$B/mb_sg" "$op" --blocks "$(echo "$BLOCKS" | tr ' ' ,)" "${TIMING[@]}" \

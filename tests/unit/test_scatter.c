@@ -210,6 +210,15 @@ static uint32_t plan_checked(const struct route *r, uint32_t root, enum scatter_
 	CHECK_EQ(g.gather, 1);
 	CHECK_EQ(g.steps, p.steps);
 	CHECK_EQ(check_plan(r, &g, root), 0);
+	/* a region's first node passes on the rest of its region */
+	{
+		uint32_t most = 0;
+
+		for (uint32_t i = 0; i < p.nregions; i++)
+			most = p.size[i] > most ? p.size[i] : most;
+		CHECK_EQ(scatter_relay_max(&p), most ? most - 1 : 0);
+		CHECK_EQ(scatter_relay_max(&g), most ? most - 1 : 0);
+	}
 	CHECK_EQ(scatter_reverse(&g, &again), -EINVAL);
 	steps = p.steps;
 	scatter_plan_free(&p);
