@@ -89,6 +89,11 @@ peerstat() { ferryctl --runtime-dir "$T/$1" stats | awk -v f="$2" '$1 == "peer" 
 linkf() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep ' via verbs ' | head -n 1 |
 	sed -n "s/.*[ ,]$2 \([0-9]*\).*/\1/p"; }
 paused() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null | grep -q ' via verbs .*, paused'; }
+# unsent DAEMON: the bytes its (only) peer's queue holds not yet written (0
+# if there is no such line).
+unsent() { ferryctl --runtime-dir "$T/$1" status 2>/dev/null |
+	awk 'match($0, /frames queued \([0-9]+ bytes unsent\)/) { split(substr($0, RSTART + 15), a, " "); n = a[1] }
+	     END { print n + 0 }'; }
 
 # job NAME ARGS...: 4 ranks, 2 on each of daemons n0 and n1 (JOB_DAEMONS:
 # other daemons, 2 ranks on each); passes if all pass.
@@ -223,11 +228,23 @@ stop n1
 
 # A receiver that stops taking frames for long (hardening issue 10, finding
 # 1).  A job streams from n1 to n0; then three jobs from n0 whose receivers
-# on n1 do not read, under so small a memory limit (the user's share is 256
-# KiB) that XOFF comes too late and n1 pauses the link (the last resort of
-# flow control).  n0 runs out of credits (n1 holds every buffer), n1 spends
-# its own on its stream and then on keepalives, every 5 s; once it has sent
-# two during the pause, the old rule had spent both sides' last credits (ACK
+# on n1 do not read, under the smallest limits there are (rings 256 KiB,
+# memory 1 MiB: n1's queues, parked items included, take at most that, in
+# 128 KiB chunks), and n1 pauses the link (the last resort of flow control).
+# For that, more must be on its way to n1 once XOFF has stopped the senders
+# than n1's three rings and its memory take (1.75 MiB): XOFF stops n0 taking
+# from the senders' TX rings, never what n0 has queued for the link already.
+# Left to race, that was not sure: n0 queues for n1 only as far as the
+# senders outrun the link and n1, and once in CI XOFF stopped them before
+# n1's queues had reached the limit; nothing more came, the link never
+# paused (and the jobs completed).  So n1's daemon is stopped while the
+# senders start, until n0 has 3 MiB of their items queued for n1 (of the 4
+# MiB it queues for a peer at most), which XOFF cannot hold back.
+# (Meanwhile its device goes on taking SENDs into the buffers it posted, and
+# nothing on n0 ends a link whose peer's device answers: see the case
+# below.)  n0 runs out of credits (n1 holds every buffer), n1 spends its own
+# on its stream and then on keepalives, every 5 s; once it has sent two
+# during the pause, the old rule had spent both sides' last credits (ACK
 # frames into buffers the other side held), and when the receivers read
 # again neither side could tell the other that its buffers were free:
 # nothing moved for ever.  Now the last credit goes only to a SEND that
@@ -272,7 +289,13 @@ stream_job back n1 n0
 pids="$pids $STREAM_PIDS"
 export FERRY_TIMEOUT_MS=60000
 wait_for "[ \"\$(cat $T/held?.0 | grep -c 'rank 0 open')\" = 3 ] && [ \"\$(stat n0 items_delivered)\" -gt 1000 ]"
+kill -STOP "$PID_n1"
+p0=$(cut -d' ' -f1 /proc/uptime)
 touch "$T/held.send"
+expect "n0 queues 3 MiB of the held jobs' items for n1 while n1's daemon is stopped" \
+	wait_for "[ \"\$(unsent n0)\" -ge $((3 << 20)) ]" || diag n0
+echo "# n1 stopped $(awk -v a="$p0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print b - a }') s; n0: $(unsent n0) bytes unsent, credits $(linkf n0 credits)"
+kill -CONT "$PID_n1"
 if expect "n1 pauses the link (its receivers do not read, parking is full)" wait_for "paused n1"; then
 	k0=$(linkf n1 keepalives)
 	p0=$(cut -d' ' -f1 /proc/uptime)
