@@ -346,7 +346,16 @@ FERRY_RUNTIME_DIR=$T/n0 ft_steps --job deadsteps --rank 0 --size 2 --items 2 --g
 steps0=$!
 export FERRY_TIMEOUT_MS=60000
 wait_for "[ \"\$(cat $T/dead?.0 | grep -c 'rank 0 open')\" = 3 ] && grep -q 'rank 0 running' $T/deadsteps.0"
+# n1 made sure to pause, as in the case above: its daemon stopped while
+# the held senders start, until n0 has queued more for it than its rings
+# and memory take
+kill -STOP "$PID_n1"
+p0=$(cut -d' ' -f1 /proc/uptime)
 touch "$T/dead.send"
+expect "dead peer: n0 queues 3 MiB of the held jobs' items for n1 while n1's daemon is stopped" \
+	wait_for "[ \"\$(unsent n0)\" -ge $((3 << 20)) ]" || diag n0
+echo "# n1 stopped $(awk -v a="$p0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print b - a }') s; n0: $(unsent n0) bytes unsent"
+kill -CONT "$PID_n1"
 p0=$(cut -d' ' -f1 /proc/uptime)
 if expect "dead peer: n1 pauses the link and n0 runs down its credits" \
 	wait_long "paused n1 && [ \"\$(linkf n0 credits)\" -le 1 ]"; then
