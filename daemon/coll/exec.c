@@ -75,7 +75,7 @@ struct coll_exec {
 	uint8_t *bumped;                /* [nscratch]: a sized buffer lives in a bump chunk */
 	struct bump *bump;              /* small sized buffers' chunks, newest first */
 	uint64_t mem_now, mem_peak;
-	uint32_t part_step;             /* a COPY or REDUCE done in part (the budget ran out), or UINT32_MAX */
+	uint32_t part_step;             /* a COPY, REDUCE or RECV done in part (the budget ran out), or UINT32_MAX */
 	int send_in_place;              /* no step writes a send buffer: SENDs from them are not copied */
 	int place_ok;                   /* no send buffer overlaps a receive buffer: RECVs may be placed */
 	struct iovec *iov;              /* a piece's parts: the head and the most segments a SEND names */
@@ -356,20 +356,15 @@ static int piece_parts(struct coll_exec *x, const struct outmsg *o, uint64_t off
 	return k;
 }
 
-/* RECV, RECV_REDUCE: the complete stream of im into the segments. */
-static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st, struct inmsg *im)
+/* RECV, RECV_REDUCE, checked once at its start: the head and the parts'
+ * sizes against the step's segments (a sized scratch buffer is made now,
+ * as long as its part).  0 or x->failed. */
+static int recv_check(struct coll_exec *x, uint32_t k, const struct sched_step *st, struct inmsg *im)
 {
 	const struct sched_node *n = x->n;
 	struct wire_coll_msg head;
 	uint64_t off, sum = 0;
 
-	if (im->placed) {
-		/* its parts are in place already, its head checked */
-		free(im->buf);
-		mem_give(x, im->hlen);
-		im->buf = NULL;
-		return 0;
-	}
 	memcpy(&head, im->buf, sizeof(head));
 	if (head.reserved || head.nparts != st->nref || im->total < wire_coll_head_bytes(head.nparts))
 		return fail(x, -EPROTO, "node %u sent message %u with %u parts, step %u takes %u", im->from, im->msg,
@@ -391,7 +386,6 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 	for (uint32_t r = 0; r < st->nref; r++) {
 		const struct sched_seg *g = &n->segs[n->refs[st->ref + r]];
 		uint64_t plen, len;
-		uint8_t *p;
 
 		memcpy(&plen, im->buf + sizeof(head) + 8 * (uint64_t)r, 8);
 		plen = le64toh(plen);
@@ -414,20 +408,71 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 			}
 			x->scratch_len[g->index] = plen;
 		}
-		p = seg_ptr(x, g, &len);
+		(void)seg_ptr(x, g, &len);
 		if (plen != len)
 			/* the ranks disagree about a block's size */
 			return fail(x, -EINVAL, "node %u sent %llu bytes for a block of %llu (message %u part %u): "
 				    "the ranks' counts disagree", im->from, (unsigned long long)plen,
 				    (unsigned long long)len, im->msg, r);
-		if (!len)
-			continue;
-		if (st->kind == SCHED_RECV)
-			memcpy(p, im->buf + off, len);
-		else
-			reduce_apply(st->type, st->op, p, im->buf + off, len / coll_type_size(st->type));
-		off += len;
 	}
+	return 0;
+}
+
+/* RECV, RECV_REDUCE: the complete stream of im into the segments, within
+ * *budget bytes (NULL: no limit), which it lowers: a message of hundreds
+ * of megabytes kept whole must not hold the loop for one copy (review of
+ * issue 12, finding 5).  x->part_off is where in the stream it goes on (0:
+ * not begun; checked then).  Returns 0 (done), 1 (the budget ran out: it
+ * goes on at the next call) or x->failed. */
+static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st, struct inmsg *im,
+		    uint64_t *budget)
+{
+	const struct sched_node *n = x->n;
+	uint64_t es = st->kind == SCHED_RECV ? 1 : coll_type_size(st->type), off, pos;
+
+	if (im->placed) {
+		/* its parts are in place already, its head checked */
+		free(im->buf);
+		mem_give(x, im->hlen);
+		im->buf = NULL;
+		return 0;
+	}
+	if (!x->part_off) {
+		if (recv_check(x, k, st, im))
+			return x->failed;
+		x->part_off = wire_coll_head_bytes(st->nref);
+	}
+	/* part r holds stream bytes [pos, pos + len); go on from part_off */
+	pos = wire_coll_head_bytes(st->nref);
+	for (uint32_t r = 0; r < st->nref; r++) {
+		uint64_t len, m;
+		uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+
+		if (x->part_off >= pos + len) {
+			pos += len;
+			continue;
+		}
+		off = x->part_off - pos;
+		m = len - off;
+		if (budget && m > *budget) {
+			m = *budget / es * es;
+			if (!m)
+				m = es;
+		}
+		if (st->kind == SCHED_RECV)
+			memcpy(p + off, im->buf + x->part_off, m);
+		else
+			reduce_apply(st->type, st->op, p + off, im->buf + x->part_off, m / es);
+		x->part_off += m;
+		if (budget)
+			*budget -= m < *budget ? m : *budget;
+		if (off + m < len)
+			return 1;
+		pos += len;
+		if (budget && !*budget && r + 1 < st->nref)
+			return 1;
+	}
+	x->part_off = 0;
 	free(im->buf);
 	mem_give(x, im->total);
 	im->buf = NULL;
@@ -447,8 +492,9 @@ static uint64_t step_bytes(struct coll_exec *x, const struct sched_step *st)
 }
 
 /* Runs step k within *budget bytes (NULL: no limit), which it lowers.
- * Returns 0 (done), 1 (a COPY or REDUCE of which only a part fitted: it
- * goes on from x->part_off at the next call) or x->failed. */
+ * Returns 0 (done), 1 (a COPY, REDUCE, or RECV of a message kept whole, of
+ * which only a part fitted: it goes on from x->part_off at the next call)
+ * or x->failed. */
 static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 {
 	const struct sched_node *n = x->n;
@@ -466,9 +512,11 @@ static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 		break;
 	case SCHED_RECV:
 	case SCHED_RECV_REDUCE:
+		/* (placed: copied as it came; else in slices of the budget) */
 		im->taken = 1;
-		cost = im->placed ? 0 : im->total;     /* (placed: copied as it came) */
-		ret = run_recv(x, k, st, im);
+		ret = run_recv(x, k, st, im, budget);
+		if (ret == 1)
+			return 1;
 		break;
 	case SCHED_FORWARD:
 		/* the stream changes hands: inbox to outbox, no copy */

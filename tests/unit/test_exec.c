@@ -469,6 +469,79 @@ TEST(large_local_steps_go_in_slices_of_the_budget)
 	free(dst);
 }
 
+/* A message kept whole (not placed: node 1's send buffer is its receive
+ * buffer) is received in slices of the budget, not in one copy that holds
+ * the loop (review of issue 12, finding 5), as a RECV and as a
+ * RECV_REDUCE, and lands whole. */
+TEST(a_message_kept_whole_is_received_in_slices_of_the_budget)
+{
+	enum { BIG = 8 << 20, SLICE = 1 << 20 };
+
+	for (int reduce = 0; reduce < 2; reduce++) {
+		struct sched s;
+		struct net net;
+		struct coll_exec *x[2];
+		uint8_t *s0 = malloc(BIG), *b1 = malloc(BIG), *r0 = NULL;
+		uint64_t l0 = BIG, l0r = 0, l1 = BIG, budget;
+		struct sched_mem m0 = { &s0, &r0, &l0, &l0r }, m1 = { &b1, &b1, &l1, &l1 };
+		struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = WIRE_COLL_PIECE_MAX,
+					    .mem_max = 64 << 20 }, c1 = c0;
+		int calls = 0, r;
+
+		CHECK_EQ(sched_init(&s, 2), 0);
+		s.node[0].nslots = s.node[1].nslots = 1;
+		sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
+		sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_SEND, 0, 0, BIG, 0));
+		sched_step(&s.node[1], reduce ? SCHED_RECV_REDUCE : SCHED_RECV, 0, 0, 0);
+		if (reduce)
+			sched_step_reduce(&s.node[1], COLL_INT32, COLL_SUM);
+		sched_ref(&s.node[1], sched_seg(&s.node[1], SCHED_BUF_RECV, 0, 0, BIG, 0));
+		CHECK_EQ(sched_err(&s), 0);
+		for (uint32_t i = 0; i < BIG; i++)
+			s0[i] = (uint8_t)(i * 7 + 1);
+		memset(b1, reduce ? 1 : 0, BIG);
+		c1.self = 1;
+		net_init(&net, 2, 1 << 20, 1);
+		struct ctx cx0 = { &net, 0 }, cx1 = { &net, 1 };
+		CHECK_EQ(coll_exec_new(&s.node[0], &m0, &c0, &net_ops, &cx0, &x[0], NULL, 0), 0);
+		CHECK_EQ(coll_exec_new(&s.node[1], &m1, &c1, &net_ops, &cx1, &x[1], NULL, 0), 0);
+		CHECK_EQ(coll_exec_run(x[0]), 1);
+		for (struct piece *p; (p = net.head[1]); free(p)) {    /* every piece to node 1 */
+			net.head[1] = p->next;
+			CHECK_EQ(coll_exec_deliver(x[1], &p->h, p->data, p->len), 0);
+		}
+		net.tail[1] = NULL;
+		CHECK(coll_exec_mem(x[1]) >= BIG);                    /* kept whole */
+		do {
+			budget = SLICE;
+			r = coll_exec_run_budget(x[1], &budget);
+			calls++;
+			CHECK(budget == 0 || r == 1);
+		} while (r == 0 && calls < 100);
+		CHECK_EQ(r, 1);
+		printf("# %s of %d MiB kept whole: %d calls of a %d MiB budget\n", reduce ? "RECV_REDUCE" : "RECV",
+		       BIG >> 20, calls, SLICE >> 20);
+		CHECK(calls >= BIG / SLICE);
+		for (uint32_t i = 0; i < BIG; i += 4) {
+			int32_t a, b;
+
+			memcpy(&a, s0 + i, 4);
+			memcpy(&b, b1 + i, 4);
+			if (reduce ? (uint32_t)b != (uint32_t)a + 0x01010101u : a != b) {
+				CHECK(0);
+				break;
+			}
+		}
+		CHECK_EQ(coll_exec_mem(x[1]), 0);
+		coll_exec_free(x[0]);
+		coll_exec_free(x[1]);
+		net_free(&net);
+		sched_free(&s);
+		free(s0);
+		free(b1);
+	}
+}
+
 /* One piece in flight, for the test below. */
 static struct {
 	struct wire_coll_piece h;
@@ -965,6 +1038,7 @@ int main(void)
 	RUN(placing_waits_for_the_steps_before_and_for_apart_buffers);
 	RUN(forward_and_reduce_on_executors);
 	RUN(large_local_steps_go_in_slices_of_the_budget);
+	RUN(a_message_kept_whole_is_received_in_slices_of_the_budget);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
 	RUN(hostile_pieces_fail_the_operation_only);
 	RUN(segments_beyond_buffers_are_refused);
