@@ -419,39 +419,28 @@ FERRY_API int ferry_waitall(int n, ferry_req_t **reqs)
 	return first;
 }
 
-/* The algorithms of each operation, by the names ferryctl plan prints; the
- * daemon numbers them the same way (daemon/plan/a2a.h enum a2a_strategy). */
-static const char *const alltoall_algs[] = { "direct", "mesh", "grid3d", "hypercube" };
-
+/* The algorithms of each operation, by the names ferryctl plan prints
+ * (proto/ctl.h's tables, numbered as the daemon numbers them): the
+ * all-to-all's (NULL: automatic; "auto" is no name here), scatter's and
+ * gather's (NULL or "auto": automatic). */
 static int alg_by_name(const char *name, uint32_t *alg_p)
 {
-	if (!name) {
-		*alg_p = 0;
-		return 0;
-	}
-	for (uint32_t i = 0; i < sizeof(alltoall_algs) / sizeof(alltoall_algs[0]); i++)
-		if (strcmp(name, alltoall_algs[i]) == 0) {
-			*alg_p = i + 1;
-			return 0;
-		}
-	return -EINVAL;
-}
+	int i = name ? ctl_alg_by_name(ctl_a2a_algs, name) : 0;
 
-/* Scatter's and gather's (enum ctl_rooted_alg, in order). */
-static const char *const rooted_algs[] = { "direct", "opt", "sdf", "orth", "tree" };
+	if (name && i <= 0)
+		return -EINVAL;
+	*alg_p = (uint32_t)i;
+	return 0;
+}
 
 static int rooted_alg_by_name(const char *name, uint32_t *alg_p)
 {
-	if (!name || strcmp(name, "auto") == 0) {
-		*alg_p = 0;
-		return 0;
-	}
-	for (uint32_t i = 0; i < sizeof(rooted_algs) / sizeof(rooted_algs[0]); i++)
-		if (strcmp(name, rooted_algs[i]) == 0) {
-			*alg_p = i + 1;
-			return 0;
-		}
-	return -EINVAL;
+	int i = name ? ctl_alg_by_name(ctl_rooted_algs, name) : 0;
+
+	if (i < 0)
+		return -EINVAL;
+	*alg_p = (uint32_t)i;
+	return 0;
 }
 
 /* $FERRY_COLL_ALLTOALL, $FERRY_COLL_SCATTER and $FERRY_COLL_GATHER, once;

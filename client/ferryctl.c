@@ -468,11 +468,13 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 		fprintf(stderr, "ferryctl plan %s: the torus has 1 to %u nodes\n", op, SCATTER_MAX_NODES);
 		return 2;
 	}
+	/* (a hop's time, α + β × the block, must be a number too: JSON has no inf) */
 	if (root >= prod || ppn < 1 || ppn > 1024 || bytes > (1ull << 40) / ppn || !isfinite(alpha) ||
-	    !isfinite(beta) || alpha < 0 || beta < 0 || block > (1ull << 40)) {
+	    !isfinite(beta) || alpha < 0 || beta < 0 || block > (1ull << 40) ||
+	    !isfinite(alpha + (double)(block ? block : bytes * ppn) * beta * 1e-3 * 1e6)) {
 		fprintf(stderr, "ferryctl plan %s: --root 0 to %llu, --ppn 1 to 1024, --bytes at most 2^40 / ppn, "
-			"--block at most 2^40, --alpha-us and --beta-ns-per-byte finite and not negative\n", op,
-			(unsigned long long)prod - 1);
+			"--block at most 2^40, --alpha-us and --beta-ns-per-byte finite and not negative, and a "
+			"hop's time, a million times over, too\n", op, (unsigned long long)prod - 1);
 		return 2;
 	}
 	/* Both algorithms (the JSON lists both), gather as their reverse. */

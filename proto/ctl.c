@@ -103,6 +103,17 @@ static int buf_none(const struct ctl_buf *b)
 
 /* What a COLL body must satisfy (what depends on the job, its size, is the
  * daemon's to check). */
+const char *const ctl_a2a_algs[CTL_A2A_ALGS + 2] = { "auto", "direct", "mesh", "grid3d", "hypercube", NULL };
+const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2] = { "auto", "direct", "opt", "sdf", "orth", "tree", NULL };
+
+int ctl_alg_by_name(const char *const *names, const char *name)
+{
+	for (int i = 0; name && names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 static int coll_ok(const struct ctl_coll_wire *c)
 {
 	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 ||
@@ -113,11 +124,11 @@ static int coll_ok(const struct ctl_coll_wire *c)
 	case CTL_COLL_BARRIER:
 		return !c->strategy && !c->count && buf_none(&c->send) && buf_none(&c->recv) && buf_none(&c->vec);
 	case CTL_COLL_ALLTOALL:
-		return c->strategy <= 4 && buf_none(&c->vec);
+		return c->strategy <= CTL_A2A_ALGS && buf_none(&c->vec);
 	case CTL_COLL_ALLTOALLV:
-		return c->strategy <= 4 && !c->count && c->vec.mem && c->vec.len % 32 == 0;
+		return c->strategy <= CTL_A2A_ALGS && !c->count && c->vec.mem && c->vec.len % 32 == 0;
 	case CTL_COLL_SPLIT:
-		return c->strategy <= 4 && c->count == 8 && buf_none(&c->vec);
+		return c->strategy <= CTL_A2A_ALGS && c->count == 8 && buf_none(&c->vec);
 	case CTL_COLL_SCATTER:
 	case CTL_COLL_GATHER:
 		return c->strategy <= CTL_ROOTED_ALGS && buf_none(&c->vec);

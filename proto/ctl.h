@@ -207,6 +207,16 @@ enum ctl_coll_kind {
 enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF = 2, CTL_ROOTED_ORTH = 3,
 		      CTL_ROOTED_TREE = 4 };
 #define CTL_ROOTED_ALGS 5
+/* The all-to-all's algorithms (enum a2a_strategy, daemon/plan/a2a.h). */
+#define CTL_A2A_ALGS 4
+
+/* The algorithms' names by COLL strategy: [0] "auto", [alg + 1] algorithm
+ * alg's, NULL after the last; one table for libferry, ferryd's
+ * configuration (collectives.*) and its messages. */
+extern const char *const ctl_a2a_algs[CTL_A2A_ALGS + 2];
+extern const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2];
+/* name's index in such a table (0 for "auto"), or -1. */
+int ctl_alg_by_name(const char *const *names, const char *name);
 
 /* COLL flags */
 #define CTL_COLL_IN_PLACE 1u    /* rooted kinds, at the root (see above) */

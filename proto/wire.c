@@ -1,5 +1,6 @@
 /* proto/wire.c - frame and item codecs; see wire.h. */
 #include "wire.h"
+#include "ctl.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -228,9 +229,9 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 		c->u.step.coll = rd32(p + 20);
 		if (!c->u.step.job || c->u.step.gen > WIRE_GEN_MASK ||
 		    (type != WIRE_CTL_GO && c->u.step.coll) ||
-		    (c->u.step.coll >> 24) || ((c->u.step.coll >> WIRE_GO_ALLTOALL) & 255) > WIRE_GO_ALG_MAX ||
-		    ((c->u.step.coll >> WIRE_GO_SCATTER) & 255) > WIRE_GO_ALG_MAX ||
-		    ((c->u.step.coll >> WIRE_GO_GATHER) & 255) > WIRE_GO_ALG_MAX ||
+		    (c->u.step.coll >> 24) || ((c->u.step.coll >> WIRE_GO_ALLTOALL) & 255) > CTL_A2A_ALGS ||
+		    ((c->u.step.coll >> WIRE_GO_SCATTER) & 255) > CTL_ROOTED_ALGS ||
+		    ((c->u.step.coll >> WIRE_GO_GATHER) & 255) > CTL_ROOTED_ALGS ||
 		    (type != WIRE_CTL_HAVE && type != WIRE_CTL_GO && (c->u.step.alpha_ns || c->u.step.beta_ps)) ||
 		    ((type == WIRE_CTL_HAVE || type == WIRE_CTL_GO) && c->u.step.step != 0) ||
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))

@@ -314,10 +314,9 @@ struct wire_ctl_step {
 	uint32_t coll;          /* GO: the forced algorithms (above) */
 };
 static_assert(sizeof(struct wire_ctl_step) == 24, "ctl step layout");
-#define WIRE_GO_ALLTOALL 0      /* shifts of the bytes of wire_ctl_step.coll */
-#define WIRE_GO_SCATTER  8
-#define WIRE_GO_GATHER   16
-#define WIRE_GO_ALG_MAX  15u    /* the largest algorithm + 1 a byte may say */
+#define WIRE_GO_ALLTOALL 0      /* shifts of the bytes of wire_ctl_step.coll: */
+#define WIRE_GO_SCATTER  8      /* at most CTL_A2A_ALGS, CTL_ROOTED_ALGS and */
+#define WIRE_GO_GATHER   16     /* CTL_ROOTED_ALGS (proto/ctl.h) */
 
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the

@@ -239,6 +239,7 @@ static struct {
 	struct pre *pre, **pre_tail;    /* pieces of jobs not ready here yet, in order */
 	uint8_t piece[WIRE_COLL_PIECE_MAX];     /* a piece of many parts, gathered (send_piece) */
 	uint64_t rooted[CTL_ROOTED_ALGS];       /* scatters and gathers by algorithm, all jobs */
+	uint64_t gathers[CTL_ROOTED_ALGS];      /* ... the gathers among them */
 	/* The last torus scatter's paths (rooted_paths), valid for the
 	 * operation being planned. */
 	struct {
@@ -248,6 +249,7 @@ static struct {
 		uint32_t *first, *hop, *order;
 		struct sg_paths paths;
 		struct scatter_plan base[2];    /* from node 0, by enum scatter_algo (nodes 0: none) */
+		uint32_t relay[2];              /* ... and its scatter_relay_max */
 	} torus;
 } coll;
 
@@ -587,9 +589,7 @@ static void root_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32
 /* The rooted kinds' algorithms' names (enum ctl_rooted_alg). */
 static const char *rooted_name(uint32_t alg)
 {
-	static const char *const names[CTL_ROOTED_ALGS] = { "direct", "opt", "sdf", "orth", "tree" };
-
-	return alg < CTL_ROOTED_ALGS ? names[alg] : "?";
+	return alg < CTL_ROOTED_ALGS ? ctl_rooted_algs[alg + 1] : "?";
 }
 
 /* A piece from node `from` (UINT32_MAX: one that came before) said its node
@@ -692,11 +692,12 @@ static double coll_beta_ns(const struct job *j)
 /* The algorithm op runs as 0 (automatic) or algorithm + 1: what its ranks
  * forced (ferry_coll_strategy, FERRY_COLL_*), else what the job's home's
  * configuration forces (collectives.*, carried in GO: the same on every
- * node of the job), else automatic.  A value no algorithm has (the home
- * runs a later version) counts as automatic. */
+ * node of the job; wire_ctl_decode lets through only algorithms there
+ * are), else automatic. */
+static_assert(A2A_STRATEGIES == CTL_A2A_ALGS, "proto/ctl.h counts the all-to-all's algorithms");
 static uint32_t op_strategy(const struct cop *op)
 {
-	uint32_t f = op->g->cj->j->coll_force, v, max;
+	uint32_t f = op->g->cj->j->coll_force;
 
 	if (op->strategy)
 		return op->strategy;
@@ -704,20 +705,15 @@ static uint32_t op_strategy(const struct cop *op)
 	case CTL_COLL_ALLTOALL:
 	case CTL_COLL_ALLTOALLV:
 	case CTL_COLL_SPLIT:
-		v = f >> WIRE_GO_ALLTOALL & 255, max = A2A_STRATEGIES;
-		break;
+		return f >> WIRE_GO_ALLTOALL & 255;
 	case CTL_COLL_SCATTER:
 	case CTL_COLL_SCATTERV:
-		v = f >> WIRE_GO_SCATTER & 255, max = CTL_ROOTED_ALGS;
-		break;
+		return f >> WIRE_GO_SCATTER & 255;
 	case CTL_COLL_GATHER:
 	case CTL_COLL_GATHERV:
-		v = f >> WIRE_GO_GATHER & 255, max = CTL_ROOTED_ALGS;
-		break;
-	default:
-		return 0;
+		return f >> WIRE_GO_GATHER & 255;
 	}
-	return v <= max ? v : 0;
+	return 0;
 }
 
 /* This node's part of an all-to-all of op->count bytes per block: every
@@ -800,17 +796,22 @@ static uint32_t torus_move(const struct route *r, uint32_t a, uint32_t b, int di
 static int torus_base(struct cop *op, enum scatter_algo sa)
 {
 	struct scatter_plan sp;
+	uint32_t relay;
 	int ret;
 
 	if (coll.torus.base[sa].first && coll.torus.base[sa].nodes == op->g->G)
 		return 0;
 	scatter_plan_free(&coll.torus.base[sa]);
-	if ((ret = scatter_plan(&coll.conf->route, 0, sa, &sp)) < 0) {
+	ret = scatter_plan(&coll.conf->route, 0, sa, &sp);
+	if (!ret && (ret = scatter_relay_max(&sp, &relay)) < 0)
+		scatter_plan_free(&sp);
+	if (ret < 0) {
 		snprintf(op->why, sizeof(op->why), "cannot plan the %s scatter: %s", scatter_algo_name(sa),
 			 strerror(-ret));
 		return ret;
 	}
 	coll.torus.base[sa] = sp;
+	coll.torus.relay[sa] = relay;
 	return 0;
 }
 
@@ -829,7 +830,7 @@ static int torus_relay_too_big(struct cop *op)
 
 	if ((ret = torus_base(op, SCATTER_OPT)) < 0)
 		return ret;
-	held = scatter_relay_max(&coll.torus.base[SCATTER_OPT]);
+	held = coll.torus.relay[SCATTER_OPT];
 	for (uint32_t i = 0; i < g->G; i++)
 		ppn = g->node_first[i + 1] - g->node_first[i] > ppn ? g->node_first[i + 1] - g->node_first[i] : ppn;
 	return held && ppn && op->count > COLL_OP_MEM_MAX / (held * ppn);
@@ -875,6 +876,7 @@ static int rooted_paths(struct cop *op, uint32_t R)
 	}
 	g->cj->rooted[alg]++;
 	coll.rooted[alg]++;
+	coll.gathers[alg] += gather;
 	op->rooted = alg;
 	if (alg == CTL_ROOTED_DIRECT || alg == CTL_ROOTED_ORTH || alg == CTL_ROOTED_TREE) {
 		op->alg = alg == CTL_ROOTED_DIRECT ? "direct" : alg == CTL_ROOTED_ORTH ? "orth" : "tree";
@@ -2268,10 +2270,13 @@ int coll_poll(void)
 void coll_write_stats(FILE *out, uid_t uid)
 {
 	if (!uid)       /* (every user's: the administrator's only) */
-		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu\n",
+		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu "
+			"gather_direct %llu gather_opt %llu gather_sdf %llu gather_orth %llu gather_tree %llu\n",
 			(unsigned long long)coll.rooted[0], (unsigned long long)coll.rooted[1],
 			(unsigned long long)coll.rooted[2], (unsigned long long)coll.rooted[3],
-			(unsigned long long)coll.rooted[4]);
+			(unsigned long long)coll.rooted[4], (unsigned long long)coll.gathers[0],
+			(unsigned long long)coll.gathers[1], (unsigned long long)coll.gathers[2],
+			(unsigned long long)coll.gathers[3], (unsigned long long)coll.gathers[4]);
 	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
 		uint32_t pending = 0;
 

@@ -4,7 +4,6 @@
 #include "conf.h"
 #include "log.h"
 #include "sandbox.h"
-#include "../plan/a2a.h"
 #include "../../proto/ctl.h"
 #include "../../proto/direct.h"
 
@@ -596,10 +595,9 @@ static int per_user_limits(struct parse *p, const config_setting_t *g)
 static int parse_collectives(struct parse *p, const config_setting_t *root)
 {
 	static const char *const keys[] = { "alltoall", "scatter", "gather", NULL };
-	/* in the order of enum a2a_strategy and enum ctl_rooted_alg, after "auto" */
-	static const char *const a2a[] = { "auto", "direct", "mesh", "grid3d", "hypercube", NULL };
-	static const char *const rooted[] = { "auto", "direct", "opt", "sdf", "orth", "tree", NULL };
-	static_assert(A2A_STRATEGIES == 4 && CTL_ROOTED_ALGS == 5, "the lists above name every algorithm");
+	/* (proto/ctl.h's tables: "auto", then enum a2a_strategy's and enum
+	 * ctl_rooted_alg's names in order) */
+	const char *const *a2a = ctl_a2a_algs, *const *rooted = ctl_rooted_algs;
 	struct conf *c = p->c;
 	config_setting_t *g;
 	int a = 0, sc = 0, ga = 0, ret;

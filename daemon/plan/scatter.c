@@ -542,12 +542,12 @@ int scatter_algo_by_name(const char *name)
 	return -1;
 }
 
-uint32_t scatter_relay_max(const struct scatter_plan *p)
+int scatter_relay_max(const struct scatter_plan *p, uint32_t *most_p)
 {
 	uint32_t *n = calloc((size_t)p->nodes + 1, sizeof(*n)), most = 0;
 
 	if (!n)
-		return UINT32_MAX;
+		return -ENOMEM;
 	/* every hop but a path's last ends at a node that passes it on */
 	for (uint32_t v = 0; v < p->nodes; v++)
 		for (uint32_t k = p->first[v]; k + 1 < p->first[v + 1]; k++) {
@@ -556,7 +556,8 @@ uint32_t scatter_relay_max(const struct scatter_plan *p)
 			most = ++n[at] > most ? n[at] : most;
 		}
 	free(n);
-	return most;
+	*most_p = most;
+	return 0;
 }
 
 void scatter_plan_free(struct scatter_plan *p)

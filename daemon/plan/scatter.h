@@ -113,11 +113,15 @@ int scatter_reverse(const struct scatter_plan *s, struct scatter_plan *g);
 void scatter_plan_free(struct scatter_plan *p);
 
 /* The most messages one node passes on (neither their origin nor their
- * destination) in plan p: what it may have to hold at once, since a relay
- * holds a message whole until it goes (daemon/coll/exec.c).  The first
- * node of a region passes on all of its region's messages but its own:
- * the largest region's size - 1.  UINT32_MAX when out of memory. */
-uint32_t scatter_relay_max(const struct scatter_plan *p);
+ * destination) over the whole of plan p, into *most_p: an upper bound of
+ * what it may have to hold at once, since a relay holds a message whole
+ * until it goes (daemon/coll/exec.c).  (Under the paper's model a relay
+ * of OPT holds one at a time; in a real network the root's node sends a
+ * region's messages as fast as its link takes them, and the relay's
+ * onward links may be slower, so only the bound is sure.)  The first node
+ * of a region passes on all of its region's messages but its own: the
+ * largest region's size - 1.  Returns 0 or -ENOMEM. */
+int scatter_relay_max(const struct scatter_plan *p, uint32_t *most_p);
 
 struct sched;
 

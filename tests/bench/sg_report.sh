@@ -68,11 +68,13 @@ fi
 	echo "\`make bench-sg\` (tests/bench/sg.sh, fb_sg.c, mb_sg.c): one network namespace per node, veth links"
 	echo "between torus neighbours only, shaped on both ends ($SHAPING), one ferryd and one rank per node,"
 	echo "root 0, everything on both cores (shared layout). Open MPI runs in the same namespaces over the same"
-	echo "links, its packets forwarded by the kernel along dimension-ordered routes. Milliseconds per operation"
+	echo "links, its packets forwarded by the kernel along the routes ferry's frames take (ferryctl route). Milliseconds per operation"
 	echo "(OSU's method: a barrier, then the operation timed alone; the slowest rank's mean; median of $RUNS"
 	echo "run(s)); ×: the time over OPT's in the same run (median). \`sim\`: the α–β simulation of ferry's three"
 	echo "algorithms with this run's links (ferryctl plan … --simulate; α = the netem delay, if any, plus the α"
 	echo "the daemons measured on their links: $(awk -F, 'NR > 1 { print $1 " " $5 " µs" }' sg_sim.csv | awk '$1 !~ /^(8x8|4x8x8)$/ && !s[$1]++' | paste -sd, | sed 's/,/, /g'); β = 8 / rate), in hop times below the table."
+	echo "(the simulation's naive moves whole blocks hop by hop; ferry's direct is forwarded by the daemons' data"
+	echo "path in pieces of at most 64 KiB, pipelined, so for larger blocks the simulation overstates it)"
 	for t in $TORI; do
 		for op in scatter gather; do
 			echo

@@ -38,6 +38,7 @@
 #include "../../daemon/fwd/ctlq.h"
 #include "../../proto/coll.h"
 #include "../../proto/ctl.h"
+#include "../../proto/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -558,6 +559,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 * unless op 246 said otherwise) */
 				if (!j->layout && (j->layout = malloc(4ull * j->size)))
 					memset(j->layout, 0, 4ull * j->size);
+				/* the algorithms its home's configuration forces
+				 * (collectives.*: any wire_ctl_decode lets
+				 * through of a GO), from how much input is left
+				 * (no byte taken: the kept inputs mean what they
+				 * meant; the same input, the same run) */
+				uint32_t v = (uint32_t)left;
+
+				j->coll_force = v % (CTL_A2A_ALGS + 1) << WIRE_GO_ALLTOALL |
+						v / 5 % (CTL_ROOTED_ALGS + 1) << WIRE_GO_SCATTER |
+						v / 30 % (CTL_ROOTED_ALGS + 1) << WIRE_GO_GATHER;
 				j->ready = 1;
 				sess_job_ready(j);
 			}

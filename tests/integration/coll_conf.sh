@@ -37,9 +37,10 @@ a2a_counts() {
 				if ($i ~ /^(direct|mesh|grid3d|hypercube)$/ && $(i + 1) ~ /^[0-9]+$/) s = s " " $i " " $(i + 1)
 			print substr(s, 2) }'
 }
-# rooted DIR ALG: the scatters and gathers that daemon ran with ALG, all jobs
+# rooted DIR ALG [gather]: the scatters and gathers (or the gathers) that
+# daemon ran with ALG, all jobs
 rooted() {
-	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats | awk -v k="rooted_$2" '$1 == "coll" && $2 ~ /^rooted_/ {
+	"$BUILD/ferryctl" --runtime-dir "$TMP/$1" stats | awk -v k="${3:-rooted}_$2" '$1 == "coll" && $2 ~ /^rooted_/ {
 		for (i = 2; i < NF; i++) if ($i == k) print $(i + 1) }'
 }
 where="cf_n0 cf_n1 cf_n2 cf_n3 cf_n0 cf_n1"
@@ -92,6 +93,8 @@ expect "... node 3 ran no scatter or gather direct ($b_direct -> $(rooted cf_n3 
 	test "$(rooted cf_n3 direct)" = "$b_direct"
 expect "... it ran tree ones ($b_tree -> $(rooted cf_n3 tree)) and orth ones ($b_orth -> $(rooted cf_n3 orth))" \
 	test "$(rooted cf_n3 tree)" -gt "$b_tree" -a "$(rooted cf_n3 orth)" -gt "$b_orth"
+expect "... the scatters by the tree, the gathers orth ($(rooted cf_n3 orth gather) of $(rooted cf_n3 orth))" \
+	test "$(rooted cf_n3 tree gather)" = 0 -a "$(rooted cf_n3 orth gather)" = "$(rooted cf_n3 orth)"
 b_tree=$(rooted cf_n3 tree) b_direct=$(rooted cf_n3 direct) b_orth=$(rooted cf_n3 orth)
 # shellcheck disable=SC2086
 spread_job ft_sg "$S2r" 6 $where -- --job-only --strategy direct

@@ -550,8 +550,8 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(99, buf, (size_t)n, &c), -EPROTO);
-	/* GO's forced algorithms: only GO has them, a byte each up to
-	 * WIRE_GO_ALG_MAX, the top byte zero. */
+	/* GO's forced algorithms: only GO has them, a byte each naming an
+	 * algorithm there is (or 0), the top byte zero. */
 	st.coll = 2u << WIRE_GO_ALLTOALL | 5u << WIRE_GO_SCATTER | 1u << WIRE_GO_GATHER;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(n, 24);
@@ -559,9 +559,19 @@ TEST(control_items_round_trip)
 	CHECK_EQ(c.u.step.coll, st.coll);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), -EPROTO);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n - 4, &c), -EPROTO);  /* a version-12 GO */
-	st.coll = (WIRE_GO_ALG_MAX + 1) << WIRE_GO_GATHER;
+	st.coll = (CTL_ROOTED_ALGS + 1) << WIRE_GO_GATHER;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
+	st.coll = (CTL_ROOTED_ALGS + 1) << WIRE_GO_SCATTER;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
+	st.coll = (CTL_A2A_ALGS + 1) << WIRE_GO_ALLTOALL;
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
+	st.coll = CTL_A2A_ALGS << WIRE_GO_ALLTOALL | CTL_ROOTED_ALGS << WIRE_GO_SCATTER |
+		  CTL_ROOTED_ALGS << WIRE_GO_GATHER;            /* the largest there are */
+	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), 0);
 	st.coll = 1u << 24;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
