@@ -993,6 +993,32 @@ static int plan_rooted(struct cop *op, struct sched_node *out)
 	return ret;
 }
 
+/* Hands a started operation the pieces that came before it started, in
+ * the order they came, within the turn's budget (coll.budget): tens of
+ * megabytes of them must not hold the loop for one turn (review of issue
+ * 12, finding 5).  The rest go at the next turns; a piece that comes
+ * meanwhile joins them, behind (piece_in). */
+static void early_replay(struct cop *op)
+{
+	struct cjob *cj = op->g->cj;
+
+	while (op->early && !op->ended && coll.budget) {
+		struct early *e = op->early;
+		int ret;
+
+		op->early = e->next;
+		cj->early_bytes -= early_cost(e->len);
+		user_give_coll(cj->j->user, early_cost(e->len));
+		coll.budget -= e->len < coll.budget ? e->len : coll.budget;
+		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
+		free(e);
+		if (ret < 0)
+			cop_end(op, -ret, coll_exec_error(op->x));
+	}
+	if (!op->early)
+		op->early_tail = &op->early;
+}
+
 static void cop_start(struct cop *op)
 {
 	struct cgrp *g = op->g;
@@ -1088,19 +1114,7 @@ static void cop_start(struct cop *op)
 		}
 		op->charged = b;
 	}
-	/* what came before it started */
-	while (op->early && !op->ended) {
-		struct early *e = op->early;
-
-		op->early = e->next;
-		cj->early_bytes -= early_cost(e->len);
-		user_give_coll(cj->j->user, early_cost(e->len));
-		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
-		free(e);
-		if (ret < 0)
-			cop_end(op, -ret, coll_exec_error(op->x));
-	}
-	op->early_tail = &op->early;
+	early_replay(op);
 }
 
 /* --- events --- */
@@ -1914,12 +1928,14 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	}
 	op->piece_kind = h->kind;
 	op->piece_root = h->root;
-	if (op->started) {
+	if (op->started && !op->early) {
 		/* a piece that fails it leaves the executor failed: coll_poll
 		 * ends the operation and the job */
 		(void)coll_exec_deliver(op->x, h, data, n);
 		return;
 	}
+	/* (not started, or started with early pieces still to hand it:
+	 * behind them) */
 	if ((ret = early_keep(g->cj, &op->early_tail, from, h, data, n, &ewhy)) < 0)
 		cop_end(op, -ret, ewhy);
 }
@@ -2042,6 +2058,10 @@ static int grp_poll(struct cgrp *g)
 		if (!op->ended && !op->started && op->kind && op->posted >= g->nlocal) {
 			cop_start(op);
 			work = 1;
+		}
+		if (!op->ended && op->started && op->early) {
+			early_replay(op);
+			work |= op->early != NULL;      /* (the rest at the next turn) */
 		}
 		if (!op->ended && op->started) {
 			int r = coll_exec_run_budget(op->x, &coll.budget), e;

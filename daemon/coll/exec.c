@@ -3,8 +3,9 @@
  * Ownership: struct coll_exec owns the per-step tables, the inbox (one
  * entry per message the schedule takes, with the stream kept while it
  * arrives), the outbox (streams being sent, owned until their last piece is
- * taken) and the scratch buffers; coll_exec_free frees them all.  A FORWARD
- * moves an inbox stream to the outbox (ownership moves with it).
+ * taken), a SEND's stream while it is copied in slices (send_buf) and the
+ * scratch buffers; coll_exec_free frees them all.  A FORWARD moves an inbox
+ * stream to the outbox (ownership moves with it).
  */
 #include "exec.h"
 
@@ -75,11 +76,13 @@ struct coll_exec {
 	uint8_t *bumped;                /* [nscratch]: a sized buffer lives in a bump chunk */
 	struct bump *bump;              /* small sized buffers' chunks, newest first */
 	uint64_t mem_now, mem_peak;
-	uint32_t part_step;             /* a COPY, REDUCE or RECV done in part (the budget ran out), or UINT32_MAX */
+	uint32_t part_step;             /* a COPY, REDUCE, SEND or RECV done in part (the budget ran out), or UINT32_MAX */
 	int send_in_place;              /* no step writes a send buffer: SENDs from them are not copied */
 	int place_ok;                   /* no send buffer overlaps a receive buffer: RECVs may be placed */
 	struct iovec *iov;              /* a piece's parts: the head and the most segments a SEND names */
 	uint64_t part_off;              /* ... its bytes done so far */
+	uint8_t *send_buf;              /* ... a SEND's stream being copied (run_send), owned here */
+	uint64_t send_total;
 	int failed;
 	char err[200];
 };
@@ -256,40 +259,85 @@ static int send_from_place(const struct coll_exec *x, const struct sched_step *s
 }
 
 /* SEND: the segments as one stream, into the outbox: its head, and the
- * segments copied behind it, or left in place (send_from_place). */
-static int run_send(struct coll_exec *x, const struct sched_step *st)
+ * segments copied behind it, or left in place (send_from_place).  A copy
+ * goes within *budget bytes (NULL: no limit), which it lowers: hundreds of
+ * megabytes must not hold the loop for one copy (review of issue 12,
+ * finding 5).  x->part_off is where in the stream it goes on (0: not
+ * begun), x->send_buf the stream meanwhile (owned here until the outbox
+ * takes it).  Returns 0 (done), 1 (the budget ran out: it goes on at the
+ * next call) or x->failed. */
+static int run_send(struct coll_exec *x, const struct sched_step *st, uint64_t *budget)
 {
 	const struct sched_node *n = x->n;
-	uint64_t hlen = wire_coll_head_bytes(st->nref), total = hlen, len, off;
-	struct wire_coll_msg head = { .nparts = st->nref };
+	uint64_t hlen = wire_coll_head_bytes(st->nref), total = hlen, len, pos;
 	int in_place = send_from_place(x, st);
 	uint8_t *buf;
 
-	for (uint32_t r = 0; r < st->nref; r++) {
-		seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
-		total += len;
+	if (!x->part_off) {
+		struct wire_coll_msg head = { .nparts = st->nref };
+
+		for (uint32_t r = 0; r < st->nref; r++) {
+			seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+			total += len;
+		}
+		if (mem_take(x, in_place ? hlen : total))
+			return x->failed;
+		buf = malloc(in_place ? hlen : total);
+		if (!buf) {
+			mem_give(x, in_place ? hlen : total);
+			return fail(x, -ENOMEM, "out of memory");
+		}
+		memcpy(buf, &head, sizeof(head));
+		for (uint32_t r = 0; r < st->nref; r++) {
+			uint64_t le;
+
+			seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+			le = htole64(len);
+			memcpy(buf + sizeof(head) + 8 * (uint64_t)r, &le, 8);
+		}
+		if (in_place) {
+			if (out_add(x, st->peer, st->msg, st->order, buf, total, st, hlen)) {
+				free(buf);
+				mem_give(x, hlen);
+				return x->failed;
+			}
+			return 0;
+		}
+		x->send_buf = buf;
+		x->send_total = total;
+		x->part_off = hlen;
 	}
-	if (mem_take(x, in_place ? hlen : total))
-		return x->failed;
-	buf = malloc(in_place ? hlen : total);
-	if (!buf) {
-		mem_give(x, in_place ? hlen : total);
-		return fail(x, -ENOMEM, "out of memory");
-	}
-	memcpy(buf, &head, sizeof(head));
-	off = hlen;
+	/* segment r is stream bytes [pos, pos + len); go on from part_off */
+	pos = hlen;
 	for (uint32_t r = 0; r < st->nref; r++) {
 		const uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
-		uint64_t le = htole64(len);
+		uint64_t off, m;
 
-		memcpy(buf + sizeof(head) + 8 * (uint64_t)r, &le, 8);
-		if (len && !in_place)
-			memcpy(buf + off, p, len);
-		off += len;
+		if (x->part_off >= pos + len) {
+			pos += len;
+			continue;
+		}
+		off = x->part_off - pos;
+		m = len - off;
+		if (budget && m > *budget)
+			m = *budget ? *budget : 1;
+		memcpy(x->send_buf + x->part_off, p + off, m);
+		x->part_off += m;
+		if (budget)
+			*budget -= m < *budget ? m : *budget;
+		if (off + m < len)
+			return 1;
+		pos += len;
+		if (budget && !*budget && r + 1 < st->nref)
+			return 1;
 	}
-	if (out_add(x, st->peer, st->msg, st->order, buf, total, in_place ? st : NULL, hlen)) {
+	buf = x->send_buf;
+	total = x->send_total;
+	x->send_buf = NULL;
+	x->part_off = 0;
+	if (out_add(x, st->peer, st->msg, st->order, buf, total, NULL, hlen)) {
 		free(buf);
-		mem_give(x, in_place ? hlen : total);
+		mem_give(x, total);
 		return x->failed;
 	}
 	return 0;
@@ -479,36 +527,26 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 	return 0;
 }
 
-/* The bytes step st names (what running it copies, about). */
-static uint64_t step_bytes(struct coll_exec *x, const struct sched_step *st)
-{
-	uint64_t sum = 0, len;
-
-	for (uint32_t r = 0; r < st->nref; r++) {
-		(void)seg_ptr(x, &x->n->segs[x->n->refs[st->ref + r]], &len);
-		sum += len;
-	}
-	return sum;
-}
-
 /* Runs step k within *budget bytes (NULL: no limit), which it lowers.
- * Returns 0 (done), 1 (a COPY, REDUCE, or RECV of a message kept whole, of
- * which only a part fitted: it goes on from x->part_off at the next call)
- * or x->failed. */
+ * Returns 0 (done), 1 (a COPY, REDUCE, SEND not read in place or RECV of a
+ * message kept whole, of which only a part fitted: it goes on from
+ * x->part_off at the next call) or x->failed. */
 static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 {
 	const struct sched_node *n = x->n;
 	const struct sched_step *st = &n->steps[k];
 	struct inmsg *im = x->in_of_step[k] != UINT32_MAX ? &x->in[x->in_of_step[k]] : NULL;
 	uint8_t *d, *s;
-	uint64_t len, cost = 0;
+	uint64_t len;
 	int ret = 0;
 
 	switch (st->kind) {
 	case SCHED_SEND:
-		/* (sent in place: read as the pieces go, nothing to copy now) */
-		cost = send_from_place(x, st) ? 0 : step_bytes(x, st);
-		ret = run_send(x, st);
+		/* (sent in place: read as the pieces go, nothing to copy now;
+		 * else copied in slices of the budget) */
+		ret = run_send(x, st, budget);
+		if (ret == 1)
+			return 1;
 		break;
 	case SCHED_RECV:
 	case SCHED_RECV_REDUCE:
@@ -557,8 +595,6 @@ static int run_step(struct coll_exec *x, uint32_t k, uint64_t *budget)
 	default:
 		ret = fail(x, -EINVAL, "step %u: kind %u", k, st->kind);
 	}
-	if (budget)
-		*budget -= cost < *budget ? cost : *budget;
 	if (!ret)
 		step_done(x, k);
 	return ret;
@@ -814,6 +850,7 @@ void coll_exec_free(struct coll_exec *x)
 		free(x->in[i].buf);
 	for (uint32_t i = 0; i < x->nout; i++)
 		free(x->out[i].buf);
+	free(x->send_buf);
 	for (uint32_t b = 0; x->scratch && b < x->n->nscratch; b++)
 		if ((!x->arena || !x->n->scratch_len[b]) && !x->bumped[b])
 			free(x->scratch[b]);

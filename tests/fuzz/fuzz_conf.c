@@ -5,6 +5,8 @@
 #include "../../daemon/plan/route.c"
 #include "../../daemon/core/log.c"
 #include "../../proto/job.c"
+#include "../../proto/ctl.c"         /* (the algorithms' names collectives.* takes) */
+#include "../../proto/ring.c"        /* (which ctl.c uses) */
 
 #include <stdlib.h>
 

@@ -542,6 +542,56 @@ TEST(a_message_kept_whole_is_received_in_slices_of_the_budget)
 	}
 }
 
+/* A SEND that is not read in place (its segment is in the receive buffer,
+ * which steps may write) is copied into its stream in slices of the
+ * budget, and what arrives is whole. */
+TEST(a_send_not_in_place_is_copied_in_slices_of_the_budget)
+{
+	enum { BIG = 8 << 20, SLICE = 1 << 20 };
+	struct sched s;
+	struct net net;
+	struct coll_exec *x[2];
+	uint8_t *r0 = malloc(BIG), *r1 = malloc(BIG), *s0 = NULL, *s1 = NULL;
+	uint64_t l0 = BIG, z = 0, l1 = BIG, budget;
+	struct sched_mem m0 = { &s0, &r0, &z, &l0 }, m1 = { &s1, &r1, &z, &l1 };
+	struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = WIRE_COLL_PIECE_MAX,
+				    .mem_max = 64 << 20 }, c1 = c0;
+	int calls = 0, r;
+
+	CHECK_EQ(sched_init(&s, 2), 0);
+	s.node[0].nslots = s.node[1].nslots = 1;
+	sched_step(&s.node[0], SCHED_SEND, 1, 0, 0);
+	sched_ref(&s.node[0], sched_seg(&s.node[0], SCHED_BUF_RECV, 0, 0, BIG, 0));
+	sched_step(&s.node[1], SCHED_RECV, 0, 0, 0);
+	sched_ref(&s.node[1], sched_seg(&s.node[1], SCHED_BUF_RECV, 0, 0, BIG, 0));
+	CHECK_EQ(sched_err(&s), 0);
+	for (uint32_t i = 0; i < BIG; i++)
+		r0[i] = (uint8_t)(i * 13 + 5);
+	memset(r1, 0, BIG);
+	c1.self = 1;
+	net_init(&net, 2, 1 << 20, 1);
+	struct ctx cx0 = { &net, 0 }, cx1 = { &net, 1 };
+	CHECK_EQ(coll_exec_new(&s.node[0], &m0, &c0, &net_ops, &cx0, &x[0], NULL, 0), 0);
+	CHECK_EQ(coll_exec_new(&s.node[1], &m1, &c1, &net_ops, &cx1, &x[1], NULL, 0), 0);
+	do {
+		budget = SLICE;
+		r = coll_exec_run_budget(x[0], &budget);
+		calls++;
+		CHECK(budget == 0 || r == 1);
+	} while (r == 0 && !net.pieces && calls < 100);
+	printf("# a SEND of %d MiB not in place: copied in %d calls of a %d MiB budget\n", BIG >> 20, calls,
+	       SLICE >> 20);
+	CHECK(calls >= BIG / SLICE);
+	CHECK_EQ(net_run(&net, x), 0);
+	CHECK_EQ(memcmp(r0, r1, BIG), 0);
+	coll_exec_free(x[0]);
+	coll_exec_free(x[1]);
+	net_free(&net);
+	sched_free(&s);
+	free(r0);
+	free(r1);
+}
+
 /* One piece in flight, for the test below. */
 static struct {
 	struct wire_coll_piece h;
@@ -1039,6 +1089,7 @@ int main(void)
 	RUN(forward_and_reduce_on_executors);
 	RUN(large_local_steps_go_in_slices_of_the_budget);
 	RUN(a_message_kept_whole_is_received_in_slices_of_the_budget);
+	RUN(a_send_not_in_place_is_copied_in_slices_of_the_budget);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
 	RUN(hostile_pieces_fail_the_operation_only);
 	RUN(segments_beyond_buffers_are_refused);
