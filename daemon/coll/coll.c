@@ -994,22 +994,24 @@ static int plan_rooted(struct cop *op, struct sched_node *out)
 }
 
 /* Hands a started operation the pieces that came before it started, in
- * the order they came, within the turn's budget (coll.budget): tens of
- * megabytes of them must not hold the loop for one turn (review of issue
- * 12, finding 5).  The rest go at the next turns; a piece that comes
- * meanwhile joins them, behind (piece_in). */
-static void early_replay(struct cop *op)
+ * the order they came, within *budget bytes (NULL: all of them), which it
+ * lowers.  early_replay: within the turn's budget (coll.budget), since tens
+ * of megabytes of them must not hold the loop for one turn (review of
+ * issue 12, finding 5); the rest go at the next turns, and a piece that
+ * comes meanwhile joins them, behind (grp_piece). */
+static void early_deliver(struct cop *op, uint64_t *budget)
 {
 	struct cjob *cj = op->g->cj;
 
-	while (op->early && !op->ended && coll.budget) {
+	while (op->early && !op->ended && (!budget || *budget)) {
 		struct early *e = op->early;
 		int ret;
 
 		op->early = e->next;
 		cj->early_bytes -= early_cost(e->len);
 		user_give_coll(cj->j->user, early_cost(e->len));
-		coll.budget -= e->len < coll.budget ? e->len : coll.budget;
+		if (budget)
+			*budget -= e->len < *budget ? e->len : *budget;
 		ret = coll_exec_deliver(op->x, &e->h, e->data, e->len);
 		free(e);
 		if (ret < 0)
@@ -1017,6 +1019,17 @@ static void early_replay(struct cop *op)
 	}
 	if (!op->early)
 		op->early_tail = &op->early;
+}
+
+static void early_replay(struct cop *op)
+{
+	early_deliver(op, &coll.budget);
+}
+
+/* ... all of them, now (see grp_piece). */
+static void early_replay_all(struct cop *op)
+{
+	early_deliver(op, NULL);
 }
 
 static void cop_start(struct cop *op)
@@ -1928,14 +1941,26 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	}
 	op->piece_kind = h->kind;
 	op->piece_root = h->root;
-	if (op->started && !op->early) {
+	if (op->started && op->early) {
+		/* Behind the early pieces still to hand it (a stream's pieces
+		 * in order), unless the job's early pieces are too many to
+		 * keep one more: then all of them go now, whatever the turn's
+		 * budget, and this one straight after.  (A started operation
+		 * must never fail for want of room to queue what it could take
+		 * at once: an earlier operation using every turn's budget
+		 * would otherwise let its queue grow to the limit.) */
+		if (!early_keep(g->cj, &op->early_tail, from, h, data, n, &ewhy))
+			return;
+		early_replay_all(op);
+		if (op->ended)
+			return;
+	}
+	if (op->started) {
 		/* a piece that fails it leaves the executor failed: coll_poll
 		 * ends the operation and the job */
 		(void)coll_exec_deliver(op->x, h, data, n);
 		return;
 	}
-	/* (not started, or started with early pieces still to hand it:
-	 * behind them) */
 	if ((ret = early_keep(g->cj, &op->early_tail, from, h, data, n, &ewhy)) < 0)
 		cop_end(op, -ret, ewhy);
 }

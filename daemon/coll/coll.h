@@ -12,7 +12,8 @@
  * (WIRE_CTL_COLL, routed and resent like every item).  When the executor is
  * done, every local rank hears COLL_DONE.  Pieces that come for an
  * operation this node has not started yet wait with it, up to
- * COLL_EARLY_MAX bytes per job.
+ * COLL_EARLY_MAX bytes per job, and are handed to it when it starts, within
+ * each turn's budget (the rest at the next turns).
  *
  * Failure: when the job fails (a rank leaves, a node is lost: cluster.h),
  * every operation it has outstanding here fails with the job's errno and

@@ -76,13 +76,13 @@ struct coll_exec {
 	uint8_t *bumped;                /* [nscratch]: a sized buffer lives in a bump chunk */
 	struct bump *bump;              /* small sized buffers' chunks, newest first */
 	uint64_t mem_now, mem_peak;
-	uint32_t part_step;             /* a COPY, REDUCE, SEND or RECV done in part (the budget ran out), or UINT32_MAX */
 	int send_in_place;              /* no step writes a send buffer: SENDs from them are not copied */
 	int place_ok;                   /* no send buffer overlaps a receive buffer: RECVs may be placed */
 	struct iovec *iov;              /* a piece's parts: the head and the most segments a SEND names */
+	uint32_t part_step;             /* a COPY, REDUCE, SEND or RECV done in part (the budget ran out), or UINT32_MAX */
 	uint64_t part_off;              /* ... its bytes done so far */
 	uint8_t *send_buf;              /* ... a SEND's stream being copied (run_send), owned here */
-	uint64_t send_total;
+	uint64_t send_total;            /* ... and its length */
 	int failed;
 	char err[200];
 };

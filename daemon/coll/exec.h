@@ -15,7 +15,8 @@
  * daemon) with a message saying which node sent what.
  *
  * Messages are sent whole: a SEND's segments are copied into one stream
- * when the step runs (so the step is done at once and a later step may
+ * when the step runs (in slices of the budget with coll_exec_run_budget;
+ * the step is done once they are all copied, and a later step may then
  * overwrite them) -- except segments in the ranks' send buffers, which no
  * step writes: those are read in place as the pieces go (the operation
  * holds the buffers until it ends, and it ends only once every piece is
@@ -92,8 +93,9 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
  * why; it stays failed). */
 int coll_exec_run(struct coll_exec *x);
 /* The same, running steps only while *budget (bytes they copy, about) lasts,
- * lowering it: a COPY or REDUCE larger than what is left goes in slices,
- * the rest of it at the next call.  The loop's way (coll.c): a turn of it
+ * lowering it: a COPY, REDUCE, SEND not read in place or RECV of a message
+ * held whole larger than what is left goes in slices, the rest of it at
+ * the next call (before any other step).  The loop's way (coll.c): a turn of it
  * never copies more than a budget. */
 int coll_exec_run_budget(struct coll_exec *x, uint64_t *budget);
 /* 1 if steps are ready to run (the budget ran out): call again soon. */

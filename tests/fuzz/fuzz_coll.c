@@ -27,7 +27,7 @@
  *   5  piece a with offset, total, msg, from changed by (int8)(pos >> 8),
  *      or another message's header (pos & 7 says which)
  *   6  run the executor (its sends take pos % 8 pieces, then -EAGAIN)
- *   7  run it within a budget of pos bytes (COPY and REDUCE in slices)
+ *   7  run it within a budget of pos bytes (COPY, REDUCE, SEND and RECV in slices)
  *   8  a raw piece: the next pos bytes (a BREAK decoded as the engine does)
  *   9  the last piece delivered, again
  * The header, byte by byte: 0 the schedule, 1 its nodes (torus: its

@@ -592,6 +592,124 @@ TEST(a_send_not_in_place_is_copied_in_slices_of_the_budget)
 	free(r1);
 }
 
+/* Steps done in slices of tiny budgets (1-7 bytes a call), pieces coming
+ * between the calls: node 0 sends node 1 four parts (one empty) from its
+ * receive buffer (a SEND not in place), node 1 keeps them in sized scratch
+ * and sends them on to node 2 (copied in slices), which takes them into a
+ * buffer that is also its send buffer (held whole: a RECV in slices); node
+ * 0 also sends node 2 int32s (three parts, one empty) that node 2 adds to
+ * its own (a RECV_REDUCE in slices: whole elements only).  400 runs, each
+ * its own piece size and order; every byte checked.  (From the review of
+ * the slicing.) */
+TEST(tiny_budgets_over_several_segments)
+{
+	static const uint64_t L[4] = { 5, 0, 7, 13 }, so[4] = { 0, 5, 10, 20 };
+
+	for (uint64_t seed = 1; seed < 400 && !check_failed_now; seed++) {
+		struct sched s;
+		struct net net;
+		struct coll_exec *x[3];
+		uint8_t *r0 = malloc(64), *r1 = malloc(1), *b2 = malloc(64), *s0 = NULL, *s1 = NULL;
+		uint64_t l0 = 64, z = 0, l1 = 1, l2 = 64, dp = 0;
+		struct sched_mem m0 = { &s0, &r0, &z, &l0 }, m1 = { &s1, &r1, &z, &l1 }, m2 = { &b2, &b2, &l2, &l2 };
+		struct coll_exec_cfg c0 = { .self = 0, .job = 1, .op = 1, .piece_max = 1 + seed % 5,
+					    .mem_max = 1 << 20 }, c1 = c0, c2 = c0;
+		struct ctx cx0 = { &net, 0 }, cx1 = { &net, 1 }, cx2 = { &net, 2 };
+		int done[3] = { 0 }, rounds = 0;
+		uint32_t sg[4], rv;
+		char why[200];
+
+		CHECK_EQ(sched_init(&s, 3), 0);
+		struct sched_node *n0 = &s.node[0], *n1 = &s.node[1], *n2 = &s.node[2];
+
+		n0->nslots = n1->nslots = n2->nslots = 1;
+		sched_step(n0, SCHED_SEND, 1, 0, 0);
+		for (int i = 0; i < 4; i++)
+			sched_ref(n0, sched_seg(n0, SCHED_BUF_RECV, 0, so[i], L[i], 0));
+		sched_step(n0, SCHED_SEND, 2, 1, 1);
+		sched_ref(n0, sched_seg(n0, SCHED_BUF_RECV, 0, 40, 8, 0));
+		sched_ref(n0, sched_seg(n0, SCHED_BUF_RECV, 0, 48, 0, 0));
+		sched_ref(n0, sched_seg(n0, SCHED_BUF_RECV, 0, 48, 12, 0));
+		for (int i = 0; i < 4; i++)
+			sg[i] = sched_seg(n1, SCHED_BUF_SCRATCH, sched_scratch(n1, 0), 0, 0, SCHED_SEG_SIZED);
+		rv = sched_step(n1, SCHED_RECV, 0, 0, 0);
+		for (int i = 0; i < 4; i++)
+			sched_ref(n1, sg[i]);
+		sched_step(n1, SCHED_SEND, 2, 2, 0);
+		for (int i = 0; i < 4; i++)
+			sched_ref(n1, sg[i]);
+		sched_dep(n1, rv);
+		sched_step(n2, SCHED_RECV, 1, 2, 0);
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 0, 5, 0));
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 5, 0, 0));
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 5, 7, 0));
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 12, 13, 0));
+		sched_step(n2, SCHED_RECV_REDUCE, 0, 1, 0);
+		sched_step_reduce(n2, COLL_INT32, COLL_SUM);
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 32, 8, 0));
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 40, 0, 0));
+		sched_ref(n2, sched_seg(n2, SCHED_BUF_RECV, 0, 40, 12, 0));
+		CHECK_EQ(sched_err(&s), 0);
+		CHECK_EQ(sched_check(&s, why, sizeof(why)), 0);
+		for (int i = 0; i < 64; i++) {
+			r0[i] = (uint8_t)(i * 7 + 3);
+			b2[i] = 0x11;
+		}
+		c1.self = 1;
+		c2.self = 2;
+		net_init(&net, 3, 1 << 20, seed);
+		CHECK_EQ(coll_exec_new(n0, &m0, &c0, &net_ops, &cx0, &x[0], NULL, 0), 0);
+		CHECK_EQ(coll_exec_new(n1, &m1, &c1, &net_ops, &cx1, &x[1], NULL, 0), 0);
+		CHECK_EQ(coll_exec_new(n2, &m2, &c2, &net_ops, &cx2, &x[2], NULL, 0), 0);
+		while (!(done[0] && done[1] && done[2]) && rounds++ < 100000 && !check_failed_now) {
+			size_t l = rnd(&net) % 9;
+			struct piece *p = net.head[l];
+
+			for (int i = 0; i < 3; i++) {
+				uint64_t b = 1 + rnd(&net) % 7;
+				int r = done[i] ? 1 : coll_exec_run_budget(x[i], &b);
+
+				if (r < 0)
+					fprintf(stderr, "  seed %llu node %d: %s\n", (unsigned long long)seed, i,
+						coll_exec_error(x[i]));
+				CHECK(r >= 0);
+				done[i] = r;
+			}
+			if (p) {        /* one piece from a random link */
+				net.head[l] = p->next;
+				if (!p->next)
+					net.tail[l] = NULL;
+				net.queued[l]--;
+				CHECK_EQ(coll_exec_deliver(x[p->to], &p->h, p->data, p->len), 0);
+				free(p);
+			}
+		}
+		CHECK(done[0] && done[1] && done[2]);
+		for (int i = 0; i < 4; i++) {
+			CHECK(!L[i] || memcmp(b2 + dp, r0 + so[i], L[i]) == 0);
+			dp += L[i];
+		}
+		for (int i = 0; i < 5; i++) {
+			int32_t a, b;
+
+			memcpy(&a, r0 + 40 + 4 * i, 4);
+			memcpy(&b, b2 + 32 + 4 * i, 4);
+			CHECK_EQ((uint32_t)b, (uint32_t)a + 0x11111111u);
+		}
+		CHECK_EQ(b2[25], 0x11);
+		CHECK_EQ(coll_exec_mem(x[0]) + coll_exec_mem(x[1]) + coll_exec_mem(x[2]), 0);
+		if (check_failed_now)
+			fprintf(stderr, "  seed %llu\n", (unsigned long long)seed);
+		for (int i = 0; i < 3; i++)
+			coll_exec_free(x[i]);
+		net_free(&net);
+		sched_free(&s);
+		free(r0);
+		free(r1);
+		free(b2);
+	}
+}
+
 /* One piece in flight, for the test below. */
 static struct {
 	struct wire_coll_piece h;
@@ -1090,6 +1208,7 @@ int main(void)
 	RUN(large_local_steps_go_in_slices_of_the_budget);
 	RUN(a_message_kept_whole_is_received_in_slices_of_the_budget);
 	RUN(a_send_not_in_place_is_copied_in_slices_of_the_budget);
+	RUN(tiny_budgets_over_several_segments);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
 	RUN(hostile_pieces_fail_the_operation_only);
 	RUN(segments_beyond_buffers_are_refused);
