@@ -819,9 +819,9 @@ static int torus_base(struct cop *op, enum scatter_algo sa)
  * make a node hold more than an operation's memory: a node passing
  * messages on holds each whole until it goes (exec.c's FORWARD), and the
  * first node of a region passes on all of its region's but its own
- * (scatter_relay_max), each the blocks of up to the largest node's ranks.  (Then the automatic
- * choice is direct, which streams every message from the root's node.)
- * -errno if the plan cannot be made. */
+ * (scatter_relay_max), each the blocks of up to the largest node's ranks.
+ * (Then the automatic choice is direct, which streams every message from
+ * the root's node.)  -errno if the plan cannot be made. */
 static int torus_relay_too_big(struct cop *op)
 {
 	const struct cgrp *g = op->g;
