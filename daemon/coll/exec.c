@@ -258,6 +258,53 @@ static int send_from_place(const struct coll_exec *x, const struct sched_step *s
 	return 1;
 }
 
+/* Copies between step st's segments and the stream of its message (the
+ * segments into the stream when to_stream, else the stream into the
+ * segments, added for a RECV_REDUCE), the segments after the stream's head,
+ * from stream byte x->part_off on, within *budget bytes (NULL: no limit) in
+ * whole elements, which it lowers.  Returns 1 if the budget ran out first
+ * (x->part_off says where to go on), else 0. */
+static int copy_slices(struct coll_exec *x, const struct sched_step *st, uint8_t *stream, int to_stream,
+		       uint64_t *budget)
+{
+	const struct sched_node *n = x->n;
+	uint64_t es = st->kind == SCHED_RECV_REDUCE ? coll_type_size(st->type) : 1;
+	uint64_t pos = wire_coll_head_bytes(st->nref);
+
+	/* segment r is stream bytes [pos, pos + len) */
+	for (uint32_t r = 0; r < st->nref; r++) {
+		uint64_t len, off, m;
+		uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
+
+		if (x->part_off >= pos + len) {
+			pos += len;
+			continue;
+		}
+		off = x->part_off - pos;
+		m = len - off;
+		if (budget && m > *budget) {
+			m = *budget / es * es;
+			if (!m)
+				m = es;
+		}
+		if (to_stream)
+			memcpy(stream + x->part_off, p + off, m);
+		else if (st->kind == SCHED_RECV)
+			memcpy(p + off, stream + x->part_off, m);
+		else
+			reduce_apply(st->type, st->op, p + off, stream + x->part_off, m / es);
+		x->part_off += m;
+		if (budget)
+			*budget -= m < *budget ? m : *budget;
+		if (off + m < len)
+			return 1;
+		pos += len;
+		if (budget && !*budget && r + 1 < st->nref)
+			return 1;
+	}
+	return 0;
+}
+
 /* SEND: the segments as one stream, into the outbox: its head, and the
  * segments copied behind it, or left in place (send_from_place).  A copy
  * goes within *budget bytes (NULL: no limit), which it lowers: hundreds of
@@ -269,7 +316,7 @@ static int send_from_place(const struct coll_exec *x, const struct sched_step *s
 static int run_send(struct coll_exec *x, const struct sched_step *st, uint64_t *budget)
 {
 	const struct sched_node *n = x->n;
-	uint64_t hlen = wire_coll_head_bytes(st->nref), total = hlen, len, pos;
+	uint64_t hlen = wire_coll_head_bytes(st->nref), total = hlen, len;
 	int in_place = send_from_place(x, st);
 	uint8_t *buf;
 
@@ -307,30 +354,8 @@ static int run_send(struct coll_exec *x, const struct sched_step *st, uint64_t *
 		x->send_total = total;
 		x->part_off = hlen;
 	}
-	/* segment r is stream bytes [pos, pos + len); go on from part_off */
-	pos = hlen;
-	for (uint32_t r = 0; r < st->nref; r++) {
-		const uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
-		uint64_t off, m;
-
-		if (x->part_off >= pos + len) {
-			pos += len;
-			continue;
-		}
-		off = x->part_off - pos;
-		m = len - off;
-		if (budget && m > *budget)
-			m = *budget ? *budget : 1;
-		memcpy(x->send_buf + x->part_off, p + off, m);
-		x->part_off += m;
-		if (budget)
-			*budget -= m < *budget ? m : *budget;
-		if (off + m < len)
-			return 1;
-		pos += len;
-		if (budget && !*budget && r + 1 < st->nref)
-			return 1;
-	}
+	if (copy_slices(x, st, x->send_buf, 1, budget))
+		return 1;
 	buf = x->send_buf;
 	total = x->send_total;
 	x->send_buf = NULL;
@@ -475,9 +500,6 @@ static int recv_check(struct coll_exec *x, uint32_t k, const struct sched_step *
 static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st, struct inmsg *im,
 		    uint64_t *budget)
 {
-	const struct sched_node *n = x->n;
-	uint64_t es = st->kind == SCHED_RECV ? 1 : coll_type_size(st->type), off, pos;
-
 	if (im->placed) {
 		/* its parts are in place already, its head checked */
 		free(im->buf);
@@ -490,36 +512,8 @@ static int run_recv(struct coll_exec *x, uint32_t k, const struct sched_step *st
 			return x->failed;
 		x->part_off = wire_coll_head_bytes(st->nref);
 	}
-	/* part r holds stream bytes [pos, pos + len); go on from part_off */
-	pos = wire_coll_head_bytes(st->nref);
-	for (uint32_t r = 0; r < st->nref; r++) {
-		uint64_t len, m;
-		uint8_t *p = seg_ptr(x, &n->segs[n->refs[st->ref + r]], &len);
-
-		if (x->part_off >= pos + len) {
-			pos += len;
-			continue;
-		}
-		off = x->part_off - pos;
-		m = len - off;
-		if (budget && m > *budget) {
-			m = *budget / es * es;
-			if (!m)
-				m = es;
-		}
-		if (st->kind == SCHED_RECV)
-			memcpy(p + off, im->buf + x->part_off, m);
-		else
-			reduce_apply(st->type, st->op, p + off, im->buf + x->part_off, m / es);
-		x->part_off += m;
-		if (budget)
-			*budget -= m < *budget ? m : *budget;
-		if (off + m < len)
-			return 1;
-		pos += len;
-		if (budget && !*budget && r + 1 < st->nref)
-			return 1;
-	}
+	if (copy_slices(x, st, im->buf, 0, budget))
+		return 1;
 	x->part_off = 0;
 	free(im->buf);
 	mem_give(x, im->total);
