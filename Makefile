@@ -250,12 +250,14 @@ $(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c $(FUZZ_FWD_SRC) $(ALL_HDR)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_FWD_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
 # The control-socket sessions over real sockets, with the local layer and the
-# collective engine under them (its way to other nodes stubbed in the harness).
+# collective engine under them (its way to other nodes stubbed in the harness);
+# its pieces are small, so the engine holds other nodes back far sooner.
 FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c daemon/core/closer.c \
                     $(wildcard daemon/local/*.c) $(wildcard daemon/coll/*.c)
 $(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
+	$(FUZZ_CC) $(FUZZ_FLAGS) -DCOLL_HOLD_BYTES=100 -DCOLL_RESUME_BYTES=50 $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< \
+		$(FUZZ_SESSION_SRC) $(call pkglibs,$(DAEMON_PKGS))
 
 # The collective executor, fed pieces by hostile peers over every planner's
 # schedules; coverage of the executor and the harness guides it (fuzz_coll.cov).

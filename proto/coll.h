@@ -71,7 +71,7 @@ struct wire_coll_piece {
 	uint32_t kind;          /* the operation's kind (enum ctl_coll_kind) as the sender's
 				 * ranks posted it: a receiver whose ranks posted another
 				 * fails it (a split and an all-to-all of 8-byte blocks
-				 * travel alike); 0 in a BREAK */
+				 * travel alike); 0 in a BREAK or HOLD */
 	uint32_t root;          /* the rooted kinds (scatter, gather): the root's rank in the
 				 * group as the sender's ranks named it, and above it
 				 * (WIRE_COLL_ALG_SHIFT) the algorithm its node runs + 1 (a
@@ -89,7 +89,7 @@ static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
  * group (ferry_close of the group's handle, or of the rank's session) or an
  * operation of the group fails there. */
 #define WIRE_COLL_MSG_BREAK UINT32_MAX
-#define WIRE_COLL_KIND_MAX 255  /* a piece's kind: 1 .. this (enum ctl_coll_kind), 0 in a BREAK */
+#define WIRE_COLL_KIND_MAX 255  /* a piece's kind: 1 .. this (enum ctl_coll_kind), 0 in a BREAK or HOLD */
 struct wire_coll_break {
 	int32_t  err;           /* positive errno */
 	uint32_t text_len;      /* <= 255 */
@@ -117,6 +117,43 @@ static inline int wire_coll_break_decode(const struct wire_coll_piece *h, const 
 			*c = '?';
 	*err_p = b.err;
 	return 0;
+}
+
+/* A piece whose msg is WIRE_COLL_MSG_HOLD is no message of a schedule
+ * either: it is backpressure for pieces that come before their operation
+ * starts (daemon/coll/coll.c, "Holding back").  The node that sends it asks
+ * the receiver to hold back its pieces of the group's operations from `op`
+ * on (those before it go on), or with on == 0 to send them all again.  Its
+ * stream (offset 0, all in this one piece) is a struct wire_coll_hold.  A
+ * later HOLD replaces an earlier one. */
+#define WIRE_COLL_MSG_HOLD (UINT32_MAX - 1)
+struct wire_coll_hold {
+	uint32_t on;            /* 1 hold back from op on, 0 go on */
+	uint32_t reserved;      /* 0 */
+};
+static_assert(sizeof(struct wire_coll_hold) == 8, "coll hold layout");
+
+/* Decodes the stream of a HOLD piece h (n bytes at data) into *on_p (0 or
+ * 1).  Returns 0, or -EPROTO if it is not one whole HOLD. */
+static inline int wire_coll_hold_decode(const struct wire_coll_piece *h, const uint8_t *data, uint64_t n,
+					int *on_p)
+{
+	struct wire_coll_hold b;
+
+	if (h->msg != WIRE_COLL_MSG_HOLD || h->offset || h->total != n || n != sizeof(b))
+		return -EPROTO;
+	memcpy(&b, data, sizeof(b));
+	if (b.on > 1 || b.reserved)
+		return -EPROTO;
+	*on_p = (int)b.on;
+	return 0;
+}
+
+/* 1 if a piece with msg m is the engine's own (BREAK, HOLD), not a message
+ * of a schedule. */
+static inline int wire_coll_msg_engine(uint32_t m)
+{
+	return m == WIRE_COLL_MSG_BREAK || m == WIRE_COLL_MSG_HOLD;
 }
 
 /* The id of the group ferry_split makes out of group parent at the
@@ -172,7 +209,7 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
 	    n > p->total - p->offset || p->gen > 127 || p->op == 0 ||
-	    (p->msg == WIRE_COLL_MSG_BREAK ? p->kind != 0 : p->kind == 0 || p->kind > WIRE_COLL_KIND_MAX))
+	    (wire_coll_msg_engine(p->msg) ? p->kind != 0 : p->kind == 0 || p->kind > WIRE_COLL_KIND_MAX))
 		return -EPROTO;
 	return (int64_t)n;
 }

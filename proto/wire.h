@@ -52,8 +52,10 @@
  * 11: WIRE_FRAME_ACK_SOON.
  * 12: a collective piece names the root its sender's ranks named (scatter,
  *     gather: wire_coll_piece.root).
- * 13: GO carries the home's collectives.* settings (wire_ctl_step.coll). */
-#define WIRE_VERSION    13
+ * 13: GO carries the home's collectives.* settings (wire_ctl_step.coll).
+ * 14: a collective piece may be a HOLD (proto/coll.h: backpressure for
+ *     pieces that come before their operation starts). */
+#define WIRE_VERSION    14
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12

@@ -69,6 +69,17 @@
  * spinning on its own CPUs, no one else's. */
 #define COLL_SPIN_NS (2000ull * 1000u)
 
+/* Holding back ("Holding back" below): once a job's early pieces take this
+ * much, the nodes that send more are told to hold back ... */
+#ifndef COLL_HOLD_BYTES                 /* (fuzz_session: far less, to get there) */
+#define COLL_HOLD_BYTES (8u << 20)
+#endif
+/* ... and once they take no more than this, to go on. */
+#ifndef COLL_RESUME_BYTES
+#define COLL_RESUME_BYTES (2u << 20)
+#endif
+static_assert(COLL_HOLD_BYTES < COLL_EARLY_MAX / 4, "room for what is on its way when a HOLD leaves");
+
 struct early {
 	struct early *next;
 	struct wire_coll_piece h;
@@ -196,6 +207,13 @@ struct cgrp {
 	uint32_t split_seq;
 	uint32_t children;
 	struct cplan *plan;             /* the last operation's plan, held (struct cplan) */
+	/* Holding back: the nodes (by index) this node told to hold back
+	 * pieces of operations from hold_from on ([G], allocated at the
+	 * first; ntold of them), and what the others told this node ([G]:
+	 * 0, or the first operation whose pieces for that node wait here). */
+	uint8_t *told;
+	uint32_t ntold, hold_from;
+	uint32_t *hold;
 };
 
 /* The ids of a job's split groups that ended here, so that a late piece
@@ -219,8 +237,12 @@ struct cjob {
 	uint32_t freed[COLL_FREED_IDS], nfreed;
 	uint64_t gone_ns;               /* when its last rank here left, 0 while it has ranks here */
 	uint64_t early_bytes;           /* in operations' early lists and gearly */
+	uint64_t early_max;             /* ... the most at once */
 	uint64_t ops_run, ops_failed, last_us;
 	uint64_t link_waits;            /* pieces a full link made wait (send_piece) */
+	uint64_t hold_waits;            /* ... and pieces another node's HOLD made wait */
+	uint64_t holds_sent;            /* HOLDs this node sent (to hold back, or to move the first) */
+	uint32_t ntold;                 /* its groups' ntold together */
 	uint64_t groups_polled;         /* groups coll_poll looked at (busy ones: struct cjob) */
 	uint64_t chosen[A2A_STRATEGIES]; /* all-to-alls by algorithm (forced or chosen) */
 	uint64_t rooted[CTL_ROOTED_ALGS];       /* scatters and gathers by algorithm */
@@ -387,6 +409,8 @@ static void grp_free(struct cgrp *g)
 	free(g->rank_at);
 	free(g->posted);
 	free(g->left);
+	free(g->told);
+	free(g->hold);
 	free(g);
 }
 
@@ -629,6 +653,12 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 
 	if (peer >= g->G)
 		return -EINVAL;
+	if (g->hold && g->hold[peer] && op->seq >= g->hold[peer]) {
+		/* that node asked to wait: it has not started this operation
+		 * and holds enough early pieces (again at a later turn) */
+		g->cj->hold_waits++;
+		return -EAGAIN;
+	}
 	named.kind = op->kind;
 	named.root = ctl_coll_rooted(op->kind) ? op->root | (op->rooted + 1) << WIRE_COLL_ALG_SHIFT : 0;
 	wire_coll_piece_encode(head, &named);
@@ -1645,6 +1675,140 @@ static void break_in(struct cgrp *g, const struct wire_coll_piece *h, const uint
 	grp_break(g, err, h->op - 1, why, 0);
 }
 
+/* --- holding back ---
+ *
+ * Pieces for an operation this node has not started (its ranks here post
+ * it later) wait here as early pieces, within COLL_EARLY_MAX per job and
+ * the user's memory.  Rather than letting other nodes fill that and fail the
+ * job, this node holds them back (WIRE_COLL_MSG_HOLD, proto/coll.h): once
+ * the job's early pieces take COLL_HOLD_BYTES, the node that sent the next
+ * one hears "hold back your pieces of this group from operation
+ * g->started + 1 on" (the first not started here).  When an operation
+ * starts here, the nodes told hear the new first one (hold_poll), so a
+ * started operation's pieces always go on; once the early pieces take
+ * COLL_RESUME_BYTES or less, they hear "go on".  A sending node keeps what
+ * it heard per peer (g->hold), and send_piece answers -EAGAIN for a piece
+ * that must wait: the executor sends it at a later turn, as for a full link.
+ *
+ * Why it cannot deadlock: only pieces of operations not started here wait,
+ * and an operation starts here when its ranks here post it, which needs
+ * nothing from another node but the operations before it, which started
+ * here (so theirs never wait).  Why it is enough: what is on its way when
+ * the HOLD leaves (a link's window per sending node, limits.link_bytes,
+ * and what the nodes between pass on) still comes, into the room between
+ * COLL_HOLD_BYTES and COLL_EARLY_MAX; beyond that, the job fails as before
+ * (more nodes sending than the room holds windows).  HOLDs travel as
+ * control items (ctlq_send: never refused, in order between two nodes), so
+ * the last one a node sent is the one in force.  Pieces for split groups
+ * not made here yet (cj->gearly) and for jobs not started here (coll.pre)
+ * are not held back: the time they wait is the time a split or a GO takes
+ * to reach every node. */
+
+/* A zeroed array of n bytes for g, charged to its user with g's others
+ * (g->mem, given back when g is freed); NULL if it cannot have it. */
+static void *grp_array(struct cgrp *g, size_t n)
+{
+	void *p;
+
+	if (user_take_coll(g->cj->j->user, n) < 0)
+		return NULL;
+	if (!(p = calloc(n, 1))) {
+		user_give_coll(g->cj->j->user, n);
+		return NULL;
+	}
+	g->mem += n;
+	return p;
+}
+
+/* Tells node index i of g to hold back its pieces of operations from
+ * `from` on (on), or to go on (!on). */
+static void hold_tell(struct cgrp *g, uint32_t i, int on, uint32_t from)
+{
+	uint8_t buf[sizeof(struct wire_coll_piece) + sizeof(struct wire_coll_hold)];
+	struct wire_coll_hold b = { .on = (uint32_t)on };
+	struct wire_coll_piece h = {
+		.job = g->cj->j->id, .gen = g->cj->j->gen, .op = on ? from : 1, .msg = WIRE_COLL_MSG_HOLD,
+		.from = g->me, .group = g->id, .offset = 0, .total = sizeof(b),
+	};
+
+	wire_coll_piece_encode(buf, &h);
+	memcpy(buf + sizeof(h), &b, sizeof(b));
+	ctlq_send(g->nodes[i], WIRE_CTL_COLL, buf, (uint32_t)sizeof(buf));
+	g->cj->holds_sent += on;
+}
+
+/* An early piece from node index i of g was kept: i is told to hold back
+ * if the job's early pieces take enough (and it was not told yet). */
+static void hold_check(struct cgrp *g, uint32_t i)
+{
+	struct cjob *cj = g->cj;
+
+	if (cj->early_bytes < COLL_HOLD_BYTES || (g->told && g->told[i]) || i == g->me)
+		return;
+	if (!g->told && !(g->told = grp_array(g, g->G)))
+		return;         /* (the cap still holds: COLL_EARLY_MAX) */
+	if (g->ntold && g->hold_from != g->started + 1)
+		for (uint32_t k = 0; k < g->G; k++)     /* (the others first: one first for all) */
+			if (g->told[k])
+				hold_tell(g, k, 1, g->started + 1);
+	g->hold_from = g->started + 1;
+	g->told[i] = 1;
+	g->ntold++;
+	cj->ntold++;
+	hold_tell(g, i, 1, g->hold_from);
+	log_rl_info("job %s (uid %u): %llu bytes of collective pieces wait for operations not started here; node %u "
+		    "holds back its pieces of group %08x from operation %u on", cj->j->name, cj->j->uid,
+		    (unsigned long long)cj->early_bytes, g->nodes[i], g->id, g->hold_from);
+}
+
+/* The nodes g told hear the first operation not started here now, or to
+ * go on (all: resume). */
+static void hold_move(struct cgrp *g, int resume)
+{
+	if (!g->ntold || (!resume && g->hold_from == g->started + 1))
+		return;
+	g->hold_from = g->started + 1;
+	for (uint32_t k = 0; k < g->G; k++)
+		if (g->told[k]) {
+			hold_tell(g, k, !resume, g->hold_from);
+			if (resume) {
+				g->told[k] = 0;
+				g->ntold--;
+				g->cj->ntold--;
+			}
+		}
+}
+
+/* coll_poll's look at cj's holds (only while it has told nodes). */
+static void hold_poll(struct cjob *cj)
+{
+	int resume = cj->early_bytes <= COLL_RESUME_BYTES;
+
+	for (struct cgrp *g = cj->groups; g && cj->ntold; g = g->next)
+		hold_move(g, resume);
+}
+
+/* A HOLD from node index h->from of g (checked against the node it came
+ * from): the stream in data, n bytes. */
+static void hold_in(struct cgrp *g, const struct wire_coll_piece *h, const uint8_t *data, uint32_t n)
+{
+	int on;
+
+	if (wire_coll_hold_decode(h, data, n, &on) < 0) {
+		log_rl_warn("job %s: malformed collective HOLD from node %u; dropped", g->cj->j->name,
+			    g->nodes[h->from]);
+		return;
+	}
+	if (!g->hold && !(g->hold = grp_array(g, g->G * sizeof(*g->hold)))) {
+		log_rl_warn("job %s (uid %u): no memory for a collective HOLD from node %u; not held back",
+			    g->cj->j->name, g->cj->j->uid, g->nodes[h->from]);
+		return;
+	}
+	g->hold[h->from] = on ? h->op : 0;
+	grp_busy(g);            /* (what waited may go now) */
+	coll.work = 1;
+}
+
 /* Keeps a copy of a piece that came early (n stream bytes at data) at
  * *tail_p (which then points past it), within COLL_EARLY_MAX per job and
  * its user's memory: 0, or -ENOBUFS / -ENOMEM with *why_p saying why. */
@@ -1677,6 +1841,8 @@ static int early_keep(struct cjob *cj, struct early ***tail_p, uint32_t from, co
 	**tail_p = e;
 	*tail_p = &e->next;
 	cj->early_bytes += bytes;
+	if (cj->early_bytes > cj->early_max)
+		cj->early_max = cj->early_bytes;
 	return 0;
 }
 
@@ -1885,6 +2051,10 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 		break_in(g, h, data, n);
 		return;
 	}
+	if (h->msg == WIRE_COLL_MSG_HOLD) {
+		hold_in(g, h, data, n);
+		return;
+	}
 	/* No node can be further ahead than this: a rank there posts
 	 * operation s with at most COLL_EP_PENDING - 1 others not yet ended
 	 * there, so s - COLL_EP_PENDING ended there, and an operation ends on
@@ -1963,6 +2133,8 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	}
 	if ((ret = early_keep(g->cj, &op->early_tail, from, h, data, n, &ewhy)) < 0)
 		cop_end(op, -ret, ewhy);
+	else
+		hold_check(g, h->from);
 }
 
 void coll_group_free(struct ep *ep, uint32_t id)
@@ -2187,6 +2359,7 @@ static int cjob_poll(struct cjob *cj)
 				g->next->pprev = g->pprev;
 			cj->freed[cj->nfreed++ % COLL_FREED_IDS] = g->id;
 			cj->ngroups--;
+			hold_move(g, 1);        /* (nothing of it waits here any more) */
 			if (g->parent) {
 				g->parent->children--;
 				grp_busy(g->parent);    /* (it may go now) */
@@ -2198,6 +2371,8 @@ static int cjob_poll(struct cjob *cj)
 		if (g->ops)
 			grp_busy(g);    /* its operations wait for posts, pieces, the budget */
 	}
+	if (cj->ntold)
+		hold_poll(cj);
 	return work;
 }
 
@@ -2331,12 +2506,15 @@ void coll_write_stats(FILE *out, uid_t uid)
 			for (struct cop *op = g->ops; op; op = op->next)
 				pending += !op->ended;
 		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
-			"alg %s last_us %llu link_waits %llu groups_polled %llu alpha_us %.1f beta_ns_per_byte %.3f%s",
+			"alg %s last_us %llu link_waits %llu hold_waits %llu holds_sent %llu early_max %llu "
+			"groups_polled %llu alpha_us %.1f beta_ns_per_byte %.3f%s",
 			cj->j->name,
 			cj->j->uid, cj->groups->G, cj->ngroups - 1, (unsigned long long)cj->ops_run,
 			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
 			cj->ops_run && cj->last_alg ? cj->last_alg : "-", (unsigned long long)cj->last_us,
-			(unsigned long long)cj->link_waits, (unsigned long long)cj->groups_polled, coll_alpha_us(cj->j),
+			(unsigned long long)cj->link_waits, (unsigned long long)cj->hold_waits,
+			(unsigned long long)cj->holds_sent, (unsigned long long)cj->early_max,
+			(unsigned long long)cj->groups_polled, coll_alpha_us(cj->j),
 			coll_beta_ns(cj->j),
 			cj->j->coll_alpha_ns ? " measured" : " default");
 		for (int k = 0; k < A2A_STRATEGIES; k++)

@@ -608,7 +608,7 @@ static void stream_add(struct stream **tab, size_t *n, uint32_t self, uint32_t n
 {
 	struct stream *s = stream_of(tab, n, peer, h->msg, 1);
 
-	if (peer >= nodes || peer == self || h->from != self || h->msg == WIRE_COLL_MSG_BREAK)
+	if (peer >= nodes || peer == self || h->from != self || wire_coll_msg_engine(h->msg))
 		BUG("node %u sent message %u from %u to %u", self, h->msg, h->from, peer);
 	if (!len || len > piece_max || h->offset != s->got || (s->got && h->total != s->total) ||
 	    h->total < sizeof(struct wire_coll_msg) || len > h->total - h->offset || (s->got && s->got == s->total))
@@ -856,6 +856,14 @@ static void deliver(struct victim *v, const uint8_t *buf, size_t n)
 		if (wire_coll_break_decode(&h, buf + sizeof(h), (uint64_t)len, &err, why, sizeof(why)) == 0 &&
 		    (err <= 0 || err > 4095 || strlen(why) > 255 || strpbrk(why, "\n\r\x1b")))
 			BUG("BREAK decoded out of range");
+		return;
+	}
+	if (h.msg == WIRE_COLL_MSG_HOLD) {
+		/* a HOLD: the engine's too */
+		int on = -1;
+
+		if (wire_coll_hold_decode(&h, buf + sizeof(h), (uint64_t)len, &on) == 0 && on != 0 && on != 1)
+			BUG("HOLD decoded out of range");
 		return;
 	}
 	/* compare with the recorded pieces of its message (what the executor

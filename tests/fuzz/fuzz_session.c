@@ -121,7 +121,7 @@ static const struct sess_events events = { .rank_joined = rank_joined, .rank_lef
 
 static cluster_coll_rx_fn *coll_rx;
 static struct {
-	uint64_t posts, mems, pieces_in, pieces_out, job_fails;
+	uint64_t posts, mems, pieces_in, pieces_out, job_fails, holds_out, holds_in;
 } stats;
 
 void cluster_set_coll_rx(cluster_coll_rx_fn *fn)
@@ -151,12 +151,23 @@ void cluster_job_fail(struct job *j, int err, uint32_t coll_ok, const char *why)
 	job_failed(j, err, coll_ok, why);
 }
 
+static void check(int ok, const char *what);
+
 void ctlq_send(uint32_t node, uint32_t type, const void *payload, uint32_t len)
 {
+	struct wire_coll_piece h;
+	int64_t n = type == WIRE_CTL_COLL ? wire_coll_piece_decode(payload, len, &h) : -1;
+	int on;
+
 	(void)node;
-	(void)type;
-	(void)payload;
-	(void)len;
+	/* what the engine sends another node must decode there */
+	if (type == WIRE_CTL_COLL && n < 0)
+		check(0, "the engine sent a malformed control piece");
+	if (n >= 0 && h.msg == WIRE_COLL_MSG_HOLD) {
+		check(wire_coll_hold_decode(&h, (const uint8_t *)payload + sizeof(h), (uint64_t)n, &on) == 0,
+		      "the engine sent a malformed HOLD");
+		stats.holds_out += on;
+	}
 }
 
 int ctlq_send_job(uint32_t node, uint32_t job, uint8_t gen, const struct iovec *iov, int niov, uint32_t len)
@@ -213,10 +224,11 @@ static char dir[] = "/tmp/fuzz_session.XXXXXX";
 static void teardown(void)
 {
 	if (getenv("FUZZ_SESSION_STATS"))
-		fprintf(stderr, "fuzz_session: %llu collective posts, %llu regions, %llu pieces in, %llu out, "
-			"%llu job failures asked for\n", (unsigned long long)stats.posts,
+		fprintf(stderr, "fuzz_session: %llu collective posts, %llu regions, %llu pieces in (%llu HOLDs), %llu "
+			"out, %llu HOLDs sent, %llu job failures asked for\n", (unsigned long long)stats.posts,
 			(unsigned long long)stats.mems, (unsigned long long)stats.pieces_in,
-			(unsigned long long)stats.pieces_out, (unsigned long long)stats.job_fails);
+			(unsigned long long)stats.holds_in, (unsigned long long)stats.pieces_out,
+			(unsigned long long)stats.holds_out, (unsigned long long)stats.job_fails);
 	sess_fini();
 	coll_fini();
 	ep_fini();
@@ -436,16 +448,25 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 
 		/* (one field after the other: the input's order) */
 		h.op = next() % 4;
-		h.msg = f & 0x80 ? WIRE_COLL_MSG_BREAK : next() % 4;
+		h.msg = f & 0x80 ? (f & 0x08 ? WIRE_COLL_MSG_HOLD : WIRE_COLL_MSG_BREAK) : next() % 4;
 		h.group = f & 0x40 ? next() : 0;
 		h.offset = f & 0x20 ? next() : 0;
-		h.kind = h.msg == WIRE_COLL_MSG_BREAK ? 0 : 1 + next() % 8;
+		h.kind = wire_coll_msg_engine(h.msg) ? 0 : 1 + next() % 8;
 		h.total = f & 0x10 ? h.offset + len + next() : h.offset + len;
 		for (uint8_t i = 0; i < len; i++)
 			p[sizeof(h) + i] = next();
+		if (h.msg == WIRE_COLL_MSG_HOLD && !(f & 0x20)) {
+			/* a well-formed HOLD (hold back from op on, or go on) */
+			struct wire_coll_hold hb = { .on = next() & 1 };
+
+			len = sizeof(hb);
+			h.total = sizeof(hb);
+			memcpy(p + sizeof(h), &hb, sizeof(hb));
+		}
 		wire_coll_piece_encode(p, &h);
 		if (coll_rx) {
 			stats.pieces_in++;
+			stats.holds_in += h.msg == WIRE_COLL_MSG_HOLD;
 			coll_rx(h.from, p, (uint32_t)(sizeof(h) + len));
 		}
 		break;

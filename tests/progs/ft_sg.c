@@ -29,6 +29,14 @@
  * after the operation, so that a failure is told as it happened, not as a
  * rank that left.  Prints "rank R mismatch: ..." and exits 0 if so.  Otherwise prints "rank R ok: N operations" and exits 0; 1
  * on the first error.
+ *
+ * --late N,B,MS: only N gathers of B-byte blocks (ferry_alloc memory) to
+ * the last rank, each rank posting all N at once (ferry_igather), the
+ * root MS ms after the others: their blocks reach the root's node before
+ * it started the operations, N (P - 1) B bytes of them, which it holds
+ * back once they are too many (daemon/coll/coll.c, "Holding back").
+ * --linger MS waits that long before ferry_close (for the test to read
+ * ferryctl stats).
  */
 #include "common.h"
 
@@ -160,6 +168,39 @@ static void fixed(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t bloc
 	unmem(f, own, alloc);
 }
 
+/* --late: see the top of the file. */
+static void late(ferry_t *f, long n, size_t block, long ms)
+{
+	uint32_t root = P - 1;
+	uint8_t *own[64], *all[64] = { NULL };
+	ferry_req_t *req[64];
+
+	if (n < 1 || n > 64)
+		FAIL("--late: 1 to 64 operations");
+	for (long k = 0; k < n; k++) {
+		own[k] = mem(f, block, 1);
+		for (size_t i = 0; i < block; i++)
+			own[k][i] = byte_of(me, root, (uint32_t)k, i);
+		if (me == root) {
+			all[k] = mem(f, block * P, 1);
+			memset(all[k], 0xee, block * P);
+		}
+	}
+	if (me == root)
+		usleep((useconds_t)ms * 1000);
+	for (long k = 0; k < n; k++)
+		ok("ferry_igather", ferry_igather(f, own[k], all[k], block, root, &req[k]));
+	for (long k = 0; k < n; k++)
+		ok("ferry_wait (igather)", ferry_wait(&req[k]));
+	for (long k = 0; k < n; k++) {
+		for (uint32_t s = 0; me == root && s < P; s++)
+			check("late igather", all[k] + s * block, block, s, root, (uint32_t)k);
+		if (all[k])
+			unmem(f, all[k], 1);
+		unmem(f, own[k], 1);
+	}
+}
+
 /* Scatterv and gatherv: counts vcount, displacements in reverse rank order
  * with an 8-byte gap before each block (0xee, which must stay). */
 static void vary(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t b, int alloc, uint32_t seq)
@@ -277,11 +318,13 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "blocks", required_argument, NULL, 'b' },
 		{ "mismatch", required_argument, NULL, 'X' }, { "mismatch-rank", required_argument, NULL, 'M' },
 		{ "strategy", required_argument, NULL, 'S' }, { "job-only", no_argument, NULL, 'J' },
+		{ "late", required_argument, NULL, 'L' }, { "linger", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
 	long blocks[16] = { 0, 1, 100, 4096 };
 	int nb = 4, opt, ret, job_only = 0;
+	long late_n = 0, late_b = 0, late_ms = 0, linger = 0;
 	const char *mis = NULL, *strategy = NULL;
 	uint32_t seq = 1;
 	ferry_t *f, *sub = NULL, *one = NULL;
@@ -295,6 +338,11 @@ int main(int argc, char **argv)
 		case 'S': strategy = optarg; break;
 		case 'J': job_only = 1; break;
 		case 'M': mis_rank = (uint32_t)arg_long("--mismatch-rank", optarg); break;
+		case 'l': linger = arg_long("--linger", optarg); break;
+		case 'L':
+			if (sscanf(optarg, "%ld,%ld,%ld", &late_n, &late_b, &late_ms) != 3 || late_b < 0 || late_ms < 0)
+				FAIL("--late N,B,MS");
+			break;
 		case 'b': {
 			char *s = optarg, *t;
 
@@ -313,6 +361,15 @@ int main(int argc, char **argv)
 	}
 	if (mis)
 		return mismatch(f, mis);
+	if (late_n) {
+		late(f, late_n, (size_t)late_b, late_ms);
+		printf("rank %u ok: %ld operations\n", me, ops);
+		fflush(stdout);
+		if (linger)
+			usleep((useconds_t)linger * 1000);
+		ok("ferry_close", ferry_close(f));
+		return 0;
+	}
 	if (strategy && ((ret = ferry_coll_strategy(f, "scatter", strategy)) < 0 ||
 			 (ret = ferry_coll_strategy(f, "gatherv", strategy)) < 0))
 		FAIL("ferry_coll_strategy(%s): %s: %s", strategy, ferry_strerror(ret), ferry_last_error());

@@ -1080,6 +1080,57 @@ TEST(hostile_pieces_fail_the_operation_only)
 	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = 0;
 	CHECK_EQ(decoded(h), 8);
+	h = piece(0, WIRE_COLL_MSG_HOLD, 0, 8);
+	CHECK_EQ(decoded(h), -EPROTO);
+	h.kind = 0;
+	CHECK_EQ(decoded(h), 8);
+}
+
+/* The engine's own pieces (coll.c decodes them, never the executor): a
+ * BREAK's errno and text, a HOLD's on/off, each whole in one piece. */
+TEST(break_and_hold_streams_are_decoded_strictly)
+{
+	struct wire_coll_piece h = { .msg = WIRE_COLL_MSG_HOLD, .op = 3, .total = 8 };
+	struct wire_coll_hold hb = { .on = 1 };
+	struct wire_coll_break bb = { .err = EPIPE, .text_len = 3 };
+	uint8_t st[sizeof(bb) + 3];
+	char why[256];
+	int on = -1, err = 0;
+
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), 0);
+	CHECK_EQ(on, 1);
+	hb.on = 0;
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), 0);
+	CHECK_EQ(on, 0);
+	hb.on = 2;              /* neither */
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), -EPROTO);
+	hb = (struct wire_coll_hold){ .on = 1, .reserved = 1 };
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), -EPROTO);
+	hb.reserved = 0;
+	h.offset = 1;           /* not whole */
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), -EPROTO);
+	h.offset = 0;
+	h.total = 9;
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), -EPROTO);
+	h.total = 8;
+	h.msg = WIRE_COLL_MSG_BREAK;
+	CHECK_EQ(wire_coll_hold_decode(&h, (const uint8_t *)&hb, sizeof(hb), &on), -EPROTO);
+
+	memcpy(st, &bb, sizeof(bb));
+	memcpy(st + sizeof(bb), "a\nb", 3);
+	h.total = sizeof(st);
+	CHECK_EQ(wire_coll_break_decode(&h, st, sizeof(st), &err, why, sizeof(why)), 0);
+	CHECK_EQ(err, EPIPE);
+	CHECK(!strcmp(why, "a?b"));     /* control characters replaced */
+	h.msg = WIRE_COLL_MSG_HOLD;
+	CHECK_EQ(wire_coll_break_decode(&h, st, sizeof(st), &err, why, sizeof(why)), -EPROTO);
+	h.msg = WIRE_COLL_MSG_BREAK;
+	bb.text_len = 4;        /* beyond its stream */
+	memcpy(st, &bb, sizeof(bb));
+	CHECK_EQ(wire_coll_break_decode(&h, st, sizeof(st), &err, why, sizeof(why)), -EPROTO);
+	bb = (struct wire_coll_break){ .err = 0, .text_len = 3 };
+	memcpy(st, &bb, sizeof(bb));
+	CHECK_EQ(wire_coll_break_decode(&h, st, sizeof(st), &err, why, sizeof(why)), -EPROTO);
 }
 
 TEST(segments_beyond_buffers_are_refused)
@@ -1211,6 +1262,7 @@ int main(void)
 	RUN(tiny_budgets_over_several_segments);
 	RUN(a_step_begun_goes_on_at_its_own_offset);
 	RUN(hostile_pieces_fail_the_operation_only);
+	RUN(break_and_hold_streams_are_decoded_strictly);
 	RUN(segments_beyond_buffers_are_refused);
 	RUN(float_reductions_follow_the_schedule_order);
 	RUN(counts_that_disagree_fail_instead_of_hanging);
