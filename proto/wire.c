@@ -43,7 +43,8 @@ int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h)
 			return -EPROTO;
 		break;
 	case WIRE_ACK:
-		if (h->seq != 0 || h->len != tag || (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON)))
+		if (h->seq != 0 || h->len != tag ||
+		    (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON | WIRE_FRAME_ACK_LAZY)))
 			return -EPROTO;
 		break;
 	default:        /* the handshake: never sealed */

@@ -54,7 +54,7 @@
  *     gather: wire_coll_piece.root).
  * 13: GO carries the home's collectives.* settings (wire_ctl_step.coll).
  * 14: a collective piece may be a HOLD (proto/coll.h: backpressure for
- *     pieces that come before their operation starts). */
+ *     pieces that come before their operation starts); WIRE_FRAME_ACK_LAZY. */
 #define WIRE_VERSION    14
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
@@ -82,8 +82,16 @@ enum wire_frame_flags {
 	 * TX ring lent it, daemon/net/frame.h): acknowledge it at once, not
 	 * after ACK_DELAY_BYTES more or the ack timer.  A hint only. */
 	WIRE_FRAME_ACK_SOON = 1u << 3,
+	/* With URGENT: nobody waits for its acknowledgement (collectives'
+	 * pieces, whose operation ends when they are sent): it may wait for a
+	 * frame going back, as for a frame that is not urgent, rather than
+	 * going out alone at once.  (An all-to-all's frames go both ways
+	 * within a round: half the frames of a small one were ACKs.)  A hint
+	 * only. */
+	WIRE_FRAME_ACK_LAZY = 1u << 4,
 	WIRE_FRAME_SECURITY = WIRE_FRAME_MAC | WIRE_FRAME_SEALED,
-	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED | WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON,
+	WIRE_FRAME_FLAGS_ALL = WIRE_FRAME_MAC | WIRE_FRAME_SEALED | WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON |
+			       WIRE_FRAME_ACK_LAZY,
 };
 
 struct wire_frame_hdr {

@@ -100,7 +100,8 @@ static void flush(struct agg_peer *a, int reason)
 		return;
 	a->hop.buf = NULL;
 	agg_items_routed += f->nitems;
-	f->urgent = reason == AGG_FLUSH_EXPLICIT;       /* the next node passes it on at once too */
+	f->urgent = reason == AGG_FLUSH_EXPLICIT || reason == AGG_FLUSH_COLL;   /* the next node passes it on at once too */
+	f->ack_lazy = reason == AGG_FLUSH_COLL;
 	switch (reason) {
 	case AGG_FLUSH_FULL: a->flush_full++; break;
 	case AGG_FLUSH_TIMER: a->flush_timer++; break;

@@ -44,7 +44,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum agg_flush { AGG_FLUSH_FULL, AGG_FLUSH_TIMER, AGG_FLUSH_EXPLICIT };
+/* Why a buffer leaves: full, its timer, a flush (urgent: the next node
+ * passes it on at once too, and acknowledges it at once), or collectives'
+ * pieces (urgent, but acknowledged lazily: WIRE_FRAME_ACK_LAZY). */
+enum agg_flush { AGG_FLUSH_FULL, AGG_FLUSH_TIMER, AGG_FLUSH_EXPLICIT, AGG_FLUSH_COLL };
 
 /* Sets up the routing table and the buffers for the peers of node self. */
 int agg_init(const struct conf *c, uint32_t self);

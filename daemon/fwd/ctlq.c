@@ -101,7 +101,7 @@ send:
 void ctlq_flush_sent(void)
 {
 	for (uint32_t i = 0; i < ctlq.nsent; i++)
-		agg_flush_toward(ctlq.sent[i], AGG_FLUSH_EXPLICIT);
+		agg_flush_toward(ctlq.sent[i], AGG_FLUSH_COLL);     /* (nobody waits for their acks) */
 	ctlq.nsent = 0;
 }
 

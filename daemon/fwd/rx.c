@@ -145,10 +145,10 @@ static void touch(struct agg_hop *h)
 	taker.touched[taker.ntouched++] = h;
 }
 
-static void flush_touched(void)
+static void flush_touched(int urgent)
 {
 	for (uint32_t i = 0; i < taker.ntouched; i++)
-		agg_flush_hop(taker.touched[i], AGG_FLUSH_EXPLICIT);
+		agg_flush_hop(taker.touched[i], urgent == PEER_URGENT_LAZY ? AGG_FLUSH_COLL : AGG_FLUSH_EXPLICIT);
 	taker.ntouched = 0;
 }
 
@@ -156,7 +156,7 @@ static void flush_touched(void)
  * first item that could not go on now, len when all went.  The body was
  * validated whole (rx_frame), so items are read without checks, the header
  * as three words; the job is looked up once per run of items of one job.
- * urgent: the frame was (WIRE_FRAME_URGENT): the buffers its items went
+ * urgent: the frame was (PEER_URGENT, PEER_URGENT_LAZY): the buffers its items went
  * into leave at once too, so that a FLUSH or DONE reaches the end of the
  * route without waiting for a flush timer at every hop. */
 static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *body, uint32_t len, uint32_t off,
@@ -247,7 +247,7 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 	r->coll_forwarded += coll_forwarded;
 	rx_items_local += delivered;
 	if (taker.ntouched)
-		flush_touched();
+		flush_touched(urgent);
 	return off;
 }
 

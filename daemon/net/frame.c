@@ -96,6 +96,7 @@ struct frame *frame_alloc(uint32_t body)
 	f->next = NULL;
 	f->seq = 0;
 	f->urgent = 0;
+	f->ack_lazy = 0;
 	f->sent_ns = 0;
 	f->written = 0;
 	f->resent = 0;

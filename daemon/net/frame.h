@@ -53,7 +53,8 @@ struct frame {
 	uint32_t nitems;        /* items in the body (statistics) */
 	uint32_t lkey;          /* a transport's registration key (verbs), with reg */
 	uint32_t holds;         /* work requests still reading it (frame_hold) */
-	int urgent;             /* peer_send: mark it WIRE_FRAME_URGENT */
+	int urgent;             /* peer_send: mark it WIRE_FRAME_URGENT ... */
+	uint8_t ack_lazy;       /* ... and WIRE_FRAME_ACK_LAZY (then its round trip says nothing) */
 	uint64_t sent_ns;       /* when it was queued to be sent (peer.c: round trips) */
 	uint8_t written;        /* a link took it whole */
 	uint8_t resent;         /* ... more than once: its round trip says nothing */

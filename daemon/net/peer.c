@@ -135,6 +135,7 @@ void peer_send(struct peer *p, struct frame *f)
 	 * ACK_DELAY_BYTES behind), a ring of 256 KiB stalled for the ack
 	 * timer at every turn (0.15 GB/s of large items). */
 	seq_push(&p->seq, f, (uint16_t)(peers.frame_flags | (f->urgent ? WIRE_FRAME_URGENT : 0) |
+					 (f->urgent && f->ack_lazy ? WIRE_FRAME_ACK_LAZY : 0) |
 					 (f->lent ? WIRE_FRAME_ACK_SOON : 0)));
 	p->st.frames_sent++;
 	p->st.bytes_sent += f->len;
@@ -253,7 +254,7 @@ static int take_ack(struct peer *p, uint64_t ack)
 	for (const struct frame *f = first; f && f->seq <= ack && f != p->seq.cur; f = f->next) {
 		last = f;
 		bytes += f->len;
-		clean &= f->written && !f->resent;
+		clean &= f->written && !f->resent && !f->ack_lazy;     /* (a lazy ack waited for a frame back) */
 		probed |= f->probe;     /* (also when live frames came after it) */
 	}
 	if (last && clean && ack <= seq_written_upto(&p->seq) && (now = proto_now_ns()) > first->sent_ns)
@@ -815,8 +816,10 @@ static void frame_taken(struct peer *p, const struct wire_frame_hdr *h)
 	/* Its sender waits on it (a flush, a step's end, a probe timing the
 	 * link) or wants its memory back (lent bytes: the frames received in
 	 * place): acknowledged at once (at the end of this turn of the loop),
-	 * not held for a frame going back. */
-	p->ack_now |= (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON)) != 0;
+	 * not held for a frame going back -- unless nobody waits (ACK_LAZY:
+	 * collectives' pieces). */
+	p->ack_now |= (h->flags & WIRE_FRAME_ACK_SOON) ||
+		      (h->flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_LAZY)) == WIRE_FRAME_URGENT;
 	p->st.frames_recv++;
 	p->st.bytes_recv += sizeof(*h) + h->len;
 }
@@ -846,7 +849,8 @@ static int take_frame(struct peer *p, const struct wire_frame_hdr *h, const uint
 	}
 	if (p->rx_held)
 		return 0;
-	ret = peers.ev->rx(p, body, len, (h->flags & WIRE_FRAME_URGENT) != 0);
+	ret = peers.ev->rx(p, body, len, !(h->flags & WIRE_FRAME_URGENT) ? 0 :
+				       h->flags & WIRE_FRAME_ACK_LAZY ? PEER_URGENT_LAZY : PEER_URGENT);
 	if (ret < 0) {
 		log_rl_warn("peer %u: malformed frame %llu; closing the link", p->node, (unsigned long long)h->seq);
 		return -EPROTO;

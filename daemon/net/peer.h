@@ -101,10 +101,13 @@ struct peer {
 	struct loop_timer probe_timer;  /* ... the next of them, a while after the last was acknowledged */
 };
 
+enum { PEER_URGENT = 1, PEER_URGENT_LAZY = 2 };
+
 /* What the layer above does with what arrives. */
 struct peer_events {
 	/* A DATA body (len bytes) from p, in order; urgent: the frame was
-	 * marked WIRE_FRAME_URGENT.  Returns 0 when its items went on, 1 when
+	 * marked WIRE_FRAME_URGENT (PEER_URGENT), and WIRE_FRAME_ACK_LAZY too
+	 * (PEER_URGENT_LAZY), or neither (0).  Returns 0 when its items went on, 1 when
 	 * the layer keeps some of them for later (p then takes no more until
 	 * peer_resume_rx), -EPROTO if it is malformed (nothing of it was used;
 	 * the link is dropped and the frame comes again). */

@@ -183,6 +183,7 @@ TEST(frames_out_carry_sequence_numbers_and_the_latest_ack)
 	struct peer *p = peer_by_node(3);
 	struct fake_link *fl = (struct fake_link *)p->link;
 	struct fake_frame *o;
+	struct frame *f;
 
 	peer_send(p, data(0xa1, 40));
 	o = fake_expect(fl, WIRE_DATA);
@@ -202,11 +203,17 @@ TEST(frames_out_carry_sequence_numbers_and_the_latest_ack)
 	o = fake_expect(fl, WIRE_ACK);
 	CHECK(o && o->h.ack == 1);
 	CHECK_EQ(peer_poll(), 0);
-	/* The next frame carries the ack itself. */
+	/* The next frame carries the ack itself (and says that its own may
+	 * wait: ACK_LAZY, which only an urgent frame carries). */
 	CHECK_EQ(fake_arrive(fl, WIRE_DATA, 2, 0, "again", 5), 1);
-	peer_send(p, data(0xa2, 16));
+	f = data(0xa2, 16);
+	f->urgent = 1;
+	f->ack_lazy = 1;
+	peer_send(p, f);
 	o = fake_expect(fl, WIRE_DATA);
 	CHECK(o && o->h.seq == 2 && o->h.ack == 2);
+	CHECK(o && (o->h.flags & (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_LAZY)) ==
+		   (WIRE_FRAME_URGENT | WIRE_FRAME_ACK_LAZY));
 	CHECK_EQ(peer_poll(), 0);
 	/* 3 acknowledges both: they are freed. */
 	CHECK(peer_backlog(p) > 0);
@@ -216,16 +223,41 @@ TEST(frames_out_carry_sequence_numbers_and_the_latest_ack)
 	CHECK_EQ(p->st.frames_recv, 2);
 }
 
+/* An URGENT frame is acknowledged at the end of the turn (its sender
+ * waits); URGENT with ACK_LAZY (collectives' pieces: nobody waits) is not:
+ * its ack waits for a frame going back, like any other frame's. */
+TEST(urgent_frames_are_acked_at_once_unless_lazy)
+{
+	struct peer *p = peer_by_node(3);
+	struct fake_link *fl = (struct fake_link *)p->link;
+	uint64_t seq = p->seq.recv_seq + 1;
+	struct fake_frame *o;
+
+	above.answer = 0;
+	fake.data_flags = WIRE_FRAME_URGENT | WIRE_FRAME_ACK_LAZY;
+	CHECK_EQ(fake_arrive(fl, WIRE_DATA, seq, 0, "lazy", 4), 1);
+	CHECK_EQ(peer_poll(), 0);
+	CHECK(fake_expect(fl, WIRE_ACK) == NULL);       /* it waits */
+	fake.data_flags = WIRE_FRAME_URGENT;
+	CHECK_EQ(fake_arrive(fl, WIRE_DATA, seq + 1, 0, "urgent", 6), 1);
+	CHECK_EQ(peer_poll(), 1);
+	o = fake_expect(fl, WIRE_ACK);
+	CHECK(o && o->h.ack == seq + 1);                /* (both) */
+	fake.data_flags = 0;
+}
+
 TEST(duplicates_are_discarded_and_gaps_end_the_link)
 {
 	struct peer *p = peer_by_node(3);
 	struct fake_link *fl = (struct fake_link *)p->link;
 	int calls = above.calls;
 
-	CHECK_EQ(fake_arrive(fl, WIRE_DATA, 2, 0, "dup", 3), 1);
+	uint64_t last = p->seq.recv_seq, dups = p->st.duplicates;
+
+	CHECK_EQ(fake_arrive(fl, WIRE_DATA, last, 0, "dup", 3), 1);
 	CHECK_EQ(above.calls, calls);           /* not passed up again */
-	CHECK_EQ(p->st.duplicates, 1);
-	CHECK_EQ(fake_arrive(fl, WIRE_DATA, 4, 0, "gap", 3), -EPROTO);
+	CHECK_EQ(p->st.duplicates, dups + 1);
+	CHECK_EQ(fake_arrive(fl, WIRE_DATA, last + 2, 0, "gap", 3), -EPROTO);
 	CHECK_EQ(p->state, PEER_DOWN);
 	CHECK(fl->closed);
 }
@@ -529,6 +561,7 @@ int main(void)
 	RUN(refuses_wrong_cluster_node_role_and_garbage);
 	RUN(refuses_a_bad_mac_and_frames_out_of_turn);
 	RUN(frames_out_carry_sequence_numbers_and_the_latest_ack);
+	RUN(urgent_frames_are_acked_at_once_unless_lazy);
 	RUN(duplicates_are_discarded_and_gaps_end_the_link);
 	RUN(reconnects_with_backoff_and_resends_what_was_not_acknowledged);
 	RUN(acks_of_frames_never_sent_end_the_link);

@@ -246,9 +246,10 @@ TEST(frame_header_round_trip_and_checks)
 		{ .version = WIRE_VERSION, .kind = 9 },
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC, .len = 15, .seq = 1 }, /* no room for the tag */
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_SEALED, .len = 64, .seq = 1 }, /* sealed needs MAC */
-		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 16, .len = 64, .seq = 1 },      /* no such flag */
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = 32, .len = 64, .seq = 1 },      /* no such flag */
 		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_URGENT },     /* only DATA is urgent */
 		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_ACK_SOON },   /* ... or asks for an ack */
+		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_ACK_LAZY },   /* ... or says how */
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .len = WIRE_BODY_MAX + 1, .seq = 1 },
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC, .len = WIRE_BODY_MAX + 17, .seq = 1 },
 		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_MAC, .len = 24 }, /* a tag, no body */
@@ -268,6 +269,7 @@ TEST(frame_header_round_trip_and_checks)
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_MAC | WIRE_FRAME_SEALED, .len = 16, .seq = 2 },
 		{ .version = WIRE_VERSION, .kind = WIRE_ACK, .flags = WIRE_FRAME_MAC, .len = 16, .ack = 3 },
 		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_URGENT | WIRE_FRAME_ACK_SOON, .len = 64, .seq = 4 },
+		{ .version = WIRE_VERSION, .kind = WIRE_DATA, .flags = WIRE_FRAME_URGENT | WIRE_FRAME_ACK_LAZY, .len = 64, .seq = 5 },
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		wire_encode_hdr(buf, &good[i]);
