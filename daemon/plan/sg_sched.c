@@ -340,11 +340,9 @@ static void shape_init(struct shape *sh, enum sg_alg alg, uint32_t nodes, uint32
 	sh->base = alg == SG_ORTH ? nodes + 2 : 2 * nodes + 2;
 }
 
-/* Tree: node v's range [v, *hi_p) in the numbering relative to R, and its
- * parent there (UINT32_MAX for R). */
-static uint32_t tree_range(const struct shape *sh, uint32_t v, uint32_t *hi_p)
+uint32_t sg_tree_range(uint32_t d, uint32_t v, uint32_t *hi_p)
 {
-	uint32_t lo = 0, hi = sh->nodes, parent = UINT32_MAX;
+	uint32_t lo = 0, hi = d, parent = UINT32_MAX;
 
 	while (lo != v) {
 		uint32_t mid = lo + (hi - lo + 1) / 2;
@@ -358,6 +356,13 @@ static uint32_t tree_range(const struct shape *sh, uint32_t v, uint32_t *hi_p)
 	}
 	*hi_p = hi;
 	return parent;
+}
+
+/* Tree: node v's range [v, *hi_p) in the numbering relative to R, and its
+ * parent there (UINT32_MAX for R). */
+static uint32_t tree_range(const struct shape *sh, uint32_t v, uint32_t *hi_p)
+{
+	return sg_tree_range(sh->nodes, v, hi_p);
 }
 
 static uint32_t rel(const struct shape *sh, uint32_t n)

@@ -162,6 +162,12 @@ int sg_alg_by_name(const char *name);
  * A function of nodes alone, the same on every node. */
 void sg_grid(uint32_t nodes, uint32_t *rows_p, uint32_t *cols_p);
 
+/* SG_TREE's binomial tree over d positions numbered 0..d-1 from its root
+ * (v < d): the range [v, *hi_p) position v holds, and its parent
+ * (UINT32_MAX for the root 0).  Its children are the starts of the upper
+ * halves it splits off: v + ceil((hi - v) / 2), then again below that. */
+uint32_t sg_tree_range(uint32_t d, uint32_t v, uint32_t *hi_p);
+
 /* The leader of row `row` of that grid when the root's node is R. */
 uint32_t sg_orth_leader(uint32_t nodes, uint32_t cols, uint32_t R, uint32_t row);
 
