@@ -1,5 +1,6 @@
 /* daemon/plan/a2a.c - see a2a.h. */
 #include "a2a.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -9,15 +10,12 @@ static const char *const names[A2A_STRATEGIES] = { "direct", "mesh", "grid3d", "
 
 const char *a2a_strategy_name(enum a2a_strategy s)
 {
-	return (unsigned)s < A2A_STRATEGIES ? names[s] : NULL;
+	return names_get(names, A2A_STRATEGIES, s);
 }
 
 int a2a_strategy_by_name(const char *name)
 {
-	for (int s = 0; name && s < A2A_STRATEGIES; s++)
-		if (strcmp(name, names[s]) == 0)
-			return s;
-	return -1;
+	return names_find(names, A2A_STRATEGIES, name);
 }
 
 /* The smallest c with c^k >= n (k = 2 or 3). */

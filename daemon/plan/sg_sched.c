@@ -7,6 +7,7 @@
  * freed within each build.
  */
 #include "sg_sched.h"
+#include "names.h"
 #include "sched.h"
 
 #include <errno.h>
@@ -285,15 +286,12 @@ static const char *const alg_names[SG_ALGS] = { "direct", "orth", "tree" };
 
 const char *sg_alg_name(enum sg_alg alg)
 {
-	return (unsigned)alg < SG_ALGS ? alg_names[alg] : NULL;
+	return names_get(alg_names, SG_ALGS, alg);
 }
 
 int sg_alg_by_name(const char *name)
 {
-	for (int i = 0; name && i < SG_ALGS; i++)
-		if (strcmp(name, alg_names[i]) == 0)
-			return i;
-	return -1;
+	return names_find(alg_names, SG_ALGS, name);
 }
 
 void sg_grid(uint32_t nodes, uint32_t *rows_p, uint32_t *cols_p)
