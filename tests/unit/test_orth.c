@@ -18,12 +18,13 @@
 #include "../../daemon/plan/sched.h"
 #include "../../daemon/plan/sg_sched.h"
 #include "../../proto/coll.h"
+#include "plan_util.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXN 20
+#define MAXN PLAN_MAX_NODES
 #define MAXR 64
 
 /* A layout: per[n] ranks on node n, ranks dealt round the nodes that have
@@ -35,17 +36,9 @@ struct lay {
 
 static void lay_init(struct lay *L, uint32_t nodes, const uint32_t *per)
 {
-	uint32_t fill[MAXN] = { 0 }, ranks = 0;
+	uint32_t ranks = plan_deal(nodes, per, L->first, L->at);
 
 	L->nodes = nodes;
-	L->first[0] = 0;
-	for (uint32_t n = 0; n < nodes; n++) {
-		L->first[n + 1] = L->first[n] + per[n];
-		ranks += per[n];
-	}
-	for (uint32_t r = 0, n = 0; r < ranks; n = (n + 1) % nodes)
-		if (fill[n] < per[n])
-			L->at[L->first[n] + fill[n]++] = r++;
 	L->l = (struct a2a_layout){ ranks, L->first, L->at };
 }
 
@@ -602,60 +595,6 @@ TEST(message_counts)
 
 /* ---- disagreement ---- */
 
-/* Messages only, each node on its own schedule: a message its receiver has
- * no step for (or with another number of parts) fails that node, which
- * then does nothing more.  Returns 1 if some node failed, 0 if every step
- * ran, -1 if steps are left and no node failed: a hang. */
-static int run_beliefs(const struct sched *s)
-{
-	uint32_t P = s->nodes, total = 0, ran = 0;
-	uint8_t *done[MAXN], *arrived[MAXN], failed[MAXN] = { 0 };
-	int any_failed = 0, progress = 1;
-
-	for (uint32_t n = 0; n < P; n++) {
-		done[n] = calloc(s->node[n].nsteps + 1, 1);
-		arrived[n] = calloc(s->node[n].nsteps + 1, 1);
-		total += s->node[n].nsteps;
-	}
-	while (progress) {
-		progress = 0;
-		for (uint32_t n = 0; n < P; n++)
-			for (uint32_t k = 0; k < s->node[n].nsteps && !failed[n]; k++) {
-				const struct sched_node *sn = &s->node[n];
-				const struct sched_step *st = &sn->steps[k];
-				int ready = !done[n][k];
-
-				for (uint32_t d = 0; d < st->ndep && ready; d++)
-					ready = done[n][sn->deps[st->dep + d]];
-				if (ready && st->kind != SCHED_SEND && st->kind != SCHED_COPY && st->kind != SCHED_REDUCE)
-					ready = arrived[n][k];
-				if (!ready)
-					continue;
-				done[n][k] = 1;
-				ran++;
-				progress = 1;
-				if (st->kind != SCHED_SEND || failed[st->peer])
-					continue;
-				const struct sched_node *tn = &s->node[st->peer];
-				uint32_t k2;
-
-				for (k2 = 0; k2 < tn->nsteps; k2++)
-					if (tn->steps[k2].kind != SCHED_SEND && tn->steps[k2].peer == n &&
-					    tn->steps[k2].msg == st->msg && tn->steps[k2].nref == st->nref)
-						break;
-				if (k2 == tn->nsteps)
-					failed[st->peer] = any_failed = 1;
-				else
-					arrived[st->peer][k2] = 1;
-			}
-	}
-	for (uint32_t n = 0; n < P; n++) {
-		free(done[n]);
-		free(arrived[n]);
-	}
-	return any_failed ? 1 : ran == total ? 0 : -1;
-}
-
 /* A node's belief: an algorithm (single, orth, the two factorizations) and
  * a root. */
 struct belief {
@@ -668,7 +607,7 @@ static void beliefs_one(const struct lay *L, enum orth_kind kind, const struct b
 	uint32_t P = L->nodes;
 	struct orth_dims d[MAXN];
 	struct sched s;
-	int agree = 1, ret = 0, out;
+	int agree = 1, ret = 0, out, delivered;
 
 	for (uint32_t n = 1; n < P; n++)
 		agree &= b[n].alg == b[0].alg && (!rooted(kind) || b[n].root == b[0].root);
@@ -683,7 +622,7 @@ static void beliefs_one(const struct lay *L, enum orth_kind kind, const struct b
 		ret = orth_sched_node(&a, &L->l, P, n, &s.node[n]);
 	}
 	CHECK_EQ(ret, 0);
-	out = run_beliefs(&s);
+	out = plan_run_beliefs(&s, &delivered);
 	if (agree ? out != 0 : out != 1) {
 		if ((*bad)++ < 5) {
 			fprintf(stderr, "  kind %d nodes %u beliefs", kind, P);
@@ -693,14 +632,6 @@ static void beliefs_one(const struct lay *L, enum orth_kind kind, const struct b
 		}
 	}
 	sched_free(&s);
-}
-
-static uint64_t rnd(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
 }
 
 /* Every assignment of beliefs for 1 to 3 nodes (1 to 4 without a root),
@@ -733,11 +664,11 @@ TEST(disagreement_fails_never_hangs)
 				struct belief two[2];
 
 				for (int i = 0; i < 2; i++)
-					two[i] = (struct belief){ (int)(rnd(&x) % 4), (uint32_t)(rnd(&x) % L.l.ranks) };
+					two[i] = (struct belief){ (int)(plan_rnd(&x) % 4), (uint32_t)(plan_rnd(&x) % L.l.ranks) };
 				for (uint32_t n = 0; n < P; n++)
-					b[n] = two[t % 3 ? rnd(&x) % 2 : 0];
+					b[n] = two[t % 3 ? plan_rnd(&x) % 2 : 0];
 				if (t % 3 == 0)
-					b[rnd(&x) % P] = two[1];
+					b[plan_rnd(&x) % P] = two[1];
 				beliefs_one(&L, kind, b, &bad);
 			}
 		}
@@ -752,6 +683,7 @@ TEST(different_sizes_fail_on_a_part)
 	uint64_t cnt[5] = { 1, 2, 3, 4, 5 }, other[5] = { 1, 2, 9, 4, 5 };
 	struct lay L;
 	char why[256] = "";
+	int delivered;
 
 	lay_init(&L, 4, per);
 	for (int kind = 0; kind < ORTH_KINDS; kind++)
@@ -767,7 +699,7 @@ TEST(different_sizes_fail_on_a_part)
 				s.node[n].nslots = per[n];
 				CHECK_EQ(orth_sched_node(&a, &L.l, 4, n, &s.node[n]), 0);
 			}
-			CHECK_EQ(run_beliefs(&s), 0);
+			CHECK_EQ(plan_run_beliefs(&s, &delivered), 0);
 			CHECK_EQ(sched_check(&s, why, sizeof(why)), -EINVAL);
 			CHECK(strstr(why, "bytes sent into") != NULL);
 			sched_free(&s);
