@@ -234,6 +234,7 @@ struct ctx {
 	struct xlink *xl;       /* [2 P]: exchange partners of one level */
 	uint32_t *wr, *seg0;    /* [ranks], ALLGATHER: the step that wrote a block, its segment */
 	uint64_t *off;          /* [ranks], ALLGATHER: the default displacements */
+	void *mem;              /* the block all of these are in */
 };
 
 static uint32_t node_at(const struct ctx *c, uint64_t x)
@@ -648,34 +649,31 @@ static int place(struct ctx *c, uint32_t nodes)
 	return 0;
 }
 
-static void ctx_free(struct ctx *c)
+/* The working tables, carved out of one block (c->mem), widest first. */
+static int ctx_alloc(struct ctx *c, uint32_t nodes)
 {
-	free(c->act);
-	free(c->ch);
-	free(c->lvl);
-	free(c->xl);
-	free(c->wr);
-	free(c->seg0);
-	free(c->off);
+	size_t N = (size_t)nodes + 1, ranks = (size_t)c->lay->ranks + 1;
+	uint8_t *p = c->mem = malloc((N + ranks) * 8 + 2 * N * sizeof(*c->xl) + (N + ranks) * 2 * 4);
+
+	if (!p)
+		return -ENOMEM;
+	c->ch = (uint64_t *)p;
+	c->off = (uint64_t *)(p += N * 8);
+	c->xl = (struct xlink *)(p += ranks * 8);
+	c->act = (uint32_t *)(p += 2 * N * sizeof(*c->xl));
+	c->lvl = (uint32_t *)(p += N * 4);
+	c->wr = (uint32_t *)(p += N * 4);
+	c->seg0 = (uint32_t *)(p += ranks * 4);
+	memset(c->wr, 0xff, ranks * 2 * 4);     /* wr and seg0: NONE */
+	return 0;
 }
 
 static int ctx_init(struct ctx *c, uint32_t nodes)
 {
 	struct orth_dims d;
-	size_t N = (size_t)nodes + 1, ranks = (size_t)c->lay->ranks + 1;
 	int ret;
 
-	c->act = calloc(N, sizeof(*c->act));
-	c->ch = calloc(N, sizeof(*c->ch));
-	c->lvl = calloc(N, sizeof(*c->lvl));
-	c->xl = calloc(2 * N, sizeof(*c->xl));
-	c->wr = calloc(ranks, sizeof(*c->wr));
-	c->seg0 = malloc(ranks * sizeof(*c->seg0));
-	c->off = calloc(ranks, sizeof(*c->off));
-	if (!c->act || !c->ch || !c->lvl || !c->xl || !c->wr || !c->seg0 || !c->off)
-		return -ENOMEM;
-	memset(c->seg0, 0xff, ranks * sizeof(*c->seg0));       /* NONE */
-	if ((ret = sizes(c)) || (ret = place(c, nodes)))
+	if ((ret = ctx_alloc(c, nodes)) || (ret = sizes(c)) || (ret = place(c, nodes)))
 		return ret;
 	if ((ret = dims_of(c->a->kind, c->a->alg, c->a->dims, c->P, &d)) || (ret = grid_init(&c->g, &d, c->P)))
 		return ret;
@@ -703,7 +701,7 @@ int orth_sched_node(const struct orth_args *a, const struct a2a_layout *lay, uin
 		else
 			ret = allgather(&c);
 	}
-	ctx_free(&c);
+	free(c.mem);
 	return ret < 0 ? ret : out->err;
 }
 
