@@ -201,8 +201,10 @@ int orth_alg_by_name(const char *name);
  * nodes nodes and the arguments as n's ranks passed them.  Returns 0, or
  * -EINVAL (a kind, algorithm, type or op, dimensions or root out of range,
  * sizes that overflow, a layout out of range) or -ENOMEM.  Working tables
- * of a few words per node are allocated and freed within the call; a
- * node's build takes O(P + its ranks' blocks x ranks) time. */
+ * of a few words per node and rank are allocated and freed within the
+ * call; a node's build takes O(nodes + ranks x its ranks) time (an
+ * allgather copies every block to each of its ranks), plus O(levels x
+ * dimension) per tree child. */
 int orth_sched_node(const struct orth_args *a, const struct a2a_layout *lay, uint32_t nodes, uint32_t n,
 		    struct sched_node *out);
 
@@ -225,12 +227,12 @@ int orth_sched(const struct orth_args *a, const struct a2a_layout *lay, uint32_t
  *
  *   tree     sum_l (d_l - 1) (alpha + m beta)       BCAST, REDUCE
  *            the root's own sends, level after level: a leader of level l
- *            got its message last and sends as many at the next (§4's
+ *            got its message last and sends as many at the next (§5.1's
  *            T_sb(p1) + T_sb(p2), (5)); single: ceil(log2 P) (alpha + m beta).
  *   ALLREDUCE single: twice the tree.
  *   exchange sum_l (d_l - 1 + e_l) (alpha + x_l beta)   ALLREDUCE, ALLGATHER
- *            x_l = m (ALLREDUCE) or span_l m (ALLGATHER: (4), T_mb(p1, b) +
- *            T_mb(p2, b p1)); e_l the extra messages of the busiest
+ *            x_l = m (ALLREDUCE) or span_l m (ALLGATHER: §5.1's (4), T_mb(p1, b)
+ *            + T_mb(p2, b p1)); e_l the extra messages of the busiest
  *            stand-in at level l beyond d_l - 1 (0 without holes).
  *
  * The empty messages of the disagreement rules are left out: they travel
