@@ -12,6 +12,7 @@
 
 #include "../../daemon/plan/sched.h"
 #include "../../daemon/plan/sg_sched.h"
+#include "plan_util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -238,16 +239,8 @@ struct flat {
 
 static void flat_init(struct flat *f, uint32_t nodes, const uint32_t *per)
 {
-	uint32_t fill[20] = { 0 }, ranks = 0;
+	uint32_t ranks = plan_deal(nodes, per, f->first, f->at);
 
-	f->first[0] = 0;
-	for (uint32_t n = 0; n < nodes; n++) {
-		f->first[n + 1] = f->first[n] + per[n];
-		ranks += per[n];
-	}
-	for (uint32_t r = 0, n = 0; r < ranks; n = (n + 1) % nodes)
-		if (fill[n] < per[n])
-			f->at[f->first[n] + fill[n]++] = r++;
 	for (uint32_t r = 0; r < ranks; r++) {
 		f->cnt[r] = 1;
 		f->dis[r] = r;
@@ -330,88 +323,6 @@ TEST(message_counts)
 	}
 }
 
-/* Messages only: node n's schedule planned with its own root.  A message
- * its receiver has no step for (or with another number of parts) fails
- * that node, which then does nothing more; every other node goes on as far
- * as it can (the engine's failure reaches it some time later).  Returns 1
- * if some node failed, 0 if every step ran, -1 if steps are left and no
- * node failed: a hang.  *delivered_p: a step wrote a receive buffer. */
-static int run_beliefs(const struct sched *s, int *delivered_p)
-{
-	uint32_t P = s->nodes, total = 0, ran = 0;
-	uint8_t *done[20], *arrived[20], failed[20] = { 0 };
-	uint32_t *parts[20];
-	int any_failed = 0, progress = 1;
-
-	*delivered_p = 0;
-	for (uint32_t n = 0; n < P; n++) {
-		done[n] = calloc(s->node[n].nsteps + 1, 1);
-		arrived[n] = calloc(s->node[n].nsteps + 1, 1);
-		parts[n] = calloc(s->node[n].nsteps + 1, 4);
-		total += s->node[n].nsteps;
-	}
-	while (progress) {
-		progress = 0;
-		for (uint32_t n = 0; n < P; n++) {
-			const struct sched_node *sn = &s->node[n];
-
-			for (uint32_t k = 0; k < sn->nsteps && !failed[n]; k++) {
-				const struct sched_step *st = &sn->steps[k];
-				int ready = !done[n][k];
-
-				for (uint32_t d = 0; d < st->ndep && ready; d++)
-					ready = done[n][sn->deps[st->dep + d]];
-				if (ready && (st->kind == SCHED_RECV || st->kind == SCHED_FORWARD))
-					ready = arrived[n][k];
-				if (!ready)
-					continue;
-				done[n][k] = 1;
-				ran++;
-				progress = 1;
-				for (uint32_t i = 0; i < st->nref; i++)
-					if (sn->segs[sn->refs[st->ref + i]].buf == SCHED_BUF_RECV &&
-					    (st->kind == SCHED_RECV || (st->kind == SCHED_COPY && i == 0)))
-						*delivered_p = 1;
-				if (st->kind == SCHED_SEND || st->kind == SCHED_FORWARD) {
-					uint32_t t = st->peer, np = st->kind == SCHED_SEND ? st->nref : parts[n][k], k2;
-					const struct sched_node *tn = &s->node[t];
-
-					if (failed[t])
-						continue;
-					for (k2 = 0; k2 < tn->nsteps; k2++) {
-						const struct sched_step *q = &tn->steps[k2];
-
-						if ((q->kind == SCHED_RECV && q->peer == n && q->msg == st->msg) ||
-						    (q->kind == SCHED_FORWARD && q->from == n && q->from_msg == st->msg))
-							break;
-					}
-					if (k2 == tn->nsteps || (tn->steps[k2].kind == SCHED_RECV && tn->steps[k2].nref != np)) {
-						failed[t] = 1;
-						any_failed = 1;
-						continue;
-					}
-					arrived[t][k2] = 1;
-					parts[t][k2] = np;
-				}
-			}
-		}
-	}
-	for (uint32_t n = 0; n < P; n++) {
-		free(done[n]);
-		free(arrived[n]);
-		free(parts[n]);
-	}
-	return any_failed ? 1 : ran == total ? 0 : -1;
-}
-
-static uint64_t rnd(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 /* One assignment: node n's ranks name root belief[n]. */
 static void beliefs_one(const struct flat *f, uint32_t P, const uint32_t *belief, uint32_t *bad)
 {
@@ -436,7 +347,7 @@ static void beliefs_one(const struct flat *f, uint32_t P, const uint32_t *belief
 				ret = sg_sched_alg_node(alg, gather, &f->lay, P, n, &a, &s.node[n]);
 			}
 			CHECK_EQ(ret, 0);
-			out = run_beliefs(&s, &delivered);
+			out = plan_run_beliefs(&s, &delivered);
 			if (agree ? out != 0 || !delivered : out != 1 || (!gather && delivered)) {
 				if ((*bad)++ < 5) {
 					fprintf(stderr, "  %s %s nodes %u roots", sg_alg_name(alg),
@@ -486,9 +397,9 @@ TEST(different_roots_fail_never_hang)
 			uint32_t roots[3];
 
 			for (int i = 0; i < 3; i++)
-				roots[i] = (uint32_t)(rnd(&x) % f.lay.ranks);
+				roots[i] = (uint32_t)(plan_rnd(&x) % f.lay.ranks);
 			for (uint32_t n = 0; n < P; n++)
-				belief[n] = t % 4 == 0 ? (uint32_t)(rnd(&x) % f.lay.ranks) : roots[rnd(&x) % (t % 2 ? 2 : 3)];
+				belief[n] = t % 4 == 0 ? (uint32_t)(plan_rnd(&x) % f.lay.ranks) : roots[plan_rnd(&x) % (t % 2 ? 2 : 3)];
 			beliefs_one(&f, P, belief, &bad);
 		}
 	}
