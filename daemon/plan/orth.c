@@ -7,6 +7,7 @@
  * build's working tables (struct ctx) are allocated and freed within it.
  */
 #include "orth.h"
+#include "names.h"
 #include "sched.h"
 #include "sg_sched.h"
 #include "../../proto/coll.h"
@@ -48,15 +49,12 @@ static const char *const alg_names[ORTH_ALGS] = { "single", "orth", "hier" };
 
 const char *orth_alg_name(enum orth_alg alg)
 {
-	return (unsigned)alg < ORTH_ALGS ? alg_names[alg] : NULL;
+	return names_get(alg_names, ORTH_ALGS, alg);
 }
 
 int orth_alg_by_name(const char *name)
 {
-	for (int i = 0; name && i < ORTH_ALGS; i++)
-		if (strcmp(name, alg_names[i]) == 0)
-			return i;
-	return -1;
+	return names_find(alg_names, ORTH_ALGS, name);
 }
 
 /* ---- grids ---- */
