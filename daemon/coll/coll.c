@@ -1062,6 +1062,8 @@ static void early_replay_all(struct cop *op)
 	early_deliver(op, NULL);
 }
 
+static void hold_move(struct cgrp *g, int resume);
+
 static void cop_start(struct cop *op)
 {
 	struct cgrp *g = op->g;
@@ -1077,6 +1079,8 @@ static void cop_start(struct cop *op)
 	op->start_ns = loop_now_ns();
 	if (op->seq > g->started)
 		g->started = op->seq;
+	if (g->ntold)
+		hold_move(g, 0);        /* (its pieces go on: the nodes told hear so) */
 	if (!g->id && op->seq > cj->j->coll_started)
 		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
 	if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind) && g->plan && g->plan->kind == op->kind &&
@@ -1684,9 +1688,14 @@ static void break_in(struct cgrp *g, const struct wire_coll_piece *h, const uint
  * the job's early pieces take COLL_HOLD_BYTES, the node that sent the next
  * one hears "hold back your pieces of this group from operation
  * g->started + 1 on" (the first not started here).  When an operation
- * starts here, the nodes told hear the new first one (hold_poll), so a
- * started operation's pieces always go on; once the early pieces take
- * COLL_RESUME_BYTES or less, they hear "go on".  A sending node keeps what
+ * starts here, the nodes told hear the new first one (cop_start), so a
+ * started operation's pieces always go on; once the job's early pieces
+ * take COLL_RESUME_BYTES or less, they hear "go on" (hold_poll, one walk
+ * over the job's groups: no turn of the loop looks at idle groups).  The
+ * resume is the job's, not each group's: a group whose nodes were told
+ * stays told while another group of the job keeps pieces waiting, and its
+ * operations then wait for that update (one message) before their pieces
+ * leave.  A sending node keeps what
  * it heard per peer (g->hold), and send_piece answers -EAGAIN for a piece
  * that must wait: the executor sends it at a later turn, as for a full link.
  *
@@ -1779,13 +1788,12 @@ static void hold_move(struct cgrp *g, int resume)
 		}
 }
 
-/* coll_poll's look at cj's holds (only while it has told nodes). */
+/* cj's early pieces take COLL_RESUME_BYTES or less: every node told hears
+ * "go on" (one walk over the groups, then cj->ntold is 0). */
 static void hold_poll(struct cjob *cj)
 {
-	int resume = cj->early_bytes <= COLL_RESUME_BYTES;
-
 	for (struct cgrp *g = cj->groups; g && cj->ntold; g = g->next)
-		hold_move(g, resume);
+		hold_move(g, 1);
 }
 
 /* A HOLD from node index h->from of g (checked against the node it came
@@ -2371,8 +2379,8 @@ static int cjob_poll(struct cjob *cj)
 		if (g->ops)
 			grp_busy(g);    /* its operations wait for posts, pieces, the budget */
 	}
-	if (cj->ntold)
-		hold_poll(cj);
+	if (cj->ntold && cj->early_bytes <= COLL_RESUME_BYTES)
+		hold_poll(cj);  /* (once: everyone told hears "go on") */
 	return work;
 }
 

@@ -254,9 +254,17 @@ static int take_ack(struct peer *p, uint64_t ack)
 	for (const struct frame *f = first; f && f->seq <= ack && f != p->seq.cur; f = f->next) {
 		last = f;
 		bytes += f->len;
-		clean &= f->written && !f->resent && !f->ack_lazy;     /* (a lazy ack waited for a frame back) */
+		clean &= f->written && !f->resent;
 		probed |= f->probe;     /* (also when live frames came after it) */
+		if (f->ack_lazy && f->next) {
+			/* its ack may have waited for a frame going back: the
+			 * sample starts after it */
+			first = f->next;
+			bytes = 0;
+		}
 	}
+	if (last && last->ack_lazy)
+		clean = 0;
 	if (last && clean && ack <= seq_written_upto(&p->seq) && (now = proto_now_ns()) > first->sent_ns)
 		linkcost_sample(&p->cost, now, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes, now - first->sent_ns);
 	if (seq_take_ack(&p->seq, ack) < 0) {
