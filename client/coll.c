@@ -115,7 +115,7 @@ static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
 /* post, for an operation whose buffers went through stage (NULL: none):
  * the request owns stage, and when it succeeds copies len bytes from
  * `from` (in stage) to recvbuf (NULL: nothing to copy out). */
-static int post_staged(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p, struct fmem *stage,
+int coll_post_staged(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p, struct fmem *stage,
 		       void *recvbuf, const uint8_t *from, size_t len)
 {
 	int ret = post(f, c, req_p);
@@ -445,7 +445,12 @@ static int rooted_alg_by_name(const char *name, uint32_t *alg_p)
 
 /* $FERRY_COLL_ALLTOALL, $FERRY_COLL_SCATTER and $FERRY_COLL_GATHER, once;
  * ferry_coll_strategy's calls win over them. */
-static int read_env(struct ferry *f)
+uint32_t coll_alg_of(const struct ferry *f, uint32_t kind)
+{
+	return ctl_coll_phased(kind) ? f->phased_alg[kind - CTL_COLL_BCAST] : 0;
+}
+
+int coll_read_env(struct ferry *f)
 {
 	const char *e = getenv("FERRY_COLL_ALLTOALL"), *sc = getenv("FERRY_COLL_SCATTER");
 	const char *ga = getenv("FERRY_COLL_GATHER");
@@ -471,7 +476,7 @@ FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algori
 	int ret;
 
 	conn_clearerr();
-	if ((ret = read_env(f)) < 0)    /* (then the call wins over it) */
+	if ((ret = coll_read_env(f)) < 0)    /* (then the call wins over it) */
 		return ret;
 	if (op && (strcmp(op, "alltoall") == 0 || strcmp(op, "alltoallv") == 0)) {
 		if (alg_by_name(algorithm, &alg) < 0)
@@ -507,7 +512,7 @@ static int post_alltoall(ferry_t *f, uint32_t kind, const void *sendbuf, void *r
 	conn_clearerr();
 	if (req_p)
 		*req_p = NULL;
-	if ((ret = read_env(f)) < 0)
+	if ((ret = coll_read_env(f)) < 0)
 		return ret;
 	c.strategy = f->alltoall_alg;
 	if (__builtin_mul_overflow(block, (size_t)f->size, &total))
@@ -528,7 +533,7 @@ static int post_alltoall(ferry_t *f, uint32_t kind, const void *sendbuf, void *r
 	}
 	if (stage_recv)
 		c.recv = (struct ctl_buf){ .mem = id, .off = stage_send ? total : 0, .len = total };
-	return post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
+	return coll_post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
 			   total);
 }
 
@@ -539,7 +544,7 @@ FERRY_API int ferry_ialltoall(ferry_t *f, const void *sendbuf, void *recvbuf, si
 
 /* The bytes counts[r] at displs[r] reach over all ranks (0 if none), or
  * SIZE_MAX if they wrap. */
-static size_t extent(const struct ferry *f, const size_t *counts, const size_t *displs)
+size_t coll_extent(const struct ferry *f, const size_t *counts, const size_t *displs)
 {
 	size_t end = 0, e;
 
@@ -568,7 +573,7 @@ FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *se
 	conn_clearerr();
 	if (req_p)
 		*req_p = NULL;
-	if ((ret = read_env(f)) < 0)
+	if ((ret = coll_read_env(f)) < 0)
 		return ret;
 	c.strategy = f->alltoall_alg;
 	/* In place: recvbuf's blocks, as recvcounts and rdispls place them,
@@ -579,8 +584,8 @@ FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *se
 	}
 	if (!sendcounts || !sdispls || !recvcounts || !rdispls)
 		return conn_seterr(-EINVAL, "no counts or displacements");
-	sext = extent(f, sendcounts, sdispls);
-	rext = extent(f, recvcounts, rdispls);
+	sext = coll_extent(f, sendcounts, sdispls);
+	rext = coll_extent(f, recvcounts, rdispls);
 	if (sext == SIZE_MAX || rext == SIZE_MAX)
 		return conn_seterr(-EINVAL, "a displacement plus its count wraps around");
 	if ((sext && !sendbuf) || (rext && !recvbuf))
@@ -612,7 +617,7 @@ FERRY_API int ferry_ialltoallv(ferry_t *f, const void *sendbuf, const size_t *se
 		memcpy(base + off, recvbuf, rext);
 		c.recv = (struct ctl_buf){ .mem = id, .off = off, .len = rext };
 	}
-	return post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
+	return coll_post_staged(f, &c, req_p, stage, stage_recv ? recvbuf : NULL, stage_recv ? base + c.recv.off : NULL,
 			   rext);
 }
 
@@ -662,7 +667,7 @@ static int post_rooted(ferry_t *f, const struct rooted *a, ferry_req_t **req_p)
 	conn_clearerr();
 	if (req_p)
 		*req_p = NULL;
-	if ((ret = read_env(f)) < 0)
+	if ((ret = coll_read_env(f)) < 0)
 		return ret;
 	c.strategy = scatter ? f->scatter_alg : f->gather_alg;
 	if (a->root >= f->size)
@@ -681,7 +686,7 @@ static int post_rooted(ferry_t *f, const struct rooted *a, ferry_req_t **req_p)
 		if (v) {
 			if (!a->counts || !a->displs)
 				return conn_seterr(-EINVAL, "no counts or displacements at the root");
-			if ((ext = extent(f, a->counts, a->displs)) == SIZE_MAX)
+			if ((ext = coll_extent(f, a->counts, a->displs)) == SIZE_MAX)
 				return conn_seterr(-EINVAL, "a displacement plus its count wraps around");
 			vlen = 16 * (size_t)f->size;
 		}
@@ -721,9 +726,9 @@ static int post_rooted(ferry_t *f, const struct rooted *a, ferry_req_t **req_p)
 		*(scatter ? &c.recv : &c.send) = (struct ctl_buf){ .mem = id, .off = off, .len = a->len };
 	}
 	if (scatter)
-		return post_staged(f, &c, req_p, stage, stage_own ? a->own_recv : NULL,
+		return coll_post_staged(f, &c, req_p, stage, stage_own ? a->own_recv : NULL,
 				   stage_own ? base + c.recv.off : NULL, a->len);
-	return post_staged(f, &c, req_p, stage, stage_all ? (void *)(uintptr_t)a->all : NULL,
+	return coll_post_staged(f, &c, req_p, stage, stage_all ? (void *)(uintptr_t)a->all : NULL,
 			   stage_all ? base + c.recv.off : NULL, ext);
 }
 

@@ -296,6 +296,71 @@ int ferry_gatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvb
 int ferry_igatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf, const size_t *recvcounts,
 		   const size_t *rdispls, uint32_t root, ferry_req_t **req_p);
 
+/* Element types and reduction operations (values fixed; append only). */
+enum ferry_type { FERRY_BYTE = 0, FERRY_INT8 = 1, FERRY_UINT8 = 2, FERRY_INT16 = 3, FERRY_UINT16 = 4,
+		  FERRY_INT32 = 5, FERRY_UINT32 = 6, FERRY_INT64 = 7, FERRY_UINT64 = 8,
+		  FERRY_FLOAT = 9, FERRY_DOUBLE = 10 };
+enum ferry_op { FERRY_SUM = 0, FERRY_PROD = 1, FERRY_MIN = 2, FERRY_MAX = 3, FERRY_BAND = 4,
+		FERRY_BOR = 5, FERRY_BXOR = 6, FERRY_LAND = 7, FERRY_LOR = 8, FERRY_LXOR = 9 };
+
+/* Broadcast: the root's bytes at buf reach every rank's buf. */
+int ferry_bcast(ferry_t *f, void *buf, size_t bytes, uint32_t root);
+int ferry_ibcast(ferry_t *f, void *buf, size_t bytes, uint32_t root, ferry_req_t **req_p);
+
+/* The reductions: count elements of type combined element by element with
+ * op (sum, prod, min and max for every type; band, bor, bxor, land, lor
+ * and lxor for the integer types and FERRY_BYTE: else -EINVAL).  Integer
+ * arithmetic wraps around; FERRY_BYTE is unsigned.  Floating-point results
+ * are bitwise identical on every rank of an operation and the same run to
+ * run for the same algorithm, group and placement (README, "Reductions").
+ * FERRY_IN_PLACE as sendbuf: the input is in recvbuf (reduce: at the root
+ * only).  Every rank passes the same count, type, op and root (else
+ * -EINVAL on every rank). */
+int ferry_reduce(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		 enum ferry_op op, uint32_t root);
+int ferry_ireduce(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		  enum ferry_op op, uint32_t root, ferry_req_t **req_p);
+int ferry_allreduce(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		    enum ferry_op op);
+int ferry_iallreduce(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		     enum ferry_op op, ferry_req_t **req_p);
+/* Rank r gets count_per_rank elements, those from r x count_per_rank of the
+ * reduction of every rank's size x count_per_rank (in place: the result at
+ * the start of recvbuf). */
+int ferry_reduce_scatter_block(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count_per_rank,
+			       enum ferry_type type, enum ferry_op op);
+int ferry_ireduce_scatter_block(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count_per_rank,
+				enum ferry_type type, enum ferry_op op, ferry_req_t **req_p);
+/* The same with recvcounts[r] elements for rank r (the same array on every
+ * rank; the input is their sum). */
+int ferry_reduce_scatter(ferry_t *f, const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+			 enum ferry_type type, enum ferry_op op);
+int ferry_ireduce_scatter(ferry_t *f, const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+			  enum ferry_type type, enum ferry_op op, ferry_req_t **req_p);
+/* Prefix reductions in rank order: rank r gets ranks 0..r's (scan) or
+ * 0..r-1's (exscan; rank 0's recvbuf is left as it was). */
+int ferry_scan(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+	       enum ferry_op op);
+int ferry_iscan(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		enum ferry_op op, ferry_req_t **req_p);
+int ferry_exscan(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		 enum ferry_op op);
+int ferry_iexscan(ferry_t *f, const void *sendbuf, void *recvbuf, size_t count, enum ferry_type type,
+		  enum ferry_op op, ferry_req_t **req_p);
+
+/* Allgather: every rank's block of block bytes, in rank order, in every
+ * rank's recvbuf (size x block); FERRY_IN_PLACE as sendbuf: the rank's own
+ * block is in recvbuf already, at its place.  allgatherv: rank r sends
+ * sendbytes, which must be recvcounts[r], and every rank receives it at
+ * rdispls[r] (bytes; the same arrays on every rank); what lies between the
+ * blocks stays as it was. */
+int ferry_allgather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block);
+int ferry_iallgather(ferry_t *f, const void *sendbuf, void *recvbuf, size_t block, ferry_req_t **req_p);
+int ferry_allgatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf, const size_t *recvcounts,
+		     const size_t *rdispls);
+int ferry_iallgatherv(ferry_t *f, const void *sendbuf, size_t sendbytes, void *recvbuf, const size_t *recvcounts,
+		      const size_t *rdispls, ferry_req_t **req_p);
+
 /* Groups.  Collective over f: every rank with the same color gets a handle
  * *sub_p whose ranks are f's ranks of that color, ordered by (key, rank in
  * f); color < 0 gives *sub_p = NULL.  The daemons run a group's

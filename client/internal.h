@@ -16,6 +16,7 @@
 
 #include "ferry.h"
 #include "../proto/clock.h"
+#include "../proto/ctl.h"
 #include "../proto/direct.h"
 #include "../proto/done.h"
 #include "../proto/ring.h"
@@ -155,6 +156,7 @@ struct ferry {
 	int coll_fd_stale;      /* disarmed since ferry_recv last reset efd_coll */
 	uint32_t alltoall_alg;  /* ferry_coll_strategy / $FERRY_COLL_ALLTOALL: 0 automatic, else alg + 1 */
 	uint32_t scatter_alg, gather_alg;       /* ... SCATTER, GATHER (enum ctl_rooted_alg + 1) */
+	uint32_t phased_alg[CTL_COLL_EXSCAN - CTL_COLL_BCAST + 1];     /* ... bcast .. exscan, by kind */
 	int coll_env_read;      /* ... the environment was read */
 	/* groups (coll.c, ferry_split): a group's handle has its own rank,
 	 * size, operation numbers and strategies, and shares everything else
@@ -278,6 +280,23 @@ int coll_outstanding(const struct ferry *f);
 void coll_fd_recheck(struct ferry *rf);
 /* ferry_close of a group's handle (f->root set). */
 int group_close(struct ferry *f);
+/* Posts operation c (its group and seq filled in here) and makes its
+ * request, which owns stage (NULL: none) and when it succeeds copies len
+ * bytes from `from` (in stage) to recvbuf (NULL: nothing to copy out).
+ * 0 or -errno (then stage is given back). */
+struct fmem;
+struct ctl_coll_wire;
+int coll_post_staged(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p, struct fmem *stage,
+		     void *recvbuf, const uint8_t *from, size_t len);
+/* Reads $FERRY_COLL_* once per handle: 0, or -EINVAL for a name that is
+ * no algorithm. */
+int coll_read_env(struct ferry *f);
+/* The bytes counts[r] at displs[r] reach over all ranks (0 if none), or
+ * SIZE_MAX if they wrap. */
+size_t coll_extent(const struct ferry *f, const size_t *counts, const size_t *displs);
+/* The algorithm f's ranks force for operations of kind (COLL strategy: 0
+ * automatic, else the algorithm + 1). */
+uint32_t coll_alg_of(const struct ferry *f, uint32_t kind);
 
 /* The job's handle of f (f itself, or a group's root). */
 static inline struct ferry *froot(const struct ferry *f)

@@ -1,5 +1,6 @@
 /* proto/ctl.c - control message encoders and validating decoders; see ctl.h. */
 #include "ctl.h"
+#include "coll.h"
 
 #include <errno.h>
 #include <string.h>
@@ -114,11 +115,24 @@ int ctl_alg_by_name(const char *const *names, const char *name)
 	return -1;
 }
 
+/* The flags kind may carry: IN_PLACE where it has a meaning, and for a
+ * reduction a type and operation that go together (proto/coll.h). */
+static int flags_ok(uint32_t kind, uint32_t flags)
+{
+	uint32_t rest = flags & ~CTL_COLL_IN_PLACE;
+
+	if ((flags & CTL_COLL_IN_PLACE) && (kind < CTL_COLL_SCATTER || kind == CTL_COLL_BCAST))
+		return 0;
+	if (ctl_coll_reduces(kind))
+		return rest == (CTL_COLL_TYPE(flags) << CTL_COLL_TYPE_SHIFT | CTL_COLL_OP(flags) << CTL_COLL_OP_SHIFT) &&
+		       coll_op_ok(CTL_COLL_TYPE(flags), CTL_COLL_OP(flags));
+	return rest == 0;
+}
+
 static int coll_ok(const struct ctl_coll_wire *c)
 {
-	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 ||
-	    (c->flags & ~(ctl_coll_rooted(c->kind) ? CTL_COLL_IN_PLACE : 0u)) ||
-	    (c->root && !ctl_coll_rooted(c->kind)) || !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
+	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || !flags_ok(c->kind, c->flags) ||
+	    (c->root && !ctl_coll_has_root(c->kind)) || !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
 		return 0;
 	switch (c->kind) {
 	case CTL_COLL_BARRIER:
@@ -135,6 +149,18 @@ static int coll_ok(const struct ctl_coll_wire *c)
 	case CTL_COLL_SCATTERV:
 	case CTL_COLL_GATHERV:
 		return c->strategy <= CTL_ROOTED_ALGS && (buf_none(&c->vec) || c->vec.len % 16 == 0);
+	case CTL_COLL_ALLGATHERV:
+		return c->strategy <= CTL_PHASED_ALGS && c->vec.mem && c->vec.len % 16 == 0;
+	case CTL_COLL_REDUCE_SCATTER:
+		return c->strategy <= CTL_PHASED_ALGS && !c->count && c->vec.mem && c->vec.len % 8 == 0;
+	case CTL_COLL_BCAST:
+	case CTL_COLL_REDUCE:
+	case CTL_COLL_ALLREDUCE:
+	case CTL_COLL_ALLGATHER:
+	case CTL_COLL_REDUCE_SCATTER_BLOCK:
+	case CTL_COLL_SCAN:
+	case CTL_COLL_EXSCAN:
+		return c->strategy <= CTL_PHASED_ALGS && buf_none(&c->vec);
 	}
 	return 0;
 }

@@ -48,8 +48,9 @@
  * 5: ATTACHED gives the completion page (done_off, proto/done.h): an
  *    operation that succeeded ends there, not with a COLL_DONE.
  * 6: COLL kinds SCATTER, SCATTERV, GATHER, GATHERV; COLL's root and
- *    flags (CTL_COLL_IN_PLACE). */
-#define CTL_VERSION   6
+ *    flags (CTL_COLL_IN_PLACE).
+ * 7: COLL kinds BCAST .. EXSCAN; the type and operation in COLL's flags. */
+#define CTL_VERSION   7
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -196,7 +197,25 @@ enum ctl_coll_kind {
 	CTL_COLL_GATHER = 7,    /* count: bytes per block; send: one block, recv: size blocks (root) */
 	CTL_COLL_GATHERV = 8,   /* count: bytes this rank sends; vec (root): recvcounts, rdispls;
 				 * recv (root): the extent they address */
-	CTL_COLL_KIND_MAX = CTL_COLL_GATHERV,
+	/* Broadcast (rooted): count bytes; the root's data in send, the
+	 * others' buffer as recv. */
+	CTL_COLL_BCAST = 9,
+	/* The reductions: the type and operation in flags (CTL_COLL_TYPE,
+	 * CTL_COLL_OP), counts in elements.  CTL_COLL_IN_PLACE: no send
+	 * buffer, the input is in recv (which is as long as the input). */
+	CTL_COLL_REDUCE = 10,   /* rooted; count; send: count elements, recv (root): count */
+	CTL_COLL_ALLREDUCE = 11,        /* count; send, recv: count elements */
+	/* Allgather: count bytes per block; send one block, recv size blocks
+	 * (in place: the rank's own block already in recv, at its place). */
+	CTL_COLL_ALLGATHER = 12,
+	CTL_COLL_ALLGATHERV = 13,       /* count: bytes this rank sends; vec: recvcounts, rdispls
+					 * (size u64 each); recv: the extent they address */
+	CTL_COLL_REDUCE_SCATTER_BLOCK = 14,     /* count: elements per rank; send: size x count, recv: count */
+	CTL_COLL_REDUCE_SCATTER = 15,   /* vec: recvcounts (size u64, elements); send: their sum, recv:
+					 * this rank's */
+	CTL_COLL_SCAN = 16,     /* count; send, recv: count elements */
+	CTL_COLL_EXSCAN = 17,   /* the same; rank 0's recv is left as it was */
+	CTL_COLL_KIND_MAX = CTL_COLL_EXSCAN,
 };
 
 /* The rooted kinds' algorithms (COLL strategy: 0 automatic, else this
@@ -209,6 +228,8 @@ enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF 
 #define CTL_ROOTED_ALGS 5
 /* The all-to-all's algorithms (enum a2a_strategy, daemon/plan/a2a.h). */
 #define CTL_A2A_ALGS 4
+/* The algorithms of bcast .. exscan (numbered per kind: daemon/plan/orth.h, rs.h). */
+#define CTL_PHASED_ALGS 8
 
 /* The algorithms' names by COLL strategy: [0] "auto", [alg + 1] algorithm
  * alg's, NULL after the last; one table for libferry, ferryd's
@@ -219,12 +240,36 @@ extern const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2];
 int ctl_alg_by_name(const char *const *names, const char *name);
 
 /* COLL flags */
-#define CTL_COLL_IN_PLACE 1u    /* rooted kinds, at the root (see above) */
+#define CTL_COLL_IN_PLACE 1u    /* scatter, gather at the root; the reductions and allgathers */
+#define CTL_COLL_TYPE_SHIFT 8   /* the reductions: enum coll_type (proto/coll.h) in bits 8-15 */
+#define CTL_COLL_OP_SHIFT 16    /* ... and enum coll_op in bits 16-23 */
+#define CTL_COLL_TYPE(flags) ((flags) >> CTL_COLL_TYPE_SHIFT & 0xffu)
+#define CTL_COLL_OP(flags) ((flags) >> CTL_COLL_OP_SHIFT & 0xffu)
 
-/* 1 for the rooted kinds. */
+/* 1 for the kinds with a root (scatter, gather: the root's rank in the
+ * group is COLL's root). */
 static inline int ctl_coll_rooted(uint32_t kind)
 {
 	return kind >= CTL_COLL_SCATTER && kind <= CTL_COLL_GATHERV;
+}
+
+/* 1 for the kinds of seed 004 and 002 (bcast .. exscan). */
+static inline int ctl_coll_phased(uint32_t kind)
+{
+	return kind >= CTL_COLL_BCAST && kind <= CTL_COLL_EXSCAN;
+}
+
+/* 1 for the reductions (a type and an operation in flags). */
+static inline int ctl_coll_reduces(uint32_t kind)
+{
+	return kind == CTL_COLL_REDUCE || kind == CTL_COLL_ALLREDUCE || kind == CTL_COLL_REDUCE_SCATTER_BLOCK ||
+	       kind == CTL_COLL_REDUCE_SCATTER || kind == CTL_COLL_SCAN || kind == CTL_COLL_EXSCAN;
+}
+
+/* 1 for the kinds that name a root. */
+static inline int ctl_coll_has_root(uint32_t kind)
+{
+	return ctl_coll_rooted(kind) || kind == CTL_COLL_BCAST || kind == CTL_COLL_REDUCE;
 }
 
 /* A buffer in memory shared with MEM: len bytes at off of region mem; mem 0

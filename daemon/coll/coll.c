@@ -156,7 +156,8 @@ struct cop {
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
 	uint32_t root;                  /* rooted kinds: the root's rank in the group */
 	uint32_t rooted;                /* ... and the algorithm (enum ctl_rooted_alg) */
-	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
+	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE (the phased kinds: a rank) */
+	uint32_t red;                   /* the reductions: the type and operation (COLL flags' bits) */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
 	uint64_t *slen, *rlen;
@@ -1305,6 +1306,113 @@ static int post_rooted(struct cop *op, struct ep *ep, int slot, struct cslot *sl
 	return 0;
 }
 
+/* The bytes of n elements of the type op's flags name into *b_p (1 per
+ * element for the kinds that move bytes): 0, or -EINVAL (why in op->why). */
+static int elem_bytes(struct cop *op, const struct ep *ep, uint32_t kind, uint32_t flags, uint64_t n, uint64_t *b_p)
+{
+	uint64_t esz = ctl_coll_reduces(kind) ? coll_type_size(CTL_COLL_TYPE(flags)) : 1;
+
+	if (__builtin_mul_overflow(n, esz, b_p)) {
+		snprintf(op->why, sizeof(op->why), "rank %u: %llu elements of %llu bytes", ep->rank,
+			 (unsigned long long)n, (unsigned long long)esz);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The input and output bytes of a rank (me, the group's size P) in one of
+ * bcast .. exscan (proto/ctl.h), into *in_p and *out_p; the counts in
+ * sl->vec where the kind has them.  0, or -EINVAL (why in op->why). */
+static int phased_sizes(struct cop *op, const struct ep *ep, const struct cslot *sl, const struct ctl_coll_wire *c,
+			uint32_t me, uint64_t *in_p, uint64_t *out_p)
+{
+	uint32_t P = op->g->size;
+	uint64_t n = c->count, total = 0;
+
+	switch (c->kind) {
+	case CTL_COLL_BCAST:
+		*in_p = me == c->root ? n : 0;
+		*out_p = me == c->root ? 0 : n;
+		return 0;
+	case CTL_COLL_REDUCE:
+		if (elem_bytes(op, ep, c->kind, c->flags, n, in_p) < 0)
+			return -EINVAL;
+		*out_p = me == c->root ? *in_p : 0;
+		return 0;
+	case CTL_COLL_ALLREDUCE:
+	case CTL_COLL_SCAN:
+	case CTL_COLL_EXSCAN:
+		if (elem_bytes(op, ep, c->kind, c->flags, n, in_p) < 0)
+			return -EINVAL;
+		*out_p = *in_p;
+		return 0;
+	case CTL_COLL_ALLGATHER:
+		*in_p = n;
+		if (__builtin_mul_overflow(n, (uint64_t)P, out_p)) {
+			snprintf(op->why, sizeof(op->why), "rank %u: blocks of %llu bytes for %u ranks", ep->rank,
+				 (unsigned long long)n, P);
+			return -EINVAL;
+		}
+		return 0;
+	case CTL_COLL_ALLGATHERV:
+		if (sl->vec[me] != n) {
+			snprintf(op->why, sizeof(op->why), "rank %u sends %llu bytes, and its counts say %llu",
+				 ep->rank, (unsigned long long)n, (unsigned long long)sl->vec[me]);
+			return -EINVAL;
+		}
+		*in_p = n;
+		*out_p = c->recv.len;   /* (every block checked against it: coll_exec_new) */
+		return 0;
+	case CTL_COLL_REDUCE_SCATTER_BLOCK:
+		if (__builtin_mul_overflow(n, (uint64_t)P, &total))
+			total = UINT64_MAX;
+		return elem_bytes(op, ep, c->kind, c->flags, total, in_p) < 0 ||
+		       elem_bytes(op, ep, c->kind, c->flags, n, out_p) < 0 ? -EINVAL : 0;
+	case CTL_COLL_REDUCE_SCATTER:
+		for (uint32_t r = 0; r < P; r++)
+			if (__builtin_add_overflow(total, sl->vec[r], &total))
+				total = UINT64_MAX;
+		return elem_bytes(op, ep, c->kind, c->flags, total, in_p) < 0 ||
+		       elem_bytes(op, ep, c->kind, c->flags, sl->vec[me], out_p) < 0 ? -EINVAL : 0;
+	}
+	snprintf(op->why, sizeof(op->why), "rank %u: operation kind %u", ep->rank, c->kind);
+	return -EINVAL;
+}
+
+/* bcast .. exscan: the counts where the kind has them, then the buffers
+ * (in place: no send buffer; the input is in the receive buffer, which is
+ * as long as the longer of input and output).  Returns 0 or -EINVAL (why
+ * in op->why). */
+static int post_phased(struct cop *op, struct ep *ep, int slot, struct cslot *sl, const struct ctl_coll_wire *c)
+{
+	struct cgrp *g = op->g;
+	uint32_t me = g->rank_at[g->node_first[g->me] + (uint32_t)slot];
+	int in_place = (c->flags & CTL_COLL_IN_PLACE) != 0;
+	uint64_t in, out;
+
+	if (ctl_coll_has_root(c->kind) && c->root >= g->size) {
+		snprintf(op->why, sizeof(op->why), "rank %u: root %u, in a group of %u ranks", ep->rank, c->root,
+			 g->size);
+		return -EINVAL;
+	}
+	if (in_place && c->kind == CTL_COLL_REDUCE && me != c->root) {
+		snprintf(op->why, sizeof(op->why), "rank %u: in place, but it is not the root", ep->rank);
+		return -EINVAL;
+	}
+	if ((c->kind == CTL_COLL_ALLGATHERV && post_vec(op, ep, sl, c, 2) < 0) ||
+	    (c->kind == CTL_COLL_REDUCE_SCATTER && post_vec(op, ep, sl, c, 1) < 0) ||
+	    phased_sizes(op, ep, sl, c, me, &in, &out) < 0)
+		return -EINVAL;
+	sl->count = c->count;
+	op->in_place |= in_place;
+	sl->slen = in_place ? 0 : in;
+	sl->rlen = in_place && in > out ? in : out;
+	if (post_buffer(op, ep, &c->send, sl->slen, &sl->sm, &sl->sp, "send") < 0 ||
+	    post_buffer(op, ep, &c->recv, sl->rlen, &sl->rm, &sl->rp, "receive") < 0)
+		return -EINVAL;
+	return 0;
+}
+
 /* The buffers ep posted for op (all-to-all: size blocks each way). */
 static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ctl_coll_wire *c)
 {
@@ -1326,6 +1434,8 @@ static int post_buffers(struct cop *op, struct ep *ep, int slot, const struct ct
 	sl->posted = 1;
 	if (ctl_coll_rooted(c->kind))
 		return post_rooted(op, ep, slot, sl, c);
+	if (ctl_coll_phased(c->kind))
+		return post_phased(op, ep, slot, sl, c);
 	if (c->kind == CTL_COLL_ALLTOALLV) {
 		if (post_vec(op, ep, sl, c, 4) < 0)
 			return -EINVAL;
@@ -1464,16 +1574,20 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	} else if (!op->kind && op->piece_kind && ctl_coll_rooted(c->kind) &&
 		   (op->piece_root & WIRE_COLL_ROOT_MASK) != c->root) {
 		root_mismatch(op, UINT32_MAX, op->piece_root & WIRE_COLL_ROOT_MASK, c->root);
-	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV) ||
-				op->strategy != c->strategy || op->root != c->root)) {
+	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV &&
+				 c->kind != CTL_COLL_ALLGATHERV) ||
+				op->strategy != c->strategy || op->root != c->root ||
+				op->red != (c->flags & ~CTL_COLL_IN_PLACE))) {
 		cop_end(op, EINVAL, op->root != c->root ? "the ranks named different roots"
 			: op->strategy != c->strategy ? "the ranks forced different algorithms"
-						      : "the ranks posted different sizes");
+			: op->red != (c->flags & ~CTL_COLL_IN_PLACE) ? "the ranks named different types or operations"
+								    : "the ranks posted different sizes");
 	} else {
 		op->kind = c->kind;
 		op->count = c->count;
 		op->strategy = c->strategy;
 		op->root = c->root;
+		op->red = c->flags & ~CTL_COLL_IN_PLACE;
 	}
 	if (!op->ended && post_buffers(op, ep, slot, c) < 0)
 		cop_end(op, EINVAL, op->why);
