@@ -7,9 +7,12 @@
  * what the rank sends, the buffer it receives into, and per-rank numbers
  * (vec) where the operation has them.  Buffers in ferry_alloc memory are
  * read and written in place; others go through the handle's staging
- * region: copied in when posted (a receive buffer too where the daemon
- * reads it or leaves parts of it as they were: in place, allgatherv's gaps,
- * exscan's rank 0) and out when the operation completes.
+ * region: copied in when posted (a receive buffer too where parts of it
+ * must stay as they were: allgatherv's gaps, exscan's rank 0) and out when
+ * the operation completes.  FERRY_IN_PLACE is the client's business: the
+ * input, in the receive buffer, is copied into the staging region and
+ * posted as the send buffer (the daemons' schedules never read and write
+ * one buffer, daemon/plan/sched.h), as for the all-to-all.
  */
 #include "internal.h"
 #include "../proto/coll.h"
@@ -19,9 +22,9 @@
 #include <string.h>
 
 /* One operation as posted: send (slen bytes; NULL when the rank sends
- * nothing, FERRY_IN_PLACE when its input is in recv), recv (rlen bytes the
- * daemon may write; recv_in: it also reads them, or must leave some as
- * they were), vec (nvec u64 per-rank numbers). */
+ * nothing; in place: its input, inside recv), recv (rlen bytes the daemon
+ * may write; recv_in: some of them must stay as they were), vec (nvec u64
+ * per-rank numbers). */
 struct phased {
 	uint32_t kind, root, flags;
 	uint64_t count;
@@ -29,7 +32,7 @@ struct phased {
 	size_t slen;
 	void *recv;
 	size_t rlen;
-	int recv_in;
+	int recv_in, in_place;
 	const uint64_t *vec;
 	size_t nvec;
 };
@@ -37,20 +40,18 @@ struct phased {
 static int post_phased(ferry_t *f, const struct phased *a, ferry_req_t **req_p)
 {
 	struct ctl_coll_wire c = { .kind = a->kind, .root = a->root, .flags = a->flags, .count = a->count };
-	int in_place = a->send == FERRY_IN_PLACE, stage_send, stage_recv, ret;
+	int stage_send, stage_recv, ret;
 	size_t vlen = 8 * a->nvec, need, off;
 	struct fmem *stage = NULL;
 	uint8_t *base = NULL;
 	uint32_t id = 0;
 
-	if (in_place)
-		c.flags |= CTL_COLL_IN_PLACE;
-	if (a->slen && !in_place && !a->send)
+	if (a->slen && !a->send)
 		return conn_seterr(-EINVAL, "no send buffer");
 	if (a->rlen && !a->recv)
 		return conn_seterr(-EINVAL, "no receive buffer");
 	c.strategy = coll_alg_of(f, a->kind);
-	stage_send = a->slen && !in_place && !mem_ref(froot(f), a->send, a->slen, &c.send);
+	stage_send = a->slen && (a->in_place || !mem_ref(froot(f), a->send, a->slen, &c.send));
 	stage_recv = a->rlen && !mem_ref(froot(f), a->recv, a->rlen, &c.recv);
 	need = vlen + (stage_send ? a->slen : 0) + (stage_recv ? a->rlen : 0);
 	if (need && (ret = stage_get(froot(f), need, &stage, &base, &id)) < 0)
@@ -72,6 +73,15 @@ static int post_phased(ferry_t *f, const struct phased *a, ferry_req_t **req_p)
 	}
 	return coll_post_staged(f, &c, req_p, stage, stage_recv ? a->recv : NULL, stage_recv ? base + off : NULL,
 				a->rlen);
+}
+
+/* FERRY_IN_PLACE as a's send buffer: the input is at off in recvbuf. */
+static void in_place(struct phased *a, void *recvbuf, size_t off)
+{
+	if (a->send != FERRY_IN_PLACE)
+		return;
+	a->send = recvbuf ? (uint8_t *)recvbuf + off : NULL;
+	a->in_place = 1;
 }
 
 /* Checks what every operation checks before anything is posted. */
@@ -132,11 +142,11 @@ FERRY_API int ferry_ireduce(ferry_t *f, const void *sendbuf, void *recvbuf, size
 		return ret;
 	if (sendbuf == FERRY_IN_PLACE && f->rank != root)
 		return conn_seterr(-EINVAL, "FERRY_IN_PLACE is for the root's send buffer only");
-	a.slen = sendbuf == FERRY_IN_PLACE ? 0 : bytes;
+	in_place(&a, recvbuf, 0);
+	a.slen = bytes;
 	if (f->rank == root) {
 		a.recv = recvbuf;
 		a.rlen = bytes;
-		a.recv_in = sendbuf == FERRY_IN_PLACE;
 	}
 	return post_phased(f, &a, req_p);
 }
@@ -151,10 +161,10 @@ static int post_elementwise(ferry_t *f, uint32_t kind, const void *sendbuf, void
 
 	if ((ret = start(f, req_p)) < 0 || (ret = elements(type, op, count, &bytes, &a.flags)) < 0)
 		return ret;
-	a.slen = sendbuf == FERRY_IN_PLACE ? 0 : bytes;
-	a.rlen = bytes;
+	in_place(&a, recvbuf, 0);
+	a.slen = a.rlen = bytes;
 	/* (exscan leaves rank 0's receive buffer as it was) */
-	a.recv_in = sendbuf == FERRY_IN_PLACE || (kind == CTL_COLL_EXSCAN && f->rank == 0);
+	a.recv_in = kind == CTL_COLL_EXSCAN && f->rank == 0;
 	return post_phased(f, &a, req_p);
 }
 
@@ -186,9 +196,9 @@ static int post_rs(ferry_t *f, struct phased *a, size_t total, size_t mine, uint
 
 	if ((ret = elements(type, op, total, &in, &a->flags)) < 0 || (ret = elements(type, op, mine, &out, &a->flags)) < 0)
 		return ret;
-	a->slen = a->send == FERRY_IN_PLACE ? 0 : in;
-	a->rlen = a->send == FERRY_IN_PLACE ? in : out;
-	a->recv_in = a->send == FERRY_IN_PLACE;
+	in_place(a, a->recv, 0);
+	a->slen = in;
+	a->rlen = out;
 	return post_phased(f, a, req_p);
 }
 
@@ -241,8 +251,8 @@ FERRY_API int ferry_iallgather(ferry_t *f, const void *sendbuf, void *recvbuf, s
 		return ret;
 	if (__builtin_mul_overflow(block, (size_t)f->size, &a.rlen))
 		return conn_seterr(-EINVAL, "blocks of %zu bytes for %u ranks: too many bytes", block, f->size);
-	a.slen = sendbuf == FERRY_IN_PLACE ? 0 : block;
-	a.recv_in = sendbuf == FERRY_IN_PLACE;
+	in_place(&a, recvbuf, (size_t)f->rank * block);
+	a.slen = block;
 	return post_phased(f, &a, req_p);
 }
 
@@ -260,7 +270,10 @@ FERRY_API int ferry_iallgatherv(ferry_t *f, const void *sendbuf, size_t sendbyte
 		return conn_seterr(-EINVAL, "no counts or displacements");
 	if ((a.rlen = coll_extent(f, recvcounts, rdispls)) == SIZE_MAX)
 		return conn_seterr(-EINVAL, "a displacement plus its count wraps around");
-	a.slen = sendbuf == FERRY_IN_PLACE ? 0 : sendbytes;
+	if (sendbuf == FERRY_IN_PLACE)
+		a.count = sendbytes = recvcounts[f->rank];
+	in_place(&a, recvbuf, rdispls[f->rank]);
+	a.slen = sendbytes;
 	if (!(vec = malloc(8 * a.nvec)))
 		return conn_seterr(-ENOMEM, "out of memory for the counts");
 	for (uint32_t r = 0; r < f->size; r++) {

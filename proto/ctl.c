@@ -115,14 +115,14 @@ int ctl_alg_by_name(const char *const *names, const char *name)
 	return -1;
 }
 
-/* The flags kind may carry: IN_PLACE where it has a meaning, and for a
+/* The flags kind may carry: IN_PLACE for scatter and gather, and for a
  * reduction a type and operation that go together (proto/coll.h). */
 static int flags_ok(uint32_t kind, uint32_t flags)
 {
 	uint32_t rest = flags & ~CTL_COLL_IN_PLACE;
 
-	if ((flags & CTL_COLL_IN_PLACE) && (kind < CTL_COLL_SCATTER || kind == CTL_COLL_BCAST))
-		return 0;
+	if ((flags & CTL_COLL_IN_PLACE) && !ctl_coll_rooted(kind))
+		return 0;       /* (bcast .. exscan: libferry stages FERRY_IN_PLACE, client/phased.c) */
 	if (ctl_coll_reduces(kind))
 		return rest == (CTL_COLL_TYPE(flags) << CTL_COLL_TYPE_SHIFT | CTL_COLL_OP(flags) << CTL_COLL_OP_SHIFT) &&
 		       coll_op_ok(CTL_COLL_TYPE(flags), CTL_COLL_OP(flags));

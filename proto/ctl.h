@@ -201,12 +201,11 @@ enum ctl_coll_kind {
 	 * others' buffer as recv. */
 	CTL_COLL_BCAST = 9,
 	/* The reductions: the type and operation in flags (CTL_COLL_TYPE,
-	 * CTL_COLL_OP), counts in elements.  CTL_COLL_IN_PLACE: no send
-	 * buffer, the input is in recv (which is as long as the input). */
+	 * CTL_COLL_OP), counts in elements.  (FERRY_IN_PLACE is libferry's:
+	 * it posts a copy of the input as the send buffer.) */
 	CTL_COLL_REDUCE = 10,   /* rooted; count; send: count elements, recv (root): count */
 	CTL_COLL_ALLREDUCE = 11,        /* count; send, recv: count elements */
-	/* Allgather: count bytes per block; send one block, recv size blocks
-	 * (in place: the rank's own block already in recv, at its place). */
+	/* Allgather: count bytes per block; send one block, recv size blocks. */
 	CTL_COLL_ALLGATHER = 12,
 	CTL_COLL_ALLGATHERV = 13,       /* count: bytes this rank sends; vec: recvcounts, rdispls
 					 * (size u64 each); recv: the extent they address */
@@ -240,7 +239,7 @@ extern const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2];
 int ctl_alg_by_name(const char *const *names, const char *name);
 
 /* COLL flags */
-#define CTL_COLL_IN_PLACE 1u    /* scatter, gather at the root; the reductions and allgathers */
+#define CTL_COLL_IN_PLACE 1u    /* scatter, gather, at the root (see above) */
 #define CTL_COLL_TYPE_SHIFT 8   /* the reductions: enum coll_type (proto/coll.h) in bits 8-15 */
 #define CTL_COLL_OP_SHIFT 16    /* ... and enum coll_op in bits 16-23 */
 #define CTL_COLL_TYPE(flags) ((flags) >> CTL_COLL_TYPE_SHIFT & 0xffu)

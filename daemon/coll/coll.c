@@ -156,7 +156,7 @@ struct cop {
 	uint32_t strategy;              /* as posted: 0 automatic, else the algorithm + 1 */
 	uint32_t root;                  /* rooted kinds: the root's rank in the group */
 	uint32_t rooted;                /* ... and the algorithm (enum ctl_rooted_alg) */
-	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE (the phased kinds: a rank) */
+	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
 	uint32_t red;                   /* the reductions: the type and operation (COLL flags' bits) */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
@@ -1379,15 +1379,12 @@ static int phased_sizes(struct cop *op, const struct ep *ep, const struct cslot 
 	return -EINVAL;
 }
 
-/* bcast .. exscan: the counts where the kind has them, then the buffers
- * (in place: no send buffer; the input is in the receive buffer, which is
- * as long as the longer of input and output).  Returns 0 or -EINVAL (why
- * in op->why). */
+/* bcast .. exscan: the counts where the kind has them, then the buffers.
+ * Returns 0 or -EINVAL (why in op->why). */
 static int post_phased(struct cop *op, struct ep *ep, int slot, struct cslot *sl, const struct ctl_coll_wire *c)
 {
 	struct cgrp *g = op->g;
 	uint32_t me = g->rank_at[g->node_first[g->me] + (uint32_t)slot];
-	int in_place = (c->flags & CTL_COLL_IN_PLACE) != 0;
 	uint64_t in, out;
 
 	if (ctl_coll_has_root(c->kind) && c->root >= g->size) {
@@ -1395,18 +1392,13 @@ static int post_phased(struct cop *op, struct ep *ep, int slot, struct cslot *sl
 			 g->size);
 		return -EINVAL;
 	}
-	if (in_place && c->kind == CTL_COLL_REDUCE && me != c->root) {
-		snprintf(op->why, sizeof(op->why), "rank %u: in place, but it is not the root", ep->rank);
-		return -EINVAL;
-	}
 	if ((c->kind == CTL_COLL_ALLGATHERV && post_vec(op, ep, sl, c, 2) < 0) ||
 	    (c->kind == CTL_COLL_REDUCE_SCATTER && post_vec(op, ep, sl, c, 1) < 0) ||
 	    phased_sizes(op, ep, sl, c, me, &in, &out) < 0)
 		return -EINVAL;
 	sl->count = c->count;
-	op->in_place |= in_place;
-	sl->slen = in_place ? 0 : in;
-	sl->rlen = in_place && in > out ? in : out;
+	sl->slen = in;
+	sl->rlen = out;
 	if (post_buffer(op, ep, &c->send, sl->slen, &sl->sm, &sl->sp, "send") < 0 ||
 	    post_buffer(op, ep, &c->recv, sl->rlen, &sl->rm, &sl->rp, "receive") < 0)
 		return -EINVAL;
