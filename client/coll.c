@@ -450,6 +450,8 @@ uint32_t coll_alg_of(const struct ferry *f, uint32_t kind)
 	return ctl_coll_phased(kind) ? f->phased_alg[kind - CTL_COLL_BCAST] : 0;
 }
 
+static int phased_strategy(ferry_t *f, const char *op, const char *algorithm);
+
 int coll_read_env(struct ferry *f)
 {
 	const char *e = getenv("FERRY_COLL_ALLTOALL"), *sc = getenv("FERRY_COLL_SCATTER");
@@ -467,6 +469,42 @@ int coll_read_env(struct ferry *f)
 	if (ga && *ga && rooted_alg_by_name(ga, &f->gather_alg) < 0)
 		return conn_seterr(-EINVAL, "FERRY_COLL_GATHER=%s: no such algorithm (direct, opt, sdf, orth, tree, "
 				   "auto)", ga);
+	/* FERRY_COLL_BCAST .. FERRY_COLL_EXSCAN */
+	for (uint32_t k = CTL_COLL_BCAST; k <= CTL_COLL_EXSCAN; k++) {
+		const char *name = ctl_coll_kind_name(k), *v;
+		char var[64];
+		int i = snprintf(var, sizeof(var), "FERRY_COLL_");
+
+		for (const char *c = name; *c && i < (int)sizeof(var) - 1; c++)
+			var[i++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+		var[i] = '\0';
+		if ((v = getenv(var)) && *v && phased_strategy(f, name, v) < 0) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%.200s", ferry_last_error());
+			return conn_seterr(-EINVAL, "%s=%s: %s", var, v, why);
+		}
+	}
+	return 0;
+}
+
+/* ferry_coll_strategy for bcast .. exscan: their names as the functions'
+ * (ferry_<op>), their algorithms' as proto/ctl.c's tables. */
+static int phased_strategy(ferry_t *f, const char *op, const char *algorithm)
+{
+	uint32_t kind = op ? ctl_coll_kind_by_name(op) : 0;
+	const char *const *names = ctl_coll_algs(kind);
+	int i;
+
+	if (!ctl_coll_phased(kind))
+		return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall, scatter, "
+				   "gather, bcast, reduce, allreduce, allgather(v), reduce_scatter(_block), scan and "
+				   "exscan have)", op ? op : "(null)");
+	if ((i = algorithm ? ctl_alg_by_name(names, algorithm) : 0) < 0)
+		return conn_seterr(-EINVAL, "%s has no algorithm \"%s\" (%s, %s%s%s)", op, algorithm, names[1],
+				   names[2] ? names[2] : "auto", names[2] && names[3] ? ", " : "",
+				   names[2] && names[3] ? names[3] : "");
+	f->phased_alg[kind - CTL_COLL_BCAST] = (uint32_t)i;
 	return 0;
 }
 
@@ -493,8 +531,7 @@ FERRY_API int ferry_coll_strategy(ferry_t *f, const char *op, const char *algori
 		*(op[0] == 's' ? &f->scatter_alg : &f->gather_alg) = alg;
 		return 0;
 	}
-	return conn_seterr(-EINVAL, "collective \"%s\": no algorithms to choose from (alltoall, scatter and "
-			   "gather have)", op ? op : "(null)");
+	return phased_strategy(f, op, algorithm);
 }
 
 /* An all-to-all of block bytes per rank pair: kind ALLTOALL, or SPLIT

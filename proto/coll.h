@@ -69,9 +69,12 @@ struct wire_coll_piece {
 	uint64_t offset;        /* of this piece's bytes in the stream */
 	uint64_t total;         /* stream bytes of the whole message */
 	uint32_t kind;          /* the operation's kind (enum ctl_coll_kind) as the sender's
-				 * ranks posted it: a receiver whose ranks posted another
-				 * fails it (a split and an all-to-all of 8-byte blocks
-				 * travel alike); 0 in a BREAK or HOLD */
+				 * ranks posted it, in bits 0-7, and for a reduction its
+				 * type and operation in bits 8-15 and 16-23 (as COLL's
+				 * flags carry them): a receiver whose ranks posted another
+				 * fails it (a split and an all-to-all of 8-byte blocks, or
+				 * an int32 and a float sum, travel alike); 0 in a BREAK or
+				 * HOLD */
 	uint32_t root;          /* the rooted kinds (scatter, gather): the root's rank in the
 				 * group as the sender's ranks named it, and above it
 				 * (WIRE_COLL_ALG_SHIFT) the algorithm its node runs + 1 (a
@@ -89,7 +92,8 @@ static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
  * group (ferry_close of the group's handle, or of the rank's session) or an
  * operation of the group fails there. */
 #define WIRE_COLL_MSG_BREAK UINT32_MAX
-#define WIRE_COLL_KIND_MAX 255  /* a piece's kind: 1 .. this (enum ctl_coll_kind), 0 in a BREAK or HOLD */
+#define WIRE_COLL_KIND_MAX 255  /* a piece's kind's bits 0-7: 1 .. this, 0 in a BREAK or HOLD */
+#define WIRE_COLL_KIND_BITS 24  /* ... and bits beyond these are 0 */
 struct wire_coll_break {
 	int32_t  err;           /* positive errno */
 	uint32_t text_len;      /* <= 255 */
@@ -209,7 +213,8 @@ static inline int64_t wire_coll_piece_decode(const void *payload, size_t len, st
 	n = len - sizeof(*p);
 	if (n > WIRE_COLL_PIECE_MAX || p->total < sizeof(struct wire_coll_msg) || p->offset > p->total ||
 	    n > p->total - p->offset || p->gen > 127 || p->op == 0 ||
-	    (wire_coll_msg_engine(p->msg) ? p->kind != 0 : p->kind == 0 || p->kind > WIRE_COLL_KIND_MAX))
+	    (wire_coll_msg_engine(p->msg) ? p->kind != 0
+					   : (p->kind & WIRE_COLL_KIND_MAX) == 0 || p->kind >> WIRE_COLL_KIND_BITS))
 		return -EPROTO;
 	return (int64_t)n;
 }

@@ -106,6 +106,48 @@ static int buf_none(const struct ctl_buf *b)
  * daemon's to check). */
 const char *const ctl_a2a_algs[CTL_A2A_ALGS + 2] = { "auto", "direct", "mesh", "grid3d", "hypercube", NULL };
 const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2] = { "auto", "direct", "opt", "sdf", "orth", "tree", NULL };
+const char *const ctl_orth_algs[CTL_ORTH_ALGS + 2] = { "auto", "single", "orth", "hier", NULL };
+const char *const ctl_rs_algs[CTL_RS_ALGS + 2] = { "auto", "short", "long", "hybrid", NULL };
+const char *const ctl_scan_algs[CTL_SCAN_ALGS + 2] = { "auto", "chain", NULL };
+
+static const char *const kind_names[CTL_COLL_KIND_MAX + 1] = {
+	NULL, "barrier", "alltoall", "alltoallv", "split", "scatter", "scatterv", "gather", "gatherv", "bcast",
+	"reduce", "allreduce", "allgather", "allgatherv", "reduce_scatter_block", "reduce_scatter", "scan", "exscan",
+};
+
+const char *ctl_coll_kind_name(uint32_t kind)
+{
+	return kind <= CTL_COLL_KIND_MAX ? kind_names[kind] : NULL;
+}
+
+uint32_t ctl_coll_kind_by_name(const char *name)
+{
+	for (uint32_t k = 1; name && k <= CTL_COLL_KIND_MAX; k++)
+		if (strcmp(name, kind_names[k]) == 0)
+			return k;
+	return 0;
+}
+
+const char *const *ctl_coll_algs(uint32_t kind)
+{
+	switch (kind) {
+	case CTL_COLL_ALLTOALL:
+	case CTL_COLL_ALLTOALLV:
+		return ctl_a2a_algs;
+	case CTL_COLL_SCATTER:
+	case CTL_COLL_SCATTERV:
+	case CTL_COLL_GATHER:
+	case CTL_COLL_GATHERV:
+		return ctl_rooted_algs;
+	case CTL_COLL_REDUCE_SCATTER_BLOCK:
+	case CTL_COLL_REDUCE_SCATTER:
+		return ctl_rs_algs;
+	case CTL_COLL_SCAN:
+	case CTL_COLL_EXSCAN:
+		return ctl_scan_algs;
+	}
+	return ctl_coll_phased(kind) ? ctl_orth_algs : NULL;
+}
 
 int ctl_alg_by_name(const char *const *names, const char *name)
 {
@@ -150,17 +192,19 @@ static int coll_ok(const struct ctl_coll_wire *c)
 	case CTL_COLL_GATHERV:
 		return c->strategy <= CTL_ROOTED_ALGS && (buf_none(&c->vec) || c->vec.len % 16 == 0);
 	case CTL_COLL_ALLGATHERV:
-		return c->strategy <= CTL_PHASED_ALGS && c->vec.mem && c->vec.len % 16 == 0;
+		return c->strategy <= CTL_ORTH_ALGS && c->vec.mem && c->vec.len % 16 == 0;
 	case CTL_COLL_REDUCE_SCATTER:
-		return c->strategy <= CTL_PHASED_ALGS && !c->count && c->vec.mem && c->vec.len % 8 == 0;
+		return c->strategy <= CTL_RS_ALGS && !c->count && c->vec.mem && c->vec.len % 8 == 0;
+	case CTL_COLL_REDUCE_SCATTER_BLOCK:
+		return c->strategy <= CTL_RS_ALGS && buf_none(&c->vec);
+	case CTL_COLL_SCAN:
+	case CTL_COLL_EXSCAN:
+		return c->strategy <= CTL_SCAN_ALGS && buf_none(&c->vec);
 	case CTL_COLL_BCAST:
 	case CTL_COLL_REDUCE:
 	case CTL_COLL_ALLREDUCE:
 	case CTL_COLL_ALLGATHER:
-	case CTL_COLL_REDUCE_SCATTER_BLOCK:
-	case CTL_COLL_SCAN:
-	case CTL_COLL_EXSCAN:
-		return c->strategy <= CTL_PHASED_ALGS && buf_none(&c->vec);
+		return c->strategy <= CTL_ORTH_ALGS && buf_none(&c->vec);
 	}
 	return 0;
 }

@@ -227,14 +227,29 @@ enum ctl_rooted_alg { CTL_ROOTED_DIRECT = 0, CTL_ROOTED_OPT = 1, CTL_ROOTED_SDF 
 #define CTL_ROOTED_ALGS 5
 /* The all-to-all's algorithms (enum a2a_strategy, daemon/plan/a2a.h). */
 #define CTL_A2A_ALGS 4
-/* The algorithms of bcast .. exscan (numbered per kind: daemon/plan/orth.h, rs.h). */
-#define CTL_PHASED_ALGS 8
+/* The algorithms of bcast, reduce, allreduce and allgather(v) (enum
+ * orth_alg, daemon/plan/orth.h), of reduce_scatter(_block) (enum rs_alg,
+ * daemon/plan/rs.h), and of scan and exscan (one: the chain). */
+#define CTL_ORTH_ALGS 3
+#define CTL_RS_ALGS 3
+#define CTL_SCAN_ALGS 1
+#define CTL_PHASED_ALGS 3       /* the most of those */
 
 /* The algorithms' names by COLL strategy: [0] "auto", [alg + 1] algorithm
  * alg's, NULL after the last; one table for libferry, ferryd's
  * configuration (collectives.*) and its messages. */
 extern const char *const ctl_a2a_algs[CTL_A2A_ALGS + 2];
 extern const char *const ctl_rooted_algs[CTL_ROOTED_ALGS + 2];
+extern const char *const ctl_orth_algs[CTL_ORTH_ALGS + 2];
+extern const char *const ctl_rs_algs[CTL_RS_ALGS + 2];
+extern const char *const ctl_scan_algs[CTL_SCAN_ALGS + 2];
+/* The table of a kind's algorithms (NULL: a kind without). */
+const char *const *ctl_coll_algs(uint32_t kind);
+/* The name of a kind, as ferry_coll_strategy and collectives.* take it
+ * ("alltoall", "reduce_scatter_block"...), or NULL. */
+const char *ctl_coll_kind_name(uint32_t kind);
+/* The kind of a name, or 0. */
+uint32_t ctl_coll_kind_by_name(const char *name);
 /* name's index in such a table (0 for "auto"), or -1. */
 int ctl_alg_by_name(const char *const *names, const char *name);
 

@@ -21,6 +21,8 @@
 #include "../local/mem.h"
 #include "../local/user.h"
 #include "../plan/a2a.h"
+#include "../plan/orth.h"
+#include "../plan/rs.h"
 #include "../plan/scatter.h"
 #include "../plan/sg_sched.h"
 #include "../core/conf.h"
@@ -278,25 +280,9 @@ static struct {
 
 static const char *kind_name(uint32_t kind)
 {
-	switch (kind) {
-	case CTL_COLL_BARRIER:
-		return "barrier";
-	case CTL_COLL_ALLTOALL:
-		return "alltoall";
-	case CTL_COLL_ALLTOALLV:
-		return "alltoallv";
-	case CTL_COLL_SPLIT:
-		return "split";
-	case CTL_COLL_SCATTER:
-		return "scatter";
-	case CTL_COLL_SCATTERV:
-		return "scatterv";
-	case CTL_COLL_GATHER:
-		return "gather";
-	case CTL_COLL_GATHERV:
-		return "gatherv";
-	}
-	return "?";
+	const char *n = ctl_coll_kind_name(kind & WIRE_COLL_KIND_MAX);
+
+	return n ? n : "?";
 }
 
 /* --- jobs and groups --- */
@@ -591,8 +577,13 @@ static void kind_mismatch(struct cop *op, uint32_t theirs, uint32_t ours)
 {
 	char why[CTL_ERRTEXT_MAX + 1];
 
-	snprintf(why, sizeof(why), "the ranks posted different operations: %s on some, %s on others",
-		 kind_name(theirs), kind_name(ours));
+	if ((theirs & WIRE_COLL_KIND_MAX) == (ours & WIRE_COLL_KIND_MAX))
+		snprintf(why, sizeof(why), "the ranks posted %s of different types or operations (type %u op %u on "
+			 "some, type %u op %u on others)", kind_name(ours), CTL_COLL_TYPE(theirs), CTL_COLL_OP(theirs),
+			 CTL_COLL_TYPE(ours), CTL_COLL_OP(ours));
+	else
+		snprintf(why, sizeof(why), "the ranks posted different operations: %s on some, %s on others",
+			 kind_name(theirs), kind_name(ours));
 	cop_end(op, EINVAL, why);
 }
 
@@ -660,8 +651,10 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 		g->cj->hold_waits++;
 		return -EAGAIN;
 	}
-	named.kind = op->kind;
-	named.root = ctl_coll_rooted(op->kind) ? op->root | (op->rooted + 1) << WIRE_COLL_ALG_SHIFT : 0;
+	named.kind = op->kind | op->red;
+	named.root = ctl_coll_rooted(op->kind)	? op->root | (op->rooted + 1) << WIRE_COLL_ALG_SHIFT
+		     : ctl_coll_has_root(op->kind) ? op->root
+						   : 0;
 	wire_coll_piece_encode(head, &named);
 	v[0] = (struct iovec){ head, sizeof(head) };
 	if (niov < PIECE_IOV) {
@@ -966,6 +959,28 @@ static int rooted_paths(struct cop *op, uint32_t R)
 
 /* This node's part of a scatter or gather (plan/sg_sched.h) along the
  * paths rooted_paths chose. */
+/* The schedule's buffers (op->mem), by slot, from the ranks' posts.
+ * Returns 0 or -ENOMEM. */
+static int op_mem(struct cop *op)
+{
+	uint32_t n = op->g->nlocal;
+
+	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
+	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
+	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
+	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
+	if (!op->sp || !op->rp || !op->slen || !op->rlen || !op->slots)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		op->sp[k] = op->slots[k].sp;
+		op->rp[k] = op->slots[k].rp;
+		op->slen[k] = op->slots[k].slen;
+		op->rlen[k] = op->slots[k].rlen;
+	}
+	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	return 0;
+}
+
 static int plan_rooted(struct cop *op, struct sched_node *out)
 {
 	struct cgrp *g = op->g;
@@ -976,23 +991,10 @@ static int plan_rooted(struct cop *op, struct sched_node *out)
 	uint64_t *mine;
 	int ret;
 
-	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
-	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
-	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
-	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
-	mine = calloc((size_t)n + 1, sizeof(*mine));
-	if (!op->sp || !op->rp || !op->slen || !op->rlen || !mine || !op->slots) {
-		free(mine);
+	if (op_mem(op) < 0 || !(mine = calloc((size_t)n + 1, sizeof(*mine))))
 		return -ENOMEM;
-	}
-	for (uint32_t k = 0; k < n; k++) {
-		op->sp[k] = op->slots[k].sp;
-		op->rp[k] = op->slots[k].rp;
-		op->slen[k] = op->slots[k].slen;
-		op->rlen[k] = op->slots[k].rlen;
+	for (uint32_t k = 0; k < n; k++)
 		mine[k] = op->slots[k].count;
-	}
-	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
 	a.mine = mine;
 	if (sg_node_of(&lay, g->G, op->root, &s0) == g->me) {
 		if (op->kind == CTL_COLL_SCATTERV || op->kind == CTL_COLL_GATHERV) {
@@ -1057,6 +1059,182 @@ static void early_replay(struct cop *op)
 	early_deliver(op, &coll.budget);
 }
 
+/* 1 if a group may lend kind's plan to its next operation of the same
+ * kind, count and strategy: its steps depend on nothing else (not counts
+ * per rank, a root, a type or an operation). */
+static int plan_shared(uint32_t kind)
+{
+	return kind == CTL_COLL_BARRIER || kind == CTL_COLL_ALLTOALL || kind == CTL_COLL_SPLIT;
+}
+
+/* The cost of reducing a byte, for the reduce-scatter's and the scan's
+ * choices (seed 002's gamma): a vectorised loop here, about what a copy
+ * costs.  Every node uses the same, so every node chooses the same. */
+#define COLL_GAMMA_NS_PER_BYTE 0.1
+
+/* The grid ORTH_HIER runs over for P nodes: P's prime factors, largest
+ * first (2 x 2 x ... x 2, recursive doubling, for a power of two). */
+static void hier_dims(uint32_t P, struct orth_dims *d)
+{
+	uint32_t f[ORTH_MAX_DIMS], k = 0;
+
+	for (uint32_t p = 2; P > 1 && k < ORTH_MAX_DIMS; ) {
+		if (P % p == 0) {
+			f[k++] = p;
+			P /= p;
+		} else {
+			p = p * p > P ? P : p + 1;
+		}
+	}
+	d->k = k;
+	for (uint32_t i = 0; i < k; i++)
+		d->d[i] = f[k - 1 - i];
+	if (!k) {
+		d->k = 1;
+		d->d[0] = 1;
+	}
+}
+
+/* The most ranks one node of g has (the cost model's ranks per node: the
+ * same on every node). */
+static uint32_t grp_ppn(const struct cgrp *g)
+{
+	uint32_t m = 0;
+
+	for (uint32_t n = 0; n < g->G; n++)
+		if (g->node_first[n + 1] - g->node_first[n] > m)
+			m = g->node_first[n + 1] - g->node_first[n];
+	return m;
+}
+
+/* The counts every rank passed (an allgatherv's bytes, a reduce_scatter's
+ * elements), from slot 0, after checking that the other ranks here passed
+ * the same (the nodes check each other's through the parts' lengths).
+ * NULL, with why in op->why, if they differ. */
+static const uint64_t *same_counts(struct cop *op)
+{
+	uint64_t n = op->g->size;
+
+	for (uint32_t k = 1; k < op->g->nlocal; k++)
+		if (memcmp(op->slots[k].vec, op->slots[0].vec, n * sizeof(uint64_t)) != 0) {
+			snprintf(op->why, sizeof(op->why), "the ranks on node %u passed different counts", coll.self);
+			return NULL;
+		}
+	return op->slots[0].vec;
+}
+
+/* bcast, reduce, allreduce, allgather(v) (daemon/plan/orth.h): the
+ * algorithm forced or chosen (every node the same: the job's α and β, the
+ * group's layout), then node me's steps. */
+static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg, struct sched_node *out)
+{
+	struct cgrp *g = op->g;
+	struct orth_dims dims;
+	const uint64_t **displ = NULL;
+	struct orth_args a = { .root = op->root, .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red),
+			       .dims = &dims };
+	uint64_t bytes = op->count;
+	int ret;
+
+	hier_dims(g->G, &dims);
+	switch (op->kind) {
+	case CTL_COLL_BCAST:
+		a.kind = ORTH_BCAST;
+		a.bytes = op->count;
+		break;
+	case CTL_COLL_REDUCE:
+	case CTL_COLL_ALLREDUCE:
+		a.kind = op->kind == CTL_COLL_REDUCE ? ORTH_REDUCE : ORTH_ALLREDUCE;
+		a.count = op->count;
+		bytes = op->count * coll_type_size(a.type);
+		break;
+	case CTL_COLL_ALLGATHER:
+		a.kind = ORTH_ALLGATHER;
+		a.block = op->count;
+		break;
+	default:                        /* allgatherv: the mean block */
+		a.kind = ORTH_ALLGATHER;
+		if (!(a.counts = same_counts(op)))
+			return -EINVAL;
+		bytes = 0;
+		for (uint32_t r = 0; r < g->size; r++)
+			bytes += a.counts[r] / g->size;
+		if (!(displ = calloc((size_t)g->nlocal + 1, sizeof(*displ))))
+			return -ENOMEM;
+		for (uint32_t k = 0; k < g->nlocal; k++)
+			displ[k] = op->slots[k].vec + g->size;
+		a.displ = displ;
+	}
+	a.alg = alg ? (enum orth_alg)(alg - 1)
+		    : orth_choose(a.kind, g->G, grp_ppn(g), bytes, coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j),
+				  &dims);
+	op->alg = orth_alg_name(a.alg);
+	ret = orth_sched_node(&a, lay, g->G, g->me, out);
+	free(displ);
+	return ret;
+}
+
+/* reduce_scatter(_block) (daemon/plan/rs.h), as plan_orth. */
+static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, struct sched_node *out)
+{
+	struct cgrp *g = op->g;
+	struct rs_args a = { .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red) };
+	struct rs_plan p;
+	uint64_t total = 0;
+	int ret;
+
+	if (op->kind == CTL_COLL_REDUCE_SCATTER_BLOCK) {
+		if (!(op->counts = calloc((size_t)g->size + 1, sizeof(*op->counts))))
+			return -ENOMEM;
+		for (uint32_t r = 0; r < g->size; r++)
+			op->counts[r] = op->count;
+		a.counts = op->counts;
+	} else if (!(a.counts = same_counts(op))) {
+		return -EINVAL;
+	}
+	for (uint32_t r = 0; r < g->size; r++)
+		total += a.counts[r];
+	if ((ret = rs_choose(alg ? (int)alg - 1 : -1, g->G, total * coll_type_size(a.type), coll_alpha_us(g->cj->j),
+			     coll_beta_ns(g->cj->j), COLL_GAMMA_NS_PER_BYTE, &p)) < 0)
+		return ret;
+	op->alg = rs_alg_name(alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0]);
+	return rs_sched_node(&p, lay, g->me, &a, out);
+}
+
+/* scan and exscan (daemon/plan/rs.h): the chain, in chunks. */
+static int plan_scan(struct cop *op, const struct a2a_layout *lay, struct sched_node *out)
+{
+	struct cgrp *g = op->g;
+	struct rs_scan_args a = { .count = op->count, .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red),
+				  .exclusive = op->kind == CTL_COLL_EXSCAN };
+
+	a.chunks = rs_scan_chunks(rs_scan_runs(lay, g->G), op->count, coll_type_size(a.type), coll_alpha_us(g->cj->j),
+				  coll_beta_ns(g->cj->j), COLL_GAMMA_NS_PER_BYTE);
+	op->alg = "chain";
+	return rs_scan_sched_node(&a, lay, g->G, g->me, out);
+}
+
+/* bcast .. exscan: this node's steps into out. */
+static int plan_phased(struct cop *op, struct sched_node *out)
+{
+	struct cgrp *g = op->g;
+	struct a2a_layout lay = { g->size, g->node_first, g->rank_at };
+	uint32_t alg = op_strategy(op);
+
+	if (op_mem(op) < 0)
+		return -ENOMEM;
+	out->nslots = g->nlocal;
+	switch (op->kind) {
+	case CTL_COLL_REDUCE_SCATTER_BLOCK:
+	case CTL_COLL_REDUCE_SCATTER:
+		return plan_rs(op, &lay, alg, out);
+	case CTL_COLL_SCAN:
+	case CTL_COLL_EXSCAN:
+		return plan_scan(op, &lay, out);
+	}
+	return plan_orth(op, &lay, alg, out);
+}
+
 /* ... all of them, now (see grp_piece). */
 static void early_replay_all(struct cop *op)
 {
@@ -1084,8 +1262,8 @@ static void cop_start(struct cop *op)
 		hold_move(g, 0);        /* (its pieces go on: the nodes told hear so) */
 	if (!g->id && op->seq > cj->j->coll_started)
 		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
-	if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind) && g->plan && g->plan->kind == op->kind &&
-	    g->plan->count == op->count && g->plan->strategy == op->strategy) {
+	if (plan_shared(op->kind) && g->plan && g->plan->kind == op->kind && g->plan->count == op->count &&
+	    g->plan->strategy == op->strategy) {
 		op->plan = g->plan;
 		op->plan->refs++;
 	} else {
@@ -1116,7 +1294,7 @@ static void cop_start(struct cop *op)
 		ret = plan_rooted(op, &op->plan->s.node[g->me]);
 		break;
 	default:
-		ret = -EINVAL;
+		ret = ctl_coll_phased(op->kind) ? plan_phased(op, &op->plan->s.node[g->me]) : -EINVAL;
 	}
 	if (ret < 0) {
 		cop_end(op, -ret, op->why[0] ? op->why : "cannot plan the operation");
@@ -1137,7 +1315,7 @@ static void cop_start(struct cop *op)
 		op->plan->user = cj->j->user;
 		op->plan->charged = b;
 		op->plan->alg = op->alg;
-		if (op->kind != CTL_COLL_ALLTOALLV && !ctl_coll_rooted(op->kind)) {
+		if (plan_shared(op->kind)) {
 			plan_put(g->plan);
 			g->plan = op->plan;
 			op->plan->refs++;
@@ -1561,9 +1739,9 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 	}
 	if (op->kind && op->kind != c->kind) {
 		cop_end(op, EINVAL, "the ranks posted different operations");
-	} else if (!op->kind && op->piece_kind && op->piece_kind != c->kind) {
-		kind_mismatch(op, op->piece_kind, c->kind);
-	} else if (!op->kind && op->piece_kind && ctl_coll_rooted(c->kind) &&
+	} else if (!op->kind && op->piece_kind && op->piece_kind != (c->kind | (c->flags & ~CTL_COLL_IN_PLACE))) {
+		kind_mismatch(op, op->piece_kind, c->kind | (c->flags & ~CTL_COLL_IN_PLACE));
+	} else if (!op->kind && op->piece_kind && ctl_coll_has_root(c->kind) &&
 		   (op->piece_root & WIRE_COLL_ROOT_MASK) != c->root) {
 		root_mismatch(op, UINT32_MAX, op->piece_root & WIRE_COLL_ROOT_MASK, c->root);
 	} else if (op->kind && ((op->count != c->count && c->kind != CTL_COLL_SCATTERV && c->kind != CTL_COLL_GATHERV &&
@@ -2205,14 +2383,15 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 	if (!op || op->ended)
 		return;         /* after the operation ended here: it failed, or the job did */
 	coll.work = 1;
-	want = op->kind ? op->kind : op->piece_kind;     /* (0: neither posted nor named yet) */
+	want = op->kind ? op->kind | op->red : op->piece_kind;  /* (0: neither posted nor named yet) */
 	if (want && h->kind != want) {
 		kind_mismatch(op, h->kind, want);
 		return;
 	}
-	if (ctl_coll_rooted(h->kind) && want) {
+	if (ctl_coll_has_root(h->kind & WIRE_COLL_KIND_MAX) && want) {
 		uint32_t ours = op->kind ? op->root : op->piece_root & WIRE_COLL_ROOT_MASK;
-		uint32_t alg = op->started ? op->rooted + 1 : op->piece_root >> WIRE_COLL_ALG_SHIFT;
+		uint32_t alg = !ctl_coll_rooted(h->kind & WIRE_COLL_KIND_MAX) ? 0 /* (in the messages' numbers) */
+			       : op->started ? op->rooted + 1 : op->piece_root >> WIRE_COLL_ALG_SHIFT;
 
 		if ((h->root & WIRE_COLL_ROOT_MASK) != ours) {
 			root_mismatch(op, from, h->root & WIRE_COLL_ROOT_MASK, ours);

@@ -21,6 +21,18 @@
  * same bits, which the ranks compare with an allgather).  --strategy
  * forces every operation's algorithm (ferry_coll_strategy).
  *
+ * --linger MS: waits that long before ferry_close (for ferryctl stats).
+ * --split: then the same on the groups of ferry_split(rank % 2) (counts
+ * up to 7).  --die-rank R --die-after N: rank R exits at once (no
+ * ferry_close) once N operations succeeded; the others' next operations
+ * must fail (exit 1 saying why), not hang.
+ *
+ * --mismatch WHAT: rank M (--mismatch-rank, default 1) passes another
+ * type (type), operation (op), count (count) or root (root: a reduce)
+ * than the others in one allreduce (a reduce for root); every rank must
+ * fail within 20 s: prints "rank R mismatch: ERRNAME: message" and exits 0
+ * if it did, 1 if not.
+ *
  * Prints "rank R ok: N operations" and exits 0, or says what was wrong
  * and exits 1.
  */
@@ -29,9 +41,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
-static uint32_t me, P;
-static long ops;
+static uint32_t me, P, die_rank = UINT32_MAX;
+static long ops, die_after = -1;
 static ferry_t *F;
 
 #define FAIL(...)                                                                     \
@@ -46,7 +59,11 @@ static void ok(const char *what, int ret)
 {
 	if (ret < 0)
 		FAIL("%s: %s: %s", what, ferry_strerror(ret), ferry_last_error());
-	ops++;
+	if (++ops == die_after && me == die_rank) {
+		printf("rank %u dies after %ld operations\n", me, ops);
+		fflush(stdout);
+		_exit(0);
+	}
 }
 
 /* --- this program's own arithmetic --- */
@@ -370,6 +387,30 @@ static void same_bits(int t, uint32_t *seq)
 	*seq += 2;
 }
 
+/* --mismatch: see the top of the file. */
+static int mismatch(const char *how, uint32_t mrank)
+{
+	int32_t in[64] = { 0 }, out[64];
+	int odd = me == mrank, ret;
+	double t0 = now_s();
+
+	if (!strcmp(how, "type"))
+		ret = ferry_allreduce(F, in, out, 8, odd ? FERRY_UINT32 : FERRY_INT32, FERRY_SUM);
+	else if (!strcmp(how, "op"))
+		ret = ferry_allreduce(F, in, out, 8, FERRY_INT32, odd ? FERRY_MAX : FERRY_SUM);
+	else if (!strcmp(how, "count"))
+		ret = ferry_allreduce(F, in, out, odd ? 9 : 8, FERRY_INT32, FERRY_SUM);
+	else if (!strcmp(how, "root"))
+		ret = ferry_reduce(F, in, out, 8, FERRY_INT32, FERRY_SUM, odd ? mrank : 0);
+	else
+		return 2;
+	printf("rank %u mismatch: %s: %s (%.1f s)\n", me, ret < 0 ? ferry_strerror(ret) : "none",
+	       ret < 0 ? ferry_last_error() : "it succeeded", now_s() - t0);
+	fflush(stdout);
+	ferry_close(F);
+	return ret < 0 && now_s() - t0 < 20 ? 0 : 1;
+}
+
 static int want_op(const char *list, const char *name)
 {
 	size_t l = strlen(name);
@@ -383,21 +424,26 @@ static int want_op(const char *list, const char *name)
 	return !strcmp(list, "all");
 }
 
+static void battery(const long *counts, int nc, const char *list, int all_pairs, uint32_t *seqp);
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "size", required_argument, NULL, 'p' }, { "counts", required_argument, NULL, 'c' },
 		{ "strategy", required_argument, NULL, 'S' }, { "ops", required_argument, NULL, 'o' },
-		{ "pairs", required_argument, NULL, 'a' }, { NULL, 0, NULL, 0 },
+		{ "pairs", required_argument, NULL, 'a' }, { "mismatch", required_argument, NULL, 'X' },
+		{ "mismatch-rank", required_argument, NULL, 'M' }, { "split", no_argument, NULL, 's' },
+		{ "die-rank", required_argument, NULL, 'd' }, { "die-after", required_argument, NULL, 'D' },
+		{ "linger", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
 	};
-	static const int some[][2] = { { FERRY_INT32, FERRY_SUM }, { FERRY_DOUBLE, FERRY_MAX },
-				       { FERRY_UINT8, FERRY_BXOR }, { FERRY_FLOAT, FERRY_PROD },
-				       { FERRY_INT16, FERRY_LAND } };
 	struct ferry_opts fo = { 0 };
 	long counts[16] = { 0, 1, 7, 1000 };
-	int nc = 4, opt, ret, all_pairs = 0;
-	const char *strategy = NULL, *list = "all";
+	int nc = 4, opt, ret, all_pairs = 0, split = 0;
+	long linger = 0;
+	const char *strategy = NULL, *list = "all", *mis = NULL;
+	uint32_t mrank = 1;
 	uint32_t seq = 1;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -408,6 +454,12 @@ int main(int argc, char **argv)
 		case 'S': strategy = optarg; break;
 		case 'o': list = optarg; break;
 		case 'a': all_pairs = !strcmp(optarg, "all"); break;
+		case 'X': mis = optarg; break;
+		case 'M': mrank = (uint32_t)arg_long("--mismatch-rank", optarg); break;
+		case 's': split = 1; break;
+		case 'd': die_rank = (uint32_t)arg_long("--die-rank", optarg); break;
+		case 'D': die_after = arg_long("--die-after", optarg); break;
+		case 'l': linger = arg_long("--linger", optarg); break;
 		case 'c': {
 			char *s = optarg, *t;
 
@@ -424,9 +476,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry_open: %s: %s\n", ferry_strerror(ret), ferry_last_error());
 		return 1;
 	}
-	if (strategy)
-		for (int k = 0; k < K_REDUCTIONS; k++)
-			ok("ferry_coll_strategy", ferry_coll_strategy(F, kname[k], strategy));
+	if (mis)
+		return mismatch(mis, mrank);
+	if (strategy) {
+		/* every operation whose algorithms include it */
+		static const char *const all[] = { "bcast", "reduce", "allreduce", "allgather", "allgatherv",
+						   "reduce_scatter_block", "reduce_scatter", "scan", "exscan" };
+		int set = 0;
+
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			set += ferry_coll_strategy(F, all[k], strategy) == 0;
+		if (!set)
+			FAIL("no operation has an algorithm %s", strategy);
+	}
 	/* misuse, refused before anything is posted */
 	if ((ret = ferry_allreduce(F, NULL, NULL, 1, FERRY_DOUBLE, FERRY_BAND)) != -EINVAL)
 		FAIL("band of doubles: %d, not -EINVAL", ret);
@@ -434,6 +496,37 @@ int main(int argc, char **argv)
 		FAIL("a root out of range: %d, not -EINVAL", ret);
 	if (P > 1 && (ret = ferry_reduce(F, FERRY_IN_PLACE, NULL, 1, FERRY_INT32, FERRY_SUM, me == 0 ? 1 : 0)) != -EINVAL)
 		FAIL("FERRY_IN_PLACE at a rank that is not the root: %d, not -EINVAL", ret);
+	battery(counts, nc, list, all_pairs, &seq);
+	if (split) {
+		ferry_t *job = F, *sub = NULL;
+
+		ok("ferry_split", ferry_split(job, (int)(me % 2), (int)(P - me), &sub));
+		F = sub;
+		me = (uint32_t)ferry_rank(sub);
+		P = (uint32_t)ferry_size(sub);
+		for (int c = 0; c < nc; c++)
+			counts[c] = counts[c] > 7 ? 7 : counts[c];
+		battery(counts, nc, list, 0, &seq);
+		ok("ferry_close (group)", ferry_close(sub));
+		F = job;
+		me = (uint32_t)fo.rank;
+		P = (uint32_t)fo.size;
+	}
+	printf("rank %u ok: %ld operations\n", me, ops);
+	fflush(stdout);
+	if (linger)
+		usleep((useconds_t)linger * 1000);
+	ok("ferry_close", ferry_close(F));
+	return 0;
+}
+
+static void battery(const long *counts, int nc, const char *list, int all_pairs, uint32_t *seqp)
+{
+	static const int some[][2] = { { FERRY_INT32, FERRY_SUM }, { FERRY_DOUBLE, FERRY_MAX },
+				       { FERRY_UINT8, FERRY_BXOR }, { FERRY_FLOAT, FERRY_PROD },
+				       { FERRY_INT16, FERRY_LAND } };
+	uint32_t seq = *seqp;
+
 	for (int c = 0; c < nc; c++) {
 		size_t n = (size_t)counts[c];
 		uint32_t roots[3] = { 0, P - 1, P / 2 };
@@ -466,8 +559,5 @@ int main(int argc, char **argv)
 		same_bits(FERRY_FLOAT, &seq);
 		same_bits(FERRY_DOUBLE, &seq);
 	}
-	printf("rank %u ok: %ld operations\n", me, ops);
-	fflush(stdout);
-	ok("ferry_close", ferry_close(F));
-	return 0;
+	*seqp = seq;
 }
