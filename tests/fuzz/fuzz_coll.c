@@ -9,7 +9,15 @@
  *   2  scatter or gather through plan/sg_sched: any root, v counts, in
  *      place or not, direct or along chains of FORWARDs (either way round)
  *   3  scatter or gather on a small torus (plan/scatter.c: OPT or SDF)
- *   4  a synthetic reduction along a chain of 1-5 nodes (1-3 slots each):
+ *   4  (h[0] / 5 % 8 == 6) bcast, reduce, allreduce or allgather(v) of
+ *      plan/orth (h[9] % 4, v: h[9] & 0x40), algorithm h[2] % 3 (single,
+ *      orth, hier over P's prime factors), root h[3], h[8] % 9 elements or
+ *      bytes, type (h[9] >> 2) % 11, op h[2] / 3 % 10 (or % 4 where the
+ *      type takes no bit operation)
+ *   4  (h[0] / 5 % 8 == 7) reduce_scatter (short, long or hybrid: h[2] % 3;
+ *      uneven counts: h[9] & 4) or scan / exscan (h[9] & 1, & 2) of plan/rs,
+ *      every node with ranks
+ *   4  (otherwise) a synthetic reduction along a chain of 1-5 nodes (1-3 slots each):
  *      local COPY and REDUCE, RECV_REDUCE or RECV into scratch and REDUCE,
  *      messages in one or two parts, and the result broadcast back or not;
  *      any type and op (h[2], h[3]).  Checked by sched_check first: a
@@ -64,6 +72,8 @@
 #include "../../daemon/plan/route.h"
 #include "../../daemon/plan/scatter.h"
 #include "../../daemon/plan/sg_sched.h"
+#include "../../daemon/plan/orth.h"
+#include "../../daemon/plan/rs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -474,6 +484,112 @@ static int build_torus(struct world *w, const uint8_t *h)
  * every node if bcast): each node reduces its slots' send buffers into its
  * first slot's receive buffer, then what came from the node before into
  * it, and passes it on. */
+/* The type and op of a planned reduction from h. */
+static void type_op(const uint8_t *h, unsigned *type_p, unsigned *op_p)
+{
+	*type_p = (h[9] >> 2) % COLL_TYPES;
+	*op_p = h[2] / 3 % COLL_OPS;
+	if (!coll_op_ok(*type_p, *op_p))
+		*op_p %= 4;
+}
+
+static int build_orth(struct world *w, const uint8_t *h)
+{
+	struct layout L;
+	uint32_t P = w->nodes, x = P;
+	uint64_t slen[MAXR], rlen[MAXR], cnt[MAXR], total = 0, n = h[8] % 9;
+	struct orth_dims dims = { 0 };
+	struct orth_args a = { .kind = (enum orth_kind)(h[9] % 4), .alg = (enum orth_alg)(h[2] % 3),
+			       .dims = &dims };
+	size_t esz;
+	int ret;
+
+	layout(&L, P, (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24, h[9] & 0x80);
+	if (!L.ranks)
+		return 1;
+	for (uint32_t f = 2; x > 1;)    /* P's prime factors */
+		if (x % f == 0) {
+			dims.d[dims.k++] = f;
+			x /= f;
+		} else {
+			f++;
+		}
+	if (!dims.k)
+		dims.d[dims.k++] = 1;
+	type_op(h, &a.type, &a.op);
+	esz = coll_type_size(a.type);
+	a.root = h[3] % L.ranks;
+	a.bytes = a.count = a.block = n;
+	for (uint32_t r = 0; r < L.ranks; r++) {
+		cnt[r] = (h[9] & 0x40) ? (r * 3 + h[8]) % (n + 1) : n;
+		total += cnt[r];
+	}
+	if (a.kind == ORTH_ALLGATHER && (h[9] & 0x40))
+		a.counts = cnt;
+	for (uint32_t r = 0; r < L.ranks; r++) {
+		int root = r == a.root;
+
+		switch (a.kind) {
+		case ORTH_BCAST: slen[r] = root ? n : 0; rlen[r] = root ? 0 : n; break;
+		case ORTH_REDUCE: slen[r] = n * esz; rlen[r] = root ? n * esz : 0; break;
+		case ORTH_ALLREDUCE: slen[r] = rlen[r] = n * esz; break;
+		default: slen[r] = cnt[r]; rlen[r] = total; break;
+		}
+	}
+	if (sched_init(&w->s, P))
+		return -1;
+	if ((ret = orth_sched(&a, &L.lay, P, NULL, &w->s)))
+		BUG("orth_sched: %d", ret);
+	node_bufs(w, &L, slen, rlen);
+	return 0;
+}
+
+static int build_rs(struct world *w, const uint8_t *h)
+{
+	struct layout L;
+	uint32_t P = w->nodes;
+	uint64_t slen[MAXR], rlen[MAXR], cnt[MAXR], total = 0, n = h[8] % 9;
+	unsigned type, op;
+	size_t esz;
+	int ret;
+
+	layout(&L, P, (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24, h[9] & 0x80);
+	for (uint32_t k = 0; k < P; k++)
+		if (!L.ppn[k])
+			return 1;       /* (the daemons' groups have ranks on every node) */
+	type_op(h, &type, &op);
+	esz = coll_type_size(type);
+	for (uint32_t r = 0; r < L.ranks; r++) {
+		cnt[r] = (h[9] & 4) ? (r * 3 + h[8]) % (n + 1) : n;
+		total += cnt[r];
+	}
+	if (sched_init(&w->s, P))
+		return -1;
+	if (h[9] & 1) {
+		struct rs_scan_args a = { .count = n, .type = type, .op = op, .exclusive = !!(h[9] & 2),
+					  .chunks = n ? 1 + h[3] % (n < 4 ? n : 4) : 1 };
+
+		for (uint32_t r = 0; r < L.ranks; r++)
+			slen[r] = rlen[r] = n * esz;
+		if ((ret = rs_scan_sched(&a, &L.lay, P, &w->s)))
+			BUG("rs_scan_sched: %d", ret);
+	} else {
+		struct rs_args a = { .counts = cnt, .type = type, .op = op };
+		struct rs_plan p;
+
+		if (rs_choose(h[2] % 3, P, total * esz, 10, 1, 0.1, &p))
+			BUG("rs_choose");
+		for (uint32_t r = 0; r < L.ranks; r++) {
+			slen[r] = total * esz;
+			rlen[r] = cnt[r] * esz;
+		}
+		if ((ret = rs_sched(&p, &L.lay, &a, &w->s)))
+			BUG("rs_sched: %d", ret);
+	}
+	node_bufs(w, &L, slen, rlen);
+	return 0;
+}
+
 static int build_reduce(struct world *w, const uint8_t *h)
 {
 	uint32_t N = w->nodes, type = h[2] % COLL_TYPES, op = h[3] % COLL_OPS;
@@ -1160,7 +1276,7 @@ static int world_build(struct world *w, const uint8_t *h)
 	int ret;
 
 	memset(w, 0, sizeof(*w));
-	w->nodes = 1 + h[1] % (h[0] % 5 == 4 ? 5 : MAXN);
+	w->nodes = 1 + h[1] % (h[0] % 5 == 4 && h[0] / 5 % 8 < 6 ? 5 : MAXN);
 	w->victim = h[10] % w->nodes;
 	w->mode = h[0] % 5 ? h[12] & ~MODE_DISAGREE : h[12];
 	w->piece_max = h[11] < 0x80 ? pmax[h[11] % 8] : 1 + h[11] % 64;
@@ -1169,7 +1285,9 @@ static int world_build(struct world *w, const uint8_t *h)
 	case 1: ret = build_barrier(w); break;
 	case 2: ret = build_sg(w, h); break;
 	case 3: ret = build_torus(w, h); break;
-	default: ret = build_reduce(w, h); break;
+	default:
+		ret = h[0] / 5 % 8 == 6 ? build_orth(w, h) : h[0] / 5 % 8 == 7 ? build_rs(w, h) : build_reduce(w, h);
+		break;
 	}
 	if (debug)
 		fprintf(stderr, "fuzz_coll: kind %u, %u nodes, victim %u, piece_max %u, mode 0x%x: %s\n", h[0] % 5,

@@ -407,7 +407,17 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 			w.group = coll_group_id(0, sq, l);
 		}
 		w.count = next() % 17;
-		w.root = ctl_coll_rooted(w.kind) ? next() % 4 : 0;
+		w.root = ctl_coll_has_root(w.kind) ? next() % 4 : 0;
+		if (ctl_coll_phased(w.kind))
+			w.flags = 0;
+		if (ctl_coll_reduces(w.kind)) {
+			/* a type and op that go together, mostly */
+			uint8_t t = next() % COLL_TYPES, o = next() % COLL_OPS;
+
+			if (!(f & 2) && !coll_op_ok(t, o))
+				o %= 4;
+			w.flags |= (uint32_t)t << CTL_COLL_TYPE_SHIFT | (uint32_t)o << CTL_COLL_OP_SHIFT;
+		}
 		if (w.kind == CTL_COLL_SPLIT)
 			w.count = 8;
 		if (w.kind == CTL_COLL_BARRIER || w.kind >= CTL_COLL_SCATTER)
@@ -416,11 +426,19 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 			w.count = 0;
 		w.send = some_buf(w.count ? w.count : 8);
 		w.recv = some_buf(w.count ? w.count : 8);
-		if (w.kind == CTL_COLL_ALLTOALLV || w.kind == CTL_COLL_SCATTERV || w.kind == CTL_COLL_GATHERV) {
-			w.vec = some_buf(w.kind == CTL_COLL_ALLTOALLV ? 32 : 16);
-			if (w.kind == CTL_COLL_ALLTOALLV && !w.vec.mem)
-				w.vec = (struct ctl_buf){ .mem = 1, .len = 32 };
-			w.vec.len -= w.vec.len % (w.kind == CTL_COLL_ALLTOALLV ? 32 : 16);
+		if (w.kind == CTL_COLL_ALLTOALLV || w.kind == CTL_COLL_SCATTERV || w.kind == CTL_COLL_GATHERV ||
+		    w.kind == CTL_COLL_ALLGATHERV || w.kind == CTL_COLL_REDUCE_SCATTER) {
+			/* numbers per rank: 4 (all-to-allv), 2 or 1 (reduce_scatter) */
+			unsigned per = w.kind == CTL_COLL_ALLTOALLV ? 32 : w.kind == CTL_COLL_REDUCE_SCATTER ? 8 : 16;
+			int must = w.kind == CTL_COLL_ALLTOALLV || w.kind == CTL_COLL_ALLGATHERV ||
+				   w.kind == CTL_COLL_REDUCE_SCATTER;
+
+			w.vec = some_buf(per);
+			if (must && !w.vec.mem)
+				w.vec = (struct ctl_buf){ .mem = 1, .len = per };
+			w.vec.len -= w.vec.len % per;
+			if (w.kind == CTL_COLL_REDUCE_SCATTER)
+				w.count = 0;
 		}
 		*n_p = ctl_encode_coll(buf, cap, &w);
 		if (*n_p > 0)

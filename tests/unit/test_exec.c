@@ -1073,6 +1073,10 @@ TEST(hostile_pieces_fail_the_operation_only)
 	CHECK_EQ(decoded(h), -EPROTO);
 	h.kind = WIRE_COLL_KIND_MAX + 1;
 	CHECK_EQ(decoded(h), -EPROTO);
+	h.kind = 11 | 5u << 8 | 3u << 16;       /* a reduction's kind, type and op */
+	CHECK_EQ(decoded(h), 8);
+	h.kind |= 1u << WIRE_COLL_KIND_BITS;
+	CHECK_EQ(decoded(h), -EPROTO);
 	h = piece(0, 3, 0, 8);
 	h.root = UINT32_MAX;
 	CHECK_EQ(decoded(h), 8);

@@ -152,6 +152,38 @@ TEST(ctl_collectives)
 	n = ctl_encode_coll(buf, sizeof(buf), &a);
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
 	CHECK(m.u.coll.send.mem == 1 && m.u.coll.send.off == 64 && m.u.coll.recv.mem == 2 && m.u.coll.count == 8);
+	/* the reductions: a type and op that go together in flags, nothing
+	 * else there (FERRY_IN_PLACE is libferry's); the others none */
+	{
+		uint32_t sum_i32 = COLL_INT32 << CTL_COLL_TYPE_SHIFT | COLL_SUM << CTL_COLL_OP_SHIFT;
+		uint32_t band_dbl = COLL_DOUBLE << CTL_COLL_TYPE_SHIFT | COLL_BAND << CTL_COLL_OP_SHIFT;
+		struct ctl_coll_wire r = { .kind = CTL_COLL_ALLREDUCE, .seq = 3, .count = 4, .flags = sum_i32,
+					   .send = { .mem = 1, .len = 16 }, .recv = { .mem = 1, .off = 16, .len = 16 } };
+		struct ctl_coll_wire rbad[] = {
+			{ .kind = CTL_COLL_ALLREDUCE, .seq = 1, .flags = band_dbl },            /* no such pair */
+			{ .kind = CTL_COLL_ALLREDUCE, .seq = 1, .flags = sum_i32 | CTL_COLL_IN_PLACE },
+			{ .kind = CTL_COLL_ALLREDUCE, .seq = 1, .flags = sum_i32 | 1u << 24 },
+			{ .kind = CTL_COLL_ALLREDUCE, .seq = 1, .flags = 11u << CTL_COLL_TYPE_SHIFT },
+			{ .kind = CTL_COLL_ALLGATHER, .seq = 1, .flags = sum_i32 },             /* moves bytes */
+			{ .kind = CTL_COLL_BCAST, .seq = 1, .flags = CTL_COLL_IN_PLACE },
+			{ .kind = CTL_COLL_ALLREDUCE, .seq = 1, .flags = sum_i32, .root = 1 },  /* no root */
+			{ .kind = CTL_COLL_REDUCE_SCATTER, .seq = 1, .flags = sum_i32 },        /* no counts */
+			{ .kind = CTL_COLL_SCAN, .seq = 1, .flags = sum_i32, .strategy = 2 },   /* one algorithm */
+		};
+
+		n = ctl_encode_coll(buf, sizeof(buf), &r);
+		CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
+		CHECK(CTL_COLL_TYPE(m.u.coll.flags) == COLL_INT32 && CTL_COLL_OP(m.u.coll.flags) == COLL_SUM);
+		r.kind = CTL_COLL_REDUCE;
+		r.root = 3;
+		CHECK(ctl_encode_coll(buf, sizeof(buf), &r) > 0);
+		for (size_t i = 0; i < sizeof(rbad) / sizeof(rbad[0]); i++)
+			CHECK_EQ(ctl_encode_coll(buf, sizeof(buf), &rbad[i]), -EINVAL);
+		CHECK(ctl_coll_algs(CTL_COLL_SCAN) == ctl_scan_algs && ctl_coll_algs(CTL_COLL_BARRIER) == NULL);
+		CHECK(strcmp(ctl_coll_kind_name(CTL_COLL_REDUCE_SCATTER_BLOCK), "reduce_scatter_block") == 0);
+		CHECK_EQ(ctl_coll_kind_by_name("exscan"), CTL_COLL_EXSCAN);
+		CHECK_EQ(ctl_coll_kind_by_name("nonesuch"), 0);
+	}
 	/* MEM and MEM_FREE */
 	n = ctl_encode_mem(buf, sizeof(buf), CTL_MEM, 3, 4096);
 	CHECK_EQ(ctl_decode(buf, (size_t)n, &m), n);
