@@ -81,4 +81,44 @@ static inline long arg_long(const char *name, const char *v)
 	return x;
 }
 
+/* A comma-separated list of numbers for option name into out (at most
+ * max): how many. */
+static inline int arg_longs(const char *name, char *v, long *out, int max)
+{
+	char *t;
+	int n;
+
+	for (n = 0; n < max && (t = strsep(&v, ",")); n++)
+		out[n] = arg_long(name, t);
+	return n;
+}
+
+/* len bytes (1 if 0) of ferry_alloc memory of f (alloc) or of malloc's;
+ * exits on failure.  mem_put gives them back. */
+static inline void *mem_get(ferry_t *f, size_t len, int alloc)
+{
+	void *p = NULL;
+	int ret;
+
+	if (!len)
+		len = 1;
+	if (alloc && (ret = ferry_alloc(f, len, &p)) < 0) {
+		fprintf(stderr, "ferry_alloc(%zu): %s\n", len, ferry_strerror(ret));
+		exit(1);
+	}
+	if (!alloc && !(p = malloc(len))) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static inline void mem_put(ferry_t *f, void *p, int alloc)
+{
+	if (alloc)
+		ferry_free(f, p);
+	else
+		free(p);
+}
+
 #endif

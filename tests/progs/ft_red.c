@@ -194,31 +194,6 @@ static void reference(int t, int op, void *ref, size_t n, size_t off, uint32_t l
 enum { K_REDUCE, K_ALLREDUCE, K_SCAN, K_EXSCAN, K_RSB, K_RS, K_REDUCTIONS };
 static const char *const kname[] = { "reduce", "allreduce", "scan", "exscan", "rsb", "rs" };
 
-static void *mem(size_t len, int alloc)
-{
-	void *p = NULL;
-
-	if (!len)
-		len = 1;
-	if (alloc) {
-		int ret = ferry_alloc(F, len, &p);
-
-		if (ret < 0)
-			FAIL("ferry_alloc(%zu): %s", len, ferry_strerror(ret));
-	} else if (!(p = malloc(len))) {
-		FAIL("out of memory");
-	}
-	return p;
-}
-
-static void unmem(void *p, int alloc)
-{
-	if (alloc)
-		ferry_free(F, p);
-	else
-		free(p);
-}
-
 /* reduce_scatter's counts for n: uneven, zeros among them. */
 static size_t rs_count(uint32_t r, size_t n)
 {
@@ -270,10 +245,10 @@ static void red_one(int k, int t, int op, size_t n, int mode, uint32_t root, uin
 	char what[96];
 
 	red_shape(k, n, me, &in, &out, &from);
-	ref = mem(out * es, 0);
+	ref = mem_get(F, out * es, 0);
 	for (int j = 0; j < reps; j++) {
-		s[j] = mem(in * es, alloc);
-		r[j] = mem((in > out ? in : out) * es, alloc);
+		s[j] = mem_get(F, in * es, alloc);
+		r[j] = mem_get(F, (in > out ? in : out) * es, alloc);
 		memset(r[j], 0xee, (in > out ? in : out) * es);
 		fill(t, op, in_place ? r[j] : s[j], in, me, *seq + (uint32_t)j);
 	}
@@ -302,10 +277,10 @@ static void red_one(int k, int t, int op, size_t n, int mode, uint32_t root, uin
 			     sq, out ? get(t, r[j], 0) : 0.0L, out ? get(t, ref, 0) : 0.0L);
 	}
 	for (int j = 0; j < reps; j++) {
-		unmem(s[j], alloc);
-		unmem(r[j], alloc);
+		mem_put(F, s[j], alloc);
+		mem_put(F, r[j], alloc);
 	}
-	unmem(ref, 0);
+	mem_put(F, ref, 0);
 	*seq += (uint32_t)reps;
 }
 
@@ -313,7 +288,7 @@ static void red_one(int k, int t, int op, size_t n, int mode, uint32_t root, uin
 static void bcast_one(size_t n, int mode, uint32_t root, uint32_t *seq)
 {
 	int alloc = mode == 1;
-	uint8_t *b = mem(n, alloc);
+	uint8_t *b = mem_get(F, n, alloc);
 	char what[64];
 
 	for (size_t i = 0; i < n; i++)
@@ -323,7 +298,7 @@ static void bcast_one(size_t n, int mode, uint32_t root, uint32_t *seq)
 	for (size_t i = 0; i < n; i++)
 		if (b[i] != pattern_byte(root, 0, *seq, (uint32_t)i))
 			FAIL("%s: byte %zu is %u", what, i, b[i]);
-	unmem(b, alloc);
+	mem_put(F, b, alloc);
 	(*seq)++;
 }
 
@@ -345,8 +320,8 @@ static void allgather_one(int v, size_t n, int mode, uint32_t *seq)
 	}
 	for (uint32_t q = 0; q < P; q++)
 		ext = dis[q] + cnt[q] > ext ? dis[q] + cnt[q] : ext;
-	s = mem(cnt[me], alloc);
-	r = mem(ext, alloc);
+	s = mem_get(F, cnt[me], alloc);
+	r = mem_get(F, ext, alloc);
 	memset(r, 0xee, ext);
 	for (size_t i = 0; i < cnt[me]; i++)
 		(in_place ? r + dis[me] : s)[i] = pattern_byte(me, 1, *seq, (uint32_t)i);
@@ -362,8 +337,8 @@ static void allgather_one(int v, size_t n, int mode, uint32_t *seq)
 		if (r[i] != want)
 			FAIL("%s: byte %zu is %u, not %u", what, i, r[i], want);
 	}
-	unmem(s, alloc);
-	unmem(r, alloc);
+	mem_put(F, s, alloc);
+	mem_put(F, r, alloc);
 	(*seq)++;
 }
 
@@ -372,7 +347,7 @@ static void allgather_one(int v, size_t n, int mode, uint32_t *seq)
 static void same_bits(int t, uint32_t *seq)
 {
 	size_t n = 64, es = tsize[t];
-	uint8_t *s = mem(n * es, 0), *r = mem(n * es, 0), *all = mem(n * es * P, 0);
+	uint8_t *s = mem_get(F, n * es, 0), *r = mem_get(F, n * es, 0), *all = mem_get(F, n * es * P, 0);
 
 	for (size_t i = 0; i < n; i++)
 		put(t, s, i, (long double)(1 + me + i) / 3.0L);
@@ -460,13 +435,7 @@ int main(int argc, char **argv)
 		case 'd': die_rank = (uint32_t)arg_long("--die-rank", optarg); break;
 		case 'D': die_after = arg_long("--die-after", optarg); break;
 		case 'l': linger = arg_long("--linger", optarg); break;
-		case 'c': {
-			char *s = optarg, *t;
-
-			for (nc = 0; nc < 16 && (t = strsep(&s, ",")); nc++)
-				counts[nc] = arg_long("--counts", t);
-			break;
-		}
+		case 'c': nc = arg_longs("--counts", optarg, counts, 16); break;
 		default: return 2;
 		}
 	}

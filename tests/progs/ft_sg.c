@@ -82,37 +82,12 @@ static void ok(const char *what, int ret)
 	ops++;
 }
 
-static void *mem(ferry_t *f, size_t len, int alloc)
-{
-	void *p = NULL;
-
-	if (!len)
-		len = 1;
-	if (alloc) {
-		int ret = ferry_alloc(f, len, &p);
-
-		if (ret < 0)
-			FAIL("ferry_alloc(%zu): %s", len, ferry_strerror(ret));
-	} else if (!(p = malloc(len))) {
-		FAIL("out of memory");
-	}
-	return p;
-}
-
-static void unmem(ferry_t *f, void *p, int alloc)
-{
-	if (alloc)
-		ferry_free(f, p);
-	else
-		free(p);
-}
-
 /* Scatter and gather of block bytes from root on f (rank r of n), modes:
  * 0 staged, 1 ferry_alloc, 2 FERRY_IN_PLACE at the root, 3 non-blocking. */
 static void fixed(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t block, int mode, uint32_t seq)
 {
 	int alloc = mode == 1, in_place = mode == 2, isroot = r == root;
-	uint8_t *all = isroot ? mem(f, block * n, alloc) : NULL, *own = mem(f, block, alloc);
+	uint8_t *all = isroot ? mem_get(f, block * n, alloc) : NULL, *own = mem_get(f, block, alloc);
 	ferry_req_t *req[2];
 
 	/* scatter */
@@ -135,7 +110,7 @@ static void fixed(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t bloc
 	}
 	if (mode == 3) {
 		/* the gather posted before the scatter is waited for */
-		uint8_t *own2 = mem(f, block, 0), *all2 = isroot ? mem(f, block * n, 0) : NULL;
+		uint8_t *own2 = mem_get(f, block, 0), *all2 = isroot ? mem_get(f, block * n, 0) : NULL;
 
 		for (size_t i = 0; i < block; i++)
 			own2[i] = byte_of(r, root, seq + 1, i);
@@ -164,8 +139,8 @@ static void fixed(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t bloc
 				check("gather", all + s * block, block, s, root, seq + 1);
 	}
 	if (all)
-		unmem(f, all, alloc);
-	unmem(f, own, alloc);
+		mem_put(f, all, alloc);
+	mem_put(f, own, alloc);
 }
 
 /* --late: see the top of the file. */
@@ -178,11 +153,11 @@ static void late(ferry_t *f, long n, size_t block, long ms)
 	if (n < 1 || n > 64)
 		FAIL("--late: 1 to 64 operations");
 	for (long k = 0; k < n; k++) {
-		own[k] = mem(f, block, 1);
+		own[k] = mem_get(f, block, 1);
 		for (size_t i = 0; i < block; i++)
 			own[k][i] = byte_of(me, root, (uint32_t)k, i);
 		if (me == root) {
-			all[k] = mem(f, block * P, 1);
+			all[k] = mem_get(f, block * P, 1);
 			memset(all[k], 0xee, block * P);
 		}
 	}
@@ -196,8 +171,8 @@ static void late(ferry_t *f, long n, size_t block, long ms)
 		for (uint32_t s = 0; me == root && s < P; s++)
 			check("late igather", all[k] + s * block, block, s, root, (uint32_t)k);
 		if (all[k])
-			unmem(f, all[k], 1);
-		unmem(f, own[k], 1);
+			mem_put(f, all[k], 1);
+		mem_put(f, own[k], 1);
 	}
 }
 
@@ -215,8 +190,8 @@ static void vary(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t b, in
 		dis[k] = ext;
 		ext += cnt[k];
 	}
-	all = isroot ? mem(f, ext, alloc) : NULL;
-	own = mem(f, cnt[r], alloc);
+	all = isroot ? mem_get(f, ext, alloc) : NULL;
+	own = mem_get(f, cnt[r], alloc);
 	if (isroot) {
 		memset(all, 0xee, ext);
 		for (uint32_t d = 0; d < n; d++)
@@ -239,8 +214,8 @@ static void vary(ferry_t *f, uint32_t r, uint32_t n, uint32_t root, size_t b, in
 					FAIL("gatherv wrote into the gap before rank %u's block", s);
 		}
 	if (all)
-		unmem(f, all, alloc);
-	unmem(f, own, alloc);
+		mem_put(f, all, alloc);
+	mem_put(f, own, alloc);
 	free(cnt);
 	free(dis);
 }
@@ -343,13 +318,7 @@ int main(int argc, char **argv)
 			if (sscanf(optarg, "%ld,%ld,%ld", &late_n, &late_b, &late_ms) != 3 || late_b < 0 || late_ms < 0)
 				FAIL("--late N,B,MS");
 			break;
-		case 'b': {
-			char *s = optarg, *t;
-
-			for (nb = 0; nb < 16 && (t = strsep(&s, ",")); nb++)
-				blocks[nb] = arg_long("--blocks", t);
-			break;
-		}
+		case 'b': nb = arg_longs("--blocks", optarg, blocks, 16); break;
 		default: return 2;
 		}
 	}
