@@ -14,9 +14,13 @@
  * routing functions (daemon/plan/route.c), so it shows exactly what ferryd does.
  */
 #include "../daemon/plan/a2a.h"
+#include "../daemon/plan/orth.h"
+#include "../daemon/plan/rs.h"
+#include "../daemon/plan/sched.h"
 #include "../daemon/plan/route.h"
 #include "../daemon/plan/scatter.h"
 #include "../daemon/plan/sg_sim.h"
+#include "../proto/coll.h"
 #include "../proto/ctl.h"
 
 #include <sodium.h>
@@ -553,6 +557,213 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 	return 0;
 }
 
+/* ---- plan of bcast, reduce, allreduce, allgather, reduce_scatter, scan ---- */
+
+/* One candidate of a plan: its schedule's messages per node (SEND steps,
+ * their parts' bytes; RECV and RECV_REDUCE), from the steps themselves. */
+struct cand {
+	const char *name;
+	uint32_t phases, sends_max, recvs_max;
+	double sends_mean, us;
+	uint64_t bytes_sent_max;
+};
+
+static void cand_stats(const struct sched *s, struct cand *c)
+{
+	uint64_t sends = 0;
+
+	for (uint32_t n = 0; n < s->nodes; n++) {
+		const struct sched_node *sn = &s->node[n];
+		uint32_t snd = 0, rcv = 0;
+		uint64_t b = 0;
+
+		for (uint32_t k = 0; k < sn->nsteps; k++) {
+			const struct sched_step *st = &sn->steps[k];
+
+			if (st->kind == SCHED_SEND || st->kind == SCHED_FORWARD) {
+				snd++;
+				for (uint32_t i = 0; i < st->nref; i++)
+					b += sn->segs[sn->refs[st->ref + i]].len;
+			}
+			rcv += st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE;
+		}
+		sends += snd;
+		c->sends_max = snd > c->sends_max ? snd : c->sends_max;
+		c->recvs_max = rcv > c->recvs_max ? rcv : c->recvs_max;
+		c->bytes_sent_max = b > c->bytes_sent_max ? b : c->bytes_sent_max;
+	}
+	c->sends_mean = s->nodes ? (double)sends / s->nodes : 0;
+}
+
+/* The plans of kind (ctl's) over nodes x ppn ranks (contiguous per node),
+ * bytes per rank (the whole vector: uint8 elements, bitwise or, for the
+ * reductions), into c[]; the chosen one's index in *chosen_p.  Returns the
+ * candidates, or -errno. */
+static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, double alpha, double beta,
+			struct cand *c, int *chosen_p)
+{
+	uint32_t P = nodes * ppn, *first = malloc((nodes + 1) * sizeof(*first)), *at = malloc(P * sizeof(*at));
+	uint64_t *counts = calloc(P, sizeof(*counts));
+	struct a2a_layout lay = { P, first, at };
+	int n = 0, ret = 0;
+
+	if (!first || !at || !counts) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t k = 0; k <= nodes; k++)
+		first[k] = k * ppn;
+	for (uint32_t r = 0; r < P; r++) {
+		at[r] = r;
+		counts[r] = bytes / P;
+	}
+	if (kind == CTL_COLL_REDUCE_SCATTER || kind == CTL_COLL_REDUCE_SCATTER_BLOCK) {
+		struct rs_args a = { .counts = counts, .type = COLL_UINT8, .op = COLL_BOR };
+		struct rs_plan best;
+
+		if ((ret = rs_choose(-1, nodes, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE, &best)) < 0)
+			goto out;
+		for (int alg = 0; alg < RS_ALGS && !ret; alg++, n++) {
+			struct rs_plan p;
+			struct sched s;
+
+			if ((ret = rs_choose(alg, nodes, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE, &p)) < 0 ||
+			    (ret = sched_init(&s, nodes)) < 0)
+				break;
+			if ((ret = rs_sched(&p, &lay, &a, &s)) == 0) {
+				c[n] = (struct cand){ .name = rs_alg_name(alg), .phases = p.ndims,
+						      .us = rs_predict_us(&p, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE) };
+				cand_stats(&s, &c[n]);
+				if (!memcmp(&p, &best, sizeof(p)))
+					*chosen_p = n;
+			}
+			sched_free(&s);
+		}
+	} else if (kind == CTL_COLL_SCAN || kind == CTL_COLL_EXSCAN) {
+		uint32_t runs = rs_scan_runs(&lay, nodes);
+		struct rs_scan_args a = { .count = bytes, .type = COLL_UINT8, .op = COLL_BOR,
+					  .exclusive = kind == CTL_COLL_EXSCAN };
+		struct sched s;
+
+		a.chunks = rs_scan_chunks(runs, bytes, 1, alpha, beta, RS_GAMMA_NS_PER_BYTE);
+		if ((ret = sched_init(&s, nodes)) == 0 && (ret = rs_scan_sched(&a, &lay, nodes, &s)) == 0) {
+			c[n] = (struct cand){ .name = "chain", .phases = 1,
+					      .us = rs_scan_predict_us(runs, a.chunks, bytes, alpha, beta,
+								       RS_GAMMA_NS_PER_BYTE) };
+			cand_stats(&s, &c[n++]);
+			*chosen_p = 0;
+		}
+		sched_free(&s);
+	} else {
+		enum orth_kind ok = kind == CTL_COLL_BCAST ? ORTH_BCAST : kind == CTL_COLL_REDUCE ? ORTH_REDUCE
+				    : kind == CTL_COLL_ALLREDUCE ? ORTH_ALLREDUCE : ORTH_ALLGATHER;
+		uint64_t per = ok == ORTH_ALLGATHER ? bytes : bytes;
+		struct orth_dims dims;
+		enum orth_alg best;
+
+		orth_hier_dims(nodes, &dims);
+		best = orth_choose(ok, nodes, ppn, per, alpha, beta, &dims);
+		for (int alg = 0; alg < ORTH_ALGS && !ret; alg++, n++) {
+			struct orth_args a = { .kind = ok, .alg = alg, .dims = &dims, .bytes = bytes, .count = bytes,
+					       .type = COLL_UINT8, .op = COLL_BOR, .block = bytes };
+			struct sched s;
+
+			if ((ret = sched_init(&s, nodes)) < 0)
+				break;
+			if ((ret = orth_sched(&a, &lay, nodes, NULL, &s)) == 0) {
+				c[n] = (struct cand){ .name = orth_alg_name(alg),
+						      .phases = alg == ORTH_SINGLE ? 1 + (ok == ORTH_ALLREDUCE)
+								: alg == ORTH_GRID ? 2 : dims.k,
+						      .us = orth_predict_us(ok, alg, &dims, nodes, ppn, per, alpha, beta) };
+				cand_stats(&s, &c[n]);
+				if (alg == (int)best)
+					*chosen_p = n;
+			}
+			sched_free(&s);
+		}
+	}
+out:
+	free(first);
+	free(at);
+	free(counts);
+	return ret < 0 ? ret : n;
+}
+
+/* ferryctl plan bcast|reduce|allreduce|allgather|reduce_scatter|scan ...:
+ * the candidates' messages and predicted times, and the choice, as the
+ * daemons make it (the same planners and cost model). */
+static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
+{
+	static const struct option opts[] = {
+		{ "nodes", required_argument, NULL, 'n' }, { "ppn", required_argument, NULL, 'p' },
+		{ "bytes", required_argument, NULL, 'b' }, { "alpha-us", required_argument, NULL, 'a' },
+		{ "beta-ns-per-byte", required_argument, NULL, 'B' }, { "format", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *op = ctl_coll_kind_name(kind);
+	unsigned long long nodes = 0, ppn = 1, bytes = 0;
+	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
+	int json = 0, have_bytes = 0, opt, n, chosen = 0;
+	struct cand c[4];
+	char *end;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		errno = 0;
+		end = NULL;
+		if (!number_arg_ok(opts, opt, "npbaB"))
+			return 2;
+		switch (opt) {
+		case 'n': nodes = strtoull(optarg, &end, 10); break;
+		case 'p': ppn = strtoull(optarg, &end, 10); break;
+		case 'b': bytes = strtoull(optarg, &end, 10); have_bytes = 1; break;
+		case 'a': alpha = strtod(optarg, &end); break;
+		case 'B': beta = strtod(optarg, &end); break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				fprintf(stderr, "ferryctl plan: --format text or json\n");
+				return 2;
+			}
+			json = optarg[0] == 'j';
+			break;
+		default: return 2;
+		}
+		if (!number_arg_read(opts, opt, end))
+			return 2;
+	}
+	if (!nodes || nodes > 1024 || ppn < 1 || ppn > 64 || !have_bytes || bytes > (1ull << 26) ||
+	    !isfinite(alpha) || !isfinite(beta) || alpha < 0 || beta < 0) {
+		fprintf(stderr, "ferryctl plan %s: --nodes 1 to 1024, --ppn 1 to 64, --bytes up to 64 MiB, "
+			"--alpha-us and --beta-ns-per-byte finite and not negative\n", op);
+		return 2;
+	}
+	if ((n = phased_cands(kind, (uint32_t)nodes, (uint32_t)ppn, bytes, alpha, beta, c, &chosen)) < 0) {
+		fprintf(stderr, "ferryctl plan %s: %s\n", op, strerror(-n));
+		return 1;
+	}
+	if (json) {
+		printf("{\"schema_version\": 1, \"collective\": \"%s\", \"nodes\": %llu, \"ppn\": %llu, \"bytes\": %llu, "
+		       "\"alpha_us\": %g, \"beta_ns_per_byte\": %g, \"chosen\": \"%s\", \"strategies\": [",
+		       op, nodes, ppn, bytes, alpha, beta, c[chosen].name);
+		for (int i = 0; i < n; i++)
+			printf("%s{\"name\": \"%s\", \"phases\": %u, \"sends_max\": %u, \"sends_mean\": %.3f, "
+			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f}",
+			       i ? ", " : "", c[i].name, c[i].phases, c[i].sends_max, c[i].sends_mean, c[i].recvs_max,
+			       (unsigned long long)c[i].bytes_sent_max, c[i].us);
+		printf("]}\n");
+		return 0;
+	}
+	printf("%s over %llu nodes x %llu ranks, %llu bytes per rank; alpha %g us, beta %g ns/byte\n", op, nodes,
+	       ppn, bytes, alpha, beta);
+	printf("%-10s %6s %9s %10s %9s %16s %14s\n", "algorithm", "phases", "sends_max", "sends_mean", "recvs_max",
+	       "bytes_sent_max", "predicted_us");
+	for (int i = 0; i < n; i++)
+		printf("%-10s %6u %9u %10.2f %9u %16llu %14.3f%s\n", c[i].name, c[i].phases, c[i].sends_max,
+		       c[i].sends_mean, c[i].recvs_max, (unsigned long long)c[i].bytes_sent_max, c[i].us,
+		       i == chosen ? "  <- chosen" : "");
+	return 0;
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -576,8 +787,11 @@ static int cmd_plan(int argc, char **argv)
 
 	if (argc >= 2 && (strcmp(argv[1], "scatter") == 0 || strcmp(argv[1], "gather") == 0))
 		return cmd_plan_scatter(argc - 1, argv + 1, argv[1][0] == 'g');
+	if (argc >= 2 && ctl_coll_phased(ctl_coll_kind_by_name(argv[1])))
+		return cmd_plan_phased(argc - 1, argv + 1, ctl_coll_kind_by_name(argv[1]));
 	if (argc < 2 || strcmp(argv[1], "alltoall") != 0) {
-		fprintf(stderr, "ferryctl plan: the collectives planned so far: alltoall, scatter, gather\n");
+		fprintf(stderr, "ferryctl plan: the collectives planned: alltoall, scatter, gather, bcast, reduce, "
+			"allreduce, allgather, allgatherv, reduce_scatter, reduce_scatter_block, scan, exscan\n");
 		return 2;
 	}
 	argc--;

@@ -1067,34 +1067,6 @@ static int plan_shared(uint32_t kind)
 	return kind == CTL_COLL_BARRIER || kind == CTL_COLL_ALLTOALL || kind == CTL_COLL_SPLIT;
 }
 
-/* The cost of reducing a byte, for the reduce-scatter's and the scan's
- * choices (seed 002's gamma): a vectorised loop here, about what a copy
- * costs.  Every node uses the same, so every node chooses the same. */
-#define COLL_GAMMA_NS_PER_BYTE 0.1
-
-/* The grid ORTH_HIER runs over for P nodes: P's prime factors, largest
- * first (2 x 2 x ... x 2, recursive doubling, for a power of two). */
-static void hier_dims(uint32_t P, struct orth_dims *d)
-{
-	uint32_t f[ORTH_MAX_DIMS], k = 0;
-
-	for (uint32_t p = 2; P > 1 && k < ORTH_MAX_DIMS; ) {
-		if (P % p == 0) {
-			f[k++] = p;
-			P /= p;
-		} else {
-			p = p * p > P ? P : p + 1;
-		}
-	}
-	d->k = k;
-	for (uint32_t i = 0; i < k; i++)
-		d->d[i] = f[k - 1 - i];
-	if (!k) {
-		d->k = 1;
-		d->d[0] = 1;
-	}
-}
-
 /* The most ranks one node of g has (the cost model's ranks per node: the
  * same on every node). */
 static uint32_t grp_ppn(const struct cgrp *g)
@@ -1136,7 +1108,7 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 	uint64_t bytes = op->count;
 	int ret;
 
-	hier_dims(g->G, &dims);
+	orth_hier_dims(g->G, &dims);
 	switch (op->kind) {
 	case CTL_COLL_BCAST:
 		a.kind = ORTH_BCAST;
@@ -1195,7 +1167,7 @@ static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, s
 	for (uint32_t r = 0; r < g->size; r++)
 		total += a.counts[r];
 	if ((ret = rs_choose(alg ? (int)alg - 1 : -1, g->G, total * coll_type_size(a.type), coll_alpha_us(g->cj->j),
-			     coll_beta_ns(g->cj->j), COLL_GAMMA_NS_PER_BYTE, &p)) < 0)
+			     coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, &p)) < 0)
 		return ret;
 	op->alg = rs_alg_name(alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0]);
 	return rs_sched_node(&p, lay, g->me, &a, out);
@@ -1209,7 +1181,7 @@ static int plan_scan(struct cop *op, const struct a2a_layout *lay, struct sched_
 				  .exclusive = op->kind == CTL_COLL_EXSCAN };
 
 	a.chunks = rs_scan_chunks(rs_scan_runs(lay, g->G), op->count, coll_type_size(a.type), coll_alpha_us(g->cj->j),
-				  coll_beta_ns(g->cj->j), COLL_GAMMA_NS_PER_BYTE);
+				  coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE);
 	op->alg = "chain";
 	return rs_scan_sched_node(&a, lay, g->G, g->me, out);
 }

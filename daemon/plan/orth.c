@@ -796,3 +796,21 @@ enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uin
 	}
 	return best;
 }
+
+void orth_hier_dims(uint32_t P, struct orth_dims *d)
+{
+	uint32_t f[ORTH_MAX_DIMS], k = 0;
+
+	for (uint32_t p = 2; P > 1 && k < ORTH_MAX_DIMS;) {
+		if (P % p == 0) {
+			f[k++] = p;
+			P /= p;
+		} else {
+			p = p * p > P ? P : p + 1;      /* (P left is prime: it next) */
+		}
+	}
+	d->k = k ? k : 1;
+	d->d[0] = 1;
+	for (uint32_t i = 0; i < k; i++)
+		d->d[i] = f[k - 1 - i];
+}

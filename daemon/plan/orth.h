@@ -241,6 +241,11 @@ int orth_sched(const struct orth_args *a, const struct a2a_layout *lay, uint32_t
 double orth_predict_us(enum orth_kind kind, enum orth_alg alg, const struct orth_dims *dims, uint32_t nodes,
 		       uint32_t ppn, uint64_t bytes, double alpha_us, double beta_ns_per_byte);
 
+/* The grid ORTH_HIER runs over for P nodes, as the daemons choose it: P's
+ * prime factors, largest first (2 x 2 x ... x 2, recursive doubling, for a
+ * power of two; the one dimension 1 for one node). */
+void orth_hier_dims(uint32_t P, struct orth_dims *d);
+
 /* The algorithm orth_predict_us says is fastest (ties: the lower enum),
  * among ORTH_SINGLE, ORTH_GRID and, if dims is not NULL, ORTH_HIER over
  * dims.  Its inputs must be the same on every node (an allgatherv's mean

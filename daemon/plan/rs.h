@@ -115,6 +115,10 @@ enum rs_alg {
 };
 
 #define RS_MAX_DIMS 3
+/* The cost of reducing a byte that the daemons and ferryctl plan with
+ * (seed 002's gamma): a vectorised loop, about what a copy costs.  Every
+ * node uses the same, so every node chooses the same. */
+#define RS_GAMMA_NS_PER_BYTE 0.1
 #define RS_MAX_NODES (1u << 20)
 
 /* Message numbers (above): phase i < 4, alg 0 or 1, x < 2^21 (d <= 2^20). */

@@ -53,6 +53,31 @@ expect "--nodes and --dims together: refused" \
 	bash -c "! '$BUILD/ferryctl' plan alltoall --nodes 4 --dims 2x2 --bytes 1 2>/dev/null"
 expect "--dims beyond what the planner simulates: refused, not wrapped around" \
 	bash -c "'$BUILD/ferryctl' plan alltoall --dims 65536x65536x65536x65536 --bytes 1 2>&1 | grep -q '1 to 2048'"
-expect "a collective not planned yet: refused" \
-	bash -c "! '$BUILD/ferryctl' plan bcast --nodes 8 --bytes 1 2>/dev/null"
+expect "a collective with no planner: refused" \
+	bash -c "! '$BUILD/ferryctl' plan barrier --nodes 8 --bytes 1 2>/dev/null"
+
+# bcast .. scan (plan/orth.c, plan/rs.c): the same planners and cost model
+# as the daemons; message counts from the schedules themselves
+po() { "$BUILD/ferryctl" plan "$@" --format json; }
+b=$(po bcast --nodes 16 --bytes 64)
+expect "bcast over 16 nodes: the binomial tree's root sends log2 16 = 4 (single: $(field "$b" single sends_max))" \
+	test "$(field "$b" single sends_max)" = 4
+expect "... the orthogonal one's root r-1 + c-1 = 6 on a 4x4 grid" test "$(field "$b" orth sends_max)" = 6
+expect "... and the choice is the least predicted time" \
+	holds '.chosen as $c | (.strategies | min_by(.predicted_us) | .predicted_us) == (.strategies[] | select(.name == $c) | .predicted_us)' "$b"
+a=$(po allreduce --nodes 16 --ppn 2 --bytes 4096)
+expect "allreduce over 16 nodes: hier (2x2x2x2, recursive doubling) sends 4 per node" \
+	test "$(field "$a" hier sends_max) $(field "$a" hier phases)" = "4 4"
+expect "... and is chosen at 4 KiB ($(top "$a" chosen))" test "$(top "$a" chosen)" = hier
+g=$(po allgather --nodes 12 --bytes 100)
+expect "allgather over 12 nodes: the direct exchange sends 11, the 3x4 grid (4-1)+(3-1) = 5" \
+	test "$(field "$g" single sends_max) $(field "$g" orth sends_max)" = "11 5"
+r=$(po reduce_scatter --nodes 8 --bytes 8192)
+expect "reduce_scatter over 8 nodes: the ring sends 7 per node, its words besides (long: $(field "$r" long sends_max))" \
+	test "$(field "$r" long sends_max)" = 8
+expect "... three candidates: short, long, hybrid" test "$(jq -r '[.strategies[].name] | join(",")' <<<"$r")" = "short,long,hybrid"
+e=$(po scan --nodes 5 --ppn 3 --bytes 64)
+expect "scan over 5 nodes: a chain, each node sends at most one message per chunk" \
+	holds '.chosen == "chain" and .strategies[0].sends_max >= 1' "$e"
+expect "plan bcast without --bytes: refused" bash -c "! '$BUILD/ferryctl' plan bcast --nodes 8 2>/dev/null"
 finish

@@ -789,6 +789,24 @@ TEST(names_cost_model_and_chooser)
 	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, 5, 0.1, &cube6), ORTH_HIER);
 }
 
+/* The daemons' grid for ORTH_HIER: the prime factors, largest first. */
+TEST(hier_dims_are_the_prime_factors)
+{
+	static const struct { uint32_t P, k, d[4]; } cases[] = {
+		{ 1, 1, { 1 } }, { 7, 1, { 7 } }, { 12, 3, { 3, 2, 2 } }, { 16, 4, { 2, 2, 2, 2 } },
+		{ 30, 3, { 5, 3, 2 } }, { 49, 2, { 7, 7 } },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct orth_dims d;
+
+		orth_hier_dims(cases[i].P, &d);
+		CHECK_EQ(d.k, cases[i].k);
+		for (uint32_t j = 0; j < d.k && j < 4; j++)
+			CHECK_EQ(d.d[j], cases[i].d[j]);
+	}
+}
+
 int main(void)
 {
 	RUN(bcast_every_layout_and_algorithm);
@@ -802,5 +820,6 @@ int main(void)
 	RUN(different_sizes_fail_on_a_part);
 	RUN(refusals);
 	RUN(names_cost_model_and_chooser);
+	RUN(hier_dims_are_the_prime_factors);
 	return check_done();
 }
