@@ -300,8 +300,9 @@ $(BUILD)/bench/mb_%: tests/bench/mb_%.c tests/bench/overlap.h
 	@mkdir -p $(@D)
 	mpicc -O2 -g -Wall -Wextra -o $@ $<
 
-# mb_sg is fb_sg.c built with Open MPI.
+# mb_sg is fb_sg.c built with Open MPI, mb_red fb_red.c.
 $(BUILD)/bench/mb_sg: tests/bench/fb_sg.c
+$(BUILD)/bench/mb_red: tests/bench/fb_red.c
 
 $(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
 	@mkdir -p $(@D)

@@ -504,7 +504,10 @@ static int phased_strategy(ferry_t *f, const char *op, const char *algorithm)
 		return conn_seterr(-EINVAL, "%s has no algorithm \"%s\" (%s, %s%s%s)", op, algorithm, names[1],
 				   names[2] ? names[2] : "auto", names[2] && names[3] ? ", " : "",
 				   names[2] && names[3] ? names[3] : "");
+	/* One setting for an operation and its variant, as alltoall's for
+	 * alltoallv: allgather(v), reduce_scatter(_block), (ex)scan. */
 	f->phased_alg[kind - CTL_COLL_BCAST] = (uint32_t)i;
+	f->phased_alg[ctl_coll_variant(kind) - CTL_COLL_BCAST] = (uint32_t)i;
 	return 0;
 }
 

@@ -46,6 +46,9 @@ static int post_phased(ferry_t *f, const struct phased *a, ferry_req_t **req_p)
 	uint8_t *base = NULL;
 	uint32_t id = 0;
 
+	if (a->recv == FERRY_IN_PLACE || a->send == FERRY_IN_PLACE)
+		return conn_seterr(-EINVAL, "FERRY_IN_PLACE where it means nothing (it is for sendbuf of allreduce, "
+				   "allgather(v), reduce_scatter(_block), scan, exscan, and of reduce at the root)");
 	if (a->slen && !a->send)
 		return conn_seterr(-EINVAL, "no send buffer");
 	if (a->rlen && !a->recv)

@@ -250,6 +250,22 @@ const char *const *ctl_coll_algs(uint32_t kind);
 const char *ctl_coll_kind_name(uint32_t kind);
 /* The kind of a name, or 0. */
 uint32_t ctl_coll_kind_by_name(const char *name);
+
+/* The kind that shares kind's algorithm setting (ferry_coll_strategy,
+ * FERRY_COLL_*): allgather and allgatherv, reduce_scatter_block and
+ * reduce_scatter, scan and exscan; else kind itself. */
+static inline uint32_t ctl_coll_variant(uint32_t kind)
+{
+	switch (kind) {
+	case CTL_COLL_ALLGATHER: return CTL_COLL_ALLGATHERV;
+	case CTL_COLL_ALLGATHERV: return CTL_COLL_ALLGATHER;
+	case CTL_COLL_REDUCE_SCATTER_BLOCK: return CTL_COLL_REDUCE_SCATTER;
+	case CTL_COLL_REDUCE_SCATTER: return CTL_COLL_REDUCE_SCATTER_BLOCK;
+	case CTL_COLL_SCAN: return CTL_COLL_EXSCAN;
+	case CTL_COLL_EXSCAN: return CTL_COLL_SCAN;
+	}
+	return kind;
+}
 /* name's index in such a table (0 for "auto"), or -1. */
 int ctl_alg_by_name(const char *const *names, const char *name);
 

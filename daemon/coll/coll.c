@@ -160,6 +160,7 @@ struct cop {
 	uint32_t rooted;                /* ... and the algorithm (enum ctl_rooted_alg) */
 	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
 	uint32_t red;                   /* the reductions: the type and operation (COLL flags' bits) */
+	uint32_t agree;                 /* bcast .. exscan: 1..255, its plan's tag (plan_tag) */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
 	uint64_t *slen, *rlen;
@@ -625,6 +626,28 @@ static void alg_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_
 	cop_end(op, EINVAL, why);
 }
 
+/* What a piece of op says of the plan its node runs, above the root
+ * (WIRE_COLL_ALG_SHIFT): the rooted kinds' algorithm + 1, the phased
+ * kinds' plan tag; 0 for the others (their plans depend on nothing the
+ * ranks may disagree on but sizes, which the parts' lengths check). */
+static uint32_t op_tag(const struct cop *op)
+{
+	return ctl_coll_rooted(op->kind) ? op->rooted + 1 : ctl_coll_phased(op->kind) ? op->agree : 0;
+}
+
+/* A piece from node `from` (UINT32_MAX: one that came before) named plan
+ * tag `theirs` for op of a phased kind, whose node runs `ours`. */
+static void tag_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_t ours)
+{
+	char why[CTL_ERRTEXT_MAX + 1], where[32] = "another node";
+
+	if (from != UINT32_MAX)
+		snprintf(where, sizeof(where), "node %u", from);
+	snprintf(why, sizeof(why), "the ranks forced different algorithms or passed different counts: the nodes' "
+		 "plans differ (tag %u on %s, %u on node %u)", theirs, where, ours, coll.self);
+	cop_end(op, EINVAL, why);
+}
+
 /* --- sending --- */
 
 /* The most parts of a piece: its header, and the executor's parts (a
@@ -652,9 +675,7 @@ static int send_piece(void *ctx, uint32_t peer, const struct wire_coll_piece *h,
 		return -EAGAIN;
 	}
 	named.kind = op->kind | op->red;
-	named.root = ctl_coll_rooted(op->kind)	? op->root | (op->rooted + 1) << WIRE_COLL_ALG_SHIFT
-		     : ctl_coll_has_root(op->kind) ? op->root
-						   : 0;
+	named.root = (ctl_coll_has_root(op->kind) ? op->root : 0) | op_tag(op) << WIRE_COLL_ALG_SHIFT;
 	wire_coll_piece_encode(head, &named);
 	v[0] = (struct iovec){ head, sizeof(head) };
 	if (niov < PIECE_IOV) {
@@ -1095,6 +1116,29 @@ static const uint64_t *same_counts(struct cop *op)
 	return op->slots[0].vec;
 }
 
+/* A plan's tag (op->agree): a hash of what the nodes must agree on and
+ * the pieces' lengths do not show (the algorithm forced and chosen, its
+ * grid, every rank's counts), folded to 1..255.  Pieces carry it: nodes
+ * that disagree fail with -EINVAL, one in 255 pairs of plans aside (then
+ * the messages' numbers or lengths differ, as before: -EPROTO). */
+static uint64_t tag_add(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;      /* FNV-1a */
+	return h;
+}
+
+static uint32_t tag_of(uint64_t h)
+{
+	h ^= h >> 32;
+	h ^= h >> 16;
+	return (uint32_t)(h % 255) + 1;
+}
+
+#define TAG_BASIS 0xcbf29ce484222325ull
+
 /* bcast, reduce, allreduce, allgather(v) (daemon/plan/orth.h): the
  * algorithm forced or chosen (every node the same: the job's α and β, the
  * group's layout), then node me's steps. */
@@ -1141,6 +1185,13 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 		    : orth_choose(a.kind, g->G, grp_ppn(g), bytes, coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j),
 				  &dims);
 	op->alg = orth_alg_name(a.alg);
+	{
+		uint64_t h = tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &a.alg, sizeof(a.alg));
+
+		if (a.counts)
+			h = tag_add(h, a.counts, g->size * sizeof(*a.counts));
+		op->agree = tag_of(h);
+	}
 	ret = orth_sched_node(&a, lay, g->G, g->me, out);
 	free(displ);
 	return ret;
@@ -1170,6 +1221,12 @@ static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, s
 			     coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, &p)) < 0)
 		return ret;
 	op->alg = rs_alg_name(alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0]);
+	{
+		uint64_t h = tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &p.ndims, sizeof(p.ndims));
+
+		h = tag_add(tag_add(h, p.dim, sizeof(p.dim[0]) * p.ndims), p.alg, p.ndims);
+		op->agree = tag_of(tag_add(h, a.counts, g->size * sizeof(*a.counts)));
+	}
 	return rs_sched_node(&p, lay, g->me, &a, out);
 }
 
@@ -1183,6 +1240,8 @@ static int plan_scan(struct cop *op, const struct a2a_layout *lay, struct sched_
 	a.chunks = rs_scan_chunks(rs_scan_runs(lay, g->G), op->count, coll_type_size(a.type), coll_alpha_us(g->cj->j),
 				  coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE);
 	op->alg = "chain";
+	op->agree = tag_of(tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &a.chunks,
+				   sizeof(a.chunks)));
 	return rs_scan_sched_node(&a, lay, g->G, g->me, out);
 }
 
@@ -1274,6 +1333,10 @@ static void cop_start(struct cop *op)
 	}
 	if (ctl_coll_rooted(op->kind) && op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op->rooted + 1) {
 		alg_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->rooted + 1);
+		return;
+	}
+	if (ctl_coll_phased(op->kind) && op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op->agree) {
+		tag_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->agree);
 		return;
 	}
 	if (op->plan->refs == 1) {
@@ -2360,17 +2423,20 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 		kind_mismatch(op, h->kind, want);
 		return;
 	}
-	if (ctl_coll_has_root(h->kind & WIRE_COLL_KIND_MAX) && want) {
+	if (want) {
+		uint32_t k = h->kind & WIRE_COLL_KIND_MAX;
 		uint32_t ours = op->kind ? op->root : op->piece_root & WIRE_COLL_ROOT_MASK;
-		uint32_t alg = !ctl_coll_rooted(h->kind & WIRE_COLL_KIND_MAX) ? 0 /* (in the messages' numbers) */
-			       : op->started ? op->rooted + 1 : op->piece_root >> WIRE_COLL_ALG_SHIFT;
+		uint32_t tag = op->started ? op_tag(op) : op->piece_root >> WIRE_COLL_ALG_SHIFT;
 
-		if ((h->root & WIRE_COLL_ROOT_MASK) != ours) {
+		if (ctl_coll_has_root(k) && (h->root & WIRE_COLL_ROOT_MASK) != ours) {
 			root_mismatch(op, from, h->root & WIRE_COLL_ROOT_MASK, ours);
 			return;
 		}
-		if (alg && h->root >> WIRE_COLL_ALG_SHIFT != alg) {
-			alg_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, alg);
+		if (tag && h->root >> WIRE_COLL_ALG_SHIFT != tag) {
+			if (ctl_coll_rooted(k))
+				alg_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
+			else
+				tag_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
 			return;
 		}
 	}

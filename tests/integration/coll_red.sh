@@ -64,6 +64,20 @@ for r in 0 1 2; do
 		bash -c "grep -q 'mismatch: ' '$TMP/mroot.$r.log' && ! grep -q 'mismatch: none' '$TMP/mroot.$r.log'"
 done
 expect "... and rank 3 ended within 20 s, either way" grep -q "mismatch: " "$TMP/mroot.3.log"
+# a rank forcing another algorithm: -EINVAL on every rank (the plan tag
+# in every piece), not the -EPROTO of a message no schedule expects
+red mstrat 4 c_n0 c_n1 c_n1 c_n2 -- --mismatch strategy --mismatch-rank 3
+wait_job mstrat >/dev/null 2>&1
+fails=$(grep -l "mismatch: invalid argument.*plans differ\|mismatch: invalid argument" "$TMP"/mstrat.*.log 2>/dev/null | wc -l)
+expect "a rank alone on its node forcing orth where the others force single: -EINVAL on all 4 ranks ($fails), saying the plans differ" \
+	bash -c "[ $fails = 4 ] && grep -q 'plans differ' $TMP/mstrat.*.log"
+# reduce_scatter counts that differ with the same total: the node of the
+# rank that passed them fails, saying so, nobody hangs
+red mrsc 4 c_n0 c_n1 c_n1 c_n2 -- --mismatch rscounts --mismatch-rank 3
+wait_job mrsc >/dev/null 2>&1
+expect "reduce_scatter counts that differ on one node (same total): rank 3 fails, saying the plans differ" \
+	grep -q "mismatch: invalid argument.*plans differ" "$TMP/mrsc.3.log"
+expect "... and every rank ended within 20 s" test "$(cat "$TMP"/mrsc.*.log | grep -c "mismatch: ")" = 4
 expect "... the one that named another type says so" grep -q "different types or operations" "$TMP"/mtype.*.log
 # rank 2 dies after 40 operations: the others fail naming it
 red dies 4 c_n0 c_n1 c_n2 c_n3 -- --die-rank 2 --die-after 40 --counts 7

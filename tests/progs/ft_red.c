@@ -29,9 +29,11 @@
  *
  * --mismatch WHAT: rank M (--mismatch-rank, default 1) passes another
  * type (type), operation (op), count (count) or root (root: a reduce)
- * than the others in one allreduce (a reduce for root); every rank must
- * fail within 20 s: prints "rank R mismatch: ERRNAME: message" and exits 0
- * if it did, 1 if not.
+ * than the others in one allreduce (a reduce for root), forces another
+ * algorithm (strategy: orth where the others force single), or passes
+ * other reduce_scatter counts with the same total (rscounts); prints
+ * "rank R mismatch: ERRNAME: message" within 20 s and exits 0 if its
+ * operation failed, 1 if not (the test knows which ranks must fail).
  *
  * Prints "rank R ok: N operations" and exits 0, or says what was wrong
  * and exits 1.
@@ -365,7 +367,7 @@ static void same_bits(int t, uint32_t *seq)
 /* --mismatch: see the top of the file. */
 static int mismatch(const char *how, uint32_t mrank)
 {
-	int32_t in[64] = { 0 }, out[64];
+	int32_t in[128] = { 0 }, out[128];
 	int odd = me == mrank, ret;
 	double t0 = now_s();
 
@@ -377,7 +379,20 @@ static int mismatch(const char *how, uint32_t mrank)
 		ret = ferry_allreduce(F, in, out, odd ? 9 : 8, FERRY_INT32, FERRY_SUM);
 	else if (!strcmp(how, "root"))
 		ret = ferry_reduce(F, in, out, 8, FERRY_INT32, FERRY_SUM, odd ? mrank : 0);
-	else
+	else if (!strcmp(how, "strategy"))
+		ret = ferry_coll_strategy(F, "allreduce", odd ? "orth" : "single") ?:
+		      ferry_allreduce(F, in, out, 8, FERRY_INT32, FERRY_SUM);
+	else if (!strcmp(how, "rscounts")) {
+		size_t c[64];
+
+		for (uint32_t r = 0; r < P && r < 64; r++)
+			c[r] = 1 + r % 2;
+		if (odd && P > 1) {
+			c[0] = 2;       /* (the same total) */
+			c[1] = 1;
+		}
+		ret = P > 64 ? -E2BIG : ferry_reduce_scatter(F, in, out, c, FERRY_INT32, FERRY_SUM);
+	} else
 		return 2;
 	printf("rank %u mismatch: %s: %s (%.1f s)\n", me, ret < 0 ? ferry_strerror(ret) : "none",
 	       ret < 0 ? ferry_last_error() : "it succeeded", now_s() - t0);
