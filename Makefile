@@ -89,7 +89,7 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red
 
 
 .PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \

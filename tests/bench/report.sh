@@ -763,5 +763,9 @@ WHY
 		echo
 		cat sg.md
 	fi
+	if [ -f red.md ]; then
+		echo
+		cat red.md
+	fi
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2
