@@ -6,7 +6,8 @@
  *
  *   fb_red OP[,OP...] --bytes B[,B...] [--strategy S] [TIMING]
  *
- * OP: allreduce, allgather, bcast, reduce, rsb (reduce_scatter_block).
+ * OP: allreduce, allgather, bcast, reduce, rsb (reduce_scatter_block:
+ * B rounded to a multiple of P int32, at least P; the point says B).
  * (ferry: job, rank, size from FERRY_JOB/RANK/SIZE.)  B is the bytes per
  * rank: the vector of int32 (summed) for the reductions (rsb: the whole
  * vector, B/P to each rank), the block for allgather, the message for
@@ -221,8 +222,8 @@ static void point(int op, const char *strategy, size_t bytes, uint32_t *seq)
 	double t0, warm = 0, mean;
 	long iters;
 
-	if (op == OP_RSB)
-		n -= n % P;
+	if (op == OP_RSB)       /* (a multiple of P elements, at least P) */
+		n = n < P ? P : n - n % P;
 	for (long w = 0; w < warmup; w++) {
 		fill(op, n, *seq);
 		t0 = now_s();
@@ -242,7 +243,7 @@ static void point(int op, const char *strategy, size_t bytes, uint32_t *seq)
 	check(op, n, *seq);
 	(*seq)++;
 	if (me == 0)
-		printf("point op %s strategy %s bytes %zu iters %ld per_op_s %.9f\n", op_names[op], strategy, n * 4,
+		printf("point op %s strategy %s bytes %zu iters %ld per_op_s %.9f\n", op_names[op], strategy, bytes,
 		       iters, mean);
 	fflush(stdout);
 }

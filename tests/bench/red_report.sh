@@ -53,12 +53,12 @@ RUNS=$(awk -F, 'NR > 1 { print $4 }' red.csv | sort -un | wc -l)
 		for op in allreduce allgather; do
 			worst=99; cells=""
 			for b in $BYTES; do
-				[ "$b" -le 4096 ] || continue
+				[ "$b" -gt 0 ] && [ "$b" -le 4096 ] || continue
 				r=$(ratio "$op" "$b" "$lay" | awk '{ print $1 }')
 				cells="$cells${cells:+; }$b B: ${r}×"
-				worst=$(awk -v a="$worst" -v r="$r" 'BEGIN { print (r == "nan" || r < a) ? (r == "nan" ? 0 : r) : a }')
+				worst=$(awk -v a="$worst" -v r="$r" 'BEGIN { if (r == "nan") r = 0; print ((r + 0 < a + 0) ? r : a) }')
 			done
-			verdict=$(awk -v w="$worst" 'BEGIN { print w >= 2 ? "met" : "not met" }')
+			verdict=$(awk -v w="$worst" 'BEGIN { print ((w + 0 >= 2) ? "met" : "not met") }')
 			echo "| $op of ≤ 4 KiB per rank, 8 nodes × 2: MPI (TCP) / ferry | $lay, ordinary buffers, integrity off | ≥ 2× at each size | $cells | $verdict |"
 		done
 	done
