@@ -56,7 +56,9 @@ static int post_phased(ferry_t *f, const struct phased *a, ferry_req_t **req_p)
 	c.strategy = coll_alg_of(f, a->kind);
 	stage_send = a->slen && (a->in_place || !mem_ref(froot(f), a->send, a->slen, &c.send));
 	stage_recv = a->rlen && !mem_ref(froot(f), a->recv, a->rlen, &c.recv);
-	need = vlen + (stage_send ? a->slen : 0) + (stage_recv ? a->rlen : 0);
+	if (__builtin_add_overflow(vlen, stage_send ? a->slen : 0, &need) ||
+	    __builtin_add_overflow(need, stage_recv ? a->rlen : 0, &need))
+		return conn_seterr(-EINVAL, "buffers of %zu and %zu bytes: too many to stage", a->slen, a->rlen);
 	if (need && (ret = stage_get(froot(f), need, &stage, &base, &id)) < 0)
 		return ret;
 	if (vlen) {

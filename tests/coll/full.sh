@@ -5,8 +5,9 @@
 # above 10), with 1, 2 and 3 ranks per node and an uneven layout, blocks of
 # 0, 1, 8, 100 bytes and 4 KiB, and 256 KiB on at most 4 nodes; barriers on
 # every layout.  One cluster per node count; every rank checks every byte
-# it receives (tests/progs/ft_coll.c); and on every layout ft_group's splits,
-# nested groups, overlap and misuse (tests/progs/ft_group.c).  Prints
+# it receives (tests/progs/ft_coll.c); on every layout ft_group's splits,
+# nested groups, overlap and misuse (tests/progs/ft_group.c), and bcast ..
+# exscan with every algorithm forced and auto (tests/progs/ft_red.c).  Prints
 # "ok - ..." per case and the lib.sh summary.
 . "$(dirname "$0")/../integration/lib.sh"
 TEST=coll_full
@@ -83,6 +84,15 @@ for n in 1 2 3 4 5 7 8 9 12 16 17; do
 		# of one, without rank 0, nested), overlap and misuse, auto
 		id=$((id + 1))
 		expect "$n nodes, $ppn per node: groups (ft_group)" run_group "g$id" "${where[@]}"
+		# bcast .. exscan (ft_red): every algorithm forced and auto,
+		# counts 0, 1, 7 and 1000, split groups with auto
+		for s in auto single orth hier short long hybrid; do
+			opt=(--counts 0,1,7,1000); [ "$s" != auto ] && opt+=(--strategy "$s")
+			[ "$s" = auto ] && opt+=(--split)
+			id=$((id + 1))
+			spread_job ft_red "r$id" "${#where[@]}" "${where[@]}" -- "${opt[@]}"
+			expect "$n nodes, $ppn per node, $s: bcast .. exscan (ft_red)" wait_job "r$id"
+		done
 	done
 	expect "$n nodes: the daemons exit cleanly" stop_cluster f "$n"
 done
