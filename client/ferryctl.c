@@ -557,6 +557,17 @@ static int cmd_plan_scatter(int argc, char **argv, int gather)
 	return 0;
 }
 
+/* plan's --format: text (0) or json (1) into *json_p; -1 (said) else. */
+static int format_arg(const char *v, int *json_p)
+{
+	if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
+		fprintf(stderr, "ferryctl plan: --format text or json\n");
+		return -1;
+	}
+	*json_p = v[0] == 'j';
+	return 0;
+}
+
 /* ---- plan of bcast, reduce, allreduce, allgather, reduce_scatter, scan ---- */
 
 /* One candidate of a plan: its schedule's messages per node (SEND steps,
@@ -720,11 +731,8 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		case 'a': alpha = strtod(optarg, &end); break;
 		case 'B': beta = strtod(optarg, &end); break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				fprintf(stderr, "ferryctl plan: --format text or json\n");
+			if (format_arg(optarg, &json) < 0)
 				return 2;
-			}
-			json = optarg[0] == 'j';
 			break;
 		default: return 2;
 		}
@@ -815,11 +823,8 @@ static int cmd_plan(int argc, char **argv)
 		case 'a': alpha = strtod(optarg, &end); break;
 		case 'B': beta = strtod(optarg, &end); break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				fprintf(stderr, "ferryctl plan: --format text or json\n");
+			if (format_arg(optarg, &json) < 0)
 				return 2;
-			}
-			json = optarg[0] == 'j';
 			break;
 		default: return 2;
 		}

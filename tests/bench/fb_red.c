@@ -1,7 +1,7 @@
 /* tests/bench/fb_red.c - allreduce, allgather, bcast, reduce and
  * reduce_scatter_block timed (the red family, tests/bench/red.sh).  Built
  * twice: as fb_red with ferry (the daemons run them) and, through mb_red.c,
- * which defines RED_MPI and includes this file, as mb_red with Open MPI, so
+ * which defines BENCH_MPI and includes this file, as mb_red with Open MPI, so
  * that both are timed by the same code.
  *
  *   fb_red OP[,OP...] --bytes B[,B...] [--strategy S] [TIMING]
@@ -26,11 +26,8 @@
  * ranks' means), and every rank "elapsed_s X".  Exits 1 on an error or a
  * wrong result, saying which.
  */
-#ifdef RED_MPI
-#include <mpi.h>
-#else
-#include "../progs/common.h"
-#endif
+#include "impl.h"
+
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,54 +40,10 @@
 enum { OP_ALLREDUCE, OP_ALLGATHER, OP_BCAST, OP_REDUCE, OP_RSB, OPS };
 static const char *const op_names[OPS] = { "allreduce", "allgather", "bcast", "reduce", "rsb" };
 
-static uint32_t me, P;
 static long warmup = 3, min_iters = 5, max_iters = 2000;
 static double target_s = 0.2;
 
-#ifdef RED_MPI
-static double now_s(void)
-{
-	return MPI_Wtime();
-}
-
-static void fail(const char *what, int err)
-{
-	char s[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	MPI_Error_string(err, s, &len);
-	fprintf(stderr, "rank %u %s: %s\n", me, what, s);
-	MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-static long arg_long(const char *name, const char *v)
-{
-	char *end;
-	long x = strtol(v, &end, 0);
-
-	if (!*v || *end) {
-		fprintf(stderr, "bad value for %s: %s\n", name, v);
-		exit(2);
-	}
-	return x;
-}
-
-static void do_open(int *argc, char ***argv)
-{
-	int r, s;
-
-	MPI_Init(argc, argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &r);
-	MPI_Comm_size(MPI_COMM_WORLD, &s);
-	me = (uint32_t)r;
-	P = (uint32_t)s;
-}
-
-static void do_close(void)
-{
-	MPI_Finalize();
-}
-
+#ifdef BENCH_MPI
 static double max_of(double x)
 {
 	double m = 0;
@@ -116,36 +69,6 @@ static void run(int op, const int32_t *s, int32_t *r, size_t n)
 		fail(op_names[op], ret);
 }
 #else
-static ferry_t *f;
-
-static void fail(const char *what, int ret)
-{
-	fprintf(stderr, "rank %u %s: %s: %s\n", me, what, ferry_strerror(ret), ferry_last_error());
-	exit(1);
-}
-
-static void do_open(int *argc, char ***argv)
-{
-	int ret = ferry_open(&f, NULL);
-
-	(void)argc;
-	(void)argv;
-	if (ret < 0) {
-		fprintf(stderr, "ferry_open: %s\n", ferry_last_error());
-		exit(1);
-	}
-	me = (uint32_t)ferry_rank(f);
-	P = (uint32_t)ferry_size(f);
-}
-
-static void do_close(void)
-{
-	int ret = ferry_close(f);
-
-	if (ret < 0)
-		fail("ferry_close", ret);
-}
-
 static double max_of(double x)
 {
 	double m = 0;
@@ -304,7 +227,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
-#ifndef RED_MPI
+#ifndef BENCH_MPI
 	if (strcmp(strategy, "auto") != 0)
 		for (int k = 0; k < nops; k++) {
 			static const char *const name[OPS] = { "allreduce", "allgather", "bcast", "reduce",

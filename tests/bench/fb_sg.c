@@ -1,7 +1,7 @@
 /* tests/bench/fb_sg.c - scatter and gather timed (the sg family,
  * tests/bench/sg.sh; Mao, Chen, Watson, Figs. 4-5).  Built twice: as
  * fb_sg with ferry (ferry_scatter, ferry_gather, one rank per node: the
- * daemons run them) and, through mb_sg.c, which defines SG_MPI and includes
+ * daemons run them) and, through mb_sg.c, which defines BENCH_MPI and includes
  * this file, as mb_sg with Open MPI (MPI_Scatter, MPI_Gather), so that both
  * are timed by the same code.
  *
@@ -29,11 +29,8 @@
  * and every rank "elapsed_s X" at the end.  Exits 1 on an error or a wrong
  * byte, saying which.
  */
-#ifdef SG_MPI
-#include <mpi.h>
-#else
-#include "../progs/common.h"
-#endif
+#include "impl.h"
+
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,59 +40,13 @@
 
 #define MAXLIST 32
 
-static uint32_t me, P;
 static long warmup = 3, min_iters = 5, max_iters = 1000;
 static double target_s = 0.2;
 
-#ifdef SG_MPI
-static const char *const impl = "mpi";
-
-static double now_s(void)
-{
-	return MPI_Wtime();
-}
-
-static void fail(const char *what, int err)
-{
-	char s[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	MPI_Error_string(err, s, &len);
-	fprintf(stderr, "rank %u %s: %s\n", me, what, s);
-	MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-static long arg_long(const char *name, const char *v)
-{
-	char *end;
-	long x = strtol(v, &end, 0);
-
-	if (!*v || *end) {
-		fprintf(stderr, "bad value for %s: %s\n", name, v);
-		exit(2);
-	}
-	return x;
-}
-
+#ifdef BENCH_MPI
 static uint8_t pattern_byte(uint32_t src, uint32_t dst, uint32_t seq, uint32_t i)
 {
 	return (uint8_t)(src * 131u + dst * 31u + seq * 7u + i * 13u + (i >> 8));
-}
-
-static void do_open(int *argc, char ***argv)
-{
-	int r, s;
-
-	MPI_Init(argc, argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &r);
-	MPI_Comm_size(MPI_COMM_WORLD, &s);
-	me = (uint32_t)r;
-	P = (uint32_t)s;
-}
-
-static void do_close(void)
-{
-	MPI_Finalize();
 }
 
 static void barrier(void)
@@ -115,37 +66,6 @@ static void op(int gather, const void *s, void *r, size_t block, uint32_t root)
 		fail(gather ? "MPI_Gather" : "MPI_Scatter", ret);
 }
 #else
-static const char *const impl = "ferry";
-static ferry_t *f;
-
-static void fail(const char *what, int ret)
-{
-	fprintf(stderr, "rank %u %s: %s: %s\n", me, what, ferry_strerror(ret), ferry_last_error());
-	exit(1);
-}
-
-static void do_open(int *argc, char ***argv)
-{
-	int ret = ferry_open(&f, NULL);
-
-	(void)argc;
-	(void)argv;
-	if (ret < 0) {
-		fprintf(stderr, "ferry_open: %s\n", ferry_last_error());
-		exit(1);
-	}
-	me = (uint32_t)ferry_rank(f);
-	P = (uint32_t)ferry_size(f);
-}
-
-static void do_close(void)
-{
-	int ret = ferry_close(f);
-
-	if (ret < 0)
-		fail("ferry_close", ret);
-}
-
 static void barrier(void)
 {
 	int ret = ferry_barrier(f);
@@ -329,7 +249,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--root: below %u\n", P);
 		return 2;
 	}
-#ifdef SG_MPI
+#ifdef BENCH_MPI
 	if (strcmp(strategy, "auto") != 0) {
 		fprintf(stderr, "mb_sg: no --strategy (Open MPI chooses)\n");
 		return 2;
