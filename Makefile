@@ -11,7 +11,8 @@
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
-#                   bench-bw, bench-security, bench-knobs, bench-coll (at most
+#                   bench-bw, bench-security, bench-knobs, bench-coll,
+#                   bench-sg, bench-red, bench-costs (at most
 #                   10 minutes each)
 #   make clean
 #
@@ -89,7 +90,7 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red costs
 
 
 .PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
@@ -253,7 +254,7 @@ $(BUILD)/fuzz/fuzz_fwd: tests/fuzz/fuzz_fwd.c $(FUZZ_FWD_SRC) $(ALL_HDR)
 # collective engine under them (its way to other nodes stubbed in the harness);
 # its pieces are small, so the engine holds other nodes back far sooner.
 FUZZ_SESSION_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c daemon/core/closer.c \
-                    $(wildcard daemon/local/*.c) $(wildcard daemon/coll/*.c)
+                    $(wildcard daemon/local/*.c) $(wildcard daemon/coll/*.c) daemon/cluster/costs.c
 $(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c $(FUZZ_SESSION_SRC) $(ALL_HDR)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -DCOLL_HOLD_BYTES=100 -DCOLL_RESUME_BYTES=50 $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< \

@@ -28,6 +28,7 @@ struct ferry_req {
 	uint32_t group;         /* the handle's group (0: the job's) */
 	uint32_t seq;           /* 0: a LAYOUT */
 	int done;               /* COLL_DONE came */
+	uint64_t post_ns;       /* when it was posted (proto_now_ns) */
 	int err;                /* ... with this: 0 or -errno */
 	char text[CTL_ERRTEXT_MAX + 1];
 	struct fmem *stage;     /* its staging region, or NULL */
@@ -40,8 +41,14 @@ int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char
 {
 	for (struct ferry_req *r = f->reqs; r; r = r->next)
 		if (r->seq == seq && r->group == group && !r->done) {
+			uint64_t us = (proto_now_ns() - r->post_ns) / 1000;
+
 			r->done = 1;
 			r->err = -err;
+			/* the time the next post reports (ctl.h, COLL prev_us): the
+			 * latest operation seen to end well */
+			if (!err && r->post_ns && us > 0 && us < UINT32_MAX)
+				f->report = (struct coll_report){ group, seq, (uint32_t)us };
 			snprintf(r->text, sizeof(r->text), "%s", text);
 			return 0;
 		}
@@ -83,6 +90,7 @@ static int post_msg(struct ferry *f, const void *buf, ssize_t n, uint32_t seq, f
 	/* A small message on a socket the daemon keeps reading: a blocking
 	 * send returns at once unless the daemon is stuck, and then the
 	 * session is lost anyway. */
+	r->post_ns = proto_now_ns();
 	if (send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
 		free(r);
 		rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)", strerror(errno));
@@ -106,9 +114,16 @@ static int post(struct ferry *f, struct ctl_coll_wire *c, ferry_req_t **req_p)
 
 	c->group = f->group;
 	c->seq = f->coll_seq + 1;
+	c->prev_group = froot(f)->report.group;
+	c->prev_seq = froot(f)->report.seq;
+	c->prev_us = froot(f)->report.us;
+	if (!c->prev_seq)
+		c->prev_group = c->prev_us = 0;
 	ret = post_msg(f, buf, ctl_encode_coll(buf, sizeof(buf), c), c->seq, req_p);
-	if (ret == 0)
+	if (ret == 0) {
 		f->coll_seq = c->seq;
+		froot(f)->report = (struct coll_report){ 0, 0, 0 };
+	}
 	return ret;
 }
 

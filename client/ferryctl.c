@@ -58,6 +58,7 @@ static void usage(FILE *out)
 		"                         messages (hops) items need to every destination\n"
 		"  plan alltoall (--nodes N | --dims AxBx... [--torus|--mesh|--grid]) --bytes M\n"
 		"        [--ppn R] [--degree D] [--alpha-us A] [--beta-ns-per-byte B] [--format text|json]\n"
+		"        [--costs FILE]\n"
 		"                         offline: each all-to-all strategy's phases, messages and\n"
 		"                         bytes per node and predicted time, and the one the cost\n"
 		"                         model picks with these alpha and beta (M bytes per pair\n"
@@ -93,6 +94,21 @@ static void usage(FILE *out)
 		"                         the busiest link), queue_max, relay_queue_max (most\n"
 		"                         messages waiting for one link, and of those held by a\n"
 		"                         relay)}]\n"
+		"  plan bcast|reduce|allreduce|allgather|allgatherv|reduce_scatter|reduce_scatter_block|\n"
+		"       scan|exscan --nodes P --bytes M [--ppn R] [--alpha-us A] [--beta-ns-per-byte B]\n"
+		"        [--format text|json] [--costs FILE]\n"
+		"                         offline: each algorithm's phases, messages and bytes per\n"
+		"                         node and predicted time, and the one the daemons choose\n"
+		"                         (M bytes per rank: the vector of the reductions, the\n"
+		"                         block of allgather)\n"
+		"    --costs FILE         predict with the runtime functions of FILE (\"-\": the\n"
+		"                         standard input) where it has them, as ferryctl costs\n"
+		"                         prints them (\"(fitted)\"), else with A and B\n"
+		"  costs                  the local ferryd's runtime functions: the times of the\n"
+		"                         collectives it measured (\"point\" lines: family, algorithm,\n"
+		"                         nodes, ranks per node, bytes, the model's start-ups, bytes\n"
+		"                         and reduced bytes, gamma, beta, the last times in us) and\n"
+		"                         the functions fitted to them (\"# fn\"); root or ferryd's user\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -577,7 +593,39 @@ struct cand {
 	uint32_t phases, sends_max, recvs_max;
 	double sends_mean, us;
 	uint64_t bytes_sent_max;
+	int fitted;                     /* us is a runtime function's (--costs) */
 };
+
+/* --costs FILE ("-": the standard input): runtime functions as ferryctl
+ * costs prints them and ferryd keeps them (daemon/plan/cost.h), the table
+ * allocated into *t_p.  0, or -1 (said why). */
+static int costs_arg(const char *path, struct cost_table **t_p)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	size_t cap = 1u << 20, n = 0;
+	char *text = malloc(cap), err[160];
+	int bad;
+
+	if (!f || !text || !(*t_p = malloc(sizeof(**t_p)))) {
+		fprintf(stderr, "ferryctl plan: --costs %s: %s\n", path, strerror(errno ? errno : ENOMEM));
+		free(text);
+		if (f && f != stdin)
+			fclose(f);
+		return -1;
+	}
+	n = fread(text, 1, cap, f);
+	if (f != stdin)
+		fclose(f);
+	bad = n == cap ? -EFBIG : cost_table_parse(*t_p, text, n, err, sizeof(err));
+	free(text);
+	if (bad) {
+		fprintf(stderr, "ferryctl plan: --costs %s: %s\n", path, bad == -EFBIG ? "too large" : err);
+		free(*t_p);
+		*t_p = NULL;
+		return -1;
+	}
+	return 0;
+}
 
 static void cand_stats(const struct sched *s, struct cand *c)
 {
@@ -610,7 +658,7 @@ static void cand_stats(const struct sched *s, struct cand *c)
  * bytes per rank (the whole vector: uint8 elements, bitwise or, for the
  * reductions), into c[]; the chosen one's index in *chosen_p.  Returns the
  * candidates, or -errno. */
-static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, double alpha, double beta,
+static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *cm,
 			struct cand *c, int *chosen_p)
 {
 	uint32_t P = nodes * ppn, *first = malloc((nodes + 1) * sizeof(*first)), *at = malloc(P * sizeof(*at));
@@ -632,18 +680,22 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 		struct rs_args a = { .counts = counts, .type = COLL_UINT8, .op = COLL_BOR };
 		struct rs_plan best;
 
-		if ((ret = rs_choose(-1, nodes, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE, &best)) < 0)
+		if ((ret = rs_choose(-1, nodes, bytes, cm, &best)) < 0)
 			goto out;
 		for (int alg = 0; alg < RS_ALGS && !ret; alg++, n++) {
 			struct rs_plan p;
 			struct sched s;
 
-			if ((ret = rs_choose(alg, nodes, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE, &p)) < 0 ||
-			    (ret = sched_init(&s, nodes)) < 0)
+			struct rs_model one = { .bytes = bytes };
+
+			if ((ret = rs_choose(alg, nodes, bytes, cm, &p)) < 0 || (ret = sched_init(&s, nodes)) < 0)
 				break;
+			one.plan[alg] = p;
+			one.have[alg] = 1;
 			if ((ret = rs_sched(&p, &lay, &a, &s)) == 0) {
 				c[n] = (struct cand){ .name = rs_alg_name(alg), .phases = p.ndims,
-						      .us = rs_predict_us(&p, bytes, alpha, beta, RS_GAMMA_NS_PER_BYTE) };
+						      .us = cost_predict(cm, rs_model_us, &one, (uint32_t)alg),
+						      .fitted = cost_fitted(cm, (uint32_t)alg) };
 				cand_stats(&s, &c[n]);
 				if (!memcmp(&p, &best, sizeof(p)))
 					*chosen_p = n;
@@ -656,11 +708,12 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 					  .exclusive = kind == CTL_COLL_EXSCAN };
 		struct sched s;
 
-		a.chunks = rs_scan_chunks(runs, bytes, 1, alpha, beta, RS_GAMMA_NS_PER_BYTE);
+		struct rs_scan_model m = { runs, 0, bytes };
+
+		a.chunks = m.chunks = rs_scan_chunks(runs, bytes, 1, cm->alpha_us, cm->beta_ns, cm->gamma_ns);
 		if ((ret = sched_init(&s, nodes)) == 0 && (ret = rs_scan_sched(&a, &lay, nodes, &s)) == 0) {
-			c[n] = (struct cand){ .name = "chain", .phases = 1,
-					      .us = rs_scan_predict_us(runs, a.chunks, bytes, alpha, beta,
-								       RS_GAMMA_NS_PER_BYTE) };
+			c[n] = (struct cand){ .name = "chain", .phases = 1, .us = cost_predict(cm, rs_scan_model_us, &m, 0),
+					      .fitted = cost_fitted(cm, 0) };
 			cand_stats(&s, &c[n++]);
 			*chosen_p = 0;
 		}
@@ -672,8 +725,10 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 		struct orth_dims dims;
 		enum orth_alg best;
 
+		struct orth_model m = { ok, nodes, ppn, per, &dims };
+
 		orth_hier_dims(nodes, &dims);
-		best = orth_choose(ok, nodes, ppn, per, alpha, beta, &dims);
+		best = orth_choose(ok, nodes, ppn, per, cm, &dims);
 		for (int alg = 0; alg < ORTH_ALGS && !ret; alg++, n++) {
 			struct orth_args a = { .kind = ok, .alg = alg, .dims = &dims, .bytes = bytes, .count = bytes,
 					       .type = COLL_UINT8, .op = COLL_BOR, .block = bytes };
@@ -685,7 +740,8 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 				c[n] = (struct cand){ .name = orth_alg_name(alg),
 						      .phases = alg == ORTH_SINGLE ? 1 + (ok == ORTH_ALLREDUCE)
 								: alg == ORTH_GRID ? 2 : dims.k,
-						      .us = orth_predict_us(ok, alg, &dims, nodes, ppn, per, alpha, beta) };
+						      .us = cost_predict(cm, orth_model_us, &m, (uint32_t)alg),
+						      .fitted = cost_fitted(cm, (uint32_t)alg) };
 				cand_stats(&s, &c[n]);
 				if (alg == (int)best)
 					*chosen_p = n;
@@ -709,9 +765,11 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		{ "nodes", required_argument, NULL, 'n' }, { "ppn", required_argument, NULL, 'p' },
 		{ "bytes", required_argument, NULL, 'b' }, { "alpha-us", required_argument, NULL, 'a' },
 		{ "beta-ns-per-byte", required_argument, NULL, 'B' }, { "format", required_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 },
+		{ "costs", required_argument, NULL, 'c' }, { NULL, 0, NULL, 0 },
 	};
 	const char *op = ctl_coll_kind_name(kind);
+	struct cost_table *t = NULL;
+	struct cost cm;
 	unsigned long long nodes = 0, ppn = 1, bytes = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
 	int json = 0, have_bytes = 0, opt, n, chosen = 0;
@@ -734,18 +792,26 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 			if (format_arg(optarg, &json) < 0)
 				return 2;
 			break;
+		case 'c':
+			free(t);
+			if (costs_arg(optarg, &t) < 0)
+				return 2;
+			break;
 		default: return 2;
 		}
 		if (!number_arg_read(opts, opt, end))
 			return 2;
 	}
+	cm = (struct cost){ alpha, beta, RS_GAMMA_NS_PER_BYTE, t ? t->fn[ctl_coll_fam(kind)] : NULL };
 	if (!nodes || nodes > 1024 || ppn < 1 || ppn > 64 || !have_bytes || bytes > (1ull << 26) ||
 	    !isfinite(alpha) || !isfinite(beta) || alpha < 0 || beta < 0) {
 		fprintf(stderr, "ferryctl plan %s: --nodes 1 to 1024, --ppn 1 to 64, --bytes up to 64 MiB, "
 			"--alpha-us and --beta-ns-per-byte finite and not negative\n", op);
 		return 2;
 	}
-	if ((n = phased_cands(kind, (uint32_t)nodes, (uint32_t)ppn, bytes, alpha, beta, c, &chosen)) < 0) {
+	n = phased_cands(kind, (uint32_t)nodes, (uint32_t)ppn, bytes, &cm, c, &chosen);
+	free(t);
+	if (n < 0) {
 		fprintf(stderr, "ferryctl plan %s: %s\n", op, strerror(-n));
 		return 1;
 	}
@@ -755,9 +821,9 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		       op, nodes, ppn, bytes, alpha, beta, c[chosen].name);
 		for (int i = 0; i < n; i++)
 			printf("%s{\"name\": \"%s\", \"phases\": %u, \"sends_max\": %u, \"sends_mean\": %.3f, "
-			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f}",
+			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f, \"fitted\": %s}",
 			       i ? ", " : "", c[i].name, c[i].phases, c[i].sends_max, c[i].sends_mean, c[i].recvs_max,
-			       (unsigned long long)c[i].bytes_sent_max, c[i].us);
+			       (unsigned long long)c[i].bytes_sent_max, c[i].us, c[i].fitted ? "true" : "false");
 		printf("]}\n");
 		return 0;
 	}
@@ -766,9 +832,9 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 	printf("%-10s %6s %9s %10s %9s %16s %14s\n", "algorithm", "phases", "sends_max", "sends_mean", "recvs_max",
 	       "bytes_sent_max", "predicted_us");
 	for (int i = 0; i < n; i++)
-		printf("%-10s %6u %9u %10.2f %9u %16llu %14.3f%s\n", c[i].name, c[i].phases, c[i].sends_max,
+		printf("%-10s %6u %9u %10.2f %9u %16llu %14.3f%s%s\n", c[i].name, c[i].phases, c[i].sends_max,
 		       c[i].sends_mean, c[i].recvs_max, (unsigned long long)c[i].bytes_sent_max, c[i].us,
-		       i == chosen ? "  <- chosen" : "");
+		       c[i].fitted ? " (fitted)" : "", i == chosen ? "  <- chosen" : "");
 	return 0;
 }
 
@@ -780,8 +846,11 @@ static int cmd_plan(int argc, char **argv)
 		{ "grid", no_argument, NULL, 'g' }, { "ppn", required_argument, NULL, 'p' },
 		{ "bytes", required_argument, NULL, 'b' }, { "degree", required_argument, NULL, 'D' },
 		{ "alpha-us", required_argument, NULL, 'a' }, { "beta-ns-per-byte", required_argument, NULL, 'B' },
-		{ "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "format", required_argument, NULL, 'f' }, { "costs", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
 	};
+	struct cost_table *t = NULL;
+	struct cost cm;
 	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0;
 	unsigned long long nodes = 0, ppn = 1, bytes = 0, degree = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
@@ -826,10 +895,23 @@ static int cmd_plan(int argc, char **argv)
 			if (format_arg(optarg, &json) < 0)
 				return 2;
 			break;
+		case 'c':
+			free(t);
+			if (costs_arg(optarg, &t) < 0)
+				return 2;
+			break;
 		default: return 2;
 		}
 		if (!number_arg_read(opts, opt, end))
 			return 2;
+	}
+	cm = (struct cost){ alpha, beta, RS_GAMMA_NS_PER_BYTE, NULL };
+	if (t) {
+		static struct cost_fn fn[CTL_FAM_ALGS_MAX];
+
+		memcpy(fn, t->fn[CTL_FAM_ALLTOALL], sizeof(fn));
+		cm.fn = fn;
+		free(t);
 	}
 	if (nodes && ndims) {
 		fprintf(stderr, "ferryctl plan alltoall: --nodes or --dims, not both\n");
@@ -871,14 +953,16 @@ static int cmd_plan(int argc, char **argv)
 			fprintf(stderr, "ferryctl plan alltoall: out of memory\n");
 			return 1;
 		}
-		us[s] = a2a_predict_us(&pl[s], (uint32_t)degree, pair, alpha, beta);
+		struct a2a_model m = { (uint32_t)nodes, (uint32_t)degree, pair };
+
+		us[s] = cost_predict(&cm, a2a_model_us, &m, (uint32_t)s);
 		if (!isfinite(us[s])) {
 			fprintf(stderr, "ferryctl plan alltoall: --alpha-us or --beta-ns-per-byte too large: the "
 				"predicted time overflows\n");
 			return 2;
 		}
 	}
-	chosen = a2a_choose((uint32_t)nodes, (uint32_t)degree, pair, alpha, beta);
+	chosen = a2a_choose((uint32_t)nodes, (uint32_t)degree, pair, &cm);
 	if (json) {
 		printf("{\"schema_version\": 1, \"collective\": \"alltoall\", \"nodes\": %llu, \"ppn\": %llu, "
 		       "\"bytes\": %llu, \"degree\": %llu, \"alpha_us\": %g, \"beta_ns_per_byte\": %g, "
@@ -1046,6 +1130,8 @@ int main(int argc, char **argv)
 		return query(dir, CTL_Q_STATUS, 0, timeout_ms);
 	if (strcmp(argv[optind], "stats") == 0)
 		return query(dir, CTL_Q_STATS, 0, timeout_ms);
+	if (strcmp(argv[optind], "costs") == 0)
+		return query(dir, CTL_Q_COSTS, 0, timeout_ms);
 	if (strcmp(argv[optind], "debug") == 0 && optind + 2 < argc && strcmp(argv[optind + 1], "kill-link") == 0)
 		return query(dir, CTL_Q_DEBUG, (uint32_t)strtoul(argv[optind + 2], NULL, 10), timeout_ms);
 	if (strcmp(argv[optind], "debug") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "forbidden-call") == 0)

@@ -147,6 +147,12 @@ struct ferry {
 	/* collectives (coll.c) */
 	uint32_t coll_seq;      /* operations posted */
 	struct ferry_req *reqs; /* requests not yet freed by ferry_test/ferry_wait */
+	/* the last operation seen to end well, and its time from post to
+	 * then, which the next post reports (proto/ctl.h COLL prev_us); root
+	 * handle only, seq 0: none */
+	struct coll_report {
+		uint32_t group, seq, us;
+	} report;
 	struct proto_done_shared *done; /* the done page, in region (proto/done.h) */
 	uint32_t done_taken;    /* records taken from it (our count) */
 	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */

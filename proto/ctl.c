@@ -149,6 +149,43 @@ const char *const *ctl_coll_algs(uint32_t kind)
 	return ctl_coll_phased(kind) ? ctl_orth_algs : NULL;
 }
 
+/* (the first kind of each family, in enum ctl_fam's order) */
+static const uint32_t fam_kind[CTL_FAMS] = {
+	CTL_COLL_ALLTOALL, CTL_COLL_SCATTER, CTL_COLL_GATHER, CTL_COLL_BCAST, CTL_COLL_REDUCE, CTL_COLL_ALLREDUCE,
+	CTL_COLL_ALLGATHER, CTL_COLL_REDUCE_SCATTER, CTL_COLL_SCAN,
+};
+
+int ctl_coll_fam(uint32_t kind)
+{
+	if (kind == CTL_COLL_ALLTOALLV || kind == CTL_COLL_SPLIT)
+		kind = CTL_COLL_ALLTOALL;
+	for (int f = 0; f < CTL_FAMS; f++)
+		if (fam_kind[f] == kind || fam_kind[f] == ctl_coll_variant(kind) ||
+		    fam_kind[f] == kind - (kind == CTL_COLL_SCATTERV || kind == CTL_COLL_GATHERV))
+			return f;
+	return -1;
+}
+
+const char *ctl_fam_name(uint32_t fam)
+{
+	return fam < CTL_FAMS ? kind_names[fam_kind[fam]] : NULL;
+}
+
+const char *const *ctl_fam_algs(uint32_t fam)
+{
+	return fam < CTL_FAMS ? ctl_coll_algs(fam_kind[fam]) : NULL;
+}
+
+uint32_t ctl_fam_nalgs(uint32_t fam)
+{
+	const char *const *a = ctl_fam_algs(fam);
+	uint32_t n = 0;
+
+	while (a && a[n + 1])
+		n++;
+	return n;
+}
+
 int ctl_alg_by_name(const char *const *names, const char *name)
 {
 	for (int i = 0; name && names[i]; i++)
@@ -173,6 +210,8 @@ static int flags_ok(uint32_t kind, uint32_t flags)
 
 static int coll_ok(const struct ctl_coll_wire *c)
 {
+	if (c->reserved || (!c->prev_seq && (c->prev_group || c->prev_us)))
+		return 0;
 	if (c->kind < 1 || c->kind > CTL_COLL_KIND_MAX || c->seq == 0 || !flags_ok(c->kind, c->flags) ||
 	    (c->root && !ctl_coll_has_root(c->kind)) || !buf_ok(&c->send) || !buf_ok(&c->recv) || !buf_ok(&c->vec))
 		return 0;

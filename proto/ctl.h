@@ -49,8 +49,10 @@
  *    operation that succeeded ends there, not with a COLL_DONE.
  * 6: COLL kinds SCATTER, SCATTERV, GATHER, GATHERV; COLL's root and
  *    flags (CTL_COLL_IN_PLACE).
- * 7: COLL kinds BCAST .. EXSCAN; the type and operation in COLL's flags. */
-#define CTL_VERSION   7
+ * 7: COLL kinds BCAST .. EXSCAN; the type and operation in COLL's flags.
+ * 8: COLL reports the time of an earlier operation as the rank saw it
+ *    (prev_group, prev_seq, prev_us); QUERY COSTS. */
+#define CTL_VERSION   8
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 
@@ -81,7 +83,8 @@ enum ctl_query {
 	CTL_Q_STATUS = 1,       /* human-readable status */
 	CTL_Q_STATS  = 2,       /* counters */
 	CTL_Q_DEBUG  = 3,       /* root only: arg selects a fault to inject */
-	CTL_Q_MAX    = CTL_Q_DEBUG,
+	CTL_Q_COSTS  = 4,       /* root only: the runtime functions (daemon/cluster/costs.h) */
+	CTL_Q_MAX    = CTL_Q_COSTS,
 };
 
 /* CTL_Q_DEBUG's arg: a node id (break the link to it), or this: make a
@@ -266,6 +269,22 @@ static inline uint32_t ctl_coll_variant(uint32_t kind)
 	}
 	return kind;
 }
+/* The families of kinds that share an algorithm setting (ferry_coll_strategy,
+ * FERRY_COLL_*, collectives.* in ferry.conf, GO's forced algorithms) and
+ * the runtime functions fitted to their times (daemon/plan/cost.h): a kind
+ * and its variant (ctl_coll_variant; the all-to-all's: alltoallv and
+ * split), scatter and gather apart.  Their names are the first kind's. */
+enum ctl_fam { CTL_FAM_ALLTOALL, CTL_FAM_SCATTER, CTL_FAM_GATHER, CTL_FAM_BCAST, CTL_FAM_REDUCE,
+	       CTL_FAM_ALLREDUCE, CTL_FAM_ALLGATHER, CTL_FAM_REDUCE_SCATTER, CTL_FAM_SCAN, CTL_FAMS };
+#define CTL_FAM_ALGS_MAX CTL_ROOTED_ALGS        /* the most algorithms of a family */
+/* kind's family, or -1 (barrier: it has no algorithms). */
+int ctl_coll_fam(uint32_t kind);
+/* A family's name ("alltoall", "reduce_scatter"...) or NULL. */
+const char *ctl_fam_name(uint32_t fam);
+/* A family's table of algorithms (as ctl_coll_algs), its number of them. */
+const char *const *ctl_fam_algs(uint32_t fam);
+uint32_t ctl_fam_nalgs(uint32_t fam);
+
 /* name's index in such a table (0 for "auto"), or -1. */
 int ctl_alg_by_name(const char *const *names, const char *name);
 
@@ -321,8 +340,14 @@ struct ctl_coll_wire {
 	uint64_t count;         /* kind-specific; zero where the kind has none */
 	struct ctl_buf send, recv;
 	struct ctl_buf vec;     /* per-rank counts and displacements, where the kind has them */
+	/* A time this rank saw (all 0: none): operation prev_seq of group
+	 * prev_group took prev_us microseconds from the rank's post to the
+	 * rank seeing it end, what the runtime functions are fitted to
+	 * (daemon/coll/coll.c "Runtime functions"). */
+	uint32_t prev_group, prev_seq, prev_us;
+	uint32_t reserved;      /* zero */
 };
-static_assert(sizeof(struct ctl_coll_wire) == 104, "coll layout");
+static_assert(sizeof(struct ctl_coll_wire) == 120, "coll layout");
 
 /* What ferryd maps of one endpoint's regions at most (daemon/local/mem.h);
  * libferry keeps within it. */

@@ -146,6 +146,49 @@ static int decode_text(const uint8_t *p, uint32_t len, char *out)
 	return 0;
 }
 
+/* GO's tail (wire.h): the forced algorithms each of one there is, the
+ * functions of algorithms there are, in increasing order, each with a
+ * start-up or a byte time. */
+static int decode_go(const uint8_t *p, size_t len, struct wire_ctl *c)
+{
+	struct wire_ctl_go_tail *t = &c->go;
+	uint32_t last = 0;
+
+	if (len < sizeof(*t))
+		return -EPROTO;
+	memcpy(t->force, p, sizeof(t->force));
+	t->nfn = rd32(p + sizeof(t->force));
+	if (t->nfn > WIRE_GO_FNS_MAX || len != sizeof(*t) + (size_t)t->nfn * sizeof(struct wire_go_fn))
+		return -EPROTO;
+	for (uint32_t f = 0; f < WIRE_GO_FAMS; f++)
+		if (t->force[f] > (f < CTL_FAMS ? ctl_fam_nalgs(f) : 0))
+			return -EPROTO;
+	c->fns = p + sizeof(*t);
+	for (uint32_t i = 0; i < t->nfn; i++) {
+		struct wire_go_fn fn;
+		uint32_t key;
+
+		wire_ctl_go_fn(c, i, &fn);
+		key = (uint32_t)fn.fam << 8 | fn.alg;
+		if (fn.fam >= CTL_FAMS || fn.alg >= ctl_fam_nalgs(fn.fam) || fn.reserved || (!fn.tau_ns && !fn.tc_ps) ||
+		    (i && key <= last))
+			return -EPROTO;
+		last = key;
+	}
+	return 0;
+}
+
+void wire_ctl_go_fn(const struct wire_ctl *c, uint32_t i, struct wire_go_fn *f)
+{
+	const uint8_t *p = c->fns + (size_t)i * sizeof(*f);
+
+	f->fam = p[0];
+	f->alg = p[1];
+	f->reserved = (uint16_t)(p[2] | p[3] << 8);
+	f->tau_ns = rd32(p + 4);
+	f->tc_ps = rd32(p + 8);
+}
+
 int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_ctl *c)
 {
 	const uint8_t *p = payload;
@@ -220,24 +263,20 @@ int wire_ctl_decode(uint32_t type, const void *payload, size_t len, struct wire_
 	case WIRE_CTL_GO:
 	case WIRE_CTL_XOFF:
 	case WIRE_CTL_XON:
-		if (len != sizeof(c->u.step))
+		if (len < sizeof(c->u.step) || (type != WIRE_CTL_GO && len != sizeof(c->u.step)))
 			return -EPROTO;
 		c->u.step.job = rd32(p);
 		c->u.step.step = rd32(p + 4);
 		c->u.step.gen = rd32(p + 8);
 		c->u.step.alpha_ns = rd32(p + 12);
 		c->u.step.beta_ps = rd32(p + 16);
-		c->u.step.coll = rd32(p + 20);
-		if (!c->u.step.job || c->u.step.gen > WIRE_GEN_MASK ||
-		    (type != WIRE_CTL_GO && c->u.step.coll) ||
-		    (c->u.step.coll >> 24) || ((c->u.step.coll >> WIRE_GO_ALLTOALL) & 255) > CTL_A2A_ALGS ||
-		    ((c->u.step.coll >> WIRE_GO_SCATTER) & 255) > CTL_ROOTED_ALGS ||
-		    ((c->u.step.coll >> WIRE_GO_GATHER) & 255) > CTL_ROOTED_ALGS ||
+		c->u.step.reserved = rd32(p + 20);
+		if (!c->u.step.job || c->u.step.gen > WIRE_GEN_MASK || c->u.step.reserved ||
 		    (type != WIRE_CTL_HAVE && type != WIRE_CTL_GO && (c->u.step.alpha_ns || c->u.step.beta_ps)) ||
 		    ((type == WIRE_CTL_HAVE || type == WIRE_CTL_GO) && c->u.step.step != 0) ||
 		    ((type == WIRE_CTL_XOFF || type == WIRE_CTL_XON) && c->u.step.step >= PROTO_MAX_RANKS))
 			return -EPROTO;
-		return 0;
+		return type == WIRE_CTL_GO ? decode_go(p + sizeof(c->u.step), len - sizeof(c->u.step), c) : 0;
 	case WIRE_CTL_FAIL: {
 		struct wire_ctl_fail *f = &c->u.fail;
 
@@ -376,6 +415,30 @@ ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *
 	wr32(p + 8, s->gen);
 	wr32(p + 12, s->alpha_ns);
 	wr32(p + 16, s->beta_ps);
-	wr32(p + 20, s->coll);
+	wr32(p + 20, s->reserved);
 	return sizeof(*s);
+}
+
+ssize_t wire_ctl_encode_go(void *buf, size_t cap, const struct wire_ctl_step *s, const struct wire_ctl_go_tail *t,
+			   const struct wire_go_fn *fns)
+{
+	uint8_t *p = buf;
+	size_t n = sizeof(*s) + sizeof(*t) + (size_t)t->nfn * sizeof(*fns);
+
+	if (t->nfn > WIRE_GO_FNS_MAX || cap < n)
+		return -ENOSPC;
+	wire_ctl_encode_step(p, cap, s);
+	p += sizeof(*s);
+	memcpy(p, t->force, sizeof(t->force));
+	wr32(p + sizeof(t->force), t->nfn);
+	p += sizeof(*t);
+	for (uint32_t i = 0; i < t->nfn; i++, p += sizeof(*fns)) {
+		p[0] = fns[i].fam;
+		p[1] = fns[i].alg;
+		p[2] = (uint8_t)fns[i].reserved;
+		p[3] = (uint8_t)(fns[i].reserved >> 8);
+		wr32(p + 4, fns[i].tau_ns);
+		wr32(p + 8, fns[i].tc_ps);
+	}
+	return (ssize_t)n;
 }

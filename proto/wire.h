@@ -54,8 +54,11 @@
  *     gather: wire_coll_piece.root).
  * 13: GO carries the home's collectives.* settings (wire_ctl_step.coll).
  * 14: a collective piece may be a HOLD (proto/coll.h: backpressure for
- *     pieces that come before their operation starts); WIRE_FRAME_ACK_LAZY. */
-#define WIRE_VERSION    14
+ *     pieces that come before their operation starts); WIRE_FRAME_ACK_LAZY.
+ * 15: GO's tail (struct wire_ctl_go_tail): the forced algorithm of every
+ *     family of collectives, and the home's runtime functions;
+ *     wire_ctl_step.coll is reserved. */
+#define WIRE_VERSION    15
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -306,27 +309,42 @@ static_assert(sizeof(struct wire_ctl_report) == 32, "ctl report layout");
 
 /* STEP: step number step of job completed.  HAVE and GO: the same layout,
  * step 0, with the cost of the sending node's links (HAVE) or the one the
- * job's nodes agree on (GO; daemon/plan/linkcost.h, 0: unknown).  XOFF and
- * XON: the same layout, step is the destination rank.  alpha_ns and beta_ps
- * are 0 but in HAVE and GO; coll is 0 but in GO, where it carries the
- * algorithms the home's configuration forces on the job's collectives
- * (collectives.* in ferry.conf), one byte each, 0 for automatic, else the
- * algorithm + 1: WIRE_GO_ALLTOALL (enum a2a_strategy, daemon/plan/a2a.h),
- * WIRE_GO_SCATTER and WIRE_GO_GATHER (enum ctl_rooted_alg, proto/ctl.h).
- * The home's, so that every node of a job forces the same even where the
- * files differ. */
+ * job's nodes agree on (GO; daemon/plan/linkcost.h, 0: unknown); GO has a
+ * tail (below).  XOFF and XON: the same layout, step is the destination
+ * rank.  alpha_ns and beta_ps are 0 but in HAVE and GO; reserved is 0. */
 struct wire_ctl_step {
 	uint32_t job;
 	uint32_t step;
 	uint32_t gen;           /* the job's generation, <= WIRE_GEN_MASK */
 	uint32_t alpha_ns;      /* α, nanoseconds */
 	uint32_t beta_ps;       /* β, picoseconds per byte */
-	uint32_t coll;          /* GO: the forced algorithms (above) */
+	uint32_t reserved;      /* 0 (GO's forced algorithms in versions 13-14) */
 };
 static_assert(sizeof(struct wire_ctl_step) == 24, "ctl step layout");
-#define WIRE_GO_ALLTOALL 0      /* shifts of the bytes of wire_ctl_step.coll: */
-#define WIRE_GO_SCATTER  8      /* at most CTL_A2A_ALGS, CTL_ROOTED_ALGS and */
-#define WIRE_GO_GATHER   16     /* CTL_ROOTED_ALGS (proto/ctl.h) */
+
+/* GO's tail, after its step: what the job's home fixes for the job's
+ * collectives, so that every node of the job chooses alike even where
+ * their files or their measurements differ.  force[f]: the algorithm the
+ * home's configuration forces on family f (enum ctl_fam, proto/ctl.h;
+ * collectives.* in ferry.conf), 0 automatic, else the algorithm + 1 (0
+ * past CTL_FAMS); then nfn runtime functions fitted on the home
+ * (daemon/plan/cost.h), each a struct wire_go_fn, in increasing order of
+ * (fam, alg). */
+#define WIRE_GO_FAMS 12
+#define WIRE_GO_FNS_MAX 64
+struct wire_ctl_go_tail {
+	uint8_t force[WIRE_GO_FAMS];
+	uint32_t nfn;           /* <= WIRE_GO_FNS_MAX */
+};
+static_assert(sizeof(struct wire_ctl_go_tail) == 16, "ctl go tail layout");
+struct wire_go_fn {
+	uint8_t fam;            /* enum ctl_fam */
+	uint8_t alg;            /* one of the family's algorithms (not + 1) */
+	uint16_t reserved;      /* 0 */
+	uint32_t tau_ns;        /* the start-up time τ, nanoseconds */
+	uint32_t tc_ps;         /* the byte time t_c, picoseconds per byte */
+};
+static_assert(sizeof(struct wire_go_fn) == 12, "ctl go function layout");
 
 /* FAIL: job (id, gen) cannot complete step or any later one, because rank
  * left (else UINT32_MAX), or node was lost (else UINT32_MAX); err is the
@@ -384,7 +402,12 @@ struct wire_ctl {
 	char name[PROTO_NAME_MAX + 1];
 	char text[WIRE_FAIL_TEXT_MAX + 1];      /* FAIL's and LOST's, NUL-terminated */
 	const uint8_t *nodes;   /* TABLE: count little-endian u32, maybe unaligned */
+	struct wire_ctl_go_tail go;     /* GO's tail */
+	const uint8_t *fns;     /* GO: its functions (wire_ctl_go_fn) */
 };
+
+/* GO's function i (< c->go.nfn). */
+void wire_ctl_go_fn(const struct wire_ctl *c, uint32_t i, struct wire_go_fn *f);
 
 /* Decodes the payload of a control item of the given type.  Returns 0 or
  * -EPROTO. */
@@ -397,6 +420,9 @@ ssize_t wire_ctl_encode_table(void *buf, size_t cap, const struct wire_ctl_table
 			      const uint32_t *nodes);
 ssize_t wire_ctl_encode_report(void *buf, size_t cap, const struct wire_ctl_report *r);
 ssize_t wire_ctl_encode_step(void *buf, size_t cap, const struct wire_ctl_step *s);
+/* GO: the step, the tail, and t->nfn functions fns. */
+ssize_t wire_ctl_encode_go(void *buf, size_t cap, const struct wire_ctl_step *s, const struct wire_ctl_go_tail *t,
+			   const struct wire_go_fn *fns);
 ssize_t wire_ctl_encode_fail(void *buf, size_t cap, const struct wire_ctl_fail *f, const char *text);
 ssize_t wire_ctl_encode_lost(void *buf, size_t cap, const struct wire_ctl_lost *l, const char *text);
 

@@ -41,7 +41,7 @@ echo "== ferry demo: $N ferryd daemons on 127.0.0.1:$base-$((base + N - 1)), vir
 "$BUILD/ferryd" --check-config "$DIR/demo.conf" | grep -E '^(node 0 |links per node)' | sed 's/^/   /'
 for k in $(seq 0 $((N - 1))); do
 	mkdir -p "$DIR/n$k"
-	"$BUILD/ferryd" --config "$DIR/demo.conf" --node "$k" --runtime-dir "$DIR/n$k" 2>"$DIR/n$k.log" &
+	"$BUILD/ferryd" --config "$DIR/demo.conf" --node "$k" --runtime-dir "$DIR/n$k" --state-dir "$DIR/n$k" 2>"$DIR/n$k.log" &
 	pids+=("$!")
 done
 up=0

@@ -1,5 +1,6 @@
 /* daemon/cluster/cluster.c - see cluster.h. */
 #include "cluster.h"
+#include "costs.h"
 #include "home.h"
 #include "msg.h"
 #include "steps.h"
@@ -336,7 +337,7 @@ static void node_table(const struct wire_ctl *c, uint32_t from)
 	uint32_t alpha_ns, beta_ps;
 
 	peer_cost(&alpha_ns, &beta_ps);
-	msg_cost(cluster_home(j->uid, j->name), WIRE_CTL_HAVE, j->id, j->gen, alpha_ns, beta_ps, 0);
+	msg_have(cluster_home(j->uid, j->name), j->id, j->gen, alpha_ns, beta_ps);
 }
 
 /* The job a GO or STEP is about, if it came from the job's home. */
@@ -363,7 +364,14 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 	 * now (job.h) */
 	j->coll_alpha_ns = c->u.step.alpha_ns;
 	j->coll_beta_ps = c->u.step.beta_ps;
-	j->coll_force = c->u.step.coll;
+	memcpy(j->coll_force, c->go.force, sizeof(j->coll_force));
+	memset(j->coll_fn, 0, sizeof(j->coll_fn));
+	for (uint32_t i = 0; i < c->go.nfn; i++) {
+		struct wire_go_fn f;
+
+		wire_ctl_go_fn(c, i, &f);       /* (valid: wire_ctl_decode) */
+		j->coll_fn[f.fam][f.alg] = (struct cost_fn){ f.tau_ns / 1e3, f.tc_ps / 1e3 };
+	}
 	free(j->layout);
 	j->layout = malloc(((size_t)j->size + 1) * sizeof(*j->layout));
 	for (uint32_t r = 0; j->layout && r < j->size; r++)
@@ -521,7 +529,7 @@ int cluster_init(const struct conf *c, uint32_t self)
 		return -ENOMEM;
 	home_init(c, self);
 	fwd_set_events(&cluster_fwd_events);
-	return 0;
+	return costs_init(c);
 }
 
 void cluster_fini(void)
@@ -530,6 +538,7 @@ void cluster_fini(void)
 	free(cluster.restarted_as);
 	cluster.restarted_as = NULL;
 	home_fini();
+	costs_fini();
 }
 
 void cluster_write_status(FILE *out, uid_t uid)

@@ -1,5 +1,6 @@
 /* daemon/cluster/home.c - see home.h. */
 #include "home.h"
+#include "costs.h"
 #include "msg.h"
 #include "steps.h"
 #include "../core/log.h"
@@ -319,7 +320,9 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	struct steps_node *n;
 
 	uint64_t asum = 0, bsum = 0;
-	uint32_t na = 0, nb = 0, coll;
+	uint32_t na = 0, nb = 0;
+	struct wire_ctl_go_tail tail;
+	struct wire_go_fn fns[WIRE_GO_FNS_MAX];
 
 	if (!h || !(n = hnode_find(h, from)))
 		return;
@@ -339,12 +342,12 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 		bsum += h->hn[i].beta_ps;
 		nb += h->hn[i].beta_ps != 0;
 	}
-	/* ... and the algorithms this node's configuration forces (collectives.*) */
-	coll = home.conf->coll_alltoall << WIRE_GO_ALLTOALL | home.conf->coll_scatter << WIRE_GO_SCATTER |
-	       home.conf->coll_gather << WIRE_GO_GATHER;
+	/* ... the algorithms this node's configuration forces (collectives.*)
+	 * and its runtime functions (costs.h) */
+	costs_go(&tail, fns);
 	for (uint32_t i = 0; i < h->nhn; i++)
-		msg_cost(h->hn[i].node, WIRE_CTL_GO, h->id, h->gen, na ? (uint32_t)(asum / na) : 0,
-			 nb ? (uint32_t)(bsum / nb) : 0, coll);
+		msg_go(h->hn[i].node, h->id, h->gen, na ? (uint32_t)(asum / na) : 0, nb ? (uint32_t)(bsum / nb) : 0,
+		       &tail, fns);
 	/* A link it needs may be down already (its nodes check their routes
 	 * too, when GO comes). */
 	for (uint32_t i = 0; i < cuts_count() && !h->lost; i++) {

@@ -51,12 +51,22 @@ void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t s
 	ctlq_send(node, type, buf, (uint32_t)len);
 }
 
-void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
-	      uint32_t coll)
+void msg_have(uint32_t node, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps)
 {
-	struct wire_ctl_step m = { .job = job, .gen = gen, .alpha_ns = alpha_ns, .beta_ps = beta_ps, .coll = coll };
+	struct wire_ctl_step m = { .job = job, .gen = gen, .alpha_ns = alpha_ns, .beta_ps = beta_ps };
 	uint8_t buf[sizeof(m)];
 	ssize_t len = wire_ctl_encode_step(buf, sizeof(buf), &m);
 
-	ctlq_send(node, type, buf, (uint32_t)len);
+	ctlq_send(node, WIRE_CTL_HAVE, buf, (uint32_t)len);
+}
+
+void msg_go(uint32_t node, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
+	    const struct wire_ctl_go_tail *t, const struct wire_go_fn *fns)
+{
+	struct wire_ctl_step m = { .job = job, .gen = gen, .alpha_ns = alpha_ns, .beta_ps = beta_ps };
+	uint8_t buf[sizeof(m) + sizeof(*t) + WIRE_GO_FNS_MAX * sizeof(*fns)];
+	ssize_t len = wire_ctl_encode_go(buf, sizeof(buf), &m, t, fns);
+
+	if (len > 0)
+		ctlq_send(node, WIRE_CTL_GO, buf, (uint32_t)len);
 }

@@ -5,6 +5,8 @@
 #ifndef FERRY_CLUSTER_MSG_H
 #define FERRY_CLUSTER_MSG_H
 
+#include "../../proto/wire.h"
+
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,9 +28,11 @@ void msg_lost(uint32_t node, uint32_t lost, uint32_t kind, uint64_t restarted_as
 
 /* HAVE, GO (step 0) or STEP about job id of generation gen. */
 void msg_job(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t step);
-/* HAVE or GO with a link cost (wire_ctl_step: α in ns, β in ps per byte),
- * and GO with the forced algorithms (coll; 0 in HAVE). */
-void msg_cost(uint32_t node, uint32_t type, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
-	      uint32_t coll);
+/* HAVE with a link cost (wire_ctl_step: α in ns, β in ps per byte). */
+void msg_have(uint32_t node, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps);
+/* GO with the job's link cost and its tail (wire.h: the forced algorithms,
+ * t->nfn runtime functions fns). */
+void msg_go(uint32_t node, uint32_t job, uint8_t gen, uint32_t alpha_ns, uint32_t beta_ps,
+	    const struct wire_ctl_go_tail *t, const struct wire_go_fn *fns);
 
 #endif

@@ -12,6 +12,7 @@
 #include "coll.h"
 
 #include "exec.h"
+#include "../cluster/costs.h"
 #include "../cluster/cluster.h"
 #include "../core/log.h"
 #include "../core/loop.h"
@@ -70,6 +71,11 @@
  * who keeps an operation open and posts others every 2 ms keeps ferryd
  * spinning on its own CPUs, no one else's. */
 #define COLL_SPIN_NS (2000ull * 1000u)
+/* Runtime functions ("Runtime functions" below): the operations of a group
+ * whose time a rank may still report, and how much longer than the
+ * daemon's own a rank's time may be. */
+#define COLL_RECENT 8
+#define COLL_REPORT_SLACK_NS (1000ull * 1000u)
 
 /* Holding back ("Holding back" below): once a job's early pieces take this
  * much, the nodes that send more are told to hold back ... */
@@ -122,6 +128,12 @@ struct cplan {
 	struct sched s;                 /* node me's part only */
 	const char *alg;                /* the algorithm it runs */
 	int strat;                      /* ... as an enum a2a_strategy, or -1 (not an all-to-all) */
+	/* ... and what the runtime functions learn when an operation on it
+	 * completes (plan_measure; measure 0: nothing) */
+	int measure, fam;
+	uint32_t fam_alg;
+	uint64_t model_bytes;
+	struct cost_x x;
 	struct user *user;              /* charged this much for the steps (given back when freed) */
 	uint64_t charged;
 };
@@ -218,6 +230,16 @@ struct cgrp {
 	uint8_t *told;
 	uint32_t ntold, hold_from;
 	uint32_t *hold;
+	/* Its last operations that ended well here, by seq % COLL_RECENT,
+	 * until a local rank reports its time of one (coll_report). */
+	struct crecent {
+		uint32_t seq;           /* 0: none */
+		int fam;
+		uint32_t alg;
+		uint64_t bytes;
+		struct cost_x x;
+		uint64_t ns;            /* its time here, from cop_start to cop_end */
+	} recent[COLL_RECENT];
 };
 
 /* The ids of a job's split groups that ended here, so that a late piece
@@ -266,6 +288,8 @@ static struct {
 	uint8_t piece[WIRE_COLL_PIECE_MAX];     /* a piece of many parts, gathered (send_piece) */
 	uint64_t rooted[CTL_ROOTED_ALGS];       /* scatters and gathers by algorithm, all jobs */
 	uint64_t gathers[CTL_ROOTED_ALGS];      /* ... the gathers among them */
+	uint64_t reports;               /* samples of the runtime functions made (coll_report) */
+	uint64_t reports_own;           /* ... of them the daemon's own time (a rank's was not plausible) */
 	/* The last torus scatter's paths (rooted_paths), valid for the
 	 * operation being planned. */
 	struct {
@@ -558,6 +582,8 @@ static struct cop *cop_get(struct cgrp *g, uint32_t seq, int make, int *full_p)
 }
 
 /* The operation ends (once): err 0, or a positive errno and why. */
+static void op_measured(const struct cop *op);
+
 static void cop_end(struct cop *op, int err, const char *why)
 {
 	if (op->ended)
@@ -569,6 +595,7 @@ static void cop_end(struct cop *op, int err, const char *why)
 		op->why[0] = '\0';
 	else if (why != op->why)
 		snprintf(op->why, sizeof(op->why), "%s", why);
+	op_measured(op);
 	coll.work = 1;
 }
 
@@ -736,29 +763,93 @@ static double coll_beta_ns(const struct job *j)
 
 /* The algorithm op runs as 0 (automatic) or algorithm + 1: what its ranks
  * forced (ferry_coll_strategy, FERRY_COLL_*), else what the job's home's
- * configuration forces (collectives.*, carried in GO: the same on every
- * node of the job; wire_ctl_decode lets through only algorithms there
- * are), else automatic. */
+ * configuration forces on its family (collectives.*, carried in GO: the
+ * same on every node of the job; wire_ctl_decode lets through only
+ * algorithms there are), else automatic. */
 static_assert(A2A_STRATEGIES == CTL_A2A_ALGS, "proto/ctl.h counts the all-to-all's algorithms");
+static_assert(ORTH_ALGS == CTL_ORTH_ALGS && RS_ALGS == CTL_RS_ALGS, "proto/ctl.h counts the algorithms");
 static uint32_t op_strategy(const struct cop *op)
 {
-	uint32_t f = op->g->cj->j->coll_force;
+	int fam = ctl_coll_fam(op->kind);
 
 	if (op->strategy)
 		return op->strategy;
-	switch (op->kind) {
-	case CTL_COLL_ALLTOALL:
-	case CTL_COLL_ALLTOALLV:
-	case CTL_COLL_SPLIT:
-		return f >> WIRE_GO_ALLTOALL & 255;
-	case CTL_COLL_SCATTER:
-	case CTL_COLL_SCATTERV:
-		return f >> WIRE_GO_SCATTER & 255;
-	case CTL_COLL_GATHER:
-	case CTL_COLL_GATHERV:
-		return f >> WIRE_GO_GATHER & 255;
-	}
-	return 0;
+	return fam >= 0 ? op->g->cj->j->coll_force[fam] : 0;
+}
+
+/* The cost module's view of op (plan/cost.h): the job's α and β, the
+ * planners' γ, and the runtime functions its home sent for op's family
+ * (GO; indexed as the family's algorithms), the same on every node. */
+static struct cost op_cost(const struct cop *op)
+{
+	const struct job *j = op->g->cj->j;
+	int fam = ctl_coll_fam(op->kind);
+
+	return (struct cost){ coll_alpha_us(j), coll_beta_ns(j), RS_GAMMA_NS_PER_BYTE, fam >= 0 ? j->coll_fn[fam] : NULL };
+}
+
+/* --- runtime functions ---
+ *
+ * The times the runtime functions (plan/cost.h, cluster/costs.h) are
+ * fitted to are what an application sees: from a rank's post to the rank
+ * seeing the operation end.  libferry reports that time of the last
+ * operation it saw end with its next post (proto/ctl.h, COLL prev_us);
+ * the operation's plan says what it was (plan_measure), its group keeps
+ * that for its last COLL_RECENT operations that ended well here
+ * (op_measured), and the first report of a local rank for one makes the
+ * sample (coll_report).  The daemon's own time of it, from cop_start (all
+ * local ranks posted) to cop_end, is a bound: a rank's time cannot be
+ * shorter, and one longer by more than COLL_REPORT_SLACK_NS and a quarter
+ * (a rank that computed before waiting: the point of a non-blocking
+ * operation; or a client that lies) counts as the daemon's own instead.
+ * So a client can move the samples of its operations by that much at
+ * most, and no other user's job's choices by more; they change only
+ * which algorithm is chosen, never whether an operation is right or
+ * whether its nodes agree (the home's functions, fixed at GO). */
+
+/* What op's plan tells the runtime functions when op completes (costs.h):
+ * algorithm alg of op's family ran for bytes bytes (the planner's model's
+ * size) with the model's start-ups and bytes x. */
+static void plan_measure(struct cop *op, uint32_t alg, uint64_t bytes, cost_model_fn m, const void *ctx)
+{
+	struct cplan *p = op->plan;
+
+	p->fam = ctl_coll_fam(op->kind);
+	p->fam_alg = alg;
+	p->model_bytes = bytes;
+	cost_features(m, ctx, alg, &p->x);
+	p->measure = p->fam >= 0;
+}
+
+/* ... when it ended well: kept for its ranks' reports. */
+static void op_measured(const struct cop *op)
+{
+	const struct cplan *p = op->plan;
+
+	if (!p || !p->measure || op->err || !op->started)
+		return;
+	op->g->recent[op->seq % COLL_RECENT] = (struct crecent){ op->seq, p->fam, p->fam_alg, p->model_bytes, p->x,
+								 op->ns ? op->ns : 1 };
+}
+
+static uint32_t grp_ppn(const struct cgrp *g);
+
+/* A local rank of group g (its slot there) saw operation seq take us
+ * microseconds: the sample, once per operation. */
+static void coll_report(struct cgrp *g, uint32_t seq, uint32_t us)
+{
+	struct crecent *r = &g->recent[seq % COLL_RECENT];
+	uint64_t ns = (uint64_t)us * 1000, t;
+	struct cost c;
+
+	if (r->seq != seq || !seq)
+		return;         /* (long gone, or reported) */
+	t = ns >= r->ns && ns - r->ns <= COLL_REPORT_SLACK_NS + r->ns / 4 ? ns : r->ns;
+	c = (struct cost){ coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, NULL };
+	costs_add((uint32_t)r->fam, r->alg, g->G, grp_ppn(g), r->bytes, &r->x, c.gamma_ns, c.beta_ns, (double)t / 1e3);
+	r->seq = 0;
+	coll.reports++;
+	coll.reports_own += t != ns;
 }
 
 /* This node's part of an all-to-all of op->count bytes per block: every
@@ -809,11 +900,13 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	}
 	/* (An all-to-allv's sizes are known to no node in full: every node
 	 * chooses as for small blocks, the same everywhere.) */
-	if (op_strategy(op))
-		s = (enum a2a_strategy)(op_strategy(op) - 1);
-	else
-		s = a2a_choose(g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn), coll_alpha_us(g->cj->j),
-			       coll_beta_ns(g->cj->j));
+	struct a2a_model m = { g->G, g->G - 1, (uint64_t)((double)op->count * ppn * ppn) };
+	struct cost c = op_cost(op);
+
+	s = op_strategy(op) ? (enum a2a_strategy)(op_strategy(op) - 1)
+			    : a2a_choose(m.nodes, m.degree, m.pair_bytes, &c);
+	if (op->kind == CTL_COLL_ALLTOALL)
+		plan_measure(op, s, m.pair_bytes, a2a_model_us, &m);     /* (the v form's sizes are not m's) */
 	op->alg = a2a_strategy_name(s);
 	op->plan->strat = (int)s;
 	ret = a2a_plan_init(&p, s, g->G);
@@ -881,6 +974,21 @@ static int torus_relay_too_big(struct cop *op)
 	return held && ppn && op->count > COLL_OP_MEM_MAX / (held * ppn);
 }
 
+/* sg_model_us of one algorithm (enum sg_alg sg) whatever the family's index
+ * of it (enum ctl_rooted_alg): what plan_measure takes. */
+struct sg_model_at {
+	const struct sg_model *m;
+	uint32_t sg;
+};
+
+static double sg_model_at_us(const void *ctx, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns)
+{
+	const struct sg_model_at *at = ctx;
+
+	(void)alg;
+	return sg_model_us(at->m, at->sg, alpha_us, beta_ns, gamma_ns);
+}
+
 /* The paths of a scatter or gather from the root's node R (plan/sg_sched.h)
  * into coll.torus (valid 0: direct), and op->alg.  Automatic: the planned
  * regions (plan/scatter.h, OPT) on a physical torus whose every node has
@@ -906,13 +1014,19 @@ static int rooted_paths(struct cop *op, uint32_t R)
 	int ret;
 
 	coll.torus.valid = 0;
-	if (!strategy && !torus) {
-		/* the cost model's choice, from what every node knows alike
-		 * (a v variant's sizes are not: as for small blocks) */
-		static const uint32_t of[SG_ALGS] = { CTL_ROOTED_DIRECT, CTL_ROOTED_ORTH, CTL_ROOTED_TREE };
+	/* the cost model's, from what every node knows alike (a v variant's
+	 * sizes are not: as for small blocks); its runtime functions are
+	 * the family's, indexed by enum ctl_rooted_alg */
+	static const uint32_t of[SG_ALGS] = { CTL_ROOTED_DIRECT, CTL_ROOTED_ORTH, CTL_ROOTED_TREE };
+	struct sg_model m = { gather, g->G, (g->size + g->G - 1) / g->G, v ? 0 : op->count, COLL_OP_MEM_MAX };
+	struct cost cm = op_cost(op);
+	struct cost_fn fn[SG_ALGS] = { { 0, 0 } };
 
-		alg = of[sg_choose(gather, g->G, (g->size + g->G - 1) / g->G, v ? 0 : op->count,
-				   coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), COLL_OP_MEM_MAX)];
+	for (uint32_t a = 0; cm.fn && a < SG_ALGS; a++)
+		fn[a] = cm.fn[of[a]];
+	cm.fn = fn;
+	if (!strategy && !torus) {
+		alg = of[sg_choose(gather, m.nodes, m.ppn, m.block_bytes, &cm, m.mem_max)];
 	} else if (!strategy && !v) {
 		if ((ret = torus_relay_too_big(op)) < 0)
 			return ret;
@@ -925,6 +1039,12 @@ static int rooted_paths(struct cop *op, uint32_t R)
 	op->rooted = alg;
 	if (alg == CTL_ROOTED_DIRECT || alg == CTL_ROOTED_ORTH || alg == CTL_ROOTED_TREE) {
 		op->alg = alg == CTL_ROOTED_DIRECT ? "direct" : alg == CTL_ROOTED_ORTH ? "orth" : "tree";
+		if (!v) {
+			struct sg_model_at at = { &m, alg == CTL_ROOTED_DIRECT ? SG_DIRECT
+						      : alg == CTL_ROOTED_ORTH ? SG_ORTH : SG_TREE };
+
+			plan_measure(op, alg, op->count, sg_model_at_us, &at);
+		}
 		return 0;
 	}
 	if (!torus) {
@@ -1181,9 +1301,13 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 			displ[k] = op->slots[k].vec + g->size;
 		a.displ = displ;
 	}
-	a.alg = alg ? (enum orth_alg)(alg - 1)
-		    : orth_choose(a.kind, g->G, grp_ppn(g), bytes, coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j),
-				  &dims);
+	{
+		struct orth_model m = { a.kind, g->G, grp_ppn(g), bytes, &dims };
+		struct cost c = op_cost(op);
+
+		a.alg = alg ? (enum orth_alg)(alg - 1) : orth_choose(m.kind, m.nodes, m.ppn, m.bytes, &c, m.dims);
+		plan_measure(op, a.alg, bytes, orth_model_us, &m);
+	}
 	op->alg = orth_alg_name(a.alg);
 	{
 		uint64_t h = tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &a.alg, sizeof(a.alg));
@@ -1203,6 +1327,8 @@ static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, s
 	struct cgrp *g = op->g;
 	struct rs_args a = { .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red) };
 	struct rs_plan p;
+	struct cost c;
+	enum rs_alg ran;
 	uint64_t total = 0;
 	int ret;
 
@@ -1217,10 +1343,18 @@ static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, s
 	}
 	for (uint32_t r = 0; r < g->size; r++)
 		total += a.counts[r];
-	if ((ret = rs_choose(alg ? (int)alg - 1 : -1, g->G, total * coll_type_size(a.type), coll_alpha_us(g->cj->j),
-			     coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, &p)) < 0)
+	c = op_cost(op);
+	if ((ret = rs_choose(alg ? (int)alg - 1 : -1, g->G, total * coll_type_size(a.type), &c, &p)) < 0)
 		return ret;
-	op->alg = rs_alg_name(alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0]);
+	ran = alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0];
+	op->alg = rs_alg_name(ran);
+	{
+		struct rs_model m = { .bytes = total * coll_type_size(a.type) };
+
+		m.plan[ran] = p;
+		m.have[ran] = 1;
+		plan_measure(op, ran, m.bytes, rs_model_us, &m);
+	}
 	{
 		uint64_t h = tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &p.ndims, sizeof(p.ndims));
 
@@ -1237,8 +1371,11 @@ static int plan_scan(struct cop *op, const struct a2a_layout *lay, struct sched_
 	struct rs_scan_args a = { .count = op->count, .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red),
 				  .exclusive = op->kind == CTL_COLL_EXSCAN };
 
-	a.chunks = rs_scan_chunks(rs_scan_runs(lay, g->G), op->count, coll_type_size(a.type), coll_alpha_us(g->cj->j),
-				  coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE);
+	struct rs_scan_model m = { rs_scan_runs(lay, g->G), 0, op->count * coll_type_size(a.type) };
+
+	a.chunks = m.chunks = rs_scan_chunks(m.runs, op->count, coll_type_size(a.type), coll_alpha_us(g->cj->j),
+					     coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE);
+	plan_measure(op, 0, m.bytes, rs_scan_model_us, &m);
 	op->alg = "chain";
 	op->agree = tag_of(tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &a.chunks,
 				   sizeof(a.chunks)));
@@ -1749,6 +1886,13 @@ void coll_post(struct ep *ep, const struct ctl_coll_wire *c)
 		return;
 	}
 	g->posted[slot] = c->seq;
+	if (c->prev_seq) {
+		/* (a group of this rank's: its own report, on its own operations) */
+		struct cgrp *pg = c->prev_group == g->id ? g : grp_find(cj, c->prev_group);
+
+		if (pg && grp_slot(pg, ep->rank) >= 0 && c->prev_seq <= pg->posted[grp_slot(pg, ep->rank)])
+			coll_report(pg, c->prev_seq, c->prev_us);
+	}
 	op = cop_get(g, c->seq, 0, NULL);
 	if (!op && grp_doomed(g, c->seq, &derr, &dwhy)) {
 		/* (an operation that exists answers when it ends, once) */
@@ -2818,16 +2962,29 @@ int coll_poll(void)
 	return work;
 }
 
+/* The runtime functions j's home sent at GO (ferryctl stats: "fitted"). */
+static uint32_t job_fitted(const struct job *j)
+{
+	uint32_t n = 0;
+
+	for (uint32_t f = 0; f < CTL_FAMS; f++)
+		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++)
+			n += j->coll_fn[f][a].tau_us > 0 || j->coll_fn[f][a].tc_ns > 0;
+	return n;
+}
+
 void coll_write_stats(FILE *out, uid_t uid)
 {
 	if (!uid)       /* (every user's: the administrator's only) */
 		fprintf(out, "coll rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu "
-			"gather_direct %llu gather_opt %llu gather_sdf %llu gather_orth %llu gather_tree %llu\n",
+			"gather_direct %llu gather_opt %llu gather_sdf %llu gather_orth %llu gather_tree %llu "
+			"cost_samples %llu cost_samples_own %llu\n",
 			(unsigned long long)coll.rooted[0], (unsigned long long)coll.rooted[1],
 			(unsigned long long)coll.rooted[2], (unsigned long long)coll.rooted[3],
 			(unsigned long long)coll.rooted[4], (unsigned long long)coll.gathers[0],
 			(unsigned long long)coll.gathers[1], (unsigned long long)coll.gathers[2],
-			(unsigned long long)coll.gathers[3], (unsigned long long)coll.gathers[4]);
+			(unsigned long long)coll.gathers[3], (unsigned long long)coll.gathers[4],
+			(unsigned long long)coll.reports, (unsigned long long)coll.reports_own);
 	for (struct cjob *cj = coll.jobs; cj; cj = cj->next) {
 		uint32_t pending = 0;
 
@@ -2838,7 +2995,7 @@ void coll_write_stats(FILE *out, uid_t uid)
 				pending += !op->ended;
 		fprintf(out, "coll job %s uid %u nodes %u groups %u ops_run %llu ops_failed %llu pending %u last %s "
 			"alg %s last_us %llu link_waits %llu hold_waits %llu holds_sent %llu early_max %llu "
-			"groups_polled %llu alpha_us %.1f beta_ns_per_byte %.3f%s",
+			"groups_polled %llu alpha_us %.1f beta_ns_per_byte %.3f%s fitted %u",
 			cj->j->name,
 			cj->j->uid, cj->groups->G, cj->ngroups - 1, (unsigned long long)cj->ops_run,
 			(unsigned long long)cj->ops_failed, pending, cj->ops_run ? kind_name(cj->last_kind) : "-",
@@ -2847,7 +3004,7 @@ void coll_write_stats(FILE *out, uid_t uid)
 			(unsigned long long)cj->holds_sent, (unsigned long long)cj->early_max,
 			(unsigned long long)cj->groups_polled, coll_alpha_us(cj->j),
 			coll_beta_ns(cj->j),
-			cj->j->coll_alpha_ns ? " measured" : " default");
+			cj->j->coll_alpha_ns ? " measured" : " default", job_fitted(cj->j));
 		for (int k = 0; k < A2A_STRATEGIES; k++)
 			fprintf(out, " %s %llu", a2a_strategy_name((enum a2a_strategy)k), (unsigned long long)cj->chosen[k]);
 		fprintf(out, " rooted_direct %llu rooted_opt %llu rooted_sdf %llu rooted_orth %llu rooted_tree %llu",

@@ -590,35 +590,35 @@ static int per_user_limits(struct parse *p, const config_setting_t *g)
 	return 0;
 }
 
-/* collectives: { alltoall, scatter, gather }: "auto" or an algorithm, as
- * ferry_coll_strategy names them; index = 0 automatic, else algorithm + 1. */
+/* collectives: { FAMILY = "auto" or an algorithm, ... } for every family
+ * of proto/ctl.h (enum ctl_fam: alltoall, scatter, gather, bcast, reduce,
+ * allreduce, allgather, reduce_scatter, scan), as ferry_coll_strategy
+ * names them; index = 0 automatic, else algorithm + 1. */
 static int parse_collectives(struct parse *p, const config_setting_t *root)
 {
-	static const char *const keys[] = { "alltoall", "scatter", "gather", NULL };
-	/* (proto/ctl.h's tables: "auto", then enum a2a_strategy's and enum
-	 * ctl_rooted_alg's names in order) */
-	const char *const *a2a = ctl_a2a_algs, *const *rooted = ctl_rooted_algs;
+	const char *keys[CTL_FAMS + 1];
 	struct conf *c = p->c;
 	config_setting_t *g;
-	int a = 0, sc = 0, ga = 0, ret;
+	int v[CTL_FAMS] = { 0 }, ret;
 
+	for (uint32_t f = 0; f < CTL_FAMS; f++)
+		keys[f] = ctl_fam_name(f);
+	keys[CTL_FAMS] = NULL;
 	if ((ret = get_group(p, root, "collectives", &g)) < 0 || !g)
 		return ret;
-	if ((ret = check_keys(p, g, keys)) < 0 || (ret = get_enum(p, g, "alltoall", a2a, &a)) < 0 ||
-	    (ret = get_enum(p, g, "scatter", rooted, &sc)) < 0 || (ret = get_enum(p, g, "gather", rooted, &ga)) < 0)
+	if ((ret = check_keys(p, g, keys)) < 0)
 		return ret;
+	for (uint32_t f = 0; f < CTL_FAMS; f++)
+		if ((ret = get_enum(p, g, keys[f], ctl_fam_algs(f), &v[f])) < 0)
+			return ret;
 	/* opt and sdf follow the links of a physical torus (daemon/plan/scatter.h) */
-	for (int i = 0; i < 2; i++) {
-		int v = i ? ga : sc;
-
-		if (c->physical != CONF_TORUS && (v == CTL_ROOTED_OPT + 1 || v == CTL_ROOTED_SDF + 1))
-			return invalid(p, config_setting_get_member(g, i ? "gather" : "scatter"),
+	for (uint32_t f = CTL_FAM_SCATTER; f <= CTL_FAM_GATHER; f++)
+		if (c->physical != CONF_TORUS && (v[f] == CTL_ROOTED_OPT + 1 || v[f] == CTL_ROOTED_SDF + 1))
+			return invalid(p, config_setting_get_member(g, keys[f]),
 				       "'collectives.%s' is \"%s\", which needs 'topology.physical' = \"torus\"",
-				       i ? "gather" : "scatter", rooted[v]);
-	}
-	c->coll_alltoall = (uint32_t)a;
-	c->coll_scatter = (uint32_t)sc;
-	c->coll_gather = (uint32_t)ga;
+				       keys[f], ctl_fam_algs(f)[v[f]]);
+	for (uint32_t f = 0; f < CTL_FAMS; f++)
+		c->coll_force[f] = (uint8_t)v[f];
 	return 0;
 }
 
@@ -632,14 +632,14 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 						NULL };
 	static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
 	static const char *const log_keys[] = { "level", NULL };
-	static const char *const dmn_keys[] = { "runtime_dir", "spin_us", "seccomp", "cpus", NULL };
+	static const char *const dmn_keys[] = { "runtime_dir", "state_dir", "spin_us", "seccomp", "cpus", NULL };
 	static const char *const dir_keys[] = { "max_ranks", "ring_bytes", NULL };
 	/* in the order of enum sandbox_mode */
 	static const char *const seccomp_modes[] = { "kill", "log", "off", NULL };
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g;
-	const config_setting_t *s, *integ_s, *enc_s, *cpus_s, *cc_s, *probe_s;
+	const config_setting_t *s, *integ_s, *enc_s, *cpus_s, *sd, *cc_s, *probe_s;
 	char level[32], cpus[256], why[128];
 	int ret, integ = -1;
 
@@ -733,12 +733,15 @@ static int parse_rest(struct parse *p, const config_setting_t *root)
 	if ((ret = get_group(p, root, "daemon", &g)) < 0 ||
 	    (g && (ret = check_keys(p, g, dmn_keys)) < 0) ||
 	    (ret = get_str(p, g, "runtime_dir", c->runtime_dir, sizeof(c->runtime_dir) - 32, &s)) < 0 ||
+	    (ret = get_str(p, g, "state_dir", c->state_dir, sizeof(c->state_dir) - 32, &sd)) < 0 ||
 	    (ret = GET_INT(p, g, "spin_us", 0, 100000, c->spin_us)) < 0 ||
 	    (ret = get_enum(p, g, "seccomp", seccomp_modes, &c->seccomp)) < 0 ||
 	    (ret = get_str(p, g, "cpus", cpus, sizeof(cpus), &cpus_s)) < 0)
 		return ret;
 	if (s && c->runtime_dir[0] != '/')
 		return invalid(p, s, "'daemon.runtime_dir' must be an absolute path");
+	if (sd && c->state_dir[0] && c->state_dir[0] != '/')
+		return invalid(p, sd, "'daemon.state_dir' must be an absolute path, or \"\" for none");
 	if (cpus_s && cpus_parse(cpus, &c->cpus, why, sizeof(why)) < 0)
 		return invalid(p, cpus_s, "'daemon.cpus' is \"%s\": %s", cpus, why);
 	if (cpus_s)
@@ -780,6 +783,7 @@ void conf_defaults(struct conf *c)
 	c->key_file[0] = '\0';
 	c->log_level = LOG_INFO;
 	strcpy(c->runtime_dir, "/run/ferry");
+	strcpy(c->state_dir, "/var/lib/ferry");
 	c->spin_us = 50;
 	c->seccomp = SANDBOX_KILL;
 	route_init(&c->route, ROUTE_GRID, 1, &c->nnodes, 1);

@@ -6,6 +6,7 @@
 #define FERRY_CONF_H
 
 #include "../plan/route.h"
+#include "../../proto/ctl.h"
 #include "../../proto/job.h"
 
 #include <limits.h>
@@ -76,13 +77,14 @@ struct conf {
 	int integrity;                  /* every frame authenticated (default: on with a key) */
 	int encrypt;                    /* and encrypted (needs integrity) */
 	/* collectives: the algorithm forced on every job this node is the home
-	 * of (carried in GO: wire_ctl_step.coll); 0 automatic, else the
-	 * algorithm + 1 (enum a2a_strategy; enum ctl_rooted_alg) */
-	uint32_t coll_alltoall, coll_scatter, coll_gather;
+	 * of, per family (enum ctl_fam; carried in GO's tail); 0 automatic,
+	 * else the algorithm + 1 (proto/ctl.h's tables) */
+	uint8_t coll_force[CTL_FAMS];
 	/* logging */
 	int log_level;                  /* LOG_* */
 	/* daemon */
 	char runtime_dir[PATH_MAX];
+	char state_dir[PATH_MAX];       /* the runtime functions' file; "": kept in memory only */
 	uint32_t spin_us;
 	int seccomp;                    /* enum sandbox_mode (core/sandbox.h) */
 	cpu_set_t cpus;                 /* daemon.cpus; empty: not pinned (the default) */

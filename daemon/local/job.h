@@ -28,7 +28,9 @@
 #ifndef FERRY_LOCAL_JOB_H
 #define FERRY_LOCAL_JOB_H
 
+#include "../plan/cost.h"
 #include "../../proto/job.h"
+#include "../../proto/wire.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -108,9 +110,11 @@ struct job {
 	/* The link cost its nodes agreed on at GO (plan/linkcost.h; 0:
 	 * unknown, the engine's defaults). */
 	uint32_t coll_alpha_ns, coll_beta_ps;
-	/* ... and the algorithms its home's configuration forces (wire_ctl_step.coll:
-	 * a byte each, 0 automatic, else the algorithm + 1). */
-	uint32_t coll_force;
+	/* ... the algorithms its home's configuration forces, per family (GO's
+	 * tail: 0 automatic, else the algorithm + 1), and its home's runtime
+	 * functions (plan/cost.h; tau and tc 0: none) */
+	uint8_t coll_force[WIRE_GO_FAMS];
+	struct cost_fn coll_fn[CTL_FAMS][CTL_FAM_ALGS_MAX];
 	/* Its home was lost: its id may be handed out again by the home's
 	 * next instance, so it has given it up (job_forget_id) and its items
 	 * are dropped where they start (fwd/tx.c). */

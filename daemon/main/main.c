@@ -56,6 +56,8 @@ static void usage(FILE *out)
 		"                        is this machine's name)\n"
 		"  --runtime-dir DIR     directory for the client socket (default: daemon.runtime_dir,\n"
 		"                        /run/ferry)\n"
+		"  --state-dir DIR       where the runtime functions are kept (default:\n"
+		"                        daemon.state_dir, /var/lib/ferry; \"\": nowhere)\n"
 		"  --log-level LEVEL     err, warning, notice, info or debug (default: logging.level)\n"
 		"  --seccomp MODE        the system call filter: kill, log or off (default: daemon.seccomp,\n"
 		"                        kill)\n"
@@ -307,6 +309,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "runtime-dir", required_argument, NULL, 'r' },
+		{ "state-dir", required_argument, NULL, 'D' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "check-config", no_argument, NULL, 'C' },
 		{ "seccomp", required_argument, NULL, 'S' },
@@ -320,7 +323,7 @@ int main(int argc, char **argv)
 		.sleep_prepare = ep_sleep_prepare,
 		.sleep_done = ep_sleep_done,
 	};
-	const char *config = NULL, *runtime_dir = NULL, *level = NULL, *seccomp = NULL;
+	const char *config = NULL, *runtime_dir = NULL, *state_dir = NULL, *level = NULL, *seccomp = NULL;
 	int check = 0, opt, ret = 1, explicit_config;
 	long node = -1;
 	char err[512];
@@ -329,6 +332,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'c': config = optarg; break;
 		case 'r': runtime_dir = optarg; break;
+		case 'D': state_dir = optarg; break;
 		case 'l': level = optarg; break;
 		case 'C': check = 1; break;
 		case 'S': seccomp = optarg; break;
@@ -396,6 +400,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		strcpy(ferryd.conf.runtime_dir, runtime_dir);
+	}
+	if (state_dir) {
+		if (strlen(state_dir) >= sizeof(ferryd.conf.state_dir) - 32 || (*state_dir && *state_dir != '/')) {
+			fprintf(stderr, "ferryd: --state-dir: an absolute path (not too long), or \"\"\n");
+			return 2;
+		}
+		strcpy(ferryd.conf.state_dir, state_dir);
 	}
 	log_init("ferryd", ferryd.conf.log_level);
 	ret = 1;                /* until the loop ran */

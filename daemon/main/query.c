@@ -1,6 +1,7 @@
 /* daemon/main/query.c - see query.h. */
 #include "query.h"
 #include "../cluster/cluster.h"
+#include "../cluster/costs.h"
 #include "../coll/coll.h"
 #include "../core/closer.h"
 #include "../core/loop.h"
@@ -128,6 +129,12 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		peer_write_transport_stats(out);
 		fwd_write_peer_stats(out);
 		coll_write_stats(out, cred->uid);
+		return 0;
+	case CTL_Q_COSTS:
+		/* every user's operations made them (costs.h) */
+		if (cred->uid != 0 && cred->uid != geteuid())
+			return -EPERM;
+		costs_write(out);
 		return 0;
 	case CTL_Q_DEBUG:
 		/* Fault injection for tests: break the link to node arg, or

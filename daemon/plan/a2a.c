@@ -3,6 +3,7 @@
 #include "names.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,23 +244,20 @@ double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_b
 	}
 }
 
-enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, double alpha_us,
-			     double beta_ns_per_byte)
+double a2a_model_us(const void *model, uint32_t s, double alpha_us, double beta_ns, double gamma_ns)
 {
-	enum a2a_strategy best = A2A_DIRECT;
-	double best_us = 0;
+	const struct a2a_model *m = model;
+	struct a2a_plan p;
 
-	for (int s = 0; s < A2A_STRATEGIES; s++) {
-		struct a2a_plan p;
-		double t;
+	(void)gamma_ns;
+	if (a2a_plan_init(&p, (enum a2a_strategy)s, m->nodes) < 0)
+		return INFINITY;
+	return a2a_predict_us(&p, m->degree, m->pair_bytes, alpha_us, beta_ns);
+}
 
-		if (a2a_plan_init(&p, s, nodes) < 0)
-			continue;
-		t = a2a_predict_us(&p, degree, pair_bytes, alpha_us, beta_ns_per_byte);
-		if (s == A2A_DIRECT || t < best_us) {
-			best = s;
-			best_us = t;
-		}
-	}
-	return best;
+enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, const struct cost *c)
+{
+	struct a2a_model m = { nodes, degree, pair_bytes };
+
+	return (enum a2a_strategy)cost_choose(c, a2a_model_us, &m, A2A_STRATEGIES);
 }

@@ -43,6 +43,8 @@
 
 #include <stdint.h>
 
+#include "cost.h"
+
 enum a2a_strategy {
 	A2A_DIRECT = 0,
 	A2A_MESH = 1,
@@ -113,9 +115,16 @@ int a2a_stats(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, st
 double a2a_predict_us(const struct a2a_plan *p, uint32_t degree, uint64_t pair_bytes, double alpha_us,
 		      double beta_ns_per_byte);
 
-/* The strategy a2a_predict_us says is fastest (ties: the lower enum). */
-enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, double alpha_us,
-			     double beta_ns_per_byte);
+/* a2a_predict_us as the cost module's model (plan/cost.h; INFINITY for a
+ * strategy that cannot run on nodes nodes). */
+struct a2a_model {
+	uint32_t nodes, degree;
+	uint64_t pair_bytes;
+};
+double a2a_model_us(const void *model, uint32_t s, double alpha_us, double beta_ns, double gamma_ns);
+
+/* The strategy the cost module predicts fastest (ties: the lower enum). */
+enum a2a_strategy a2a_choose(uint32_t nodes, uint32_t degree, uint64_t pair_bytes, const struct cost *c);
 
 /* ---- schedules (a2a_sched.c) ---- */
 

@@ -13,6 +13,7 @@
 #include "../../proto/coll.h"
 
 #include <errno.h>
+#include <math.h>
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -780,21 +781,23 @@ double orth_predict_us(enum orth_kind kind, enum orth_alg alg, const struct orth
 	return (kind == ORTH_ALLREDUCE ? 2 : 1) * tree_cost(&g, m, alpha_us, beta_us);
 }
 
-enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, double alpha_us,
-			  double beta_ns_per_byte, const struct orth_dims *dims)
+double orth_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns)
 {
-	enum orth_alg best = ORTH_SINGLE;
-	double best_us = orth_predict_us(kind, ORTH_SINGLE, NULL, nodes, ppn, bytes, alpha_us, beta_ns_per_byte);
+	const struct orth_model *m = model;
 
-	for (int alg = ORTH_GRID; alg < (dims ? ORTH_ALGS : ORTH_HIER); alg++) {
-		double t = orth_predict_us(kind, alg, dims, nodes, ppn, bytes, alpha_us, beta_ns_per_byte);
+	(void)gamma_ns;
+	if (alg == ORTH_HIER && !m->dims)
+		return INFINITY;
+	return orth_predict_us(m->kind, (enum orth_alg)alg, alg == ORTH_SINGLE ? NULL : m->dims, m->nodes, m->ppn,
+			       m->bytes, alpha_us, beta_ns);
+}
 
-		if (t < best_us) {
-			best = alg;
-			best_us = t;
-		}
-	}
-	return best;
+enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *c,
+			  const struct orth_dims *dims)
+{
+	struct orth_model m = { kind, nodes, ppn, bytes, dims };
+
+	return (enum orth_alg)cost_choose(c, orth_model_us, &m, ORTH_ALGS);
 }
 
 void orth_hier_dims(uint32_t P, struct orth_dims *d)

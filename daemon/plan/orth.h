@@ -250,7 +250,17 @@ void orth_hier_dims(uint32_t P, struct orth_dims *d);
  * among ORTH_SINGLE, ORTH_GRID and, if dims is not NULL, ORTH_HIER over
  * dims.  Its inputs must be the same on every node (an allgatherv's mean
  * count, say), or the nodes' schedules differ and the operation fails. */
-enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, double alpha_us,
-			  double beta_ns_per_byte, const struct orth_dims *dims);
+enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *c,
+			  const struct orth_dims *dims);
+
+/* orth_predict_us as the cost module's model (plan/cost.h): ORTH_HIER
+ * over dims, INFINITY if dims is NULL. */
+struct orth_model {
+	enum orth_kind kind;
+	uint32_t nodes, ppn;
+	uint64_t bytes;
+	const struct orth_dims *dims;
+};
+double orth_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
 
 #endif

@@ -13,6 +13,7 @@
 #include "../../proto/coll.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,11 +165,41 @@ static void pick_factors(struct pick *k, uint32_t *dim, uint32_t at, uint32_t le
 		}
 }
 
-int rs_choose(int alg, uint32_t nodes, uint64_t bytes, double alpha_us, double beta_ns_per_byte,
-	      double gamma_ns_per_byte, struct rs_plan *p_out)
+int rs_model_init(struct rs_model *m, uint32_t nodes, uint64_t bytes, const struct cost *c)
 {
-	struct pick k = { nodes, bytes, alpha_us, beta_ns_per_byte, gamma_ns_per_byte, { 0 }, 0 };
+	struct pick k = { nodes, bytes, c->alpha_us, c->beta_ns, c->gamma_ns, { 0 }, 0 };
 	uint32_t dim[RS_MAX_DIMS];
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	m->bytes = bytes;
+	if (!nodes || nodes > RS_MAX_NODES)
+		return -EINVAL;
+	for (int a = RS_SHORT; a <= RS_LONG; a++) {
+		if ((ret = rs_plan_init(&m->plan[a], (enum rs_alg)a, nodes)) < 0)
+			return ret;
+		m->have[a] = 1;
+	}
+	for (uint32_t nd = 2; nodes > 1 && nd <= RS_MAX_DIMS; nd++)
+		pick_factors(&k, dim, 0, nd, nodes);
+	m->plan[RS_HYBRID] = k.best;
+	m->have[RS_HYBRID] = k.best.nodes != 0;
+	return 0;
+}
+
+double rs_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns)
+{
+	const struct rs_model *m = model;
+
+	if (alg >= RS_ALGS || !m->have[alg])
+		return INFINITY;
+	return rs_predict_us(&m->plan[alg], m->bytes, alpha_us, beta_ns, gamma_ns);
+}
+
+int rs_choose(int alg, uint32_t nodes, uint64_t bytes, const struct cost *c, struct rs_plan *p_out)
+{
+	struct rs_model m;
+	int ret;
 
 	if (alg == RS_SHORT || alg == RS_LONG)
 		return rs_plan_init(p_out, alg, nodes);
@@ -176,12 +207,17 @@ int rs_choose(int alg, uint32_t nodes, uint64_t bytes, double alpha_us, double b
 		return -EINVAL;
 	if (nodes == 1)
 		return rs_plan_init(p_out, RS_SHORT, 1);
-	/* fewer dimensions first: a later plan must be strictly faster */
-	for (uint32_t nd = alg == RS_HYBRID ? 2 : 1; nd <= RS_MAX_DIMS; nd++)
-		pick_factors(&k, dim, 0, nd, nodes);
-	if (!k.best.nodes)
-		pick_factors(&k, dim, 0, 1, nodes);     /* prime: no hybrid */
-	*p_out = k.best;
+	if ((ret = rs_model_init(&m, nodes, bytes, c)) < 0)
+		return ret;
+	if (alg == RS_HYBRID && !m.have[RS_HYBRID]) {
+		/* prime: no hybrid; the faster of the two (by the links) */
+		struct cost ab = { c->alpha_us, c->beta_ns, c->gamma_ns, NULL };
+
+		alg = (int)cost_choose(&ab, rs_model_us, &m, RS_HYBRID);
+	} else if (alg == -1) {
+		alg = (int)cost_choose(c, rs_model_us, &m, RS_ALGS);
+	}
+	*p_out = m.plan[alg];
 	return 0;
 }
 
@@ -463,6 +499,14 @@ double rs_scan_predict_us(uint32_t runs, uint32_t chunks, uint64_t bytes, double
 		return 0;
 	/* the pipeline: the first chunk's runs - 1 hops, then one hop a chunk */
 	return (runs - 2.0 + chunks) * (alpha_us + x * (beta_ns_per_byte + gamma_ns_per_byte) / 1000.0);
+}
+
+double rs_scan_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns)
+{
+	const struct rs_scan_model *m = model;
+
+	(void)alg;
+	return rs_scan_predict_us(m->runs, m->chunks, m->bytes, alpha_us, beta_ns, gamma_ns);
 }
 
 uint32_t rs_scan_chunks(uint32_t runs, uint64_t count, uint64_t elem_bytes, double alpha_us,

@@ -102,6 +102,8 @@
 
 #include <stdint.h>
 
+#include "cost.h"
+
 #include "a2a.h"
 
 struct sched;
@@ -171,15 +173,27 @@ double rs_predict_us(const struct rs_plan *p, uint64_t bytes, double alpha_us, d
 		     double gamma_ns_per_byte);
 
 /* The plan for alg: RS_SHORT or RS_LONG their plan of one dimension;
- * RS_HYBRID the fastest of two or more dimensions (one if nodes is prime or
- * 1); -1 (automatic) the fastest of all.  Every ordered factorization into
- * at most RS_MAX_DIMS dimensions is tried, each phase's algorithm by
- * rs_dim_choose; ties: fewer dimensions, then the first found (smaller
- * first dimensions first).  A function of its arguments only: every node
- * must pass the same (bytes: the whole vector's, from the counts every rank
- * passes).  Returns 0 or -EINVAL. */
-int rs_choose(int alg, uint32_t nodes, uint64_t bytes, double alpha_us, double beta_ns_per_byte,
-	      double gamma_ns_per_byte, struct rs_plan *p_out);
+ * RS_HYBRID the fastest by c's α, β and γ of two or more dimensions (one
+ * if nodes is prime or 1: the faster of short and long); -1 (automatic)
+ * the one of those three the cost module predicts fastest (c's runtime
+ * functions where it has them; ties: the lower enum).  For the hybrid
+ * every ordered factorization into at most RS_MAX_DIMS dimensions is
+ * tried, each phase's algorithm by rs_dim_choose; ties: fewer dimensions,
+ * then the first found (smaller first dimensions first).  A function of
+ * its arguments only: every node must pass the same (bytes: the whole
+ * vector's, from the counts every rank passes).  Returns 0 or -EINVAL. */
+int rs_choose(int alg, uint32_t nodes, uint64_t bytes, const struct cost *c, struct rs_plan *p_out);
+
+/* The three candidates rs_choose weighs, as the cost module's model
+ * (plan/cost.h): rs_predict_us of plan[alg], INFINITY where there is none
+ * (a hybrid on a prime or one node). */
+struct rs_model {
+	uint64_t bytes;
+	struct rs_plan plan[RS_ALGS];
+	int have[RS_ALGS];
+};
+int rs_model_init(struct rs_model *m, uint32_t nodes, uint64_t bytes, const struct cost *c);
+double rs_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
 
 /* ---- reduce-scatter schedules ---- */
 
@@ -217,6 +231,14 @@ uint32_t rs_scan_runs(const struct a2a_layout *lay, uint32_t nodes);
  * bytes / chunks after one another, each alpha + x beta + x gamma. */
 double rs_scan_predict_us(uint32_t runs, uint32_t chunks, uint64_t bytes, double alpha_us,
 			  double beta_ns_per_byte, double gamma_ns_per_byte);
+
+/* rs_scan_predict_us as the cost module's model (plan/cost.h; the chain:
+ * one algorithm). */
+struct rs_scan_model {
+	uint32_t runs, chunks;
+	uint64_t bytes;
+};
+double rs_scan_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
 
 /* The chunks that minimize rs_scan_predict_us for count elements of
  * elem_bytes (at most count, at least 1, at most RS_SCAN_MAX_CHUNKS). */

@@ -11,6 +11,7 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -693,23 +694,20 @@ uint64_t sg_relay_bytes(enum sg_alg alg, uint32_t nodes, uint32_t ppn, uint64_t 
 	}
 }
 
-enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, double alpha_us,
-		      double beta_ns_per_byte, uint64_t mem_max)
+double sg_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns)
 {
-	enum sg_alg best = SG_DIRECT;
-	double best_us = sg_predict_us(SG_DIRECT, gather, nodes, ppn, block_bytes, alpha_us, beta_ns_per_byte);
+	const struct sg_model *m = model;
 
-	for (int alg = SG_ORTH; alg < SG_ALGS; alg++) {
-		uint64_t relay = sg_relay_bytes(alg, nodes, ppn, block_bytes);
-		double t;
+	(void)gamma_ns;
+	if (alg != SG_DIRECT && m->mem_max && sg_relay_bytes(alg, m->nodes, m->ppn, m->block_bytes) > m->mem_max / 2)
+		return INFINITY;
+	return sg_predict_us(alg, m->gather, m->nodes, m->ppn, m->block_bytes, alpha_us, beta_ns);
+}
 
-		if (mem_max && relay > mem_max / 2)
-			continue;
-		t = sg_predict_us(alg, gather, nodes, ppn, block_bytes, alpha_us, beta_ns_per_byte);
-		if (t < best_us) {
-			best = alg;
-			best_us = t;
-		}
-	}
-	return best;
+enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, const struct cost *c,
+		      uint64_t mem_max)
+{
+	struct sg_model m = { gather, nodes, ppn, block_bytes, mem_max };
+
+	return (enum sg_alg)cost_choose(c, sg_model_us, &m, SG_ALGS);
 }

@@ -231,7 +231,16 @@ uint64_t sg_relay_bytes(enum sg_alg alg, uint32_t nodes, uint32_t ppn, uint64_t 
  * parts in scratch; mem_max 0: no limit).  Its inputs must be the same on
  * every node (a v variant's sizes are not: choose as for the same count
  * everywhere), or the nodes' schedules differ and the operation fails. */
-enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, double alpha_us,
-		      double beta_ns_per_byte, uint64_t mem_max);
+enum sg_alg sg_choose(int gather, uint32_t nodes, uint32_t ppn, uint64_t block_bytes, const struct cost *c,
+		      uint64_t mem_max);
+
+/* sg_predict_us as the cost module's model (plan/cost.h), INFINITY for an
+ * algorithm whose relays would hold more than mem_max / 2. */
+struct sg_model {
+	int gather;
+	uint32_t nodes, ppn;
+	uint64_t block_bytes, mem_max;
+};
+double sg_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
 
 #endif

@@ -51,10 +51,10 @@ start_node() {
 	if [ "$vg" = 1 ]; then
 		# Valgrind does not know the seccomp() call: no filter there.
 		valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg" \
-			"$BUILD/ferryd" --runtime-dir "$TMP/$name" --config "$conf" --node "$node" --seccomp off \
+			"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$node" --seccomp off \
 			>"$TMP/$name.log" 2>&1 &
 	else
-		"$BUILD/ferryd" --runtime-dir "$TMP/$name" --config "$conf" --node "$node" >"$TMP/$name.log" 2>&1 &
+		"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$node" >"$TMP/$name.log" 2>&1 &
 	fi
 	pid=$!
 	PIDS+=("$pid")

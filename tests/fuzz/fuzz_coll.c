@@ -577,7 +577,7 @@ static int build_rs(struct world *w, const uint8_t *h)
 		struct rs_args a = { .counts = cnt, .type = type, .op = op };
 		struct rs_plan p;
 
-		if (rs_choose(h[2] % 3, P, total * esz, 10, 1, 0.1, &p))
+		if (rs_choose(h[2] % 3, P, total * esz, &(struct cost){ 10, 1, 0.1, NULL }, &p))
 			BUG("rs_choose");
 		for (uint32_t r = 0; r < L.ranks; r++) {
 			slen[r] = total * esz;

@@ -26,6 +26,7 @@
  * how many collective posts, pieces and failures the inputs made.
  */
 #include "../../daemon/cluster/cluster.h"
+#include "../../daemon/cluster/costs.h"
 #include "../../daemon/coll/coll.h"
 #include "../../daemon/core/conf.h"
 #include "../../daemon/core/log.h"
@@ -231,6 +232,7 @@ static void teardown(void)
 			(unsigned long long)stats.holds_out, (unsigned long long)stats.job_fails);
 	sess_fini();
 	coll_fini();
+	costs_fini();
 	ep_fini();
 	loop_fini();
 	conf_free(&conf);
@@ -250,7 +252,7 @@ static int setup(void)
 		 "limits: { max_clients = 3; user_clients = 3; max_unjoined = 4; user_unjoined = 4; user_jobs = 2;"
 		 " ring_bytes = 262144; pending_bytes = 262144; memory_bytes = 1048576;"
 		 " join_timeout_ms = 10; admin_idle_ms = 20; };\n"
-		 "daemon: { runtime_dir = \"%s\"; };\n", dir);
+		 "daemon: { runtime_dir = \"%s\"; state_dir = \"\"; };\n", dir);
 	if (conf_load_string(&conf, text, "fuzz.conf", err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return -1;
@@ -258,7 +260,7 @@ static int setup(void)
 	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, SESS_SOCKET_NAME);
 	/* A long spin: the loop never blocks in epoll_wait. */
 	if (loop_init(1000000, &hooks) < 0 || ep_init(&conf, 0) < 0 ||
-	    sess_init(&conf, 0, -1, query, &events) < 0 || coll_init(&conf, 0) < 0)
+	    sess_init(&conf, 0, -1, query, &events) < 0 || coll_init(&conf, 0) < 0 || costs_init(&conf) < 0)
 		return -1;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		clients[i] = -1;
@@ -440,6 +442,17 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 			if (w.kind == CTL_COLL_REDUCE_SCATTER)
 				w.count = 0;
 		}
+		if (f & 4) {
+			/* a time of an earlier operation, as libferry reports
+			 * it (or not: any seq, group, time) */
+			uint8_t r = next();
+
+			w.prev_group = r & 1 ? w.group : coll_group_id(0, r % 4 + 1, r / 4 % 4);
+			w.prev_seq = r & 2 ? w.seq - 1 : next();
+			w.prev_us = (uint32_t)next() << (r / 16 % 24);
+			if (!w.prev_seq)
+				w.prev_group = w.prev_us = 0;
+		}
 		*n_p = ctl_encode_coll(buf, cap, &w);
 		if (*n_p > 0)
 			stats.posts++;
@@ -600,14 +613,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					memset(j->layout, 0, 4ull * j->size);
 				/* the algorithms its home's configuration forces
 				 * (collectives.*: any wire_ctl_decode lets
-				 * through of a GO), from how much input is left
-				 * (no byte taken: the kept inputs mean what they
-				 * meant; the same input, the same run) */
+				 * through of a GO) and its runtime functions,
+				 * from how much input is left (no byte taken:
+				 * the kept inputs mean what they meant; the same
+				 * input, the same run) */
 				uint32_t v = (uint32_t)left;
 
-				j->coll_force = v % (CTL_A2A_ALGS + 1) << WIRE_GO_ALLTOALL |
-						v / 5 % (CTL_ROOTED_ALGS + 1) << WIRE_GO_SCATTER |
-						v / 30 % (CTL_ROOTED_ALGS + 1) << WIRE_GO_GATHER;
+				for (uint32_t f = 0; f < CTL_FAMS; f++) {
+					j->coll_force[f] = (uint8_t)(v % (ctl_fam_nalgs(f) + 1));
+					v = v / (ctl_fam_nalgs(f) + 1) + (uint32_t)left * f;
+					for (uint32_t a = 0; a < ctl_fam_nalgs(f); a++)
+						j->coll_fn[f][a] = (struct cost_fn){ (v >> a) % 7 * 10.0,
+										     (v >> (a + 3)) % 3 * 0.5 };
+				}
 				j->ready = 1;
 				sess_job_ready(j);
 			}

@@ -69,7 +69,7 @@ expect "... the other one too" wait_job jb
 a2a st 3 2 c_n0 c_n2 c_n4 -- --alltoall 8 --strategy hypercube --linger 3000
 expect "... a job that lingers after 2 all-to-alls" wait_for "grep -q ok: '$TMP/st.0.log'"
 expect "ferryctl stats: 2 all-to-alls by the hypercube" \
-	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 groups 0 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube last_us [0-9]+ link_waits [0-9]+ hold_waits 0 holds_sent 0 early_max [0-9]+ groups_polled [0-9]+ alpha_us [0-9.]+ beta_ns_per_byte [0-9.]+ (measured|default) direct 0 mesh 0 grid3d 0 hypercube 2 rooted_direct 0 rooted_opt 0 rooted_sdf 0 rooted_orth 0 rooted_tree 0$'"
+	bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/c_n0' stats | grep -qE '^coll job st uid [0-9]+ nodes 3 groups 0 ops_run 2 ops_failed 0 pending 0 last alltoall alg hypercube last_us [0-9]+ link_waits [0-9]+ hold_waits 0 holds_sent 0 early_max [0-9]+ groups_polled [0-9]+ alpha_us [0-9.]+ beta_ns_per_byte [0-9.]+ (measured|default) fitted [0-9]+ direct 0 mesh 0 grid3d 0 hypercube 2 rooted_direct 0 rooted_opt 0 rooted_sdf 0 rooted_orth 0 rooted_tree 0$'"
 # α and β: every link measured its own at start (probes) and from traffic,
 # and the job's nodes agreed on one pair at GO (the same on each)
 costs=$(for n in 0 2 4; do "$BUILD/ferryctl" --runtime-dir "$TMP/c_n$n" stats |

@@ -76,7 +76,7 @@ same3() {
 	local k c0
 	c0=$(a2a_counts cf_n0 "$J3")
 	echo "# node 0: $c0"
-	for k in 1 2 3; do [ "$(a2a_counts "cf_n$k" "$J3")" = "$c0" ] || return 1; done
+	for k in 1 2 3; do [ "$(a2a_counts "cf_n$k" "$J3")" = "$c0" ] || { echo "# node $k: $(a2a_counts "cf_n$k" "$J3")"; return 1; }; done
 	# two all-to-alls, by one algorithm
 	[ "$(echo "$c0" | awk '{ print $2 + $4 + $6 + $8 }')" = 2 ] && echo "$c0" | grep -qw 2
 }

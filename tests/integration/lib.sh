@@ -82,7 +82,7 @@ start_daemon() {
 	chmod 755 "$TMP/$name"
 	daemon_owns "$TMP/$name"
 	# NETNS=name runs it inside that network namespace.
-	${NETNS:+ip netns exec "$NETNS"} "${FERRYD[@]}" --runtime-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
+	${NETNS:+ip netns exec "$NETNS"} "${FERRYD[@]}" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
 	DAEMONS+=("$name")

@@ -66,7 +66,7 @@ conf() {
 start() {       # start DAEMON NODE CONF
 	mkdir -p "$T/$1"
 	chown $DUID:$DUID "$T/$1"
-	"${AS_DAEMON[@]}" ferryd --config "$T/$3.conf" --node "$2" --runtime-dir "$T/$1" >>"$T/$1.log" 2>&1 &
+	"${AS_DAEMON[@]}" ferryd --config "$T/$3.conf" --node "$2" --runtime-dir "$T/$1" --state-dir "$T/$1" >>"$T/$1.log" 2>&1 &
 	eval "PID_$1=$!"
 	wait_for "ferryctl --runtime-dir $T/$1 status >/dev/null 2>&1"
 }

@@ -265,13 +265,13 @@ TEST(predictions_follow_the_papers_equations)
 /* Small blocks go indirect, large ones direct (Figs. 6-7). */
 TEST(the_choice_follows_the_block_size)
 {
-	CHECK(a2a_choose(64, 63, 8, 5, 3.33) != A2A_DIRECT);
-	CHECK_EQ(a2a_choose(64, 63, 1 << 20, 5, 3.33), A2A_DIRECT);
+	CHECK(a2a_choose(64, 63, 8, &(struct cost){ 5, 3.33, 0, NULL }) != A2A_DIRECT);
+	CHECK_EQ(a2a_choose(64, 63, 1 << 20, &(struct cost){ 5, 3.33, 0, NULL }), A2A_DIRECT);
 	/* Two nodes: nothing to combine, the hypercube is direct; a tie goes
 	 * to the lower strategy. */
 	CHECK(near(predict(A2A_DIRECT, 2, 1, 8, 5, 3.33), predict(A2A_HYPERCUBE, 2, 1, 8, 5, 3.33)));
-	CHECK_EQ(a2a_choose(2, 1, 8, 5, 3.33), A2A_DIRECT);
-	CHECK_EQ(a2a_choose(1, 0, 8, 5, 3.33), A2A_DIRECT);
+	CHECK_EQ(a2a_choose(2, 1, 8, &(struct cost){ 5, 3.33, 0, NULL }), A2A_DIRECT);
+	CHECK_EQ(a2a_choose(1, 0, 8, &(struct cost){ 5, 3.33, 0, NULL }), A2A_DIRECT);
 }
 
 /* More destinations never cost less, and the many-to-many meets the

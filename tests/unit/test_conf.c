@@ -59,6 +59,7 @@ TEST(defaults)
 	CHECK_EQ(c.encrypt, 0);
 	CHECK_EQ(c.log_level, LOG_INFO);
 	CHECK(strcmp(c.runtime_dir, "/run/ferry") == 0);
+	CHECK(strcmp(c.state_dir, "/var/lib/ferry") == 0);
 	CHECK_EQ(c.seccomp, SANDBOX_KILL);      /* the filter is on unless turned off */
 	conf_free(&c);
 }
@@ -76,7 +77,7 @@ TEST(every_option)
 		"direct: { max_ranks = 64; ring_bytes = 1048576; };\n"
 		"security: { key_file = \"/k\"; encrypt = true; };\n"
 		"logging: { level = \"debug\"; };\n"
-		"daemon: { runtime_dir = \"/tmp/x\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
+		"daemon: { runtime_dir = \"/tmp/x\"; state_dir = \"\"; spin_us = 0; seccomp = \"off\"; };\n"), 0);
 	CHECK(strcmp(c.cluster_name, "lqcd") == 0);
 	CHECK_EQ(c.nnodes, 2);
 	CHECK_EQ(c.link_probe, 0);
@@ -99,6 +100,7 @@ TEST(every_option)
 	CHECK_EQ(c.encrypt, 1);
 	CHECK_EQ(c.log_level, LOG_DEBUG);
 	CHECK(strcmp(c.runtime_dir, "/tmp/x") == 0);
+	CHECK_EQ(c.state_dir[0], 0);
 	CHECK_EQ(c.spin_us, 0);
 	CHECK_EQ(c.seccomp, SANDBOX_OFF);
 	conf_free(&c);
@@ -182,19 +184,19 @@ TEST(collectives_force_algorithms)
 	struct conf c;
 
 	CHECK_EQ(parse(&c, ""), 0);
-	CHECK(c.coll_alltoall == 0 && c.coll_scatter == 0 && c.coll_gather == 0);
+	CHECK(c.coll_force[CTL_FAM_ALLTOALL] == 0 && c.coll_force[CTL_FAM_SCATTER] == 0 && c.coll_force[CTL_FAM_GATHER] == 0);
 	conf_free(&c);
 	CHECK_EQ(parse(&c, "collectives: { alltoall = \"hypercube\"; scatter = \"tree\"; gather = \"orth\"; };"), 0);
-	CHECK_EQ(c.coll_alltoall, 4);          /* hypercube, the 4th (ctl_a2a_algs) */
-	CHECK_EQ(c.coll_scatter, CTL_ROOTED_TREE + 1);
-	CHECK_EQ(c.coll_gather, CTL_ROOTED_ORTH + 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_ALLTOALL], 4);          /* hypercube, the 4th (ctl_a2a_algs) */
+	CHECK_EQ(c.coll_force[CTL_FAM_SCATTER], CTL_ROOTED_TREE + 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_GATHER], CTL_ROOTED_ORTH + 1);
 	conf_free(&c);
 	CHECK_EQ(parse(&c, "cluster: { host_pattern = \"n%d\"; count = 16; };\n"
 			  "topology: { physical = \"torus\"; dims = [ 4, 4 ]; };\n"
 			  "collectives: { alltoall = \"auto\"; scatter = \"sdf\"; gather = \"direct\"; };"), 0);
-	CHECK_EQ(c.coll_alltoall, 0);
-	CHECK_EQ(c.coll_scatter, CTL_ROOTED_SDF + 1);
-	CHECK_EQ(c.coll_gather, CTL_ROOTED_DIRECT + 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_ALLTOALL], 0);
+	CHECK_EQ(c.coll_force[CTL_FAM_SCATTER], CTL_ROOTED_SDF + 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_GATHER], CTL_ROOTED_DIRECT + 1);
 	conf_free(&c);
 	rejects("collectives: {\n scatter = \"opt\"; };", 2, "'collectives.scatter' is \"opt\", which needs "
 		"'topology.physical' = \"torus\"");
@@ -203,6 +205,21 @@ TEST(collectives_force_algorithms)
 		"\"direct\", \"mesh\", \"grid3d\" or \"hypercube\"");
 	rejects("collectives: { scatter = \"binomial\"; };", 1, "must be \"auto\", \"direct\", \"opt\", \"sdf\", "
 		"\"orth\" or \"tree\"");
+	/* the families of issue 14 (ctl_fam_name) */
+	CHECK_EQ(parse(&c, "collectives: { bcast = \"orth\"; reduce = \"single\"; allreduce = \"hier\"; "
+			  "allgather = \"single\"; reduce_scatter = \"hybrid\"; scan = \"chain\"; };"), 0);
+	CHECK_EQ(c.coll_force[CTL_FAM_BCAST], 2);
+	CHECK_EQ(c.coll_force[CTL_FAM_REDUCE], 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_ALLREDUCE], 3);
+	CHECK_EQ(c.coll_force[CTL_FAM_ALLGATHER], 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_REDUCE_SCATTER], 3);
+	CHECK_EQ(c.coll_force[CTL_FAM_SCAN], 1);
+	CHECK_EQ(c.coll_force[CTL_FAM_ALLTOALL], 0);
+	conf_free(&c);
+	rejects("collectives: { allreduce = \"long\"; };", 1, "'collectives.allreduce' is \"long\", must be \"auto\", "
+		"\"single\", \"orth\" or \"hier\"");
+	rejects("collectives: { allgatherv = \"single\"; };", 1, "allgatherv");
+	rejects("collectives: { reduce_scatter = \"orth\"; };", 1, "\"short\", \"long\" or \"hybrid\"");
 	rejects("collectives: { bcast = \"tree\"; };", 1, "bcast");
 }
 
@@ -368,6 +385,7 @@ TEST(cpus_option)
 	CHECK(CPU_EQUAL(&c.cpus, &mine));
 	conf_free(&c);
 
+	rejects("daemon: { state_dir = \"var/lib\"; };", 1, "'daemon.state_dir' must be an absolute path");
 	rejects("daemon: {\n cpus = \"\";\n};", 2, "'daemon.cpus' is \"\": the list is empty");
 	rejects("daemon: {\n cpus = 1;\n};", 2, "'daemon.cpus' must be a string, not an integer");
 	rejects("daemon: {\n\n cpus = \"1-x\";\n};", 3, "'daemon.cpus' is \"1-x\": expected a CPU number at \"x\"");

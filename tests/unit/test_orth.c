@@ -780,13 +780,13 @@ TEST(names_cost_model_and_chooser)
 	/* the chooser: a tree broadcasts in fewer steps than the grid; ties
 	 * go to the simpler; an allgather on many nodes is orthogonal at
 	 * any size; the hypercube exchange beats reduce-then-broadcast */
-	CHECK_EQ(orth_choose(ORTH_BCAST, 16, 1, 8, 5, 0.1, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_BCAST, 4, 1, 8, 5, 0.1, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 8, 5, 0.1, NULL), ORTH_GRID);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 1u << 20, 5, 0.1, NULL), ORTH_GRID);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 2, 1, 8, 5, 0.1, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, 5, 0.1, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, 5, 0.1, &cube6), ORTH_HIER);
+	CHECK_EQ(orth_choose(ORTH_BCAST, 16, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_BCAST, 4, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_GRID);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 1u << 20, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_GRID);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 2, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, &cube6), ORTH_HIER);
 }
 
 /* The daemons' grid for ORTH_HIER: the prime factors, largest first. */

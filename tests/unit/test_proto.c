@@ -584,32 +584,65 @@ TEST(control_items_round_trip)
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
 	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), 0);
 	CHECK_EQ(wire_ctl_decode(99, buf, (size_t)n, &c), -EPROTO);
-	/* GO's forced algorithms: only GO has them, a byte each naming an
-	 * algorithm there is (or 0), the top byte zero. */
-	st.coll = 2u << WIRE_GO_ALLTOALL | 5u << WIRE_GO_SCATTER | 1u << WIRE_GO_GATHER;
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);       /* GO has a tail */
+	st.reserved = 1;
 	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(n, 24);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), 0);
-	CHECK_EQ(c.u.step.coll, st.coll);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), -EPROTO);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n - 4, &c), -EPROTO);  /* a version-12 GO */
-	st.coll = (CTL_ROOTED_ALGS + 1) << WIRE_GO_GATHER;
-	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
-	st.coll = (CTL_ROOTED_ALGS + 1) << WIRE_GO_SCATTER;
-	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
-	st.coll = (CTL_A2A_ALGS + 1) << WIRE_GO_ALLTOALL;
-	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
-	st.coll = CTL_A2A_ALGS << WIRE_GO_ALLTOALL | CTL_ROOTED_ALGS << WIRE_GO_SCATTER |
-		  CTL_ROOTED_ALGS << WIRE_GO_GATHER;            /* the largest there are */
-	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), 0);
-	st.coll = 1u << 24;
-	n = wire_ctl_encode_step(buf, sizeof(buf), &st);
-	CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, buf, (size_t)n, &c), -EPROTO);
-	st.coll = 0;
+	CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, buf, (size_t)n, &c), -EPROTO);     /* reserved: 0 */
+	st.reserved = 0;
+	{
+		/* GO's tail: a forced algorithm per family, each one there is
+		 * (or 0, and 0 past the families); functions of algorithms there
+		 * are, in increasing order, not both coefficients 0. */
+		struct wire_ctl_go_tail gt = { .force = { 2, 5, 1, 3, 3, 3, 1, 3, 1 }, .nfn = 3 };
+		struct wire_go_fn fns[3] = { { CTL_FAM_ALLTOALL, 3, 0, 120000, 400 },
+					     { CTL_FAM_ALLREDUCE, 0, 0, 35000, 0 },
+					     { CTL_FAM_ALLREDUCE, 2, 0, 0, 90 } }, f;
+		uint8_t go[sizeof(st) + sizeof(gt) + sizeof(fns)];
+
+		n = wire_ctl_encode_go(go, sizeof(go), &st, &gt, fns);
+		CHECK_EQ(n, 24 + 16 + 36);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, go, (size_t)n, &c), 0);
+		CHECK(memcmp(c.go.force, gt.force, sizeof(gt.force)) == 0 && c.go.nfn == 3);
+		wire_ctl_go_fn(&c, 2, &f);
+		CHECK(f.fam == CTL_FAM_ALLREDUCE && f.alg == 2 && f.tau_ns == 0 && f.tc_ps == 90);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_HAVE, go, (size_t)n, &c), -EPROTO);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, go, (size_t)n - 1, &c), -EPROTO);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, go, 24, &c), -EPROTO);      /* a version-14 GO */
+		CHECK_EQ(wire_ctl_encode_go(go, (size_t)n - 1, &st, &gt, fns), -ENOSPC);
+#define GO_REJECTS(what)                                                               \
+	do {                                                                           \
+		n = wire_ctl_encode_go(go, sizeof(go), &st, &gt, fns);                  \
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, go, (size_t)n, &c), -EPROTO);    \
+		what;                                                                  \
+	} while (0)
+		gt.force[CTL_FAM_SCATTER] = CTL_ROOTED_ALGS + 1;
+		GO_REJECTS(gt.force[CTL_FAM_SCATTER] = 0);
+		gt.force[CTL_FAM_ALLTOALL] = CTL_A2A_ALGS + 1;
+		GO_REJECTS(gt.force[CTL_FAM_ALLTOALL] = 0);
+		gt.force[CTL_FAM_SCAN] = 2;
+		GO_REJECTS(gt.force[CTL_FAM_SCAN] = 0);
+		gt.force[CTL_FAMS] = 1;
+		GO_REJECTS(gt.force[CTL_FAMS] = 0);
+		fns[1].alg = CTL_ORTH_ALGS;
+		GO_REJECTS(fns[1].alg = 0);
+		fns[0].fam = CTL_FAMS;
+		GO_REJECTS(fns[0].fam = CTL_FAM_ALLTOALL);
+		fns[2].alg = 0;                         /* twice the same */
+		GO_REJECTS(fns[2].alg = 2);
+		fns[0].fam = CTL_FAM_ALLREDUCE;         /* out of order */
+		fns[0].alg = 1;
+		GO_REJECTS((fns[0].fam = CTL_FAM_ALLTOALL, fns[0].alg = 3));
+		fns[1].tau_ns = 0;                      /* neither */
+		GO_REJECTS(fns[1].tau_ns = 35000);
+		fns[1].reserved = 1;
+		GO_REJECTS(fns[1].reserved = 0);
+		gt.nfn = WIRE_GO_FNS_MAX + 1;
+		CHECK_EQ(wire_ctl_encode_go(go, sizeof(go), &st, &gt, fns), -ENOSPC);
+		gt.nfn = 0;
+		n = wire_ctl_encode_go(go, sizeof(go), &st, &gt, fns);
+		CHECK_EQ(wire_ctl_decode(WIRE_CTL_GO, go, (size_t)n, &c), 0);
+#undef GO_REJECTS
+	}
 
 	/* XOFF and XON: the step field is a rank. */
 	st.step = PROTO_MAX_RANKS - 1;

@@ -653,12 +653,12 @@ TEST(chooser)
 		for (size_t k = 0; k < sizeof(bytes) / sizeof(bytes[0]); k++) {
 			double t;
 
-			CHECK_EQ(rs_choose(-1, P, bytes[k], 20, 0.5, 0.2, &p), 0);
+			CHECK_EQ(rs_choose(-1, P, bytes[k], &(struct cost){ 20, 0.5, 0.2, NULL }, &p), 0);
 			t = rs_predict_us(&p, bytes[k], 20, 0.5, 0.2);
 			for (uint32_t i = 0; i < np; i++)
 				CHECK(t <= rs_predict_us(&plans[i], bytes[k], 20, 0.5, 0.2));
 			hybrid_seen |= p.ndims > 1;
-			CHECK_EQ(rs_choose(RS_HYBRID, P, bytes[k], 20, 0.5, 0.2, &p), 0);
+			CHECK_EQ(rs_choose(RS_HYBRID, P, bytes[k], &(struct cost){ 20, 0.5, 0.2, NULL }, &p), 0);
 			CHECK(p.ndims >= 2 || P == 1 || P == 2 || P == 3 || P == 5 || P == 7 || P == 17);
 		}
 	}
@@ -668,14 +668,14 @@ TEST(chooser)
 	CHECK_EQ(rs_dim_choose(2, 8, 20, 0.5, 0.2), RS_LONG);
 	CHECK_EQ(rs_dim_choose(3, 8, 20, 0.5, 0.2), RS_LONG);
 	CHECK_EQ(rs_dim_choose(8, 8, 20, 0.5, 0.2), RS_SHORT);
-	CHECK_EQ(rs_choose(-1, 16, 8, 20, 0.5, 0.2, &p), 0);
+	CHECK_EQ(rs_choose(-1, 16, 8, &(struct cost){ 20, 0.5, 0.2, NULL }, &p), 0);
 	CHECK(p.ndims >= 2);
-	CHECK_EQ(rs_choose(-1, 16, 1ull << 32, 20, 0.5, 0.2, &p), 0);
+	CHECK_EQ(rs_choose(-1, 16, 1ull << 32, &(struct cost){ 20, 0.5, 0.2, NULL }, &p), 0);
 	for (uint32_t i = 0; i < p.ndims; i++)
 		CHECK_EQ(p.alg[i], RS_LONG);
-	CHECK_EQ(rs_choose(RS_LONG, 16, 8, 20, 0.5, 0.2, &p), 0);
+	CHECK_EQ(rs_choose(RS_LONG, 16, 8, &(struct cost){ 20, 0.5, 0.2, NULL }, &p), 0);
 	CHECK(p.ndims == 1 && p.alg[0] == RS_LONG);
-	CHECK_EQ(rs_choose(5, 16, 8, 20, 0.5, 0.2, &p), -EINVAL);
+	CHECK_EQ(rs_choose(5, 16, 8, &(struct cost){ 20, 0.5, 0.2, NULL }, &p), -EINVAL);
 	CHECK_EQ(rs_plan_dims(&p, 12, 2, (uint32_t[]){ 3, 5 }, (enum rs_alg[]){ RS_SHORT, RS_LONG }), -EINVAL);
 	CHECK_EQ(rs_alg_by_name("hybrid"), RS_HYBRID);
 	CHECK(strcmp(rs_alg_name(RS_LONG), "long") == 0);

@@ -445,18 +445,18 @@ TEST(grid_and_cost_model)
 	/* The chooser, clear cases.  Two or three nodes: the tree and the grid
 	 * are the direct pattern, the tie goes to direct, any size. */
 	for (int gather = 0; gather < 2; gather++) {
-		CHECK_EQ(sg_choose(gather, 2, 4, 8, 5, 0.1, 0), SG_DIRECT);
-		CHECK_EQ(sg_choose(gather, 3, 4, 1u << 20, 5, 0.1, 0), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 2, 4, 8, &(struct cost){ 5, 0.1, 0, NULL }, 0), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 3, 4, 1u << 20, &(struct cost){ 5, 0.1, 0, NULL }, 0), SG_DIRECT);
 		/* small blocks on many nodes: a structure, not direct */
-		CHECK_EQ(sg_choose(gather, 64, 8, 8, 5, 0.1, 0), SG_TREE);
-		CHECK(sg_choose(gather, 1024, 1, 64, 2, 0.1, 256ull << 20) != SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 64, 8, 8, &(struct cost){ 5, 0.1, 0, NULL }, 0), SG_TREE);
+		CHECK(sg_choose(gather, 1024, 1, 64, &(struct cost){ 2, 0.1, 0, NULL }, 256ull << 20) != SG_DIRECT);
 		/* 4 nodes: a scatter's 2 x 2 grid ties with the tree, the simpler
 		 * wins; a gather's pays for its leader's empty message what it
 		 * saved, and ties with direct */
-		CHECK_EQ(sg_choose(gather, 4, 1, 8, 5, 0.1, 0), gather ? SG_DIRECT : SG_ORTH);
+		CHECK_EQ(sg_choose(gather, 4, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, 0), gather ? SG_DIRECT : SG_ORTH);
 		/* large blocks on few nodes: the relays could not hold them */
-		CHECK_EQ(sg_choose(gather, 6, 4, 32ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
-		CHECK_EQ(sg_choose(gather, 8, 4, 16ull << 20, 5, 0.1, 256ull << 20), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 6, 4, 32ull << 20, &(struct cost){ 5, 0.1, 0, NULL }, 256ull << 20), SG_DIRECT);
+		CHECK_EQ(sg_choose(gather, 8, 4, 16ull << 20, &(struct cost){ 5, 0.1, 0, NULL }, 256ull << 20), SG_DIRECT);
 	}
 }
 

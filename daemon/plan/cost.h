@@ -1,0 +1,136 @@
+/* daemon/plan/cost.h - the collectives' one cost module (DESIGN.md
+ * "Choosing"): an algorithm's predicted time from the α–β(–γ) model its
+ * planner gives, refined by a runtime function fitted to the times this
+ * cluster measured (seed 004, Kühnemann, Rauber, Rünger, §4).  Pure code,
+ * no I/O and no clock: the daemon feeds the table its measurements and
+ * keeps its text (daemon/cluster/fns.c), ferryctl prints the predictions.
+ *
+ * The model.  Every planner writes an algorithm's time as a function of
+ * α (µs per message), β (ns per byte sent) and γ (ns per byte reduced),
+ * a sum of terms each a count times one of them along the critical path
+ * (plan/orth.h, plan/rs.h, plan/a2a.h, plan/sg_sched.h): evaluated at
+ * (1, 0, 0) it gives the start-ups x_a, at (0, 1, 0) the bytes x_b, at (0,
+ * 0, 1) the reduced bytes x_g (where a planner takes a maximum over phases
+ * or nodes, the one it takes at those points: an approximation).
+ *
+ * A runtime function, per family of collectives (enum ctl_fam) and
+ * algorithm, is the paper's: T = τ x_a + t_c x_b (+ γ x_g, γ fixed), with
+ * τ and t_c fitted by least squares to measured times, so that it
+ * includes what the α–β model leaves out (the daemons' turns, the local
+ * combination and hand-out, the client's post).  Where a family's
+ * algorithm has one, its prediction is the function's; else the model's
+ * with the links' α and β.  (An algorithm never measured is thus predicted
+ * from the links alone, lower than measured ones: the automatic choice
+ * tries it, and its own times then refine it.)
+ *
+ * The fit.  The table keeps up to COST_POINTS points, each a (family,
+ * algorithm, nodes, ranks per node, bytes) measured, its x_a, x_b, x_g,
+ * and its last COST_WINDOW times; a point's time is their median (a late
+ * rank or a busy host makes a time longer, not the operation slower).  The
+ * least squares are weighted by 1 / time² (relative errors: the times span
+ * microseconds to seconds) over the points with at least COST_MIN_RUNS
+ * times.  If the points cannot tell τ from t_c (one point, or all with
+ * nearly the same x_b / x_a), t_c is the links' β and τ alone is fitted;
+ * a negative coefficient is set to 0 and the other fitted alone.  A point
+ * not measured for the longest goes when a new one needs room.
+ */
+#ifndef FERRY_PLAN_COST_H
+#define FERRY_PLAN_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../proto/ctl.h"
+
+#define COST_POINTS   256
+#define COST_WINDOW   9
+#define COST_MIN_RUNS 3
+
+/* A runtime function; tau_us and tc_ns both 0: none. */
+struct cost_fn {
+	double tau_us;          /* per start-up */
+	double tc_ns;           /* per byte */
+};
+
+/* What a choice takes: the links' model, and the runtime functions of the
+ * operation's family (fn[alg], NULL: none). */
+struct cost {
+	double alpha_us, beta_ns, gamma_ns;
+	const struct cost_fn *fn;
+};
+
+/* An algorithm's model (a planner's predict function behind ctx): its time
+ * in µs at α, β, γ, or INFINITY where the algorithm cannot run. */
+typedef double (*cost_model_fn)(const void *ctx, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
+
+/* The model's start-ups, bytes and reduced bytes (above). */
+struct cost_x {
+	double a, b, g;
+};
+void cost_features(cost_model_fn m, const void *ctx, uint32_t alg, struct cost_x *x_p);
+
+/* 1 if c has a runtime function for alg. */
+int cost_fitted(const struct cost *c, uint32_t alg);
+
+/* Algorithm alg's predicted time, µs: its runtime function's where c has
+ * one, else the model's at c's α, β, γ; INFINITY where it cannot run. */
+double cost_predict(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg);
+
+/* The algorithm of 0 .. nalgs - 1 with the smallest prediction (ties: the
+ * lower), or 0 if none can run. */
+uint32_t cost_choose(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs);
+
+/* A measured point (above). */
+struct cost_point {
+	uint8_t used;
+	uint8_t fam, alg;
+	uint8_t nt;             /* times kept, <= COST_WINDOW */
+	uint8_t next;           /* where the next goes */
+	uint32_t nodes, ppn;
+	uint64_t bytes;
+	struct cost_x x;
+	double gamma_ns;        /* γ of the model it was measured with */
+	double beta_ns;         /* ... and β (the fit's t_c when it cannot tell) */
+	double t_us[COST_WINDOW];
+	uint64_t stamp;         /* when last measured (the table's clock) */
+};
+
+struct cost_table {
+	struct cost_point pt[COST_POINTS];
+	struct cost_fn fn[CTL_FAMS][CTL_FAM_ALGS_MAX];
+	uint64_t clock;
+	uint32_t changes;       /* times added since the caller last cleared it */
+};
+
+void cost_table_init(struct cost_table *t);
+
+/* Adds a time t_us measured for algorithm alg of family fam on nodes
+ * nodes with ppn ranks per node (the most on a node), bytes bytes (the
+ * size the planner's model takes), and refits that algorithm's function.
+ * -EINVAL for a family or algorithm there is not, or a time that is not
+ * a positive finite number, or features that are not finite. */
+int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn, uint64_t bytes,
+		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us);
+
+/* Refits every function from the points. */
+void cost_table_fit_all(struct cost_table *t);
+
+/* The points with at least COST_MIN_RUNS times of family fam and algorithm
+ * alg. */
+uint32_t cost_table_points(const struct cost_table *t, uint32_t fam, uint32_t alg);
+
+/* The table as text, one line per point:
+ *   point FAMILY ALGORITHM NODES PPN BYTES XA XB XG GAMMA BETA T...
+ * (names as proto/ctl.h's tables, numbers in C's formats, times oldest
+ * first), after a first line "ferry-costs 1".  Returns the length it needs
+ * (as snprintf: the text is cut if cap is smaller). */
+size_t cost_table_format(const struct cost_table *t, char *buf, size_t cap);
+
+/* Reads such text into t (initialized first) and fits; empty lines and
+ * lines that begin with '#' are comments.  A line that is not a valid
+ * point is skipped and counted; returns the count (0: all were read), or
+ * -EINVAL if the first line is not the header.  What line went wrong
+ * first is in err. */
+int cost_table_parse(struct cost_table *t, const char *text, size_t len, char *err, size_t errlen);
+
+#endif
