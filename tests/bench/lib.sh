@@ -103,11 +103,12 @@ cluster_stats() {       # items_sent frames_sent summed over the cluster's peers
 # ferry_job PROGRAM PPN ARGS...: runs PROGRAM as one job of PPN ranks per node
 # of the current cluster, in LAYOUT (rank r on node r / PPN, output in
 # $TMP/job.r); prints the slowest rank's elapsed_s, or nan if a rank failed.
+# The job's name is BENCH_JOB if set, else made up.
 ferry_job() {
 	local prog=$1 ppn=$2 P r pids="" worst=0 e rc=0 job
 	shift 2
 	P=$((CLN * ppn))
-	job=b$RANDOM$RANDOM     # (called in $(...): a counter would not survive)
+	job=${BENCH_JOB:-b$RANDOM$RANDOM}       # (called in $(...): a counter would not survive)
 	for r in $(seq 0 $((P - 1))); do
 		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$P FERRY_RUNTIME_DIR=$TMP/${CL}_n$((r / ppn)) \
 			"${APP[@]}" "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &

@@ -755,17 +755,12 @@ WHY
 			done
 		done
 	fi
-	if [ -f security.md ]; then
-		echo
-		cat security.md
-	fi
-	if [ -f sg.md ]; then
-		echo
-		cat sg.md
-	fi
-	if [ -f red.md ]; then
-		echo
-		cat red.md
-	fi
+	# the families that write their own section
+	for f in security sg red costs; do
+		if [ -f "$f.md" ]; then
+			echo
+			cat "$f.md"
+		fi
+	done
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2

@@ -19,6 +19,8 @@
 #             SDF, naive, Open MPI's, and the α–β simulation    (sg.sh)
 #   red       allreduce, allgather, bcast, reduce, reduce_scatter_block
 #             against Open MPI's                               (red.sh)
+#   costs     the runtime functions' predictions against measured times,
+#             per layout                                       (costs.sh)
 #
 # Each family runs on local clusters (one ferryd per simulated node, on
 # loopback), every configuration RUNS times (5; 1 with quick), the variants
@@ -38,7 +40,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs coll sg red"
+ALL="a2a latency rate bw security knobs coll sg red costs"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"

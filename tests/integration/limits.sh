@@ -148,7 +148,7 @@ wait $held
 wait_for '[ "$(stat ep endpoints)" = 0 ]'
 "$O" --job huge --rank 0 --size 1048576 --timeout 1000 >"$TMP/huge.out" 2>&1
 expect "a JOIN whose rank table exceeds limits.user_memory_bytes is refused (EDQUOT), not served" \
-	grep -q "open error .*(EDQUOT): .*job huge: cannot join: its rank table needs 16777[0-9]* bytes.*(limits.user_memory_bytes = 1048576)" \
+	grep -q "open error .*(EDQUOT): .*job huge: cannot join: its rank table needs 167[0-9][0-9][0-9][0-9][0-9] bytes.*(limits.user_memory_bytes = 1048576)" \
 	"$TMP/huge.out"
 expect "... and nothing of it stays (no job, no table)" \
 	test "$(stat ep jobs)" = 0 -a "$(stat ep memory_table_bytes)" = 0
