@@ -96,11 +96,13 @@ static void usage(FILE *out)
 		"                         relay)}]\n"
 		"  plan bcast|reduce|allreduce|allgather|allgatherv|reduce_scatter|reduce_scatter_block|\n"
 		"       scan|exscan --nodes P --bytes M [--ppn R] [--alpha-us A] [--beta-ns-per-byte B]\n"
-		"        [--format text|json] [--costs FILE]\n"
+		"        [--format text|json] [--costs FILE] [--layout AxB...]\n"
 		"                         offline: each algorithm's phases, messages and bytes per\n"
 		"                         node and predicted time, and the one the daemons choose\n"
 		"                         (M bytes per rank: the vector of the reductions, the\n"
-		"                         block of allgather)\n"
+		"                         block of allgather); --layout: orth over AxB, hier over\n"
+		"                         AxBx... (default: the daemons' choice, the model's 2-D\n"
+		"                         layout and the node count's prime factors)\n"
 		"    --costs FILE         predict with the runtime functions of FILE (\"-\": the\n"
 		"                         standard input) where it has them, as ferryctl costs\n"
 		"                         prints them (\"(fitted)\"), else with A and B\n"
@@ -594,6 +596,7 @@ struct cand {
 	double sends_mean, us;
 	uint64_t bytes_sent_max;
 	int fitted;                     /* us is a runtime function's (--costs) */
+	char layout[48];                /* its grid, "4x2" ("": none) */
 };
 
 /* --costs FILE ("-": the standard input): runtime functions as ferryctl
@@ -659,7 +662,7 @@ static void cand_stats(const struct sched *s, struct cand *c)
  * reductions), into c[]; the chosen one's index in *chosen_p.  Returns the
  * candidates, or -errno. */
 static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *cm,
-			struct cand *c, int *chosen_p)
+			const struct orth_dims *layout, struct cand *c, int *chosen_p)
 {
 	uint32_t P = nodes * ppn, *first = malloc((nodes + 1) * sizeof(*first)), *at = malloc(P * sizeof(*at));
 	uint64_t *counts = calloc(P, sizeof(*counts));
@@ -722,16 +725,23 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 		enum orth_kind ok = kind == CTL_COLL_BCAST ? ORTH_BCAST : kind == CTL_COLL_REDUCE ? ORTH_REDUCE
 				    : kind == CTL_COLL_ALLREDUCE ? ORTH_ALLREDUCE : ORTH_ALLGATHER;
 		uint64_t per = ok == ORTH_ALLGATHER ? bytes : bytes;
-		struct orth_dims dims;
+		struct orth_dims dims, grid;
 		enum orth_alg best;
+		struct orth_model m = { ok, nodes, ppn, per, &dims, &grid };
 
-		struct orth_model m = { ok, nodes, ppn, per, &dims };
-
+		/* as the daemons: orth over the model's layout, hier over P's
+		 * prime factors; --layout: those */
 		orth_hier_dims(nodes, &dims);
-		best = orth_choose(ok, nodes, ppn, per, cm, &dims);
+		orth_layout(ok, nodes, ppn, per, cm->alpha_us, cm->beta_ns, &grid);
+		if (layout && layout->k == 2)
+			grid = *layout;
+		if (layout)
+			dims = *layout;
+		best = orth_choose(ok, nodes, ppn, per, cm, &dims, &grid);
 		for (int alg = 0; alg < ORTH_ALGS && !ret; alg++, n++) {
-			struct orth_args a = { .kind = ok, .alg = alg, .dims = &dims, .bytes = bytes, .count = bytes,
-					       .type = COLL_UINT8, .op = COLL_BOR, .block = bytes };
+			struct orth_args a = { .kind = ok, .alg = alg, .dims = &dims, .grid = &grid, .bytes = bytes,
+					       .count = bytes, .type = COLL_UINT8, .op = COLL_BOR, .block = bytes };
+			const struct orth_dims *d = alg == ORTH_GRID ? &grid : alg == ORTH_HIER ? &dims : NULL;
 			struct sched s;
 
 			if ((ret = sched_init(&s, nodes)) < 0)
@@ -742,6 +752,9 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 								: alg == ORTH_GRID ? 2 : dims.k,
 						      .us = cost_predict(cm, orth_model_us, &m, (uint32_t)alg),
 						      .fitted = cost_fitted(cm, (uint32_t)alg) };
+				for (uint32_t l = 0; d && l < d->k; l++)
+					snprintf(c[n].layout + strlen(c[n].layout), sizeof(c[n].layout) - strlen(c[n].layout),
+						 "%s%u", l ? "x" : "", d->d[l]);
 				cand_stats(&s, &c[n]);
 				if (alg == (int)best)
 					*chosen_p = n;
@@ -765,10 +778,13 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		{ "nodes", required_argument, NULL, 'n' }, { "ppn", required_argument, NULL, 'p' },
 		{ "bytes", required_argument, NULL, 'b' }, { "alpha-us", required_argument, NULL, 'a' },
 		{ "beta-ns-per-byte", required_argument, NULL, 'B' }, { "format", required_argument, NULL, 'f' },
-		{ "costs", required_argument, NULL, 'c' }, { NULL, 0, NULL, 0 },
+		{ "costs", required_argument, NULL, 'c' }, { "layout", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *op = ctl_coll_kind_name(kind);
 	struct cost_table *t = NULL;
+	struct orth_dims layout;
+	int have_layout = 0;
 	struct cost cm;
 	unsigned long long nodes = 0, ppn = 1, bytes = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
@@ -797,19 +813,45 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 			if (costs_arg(optarg, &t) < 0)
 				return 2;
 			break;
+		case 'l': {
+			uint32_t d[ROUTE_MAX_DIMS], k = 0;
+
+			if (dims_arg("plan", optarg, &k, d) < 0 || k > ORTH_MAX_DIMS) {
+				fprintf(stderr, "ferryctl plan %s: --layout: up to %u dimensions\n", op, ORTH_MAX_DIMS);
+				free(t);
+				return 2;
+			}
+			layout.k = k;
+			memcpy(layout.d, d, k * sizeof(d[0]));
+			have_layout = 1;
+			break;
+		}
 		default: return 2;
 		}
 		if (!number_arg_read(opts, opt, end))
 			return 2;
 	}
 	cm = (struct cost){ alpha, beta, RS_GAMMA_NS_PER_BYTE, t ? t->fn[ctl_coll_fam(kind)] : NULL };
+	if (have_layout) {
+		uint64_t prod = 1;
+
+		for (uint32_t l = 0; l < layout.k; l++)
+			prod *= layout.d[l];
+		if (!ctl_coll_phased(kind) || kind == CTL_COLL_REDUCE_SCATTER || kind == CTL_COLL_REDUCE_SCATTER_BLOCK ||
+		    kind == CTL_COLL_SCAN || kind == CTL_COLL_EXSCAN || prod < nodes) {
+			fprintf(stderr, "ferryctl plan %s: --layout is for bcast, reduce, allreduce and allgather(v), "
+				"its product at least --nodes\n", op);
+			free(t);
+			return 2;
+		}
+	}
 	if (!nodes || nodes > 1024 || ppn < 1 || ppn > 64 || !have_bytes || bytes > (1ull << 26) ||
 	    !isfinite(alpha) || !isfinite(beta) || alpha < 0 || beta < 0) {
 		fprintf(stderr, "ferryctl plan %s: --nodes 1 to 1024, --ppn 1 to 64, --bytes up to 64 MiB, "
 			"--alpha-us and --beta-ns-per-byte finite and not negative\n", op);
 		return 2;
 	}
-	n = phased_cands(kind, (uint32_t)nodes, (uint32_t)ppn, bytes, &cm, c, &chosen);
+	n = phased_cands(kind, (uint32_t)nodes, (uint32_t)ppn, bytes, &cm, have_layout ? &layout : NULL, c, &chosen);
 	free(t);
 	if (n < 0) {
 		fprintf(stderr, "ferryctl plan %s: %s\n", op, strerror(-n));
@@ -821,20 +863,21 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		       op, nodes, ppn, bytes, alpha, beta, c[chosen].name);
 		for (int i = 0; i < n; i++)
 			printf("%s{\"name\": \"%s\", \"phases\": %u, \"sends_max\": %u, \"sends_mean\": %.3f, "
-			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f, \"fitted\": %s}",
+			       "\"recvs_max\": %u, \"bytes_sent_max\": %llu, \"predicted_us\": %.3f, \"fitted\": %s, "
+			       "\"layout\": \"%s\"}",
 			       i ? ", " : "", c[i].name, c[i].phases, c[i].sends_max, c[i].sends_mean, c[i].recvs_max,
-			       (unsigned long long)c[i].bytes_sent_max, c[i].us, c[i].fitted ? "true" : "false");
+			       (unsigned long long)c[i].bytes_sent_max, c[i].us, c[i].fitted ? "true" : "false", c[i].layout);
 		printf("]}\n");
 		return 0;
 	}
 	printf("%s over %llu nodes x %llu ranks, %llu bytes per rank; alpha %g us, beta %g ns/byte\n", op, nodes,
 	       ppn, bytes, alpha, beta);
-	printf("%-10s %6s %9s %10s %9s %16s %14s\n", "algorithm", "phases", "sends_max", "sends_mean", "recvs_max",
-	       "bytes_sent_max", "predicted_us");
+	printf("%-10s %-8s %6s %9s %10s %9s %16s %14s\n", "algorithm", "layout", "phases", "sends_max", "sends_mean",
+	       "recvs_max", "bytes_sent_max", "predicted_us");
 	for (int i = 0; i < n; i++)
-		printf("%-10s %6u %9u %10.2f %9u %16llu %14.3f%s%s\n", c[i].name, c[i].phases, c[i].sends_max,
-		       c[i].sends_mean, c[i].recvs_max, (unsigned long long)c[i].bytes_sent_max, c[i].us,
-		       c[i].fitted ? " (fitted)" : "", i == chosen ? "  <- chosen" : "");
+		printf("%-10s %-8s %6u %9u %10.2f %9u %16llu %14.3f%s%s\n", c[i].name, c[i].layout[0] ? c[i].layout : "-",
+		       c[i].phases, c[i].sends_max, c[i].sends_mean, c[i].recvs_max, (unsigned long long)c[i].bytes_sent_max,
+		       c[i].us, c[i].fitted ? " (fitted)" : "", i == chosen ? "  <- chosen" : "");
 	return 0;
 }
 

@@ -1265,7 +1265,7 @@ static uint32_t tag_of(uint64_t h)
 static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg, struct sched_node *out)
 {
 	struct cgrp *g = op->g;
-	struct orth_dims dims;
+	struct orth_dims dims, grid;
 	const uint64_t **displ = NULL;
 	struct orth_args a = { .root = op->root, .type = CTL_COLL_TYPE(op->red), .op = CTL_COLL_OP(op->red),
 			       .dims = &dims };
@@ -1302,15 +1302,22 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 		a.displ = displ;
 	}
 	{
-		struct orth_model m = { a.kind, g->G, grp_ppn(g), bytes, &dims };
+		struct orth_model m = { a.kind, g->G, grp_ppn(g), bytes, &dims, &grid };
 		struct cost c = op_cost(op);
 
-		a.alg = alg ? (enum orth_alg)(alg - 1) : orth_choose(m.kind, m.nodes, m.ppn, m.bytes, &c, m.dims);
+		/* the 2-D layout the model predicts fastest (seed 004 §3.7),
+		 * from the job's α and β: the same on every node */
+		orth_layout(m.kind, m.nodes, m.ppn, m.bytes, c.alpha_us, c.beta_ns, &grid);
+		a.grid = &grid;
+		a.alg = alg ? (enum orth_alg)(alg - 1) : orth_choose(m.kind, m.nodes, m.ppn, m.bytes, &c, m.dims, m.grid);
 		plan_measure(op, a.alg, bytes, orth_model_us, &m);
 	}
 	op->alg = orth_alg_name(a.alg);
 	{
 		uint64_t h = tag_add(tag_add(TAG_BASIS, &op->strategy, sizeof(op->strategy)), &a.alg, sizeof(a.alg));
+
+		if (a.alg == ORTH_GRID)
+			h = tag_add(h, grid.d, sizeof(grid.d[0]) * 2);
 
 		if (a.counts)
 			h = tag_add(h, a.counts, g->size * sizeof(*a.counts));

@@ -84,6 +84,12 @@ static int dims_of(enum orth_kind kind, enum orth_alg alg, const struct orth_dim
 			d->d[d->k++] = 2;
 		return 0;
 	case ORTH_GRID:
+		if (hier) {     /* (the caller's r x c) */
+			if (hier->k != 2 || !hier->d[0] || !hier->d[1])
+				return -EINVAL;
+			*d = *hier;
+			return 0;
+		}
 		sg_grid((uint32_t)P, &r, &c);
 		*d = (struct orth_dims){ .k = 2, .d = { r, c } };
 		return 0;
@@ -674,7 +680,8 @@ static int ctx_init(struct ctx *c, uint32_t nodes)
 
 	if ((ret = ctx_alloc(c, nodes)) || (ret = sizes(c)) || (ret = place(c, nodes)))
 		return ret;
-	if ((ret = dims_of(c->a->kind, c->a->alg, c->a->dims, c->P, &d)) || (ret = grid_init(&c->g, &d, c->P)))
+	if ((ret = dims_of(c->a->kind, c->a->alg, c->a->alg == ORTH_GRID ? c->a->grid : c->a->dims, c->P, &d)) ||
+	    (ret = grid_init(&c->g, &d, c->P)))
 		return ret;
 	c->tag = msg_tag(c->a, &d);
 	return 0;
@@ -788,14 +795,38 @@ double orth_model_us(const void *model, uint32_t alg, double alpha_us, double be
 	(void)gamma_ns;
 	if (alg == ORTH_HIER && !m->dims)
 		return INFINITY;
-	return orth_predict_us(m->kind, (enum orth_alg)alg, alg == ORTH_SINGLE ? NULL : m->dims, m->nodes, m->ppn,
-			       m->bytes, alpha_us, beta_ns);
+	return orth_predict_us(m->kind, (enum orth_alg)alg, alg == ORTH_GRID ? m->grid : alg == ORTH_HIER ? m->dims : NULL,
+			       m->nodes, m->ppn, m->bytes, alpha_us, beta_ns);
+}
+
+void orth_layout(enum orth_kind kind, uint32_t P, uint32_t ppn, uint64_t bytes, double alpha_us, double beta_ns,
+		 struct orth_dims *grid)
+{
+	uint32_t r0, c0;
+	double best;
+
+	sg_grid(P, &r0, &c0);
+	*grid = (struct orth_dims){ .k = 2, .d = { r0, c0 } };
+	best = orth_predict_us(kind, ORTH_GRID, grid, P, ppn, bytes, alpha_us, beta_ns);
+	for (uint32_t r = 2; P >= 4 && r <= P / 2; r++) {
+		uint32_t c = (P + r - 1) / r;
+		struct orth_dims d = { .k = 2, .d = { r, c } };
+		double t;
+
+		if (c < 2 || (uint64_t)(r - 1) * c >= P)
+			continue;       /* (a row empty: the same as fewer rows) */
+		t = orth_predict_us(kind, ORTH_GRID, &d, P, ppn, bytes, alpha_us, beta_ns);
+		if (t < best) {
+			best = t;
+			*grid = d;
+		}
+	}
 }
 
 enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *c,
-			  const struct orth_dims *dims)
+			  const struct orth_dims *dims, const struct orth_dims *grid)
 {
-	struct orth_model m = { kind, nodes, ppn, bytes, dims };
+	struct orth_model m = { kind, nodes, ppn, bytes, dims, grid };
 
 	return (enum orth_alg)cost_choose(c, orth_model_us, &m, ORTH_ALGS);
 }

@@ -49,8 +49,9 @@
  *                node, then a broadcast down it; ALLGATHER a direct
  *                exchange (the grid of one dimension P: every node sends
  *                its ranks' blocks to every other node, P - 1 messages).
- *   ORTH_GRID    seed 004 §2.1: the r x c grid of sg_grid(P) (the same as
- *                the orthogonal scatter's), nodes at their own positions.
+ *   ORTH_GRID    seed 004 §2.1: an r x c grid (r c >= P), the caller's
+ *                (orth_layout: the model's choice, §3.7) or sg_grid(P)'s
+ *                (the orthogonal scatter's), nodes at their own positions.
  *   ORTH_HIER    seed 004 §2.2: the caller's dimensions (struct orth_dims,
  *                product >= P), nodes at their own positions.  A
  *                factorization p1 x p2 x ... x pk of P has no holes.
@@ -177,6 +178,7 @@ struct orth_args {
 	enum orth_kind kind;
 	enum orth_alg alg;
 	const struct orth_dims *dims;   /* ORTH_HIER: the grid (product >= P), else ignored */
+	const struct orth_dims *grid;   /* ORTH_GRID: r x c (k 2, r c >= P); NULL: sg_grid(P) */
 	uint32_t root;                  /* BCAST, REDUCE: the root's rank in the group */
 	uint64_t bytes;                 /* BCAST */
 	uint64_t count;                 /* REDUCE, ALLREDUCE: elements */
@@ -237,21 +239,30 @@ int orth_sched(const struct orth_args *a, const struct a2a_layout *lay, uint32_t
  *
  * The empty messages of the disagreement rules are left out: they travel
  * while the data is still being combined or sent below them, on ports that
- * are idle then.  So are the local copies and reductions (memory speed). */
+ * are idle then.  So are the local copies and reductions (memory speed).
+ * dims: ORTH_GRID's r x c (NULL: sg_grid's), ORTH_HIER's grid. */
 double orth_predict_us(enum orth_kind kind, enum orth_alg alg, const struct orth_dims *dims, uint32_t nodes,
 		       uint32_t ppn, uint64_t bytes, double alpha_us, double beta_ns_per_byte);
+
+/* The r x c grid ORTH_GRID runs over (seed 004 §3.7: the layout the model
+ * predicts fastest for this operation), into grid: of the grids of r rows
+ * of c = ceil(P / r) (2 <= r, 2 <= c, no row empty), the one with the
+ * smallest orth_predict_us, ties to sg_grid(P)'s, then fewer rows.  The
+ * same on every node for the same arguments. */
+void orth_layout(enum orth_kind kind, uint32_t P, uint32_t ppn, uint64_t bytes, double alpha_us, double beta_ns,
+		 struct orth_dims *grid);
 
 /* The grid ORTH_HIER runs over for P nodes, as the daemons choose it: P's
  * prime factors, largest first (2 x 2 x ... x 2, recursive doubling, for a
  * power of two; the one dimension 1 for one node). */
 void orth_hier_dims(uint32_t P, struct orth_dims *d);
 
-/* The algorithm orth_predict_us says is fastest (ties: the lower enum),
- * among ORTH_SINGLE, ORTH_GRID and, if dims is not NULL, ORTH_HIER over
- * dims.  Its inputs must be the same on every node (an allgatherv's mean
+/* The algorithm the cost module predicts fastest (ties: the lower enum),
+ * among ORTH_SINGLE, ORTH_GRID over grid (NULL: sg_grid's) and, if dims is
+ * not NULL, ORTH_HIER over dims.  Its inputs must be the same on every node (an allgatherv's mean
  * count, say), or the nodes' schedules differ and the operation fails. */
 enum orth_alg orth_choose(enum orth_kind kind, uint32_t nodes, uint32_t ppn, uint64_t bytes, const struct cost *c,
-			  const struct orth_dims *dims);
+			  const struct orth_dims *dims, const struct orth_dims *grid);
 
 /* orth_predict_us as the cost module's model (plan/cost.h): ORTH_HIER
  * over dims, INFINITY if dims is NULL. */
@@ -259,7 +270,8 @@ struct orth_model {
 	enum orth_kind kind;
 	uint32_t nodes, ppn;
 	uint64_t bytes;
-	const struct orth_dims *dims;
+	const struct orth_dims *dims;   /* ORTH_HIER's */
+	const struct orth_dims *grid;   /* ORTH_GRID's (NULL: sg_grid's) */
 };
 double orth_model_us(const void *model, uint32_t alg, double alpha_us, double beta_ns, double gamma_ns);
 

@@ -11,7 +11,8 @@
  *   3  scatter or gather on a small torus (plan/scatter.c: OPT or SDF)
  *   4  (h[0] / 5 % 8 == 6) bcast, reduce, allreduce or allgather(v) of
  *      plan/orth (h[9] % 4, v: h[9] & 0x40), algorithm h[2] % 3 (single,
- *      orth, hier over P's prime factors), root h[3], h[8] % 9 elements or
+ *      orth over sg_grid's or, h[3] & 0x40, an r x ceil(P/r) layout, hier over
+ *      P's prime factors), root h[3], h[8] % 9 elements or
  *      bytes, type (h[9] >> 2) % 11, op h[2] / 3 % 10 (or % 4 where the
  *      type takes no bit operation)
  *   4  (h[0] / 5 % 8 == 7) reduce_scatter (short, long or hybrid: h[2] % 3;
@@ -498,7 +499,7 @@ static int build_orth(struct world *w, const uint8_t *h)
 	struct layout L;
 	uint32_t P = w->nodes, x = P;
 	uint64_t slen[MAXR], rlen[MAXR], cnt[MAXR], total = 0, n = h[8] % 9;
-	struct orth_dims dims = { 0 };
+	struct orth_dims dims = { 0 }, grid;
 	struct orth_args a = { .kind = (enum orth_kind)(h[9] % 4), .alg = (enum orth_alg)(h[2] % 3),
 			       .dims = &dims };
 	size_t esz;
@@ -516,6 +517,13 @@ static int build_orth(struct world *w, const uint8_t *h)
 		}
 	if (!dims.k)
 		dims.d[dims.k++] = 1;
+	if (a.alg == ORTH_GRID && (h[3] & 0x40) && P >= 2) {
+		/* a layout of its own (as orth_layout may choose): r x ceil(P/r) */
+		uint32_t r = 2 + h[3] % (P > 2 ? P - 1 : 1);
+
+		grid = (struct orth_dims){ 2, { r, (P + r - 1) / r } };
+		a.grid = &grid;
+	}
 	type_op(h, &a.type, &a.op);
 	esz = coll_type_size(a.type);
 	a.root = h[3] % L.ranks;

@@ -80,4 +80,20 @@ e=$(po scan --nodes 5 --ppn 3 --bytes 64)
 expect "scan over 5 nodes: a chain, each node sends at most one message per chunk" \
 	holds '.chosen == "chain" and .strategies[0].sends_max >= 1' "$e"
 expect "plan bcast without --bytes: refused" bash -c "! '$BUILD/ferryctl' plan bcast --nodes 8 2>/dev/null"
+# layouts (seed 004 §3.7): orth over the 2-D layout the model predicts
+# fastest, hier over the prime factors; --layout forces them
+l=$(po allgather --nodes 12 --bytes 64)
+expect "allgather over 12 nodes: orth's layout is a 2-D one of 12 ($(field "$l" orth layout)), hier's 3x2x2" \
+	holds '(.strategies[] | select(.name == "orth") | .layout | split("x") | length == 2 and
+		(map(tonumber) | .[0] * .[1] >= 12)) and (.strategies[] | select(.name == "hier") | .layout == "3x2x2")' "$l"
+l=$(po allgather --nodes 12 --bytes 64 --layout 2x6)
+expect "--layout 2x6: orth and hier run over it, 1 + 5 messages per node" \
+	holds '[.strategies[] | select(.name != "single") | .layout == "2x6" and .sends_max == 6] | all' "$l"
+l=$(po bcast --nodes 8 --bytes 64 --layout 2x2x2)
+expect "--layout 2x2x2: hier over it, three phases" \
+	holds '.strategies[] | select(.name == "hier") | .layout == "2x2x2" and .phases == 3' "$l"
+expect "--layout smaller than the nodes: refused" \
+	bash -c "! '$BUILD/ferryctl' plan bcast --nodes 8 --bytes 64 --layout 2x3 2>/dev/null"
+expect "--layout for reduce_scatter: refused" \
+	bash -c "! '$BUILD/ferryctl' plan reduce_scatter --nodes 8 --bytes 64 --layout 2x4 2>/dev/null"
 finish

@@ -233,7 +233,7 @@ TEST(models_linear)
 
 			orth_hier_dims(P, &dims);
 			for (int kind = ORTH_BCAST; kind <= ORTH_ALLGATHER; kind++) {
-				struct orth_model om = { kind, P, 2, Bs[k], &dims };
+				struct orth_model om = { kind, P, 2, Bs[k], &dims, NULL };
 
 				for (uint32_t a = 0; a < ORTH_ALGS; a++)
 					linear("orth", orth_model_us, &om, a);

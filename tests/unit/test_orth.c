@@ -388,7 +388,8 @@ static void hier_dims(uint32_t P, int which, struct orth_dims *d)
 	*d = which ? (struct orth_dims){ 3, { (P + 3) / 4, 2, 2 } } : (struct orth_dims){ 3, { 2, 3, (P + 5) / 6 } };
 }
 
-/* Every algorithm (single, orth, the two factorizations) for one kind. */
+/* Every algorithm (single, orth over sg_grid's and over a 2 x ceil(P/2)
+ * layout, the two factorizations) for one kind. */
 static void sweep(enum orth_kind kind, int v)
 {
 	uint64_t seed = 1;
@@ -398,11 +399,12 @@ static void sweep(enum orth_kind kind, int v)
 		for (int lv = 0; lv < 5; lv++) {
 			uint32_t P = node_counts[z];
 			struct lay L;
-			struct orth_dims d;
+			struct orth_dims d, two = { 2, { 2, (P + 1) / 2 } };
 
 			layout(&L, P, lv);
-			for (int alg = 0; alg < 4; alg++) {
-				struct tcase tc = { .a = { .kind = kind, .alg = alg < 2 ? alg : ORTH_HIER, .dims = &d },
+			for (int alg = 0; alg < 5; alg++) {
+				struct tcase tc = { .a = { .kind = kind, .alg = alg < 2 || alg == 4 ? alg % 4 : ORTH_HIER,
+							   .dims = &d, .grid = alg == 4 && P >= 2 ? &two : NULL },
 						    .v = v };
 				uint32_t R = L.l.ranks, roots[3] = { 0, R / 2, R - 1 };
 
@@ -563,6 +565,38 @@ static void xchg_counts(const struct lay *L)
 	CHECK_EQ(data_msgs(&s.node[0], 1), log2_ceil(P));
 	CHECK_EQ(data_msgs(&s.node[0], 0), log2_ceil(P));
 	sched_free(&s);
+}
+
+/* §3.7: the layout orth_layout gives is the fastest 2-D one by the model,
+ * every r x c with c = ceil(P / r) and no empty row tried; ties to
+ * sg_grid's. */
+TEST(layout_is_the_models_best)
+{
+	static const uint64_t bytes[] = { 8, 4096, 1u << 20 };
+
+	for (uint32_t P = 1; P <= 40; P++)
+		for (int kind = 0; kind < ORTH_KINDS; kind++)
+			for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+				struct orth_dims g;
+				double t, best;
+				uint32_t r0, c0;
+
+				orth_layout(kind, P, 2, bytes[b], 20, 0.5, &g);
+				CHECK(g.k == 2 && (uint64_t)g.d[0] * g.d[1] >= P);
+				t = orth_predict_us(kind, ORTH_GRID, &g, P, 2, bytes[b], 20, 0.5);
+				sg_grid(P, &r0, &c0);
+				best = orth_predict_us(kind, ORTH_GRID, NULL, P, 2, bytes[b], 20, 0.5);
+				CHECK(t <= best);
+				if (t == best)
+					CHECK(g.d[0] == r0 && g.d[1] == c0);
+				for (uint32_t r = 2; P >= 4 && r <= P / 2; r++) {
+					struct orth_dims d = { 2, { r, (P + r - 1) / r } };
+
+					if ((uint64_t)(r - 1) * d.d[1] >= P)
+						continue;
+					CHECK(t <= orth_predict_us(kind, ORTH_GRID, &d, P, 2, bytes[b], 20, 0.5));
+				}
+			}
 }
 
 TEST(message_counts)
@@ -780,13 +814,13 @@ TEST(names_cost_model_and_chooser)
 	/* the chooser: a tree broadcasts in fewer steps than the grid; ties
 	 * go to the simpler; an allgather on many nodes is orthogonal at
 	 * any size; the hypercube exchange beats reduce-then-broadcast */
-	CHECK_EQ(orth_choose(ORTH_BCAST, 16, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_BCAST, 4, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_GRID);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 1u << 20, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_GRID);
-	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 2, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL), ORTH_SINGLE);
-	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, &cube6), ORTH_HIER);
+	CHECK_EQ(orth_choose(ORTH_BCAST, 16, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_BCAST, 4, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_GRID);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 64, 1, 1u << 20, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_GRID);
+	CHECK_EQ(orth_choose(ORTH_ALLGATHER, 2, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, NULL, NULL), ORTH_SINGLE);
+	CHECK_EQ(orth_choose(ORTH_ALLREDUCE, 64, 1, 8, &(struct cost){ 5, 0.1, 0, NULL }, &cube6, NULL), ORTH_HIER);
 }
 
 /* The daemons' grid for ORTH_HIER: the prime factors, largest first. */
@@ -815,6 +849,7 @@ int main(void)
 	RUN(allgather_every_layout_and_algorithm);
 	RUN(allgatherv_every_layout_and_algorithm);
 	RUN(allreduce_same_bits_everywhere);
+	RUN(layout_is_the_models_best);
 	RUN(message_counts);
 	RUN(disagreement_fails_never_hangs);
 	RUN(different_sizes_fail_on_a_part);
