@@ -7,7 +7,8 @@
 # every layout.  One cluster per node count; every rank checks every byte
 # it receives (tests/progs/ft_coll.c); on every layout ft_group's splits,
 # nested groups, overlap and misuse (tests/progs/ft_group.c), and bcast ..
-# exscan with every algorithm forced and auto (tests/progs/ft_red.c).  Prints
+# exscan with every algorithm forced and auto (tests/progs/ft_red.c), and of
+# 1 M elements on 4 and 9 nodes.  Prints
 # "ok - ..." per case and the lib.sh summary.
 . "$(dirname "$0")/../integration/lib.sh"
 TEST=coll_full
@@ -56,7 +57,9 @@ run_group() {  # run_group JOB WHERE...: ft_group's ranks on those daemons, wait
 
 id=0
 for n in 1 2 3 4 5 7 8 9 12 16 17; do
-	start_cluster f "$n" || { t_fail "$n nodes: cluster up"; continue; }
+	# (memory for the 1 M-element reductions: README "Large reductions")
+	start_cluster f "$n" "limits: { memory_bytes = 2147483648; user_memory_bytes = 1073741824; };" ||
+		{ t_fail "$n nodes: cluster up"; continue; }
 	for ppn in 1 2 3 u; do
 		[ "$n" -ge 12 ] && [ "$ppn" = 3 ] && continue   # 36+ processes on 2 cores: the uneven layout covers it
 		# shellcheck disable=SC2207
@@ -93,6 +96,15 @@ for n in 1 2 3 4 5 7 8 9 12 16 17; do
 			spread_job ft_red "r$id" "${#where[@]}" "${where[@]}" -- "${opt[@]}"
 			expect "$n nodes, $ppn per node, $s: bcast .. exscan (ft_red)" wait_job "r$id"
 		done
+		# 1 M elements (bytes for bcast and allgather; per rank for
+		# reduce_scatter_block), automatic, on the uneven layout of 4
+		# and 9 nodes (the time and memory that take: README "Large
+		# reductions")
+		if [ "$ppn" = u ] && { [ "$n" = 4 ] || [ "$n" = 9 ]; }; then
+			id=$((id + 1))
+			spread_job ft_red "r$id" "${#where[@]}" "${where[@]}" -- --counts 1048576
+			expect "$n nodes, $ppn per node: bcast .. exscan of 1 M elements (ft_red)" wait_job "r$id"
+		fi
 	done
 	expect "$n nodes: the daemons exit cleanly" stop_cluster f "$n"
 done

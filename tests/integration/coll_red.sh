@@ -30,13 +30,16 @@ expect "one node, 3 ranks" run_red o3 3 one one one -- --counts 0,1,7,1000
 stop_daemon one >/dev/null
 
 # --- five nodes ------------------------------------------------------------------
-start_cluster c 5 || exit 1
+# (memory for the 1 M-element case: README "Large reductions")
+start_cluster c 5 "limits: { memory_bytes = 1073741824; user_memory_bytes = 1073741824; };" || exit 1
 where7="c_n0 c_n1 c_n2 c_n3 c_n4 c_n0 c_n1"
 expect "5 nodes, 7 ranks (2,2,1,1,1), automatic choice, counts 0, 1, 7, 1000, with split groups" \
 	run_red auto 7 $where7 -- --split
 for s in single orth hier short long hybrid; do
 	expect "5 nodes, 7 ranks, $s forced" run_red "f$s" 7 $where7 -- --strategy "$s" --counts 0,1,7,100
 done
+expect "1 M elements: allreduce, 5 nodes, 7 ranks, automatic" \
+	run_red big 7 $where7 -- --counts 1048576 --ops allreduce
 expect "every type and operation pair at 7 elements, 5 ranks on 4 of 5 nodes, not in node order" \
 	run_red pairs 5 c_n2 c_n0 c_n1 c_n2 c_n4 -- --pairs all --counts 7
 # forced means run: what the job's last operation ran (an allgather after
