@@ -51,7 +51,12 @@ override BUILD := $(patsubst $(CURDIR)/%,%,$(BUILD))
 CC         ?= cc
 CFLAGS     ?= -O2 -g
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP
+# -ffp-contract=off: the cost module's predictions (daemon/plan/cost.c) are
+# compared on every node of a job to choose the same algorithm and layout;
+# a build that fused a multiply and an add (FMA: -march=haswell, aarch64's
+# default) would round differently and break ties otherwise, and the nodes
+# would plan different operations.  Nodes run the same ferry (WIRE_VERSION).
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -ffp-contract=off $(SANFLAGS) -MMD -MP
 LDFLAGS    ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 

@@ -106,11 +106,12 @@ static void usage(FILE *out)
 		"    --costs FILE         predict with the runtime functions of FILE (\"-\": the\n"
 		"                         standard input) where it has them, as ferryctl costs\n"
 		"                         prints them (\"(fitted)\"), else with A and B\n"
-		"  costs                  the local ferryd's runtime functions: the times of the\n"
-		"                         collectives it measured (\"point\" lines: family, algorithm,\n"
-		"                         nodes, ranks per node, bytes, the model's start-ups, bytes\n"
-		"                         and reduced bytes, gamma, beta, the last times in us) and\n"
-		"                         the functions fitted to them (\"# fn\"); root or ferryd's user\n"
+		"  costs [--uid U]        the local ferryd's runtime functions of your collectives\n"
+		"                         (another user's: root): the times it measured (\"point\"\n"
+		"                         lines: family, algorithm, nodes, ranks per node, bytes,\n"
+		"                         the model's start-ups, bytes and reduced bytes, gamma,\n"
+		"                         beta, the last times in us) and the functions a job of\n"
+		"                         yours gets (\"# fn\"; \"root's\": from root's table)\n"
 		"  keygen                 print a new cluster key (for security.key_file, chmod 600)\n"
 		"options:\n"
 		"  --runtime-dir DIR      where ferryd's socket is (default $FERRY_RUNTIME_DIR, /run/ferry)\n"
@@ -621,6 +622,14 @@ static int costs_arg(const char *path, struct cost_table **t_p)
 		fclose(f);
 	bad = n == cap ? -EFBIG : cost_table_parse(*t_p, text, n, err, sizeof(err));
 	free(text);
+	/* (as GO carries them: the daemons' predictions, to the bit) */
+	for (uint32_t fam = 0; !bad && fam < CTL_FAMS; fam++)
+		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++) {
+			uint32_t tau, tc;
+
+			cost_fn_wire(&(*t_p)->fn[fam][a], &tau, &tc);
+			cost_fn_unwire(tau, tc, &(*t_p)->fn[fam][a]);
+		}
 	if (bad) {
 		fprintf(stderr, "ferryctl plan: --costs %s: %s\n", path, bad == -EFBIG ? "too large" : err);
 		free(*t_p);
@@ -1173,8 +1182,21 @@ int main(int argc, char **argv)
 		return query(dir, CTL_Q_STATUS, 0, timeout_ms);
 	if (strcmp(argv[optind], "stats") == 0)
 		return query(dir, CTL_Q_STATS, 0, timeout_ms);
-	if (strcmp(argv[optind], "costs") == 0)
-		return query(dir, CTL_Q_COSTS, 0, timeout_ms);
+	if (strcmp(argv[optind], "costs") == 0) {
+		uint32_t uid = CTL_COSTS_OWN;
+
+		if (optind + 2 < argc && strcmp(argv[optind + 1], "--uid") == 0) {
+			char *end;
+
+			errno = 0;
+			uid = (uint32_t)strtoul(argv[optind + 2], &end, 10);
+			if (errno || *end || uid == CTL_COSTS_OWN) {
+				fprintf(stderr, "ferryctl costs --uid: a uid\n");
+				return 2;
+			}
+		}
+		return query(dir, CTL_Q_COSTS, uid, timeout_ms);
+	}
 	if (strcmp(argv[optind], "debug") == 0 && optind + 2 < argc && strcmp(argv[optind + 1], "kill-link") == 0)
 		return query(dir, CTL_Q_DEBUG, (uint32_t)strtoul(argv[optind + 2], NULL, 10), timeout_ms);
 	if (strcmp(argv[optind], "debug") == 0 && optind + 1 < argc && strcmp(argv[optind + 1], "forbidden-call") == 0)

@@ -83,9 +83,12 @@ enum ctl_query {
 	CTL_Q_STATUS = 1,       /* human-readable status */
 	CTL_Q_STATS  = 2,       /* counters */
 	CTL_Q_DEBUG  = 3,       /* root only: arg selects a fault to inject */
-	CTL_Q_COSTS  = 4,       /* root only: the runtime functions (daemon/cluster/costs.h) */
+	CTL_Q_COSTS  = 4,       /* the runtime functions of user arg (daemon/cluster/costs.h):
+				 * another user's for root only; CTL_COSTS_OWN: the asker's */
 	CTL_Q_MAX    = CTL_Q_COSTS,
 };
+
+#define CTL_COSTS_OWN 0xffffffffu
 
 /* CTL_Q_DEBUG's arg: a node id (break the link to it), or this: make a
  * system call that ferryd's seccomp filter forbids (it kills the daemon

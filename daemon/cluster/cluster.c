@@ -370,7 +370,7 @@ static void node_go(const struct wire_ctl *c, uint32_t from)
 		struct wire_go_fn f;
 
 		wire_ctl_go_fn(c, i, &f);       /* (valid: wire_ctl_decode) */
-		j->coll_fn[f.fam][f.alg] = (struct cost_fn){ f.tau_ns / 1e3, f.tc_ps / 1e3 };
+		cost_fn_unwire(f.tau_ns, f.tc_ps, &j->coll_fn[f.fam][f.alg]);
 	}
 	free(j->layout);
 	j->layout = malloc(((size_t)j->size + 1) * sizeof(*j->layout));

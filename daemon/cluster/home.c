@@ -344,7 +344,7 @@ void home_have(const struct wire_ctl *c, uint32_t from)
 	}
 	/* ... the algorithms this node's configuration forces (collectives.*)
 	 * and its runtime functions (costs.h) */
-	costs_go(&tail, fns);
+	costs_go(h->uid, &tail, fns);
 	for (uint32_t i = 0; i < h->nhn; i++)
 		msg_go(h->hn[i].node, h->id, h->gen, na ? (uint32_t)(asum / na) : 0, nb ? (uint32_t)(bsum / nb) : 0,
 		       &tail, fns);

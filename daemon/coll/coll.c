@@ -802,10 +802,11 @@ static struct cost op_cost(const struct cop *op)
  * shorter, and one longer by more than COLL_REPORT_SLACK_NS and a quarter
  * (a rank that computed before waiting: the point of a non-blocking
  * operation; or a client that lies) counts as the daemon's own instead.
- * So a client can move the samples of its operations by that much at
- * most, and no other user's job's choices by more; they change only
- * which algorithm is chosen, never whether an operation is right or
- * whether its nodes agree (the home's functions, fixed at GO). */
+ * The samples go to the table of the job's user (cluster/costs.h): what a
+ * user's ranks do to them (post late, report long times) moves only that
+ * user's later choices, and only which algorithm is chosen, never whether
+ * an operation is right or whether its nodes agree (the home's functions,
+ * fixed at GO). */
 
 /* What op's plan tells the runtime functions when op completes (costs.h):
  * algorithm alg of op's family ran for bytes bytes (the planner's model's
@@ -846,7 +847,8 @@ static void coll_report(struct cgrp *g, uint32_t seq, uint32_t us)
 		return;         /* (long gone, or reported) */
 	t = ns >= r->ns && ns - r->ns <= COLL_REPORT_SLACK_NS + r->ns / 4 ? ns : r->ns;
 	c = (struct cost){ coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, NULL };
-	costs_add((uint32_t)r->fam, r->alg, g->G, grp_ppn(g), r->bytes, &r->x, c.gamma_ns, c.beta_ns, (double)t / 1e3);
+	costs_add(g->cj->j->uid, (uint32_t)r->fam, r->alg, g->G, grp_ppn(g), r->bytes, &r->x, c.gamma_ns, c.beta_ns,
+		  (double)t / 1e3);
 	r->seq = 0;
 	coll.reports++;
 	coll.reports_own += t != ns;

@@ -131,10 +131,10 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		coll_write_stats(out, cred->uid);
 		return 0;
 	case CTL_Q_COSTS:
-		/* every user's operations made them (costs.h) */
-		if (cred->uid != 0 && cred->uid != geteuid())
+		/* a user's own table (costs.h); another's for root only */
+		if (arg != CTL_COSTS_OWN && arg != cred->uid && cred->uid != 0 && cred->uid != geteuid())
 			return -EPERM;
-		costs_write(out);
+		costs_write(out, arg == CTL_COSTS_OWN ? cred->uid : (uid_t)arg);
 		return 0;
 	case CTL_Q_DEBUG:
 		/* Fault injection for tests: break the link to node arg, or

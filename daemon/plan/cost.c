@@ -1,6 +1,7 @@
 /* daemon/plan/cost.c - see cost.h. */
 #include "cost.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,26 @@ static const struct cost_fn *fn_of(const struct cost *c, uint32_t alg)
 	const struct cost_fn *f = c->fn && alg < CTL_FAM_ALGS_MAX ? &c->fn[alg] : NULL;
 
 	return f && (f->tau_us > 0 || f->tc_ns > 0) ? f : NULL;
+}
+
+static uint32_t wire_units(double v)
+{
+	if (!(v > 0))
+		return 0;
+	if (v >= (double)UINT32_MAX)
+		return UINT32_MAX;
+	return v < 1 ? 1 : (uint32_t)(v + 0.5);
+}
+
+void cost_fn_wire(const struct cost_fn *f, uint32_t *tau_ns_p, uint32_t *tc_ps_p)
+{
+	*tau_ns_p = wire_units(f->tau_us * 1e3);
+	*tc_ps_p = wire_units(f->tc_ns * 1e3);
+}
+
+void cost_fn_unwire(uint32_t tau_ns, uint32_t tc_ps, struct cost_fn *f_p)
+{
+	*f_p = (struct cost_fn){ tau_ns / 1e3, tc_ps / 1e3 };
 }
 
 int cost_fitted(const struct cost *c, uint32_t alg)
@@ -55,6 +76,8 @@ uint32_t cost_choose(const struct cost *c, cost_model_fn m, const void *ctx, uin
 }
 
 /* ---- the table ---- */
+
+static_assert(CTL_FAMS * CTL_FAM_ALGS_MAX <= 64, "a bit per family and algorithm (cost_table_add's refit)");
 
 void cost_table_init(struct cost_table *t)
 {
@@ -104,7 +127,7 @@ static void fit(struct cost_table *t, uint32_t fam, uint32_t alg)
 
 		if (!usable(p, fam, alg))
 			continue;
-		m = median(p);
+		m = p->med;
 		y = m - p->gamma_ns * p->x.g;
 		if (y <= 0)
 			continue;       /* (the reductions' part alone says more) */
@@ -162,9 +185,9 @@ static int x_ok(const struct cost_x *x)
 }
 
 /* The point of that key, else a free one, else the one measured longest
- * ago (emptied). */
+ * ago (emptied: its algorithm is marked in *refit_p). */
 static struct cost_point *point(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn,
-				uint64_t bytes)
+				uint64_t bytes, uint64_t *refit_p)
 {
 	struct cost_point *free_p = NULL, *old = NULL;
 
@@ -182,6 +205,7 @@ static struct cost_point *point(struct cost_table *t, uint32_t fam, uint32_t alg
 	}
 	if (!free_p) {
 		free_p = old;
+		*refit_p |= 1ull << (free_p->fam * CTL_FAM_ALGS_MAX + free_p->alg);
 		memset(free_p, 0, sizeof(*free_p));
 	}
 	*free_p = (struct cost_point){ .used = 1, .fam = (uint8_t)fam, .alg = (uint8_t)alg, .nodes = nodes,
@@ -195,26 +219,41 @@ static void push(struct cost_point *p, double t_us)
 	p->next = (uint8_t)((p->next + 1) % COST_WINDOW);
 	if (p->nt < COST_WINDOW)
 		p->nt++;
+	p->med = median(p);
 }
 
 int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn, uint64_t bytes,
 		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us)
 {
 	struct cost_point *p;
+	uint64_t refit = 0;
 
 	if (!fam_alg_ok(fam, alg) || !(t_us > 0 && isfinite(t_us)) || !x_ok(x) || !(gamma_ns >= 0) ||
 	    !(beta_ns >= 0) || !isfinite(gamma_ns) || !isfinite(beta_ns))
 		return -EINVAL;
 	if (x->a == 0 && x->b == 0)
 		return 0;       /* (one node: nothing of the network to fit) */
-	p = point(t, fam, alg, nodes, ppn, bytes);
+	p = point(t, fam, alg, nodes, ppn, bytes, &refit);
 	p->x = *x;
 	p->gamma_ns = gamma_ns;
 	p->beta_ns = beta_ns;
 	p->stamp = ++t->clock;
 	push(p, t_us);
 	t->changes++;
-	fit(t, fam, alg);
+	/* points not measured for COST_AGE samples go */
+	for (uint32_t i = 0; t->clock >= COST_AGE && i < COST_POINTS; i++) {
+		struct cost_point *q = &t->pt[i];
+
+		if (q->used && q->stamp + COST_AGE <= t->clock) {
+			refit |= 1ull << (q->fam * CTL_FAM_ALGS_MAX + q->alg);
+			memset(q, 0, sizeof(*q));
+		}
+	}
+	refit |= 1ull << (fam * CTL_FAM_ALGS_MAX + alg);
+	for (uint32_t f = 0; f < CTL_FAMS; f++)
+		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++)
+			if (refit >> (f * CTL_FAM_ALGS_MAX + a) & 1)
+				fit(t, f, a);
 	return 0;
 }
 
@@ -288,6 +327,7 @@ static int parse_point(struct cost_table *t, char *line)
 	struct cost_x x;
 	double gamma, beta, times[COST_WINDOW];
 	struct cost_point *p;
+	uint64_t refit = 0;     /* (parse fits all at the end) */
 
 	for (char *tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		if (nf == FIELDS)
@@ -309,7 +349,7 @@ static int parse_point(struct cost_table *t, char *line)
 	for (uint32_t k = 11; k < nf; k++)
 		if (num(f[k], &times[k - 11]) < 0 || times[k - 11] <= 0)
 			return -EINVAL;
-	p = point(t, (uint32_t)fam, (uint32_t)alg, (uint32_t)nodes, (uint32_t)ppn, bytes);
+	p = point(t, (uint32_t)fam, (uint32_t)alg, (uint32_t)nodes, (uint32_t)ppn, bytes, &refit);
 	if (p->nt)
 		return -EINVAL;         /* (a key twice) */
 	p->x = x;

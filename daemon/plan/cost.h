@@ -3,7 +3,7 @@
  * planner gives, refined by a runtime function fitted to the times this
  * cluster measured (seed 004, Kühnemann, Rauber, Rünger, §4).  Pure code,
  * no I/O and no clock: the daemon feeds the table its measurements and
- * keeps its text (daemon/cluster/fns.c), ferryctl prints the predictions.
+ * keeps its text (daemon/cluster/costs.c), ferryctl prints the predictions.
  *
  * The model.  Every planner writes an algorithm's time as a function of
  * α (µs per message), β (ns per byte sent) and γ (ns per byte reduced),
@@ -32,7 +32,11 @@
  * times.  If the points cannot tell τ from t_c (one point, or all with
  * nearly the same x_b / x_a), t_c is the links' β and τ alone is fitted;
  * a negative coefficient is set to 0 and the other fitted alone.  A point
- * not measured for the longest goes when a new one needs room.
+ * not measured for the longest goes when a new one needs room, and one not
+ * measured in the table's last COST_AGE samples goes anyway (an algorithm
+ * that was slow once is not predicted from that for ever: once its points
+ * are gone it has no function, the links' model predicts it, and the
+ * automatic choice tries it again).  Either way its algorithm is refitted.
  */
 #ifndef FERRY_PLAN_COST_H
 #define FERRY_PLAN_COST_H
@@ -45,6 +49,7 @@
 #define COST_POINTS   256
 #define COST_WINDOW   9
 #define COST_MIN_RUNS 3
+#define COST_AGE      4096
 
 /* A runtime function; tau_us and tc_ns both 0: none. */
 struct cost_fn {
@@ -69,6 +74,13 @@ struct cost_x {
 };
 void cost_features(cost_model_fn m, const void *ctx, uint32_t alg, struct cost_x *x_p);
 
+/* A function as GO carries it (proto/wire.h, wire_go_fn): τ in ns and t_c
+ * in ps per byte, rounded, at least 1 where not 0, at most UINT32_MAX; and
+ * back.  ferryctl plan --costs rounds the same way, so it predicts what the
+ * daemons do. */
+void cost_fn_wire(const struct cost_fn *f, uint32_t *tau_ns_p, uint32_t *tc_ps_p);
+void cost_fn_unwire(uint32_t tau_ns, uint32_t tc_ps, struct cost_fn *f_p);
+
 /* 1 if c has a runtime function for alg. */
 int cost_fitted(const struct cost *c, uint32_t alg);
 
@@ -92,6 +104,7 @@ struct cost_point {
 	double gamma_ns;        /* γ of the model it was measured with */
 	double beta_ns;         /* ... and β (the fit's t_c when it cannot tell) */
 	double t_us[COST_WINDOW];
+	double med;             /* the median of t_us */
 	uint64_t stamp;         /* when last measured (the table's clock) */
 };
 

@@ -795,8 +795,11 @@ double orth_model_us(const void *model, uint32_t alg, double alpha_us, double be
 	(void)gamma_ns;
 	if (alg == ORTH_HIER && !m->dims)
 		return INFINITY;
-	return orth_predict_us(m->kind, (enum orth_alg)alg, alg == ORTH_GRID ? m->grid : alg == ORTH_HIER ? m->dims : NULL,
-			       m->nodes, m->ppn, m->bytes, alpha_us, beta_ns);
+	double t = orth_predict_us(m->kind, (enum orth_alg)alg, alg == ORTH_GRID ? m->grid : alg == ORTH_HIER ? m->dims
+													   : NULL,
+				   m->nodes, m->ppn, m->bytes, alpha_us, beta_ns);
+
+	return t >= DBL_MAX ? INFINITY : t;     /* (what orth_predict_us says of a grid it cannot plan) */
 }
 
 void orth_layout(enum orth_kind kind, uint32_t P, uint32_t ppn, uint64_t bytes, double alpha_us, double beta_ns,

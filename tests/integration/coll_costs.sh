@@ -1,12 +1,13 @@
 #!/bin/bash
 # The runtime functions of the collectives (daemon/plan/cost.h,
 # daemon/cluster/costs.h; seed 004 §4): the daemons measure every operation
-# that completes and fit a function per family and algorithm; ferryctl
-# costs shows them (root or ferryd's user only); they survive a restart
-# (daemon.state_dir); a job's nodes choose with its home's functions, sent
-# in GO, even where their own differ, and what the home's say is what runs;
-# ferryctl plan --costs predicts with them; a file that is not one is set
-# aside, not fatal.
+# that completes and fit a function per family and algorithm, in a table
+# per user; ferryctl costs shows a user's own; they survive a restart
+# (daemon.state_dir/costs.UID); a job's nodes choose with its home's
+# functions of its user (root's where the user has none), sent in GO, even
+# where their own differ, and what those say is what runs; one user's
+# operations never reach another's table; ferryctl plan --costs predicts
+# with them; a file that is not one is set aside, not fatal.
 . "$(dirname "$0")/lib.sh"
 
 # red JOB SIZE NODE_OF... -- ft_red options
@@ -27,6 +28,7 @@ name_homed() {
 	done
 }
 
+ME=$(id -u)
 start_cluster cc 4 || exit 1
 all="cc_n0 cc_n1 cc_n2 cc_n3"
 
@@ -53,18 +55,38 @@ coll_stat() {
 samples=$(coll_stat cc_n0 cost_samples) own=$(coll_stat cc_n0 cost_samples_own)
 expect "the ranks reported their times: $samples samples on node 0, $own of them the daemon's own" \
 	test "${samples:-0}" -gt 0 -a "${own:-0}" -lt "${samples:-0}"
+
+# --- a table per user -------------------------------------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	refused=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BUILD/ferryctl" --runtime-dir "$TMP/cc_n0" costs 2>&1)
-	expect "root or ferryd's user only: another user is refused ($refused)" \
-		bash -c '! grep -q "^point" <<<"$1" && grep -qi "permission\|not permitted" <<<"$1"' _ "$refused"
+	as_two_users 64141 64142
+	before=$(costs cc_n0 | grep -c '^point')
+	for r in 0 1 2 3; do
+		asbg "ua.$r.log" "$USER_A" "cc_n$r" ft_red --job ua --rank "$r" --size 4 --strategy hier --ops allreduce \
+			--counts 7,1000
+	done
+	expect "user A's allreduce job (hier forced) succeeds" wait_for 'grep -q "ok:" "$TMP/ua.0.log" &&
+		grep -q "ok:" "$TMP/ua.3.log"'
+	wait_for '"$BUILD/ferryctl" --runtime-dir "$TMP/cc_n0" costs --uid '"$USER_A"' | grep -q "^point allreduce hier"'
+	expect "... its points are in user A's table (ferryctl costs --uid, as root)" \
+		bash -c "'$BUILD/ferryctl' --runtime-dir '$TMP/cc_n0' costs --uid $USER_A | grep -q '^point allreduce hier 4 1 '"
+	expect "... and not in root's: $(costs cc_n0 | grep -c '^point') points, as before ($before)" \
+		test "$(costs cc_n0 | grep -c '^point allreduce hier')" = 0 -a "$(costs cc_n0 | grep -c '^point')" = "$before"
+	b=$(setpriv --reuid="$USER_B" --regid="$USER_B" --clear-groups "$BUILD/ferryctl" --runtime-dir "$TMP/cc_n0" costs 2>&1)
+	expect "user B's ferryctl costs: no points of anyone's, root's functions as root's" \
+		bash -c '! grep -q "^point" <<<"$1" && grep -q "^# fn allreduce orth .* root'"'"'s$" <<<"$1"' _ "$b"
+	refused=$(setpriv --reuid="$USER_B" --regid="$USER_B" --clear-groups "$BUILD/ferryctl" --runtime-dir "$TMP/cc_n0" \
+		costs --uid "$USER_A" 2>&1)
+	expect "user B asking for user A's table is refused ($refused)" \
+		bash -c '! grep -q "^point" <<<"$1" && grep -qi "not permitted" <<<"$1"' _ "$refused"
 else
-	echo "ok - $TEST: # SKIP another user is refused ferryctl costs: needs root and setpriv"
+	USER_A=""
+	echo "ok - $TEST: # SKIP a table per user: needs root and setpriv"
 fi
 
 # --- kept across a restart --------------------------------------------------------
 before=$(costs cc_n1 | grep '^point' | sort)
 expect "cc_n1 stops cleanly (and writes its file)" stop_daemon cc_n1
-expect "... its file is there" test -s "$TMP/cc_n1/costs"
+expect "... its file is there" test -s "$TMP/cc_n1/costs.$ME"
 start_daemon cc_n1 --config "$TMP/cc.conf" --node 1 || exit 1
 cluster_up cc 4 || exit 1
 after=$(costs cc_n1 | grep '^point' | sort)
@@ -82,7 +104,13 @@ home=2
 job=$(name_homed $home fit)
 expect "ferryctl plan (the links alone) does not choose hier for a 4-node allreduce" \
 	bash -c "! '$BUILD/ferryctl' plan allreduce --nodes 4 --bytes 28 | grep -q '^hier .*chosen'"
-for n in 0 1 2 3; do stop_daemon "cc_n$n" >/dev/null || exit 1; rm -f "$TMP/cc_n$n/costs"; done
+for n in 0 1 2 3; do stop_daemon "cc_n$n" >/dev/null || exit 1; done
+if [ -n "$USER_A" ]; then
+	expect "the daemons wrote user A's table to a file of its own, root's has none of its points" \
+		bash -c "grep -q '^point allreduce hier 4 1 ' '$TMP/cc_n0/costs.$USER_A' &&
+			! grep -q '^point allreduce hier' '$TMP/cc_n0/costs.0'"
+fi
+rm -f "$TMP"/cc_n*/costs.*
 {
 	echo "ferry-costs 1"
 	for fam in bcast reduce allreduce allgather; do
@@ -90,12 +118,12 @@ for n in 0 1 2 3; do stop_daemon "cc_n$n" >/dev/null || exit 1; rm -f "$TMP/cc_n
 		echo "point $fam orth 4 1 9999 1 0 0 0.1 0.4 1000 1000 1000"
 		echo "point $fam hier 4 1 9999 1 0 0 0.1 0.4 1 1 1"
 	done
-} >"$TMP/cc_n$home/costs"
-chmod a+r "$TMP/cc_n$home/costs"
+} >"$TMP/cc_n$home/costs.$ME"
+chmod a+r "$TMP/cc_n$home/costs.$ME"
 for n in 0 1 2 3; do start_daemon "cc_n$n" --config "$TMP/cc.conf" --node "$n" || exit 1; done
 cluster_up cc 4 || exit 1
 expect "ferryctl plan --costs (the home's file) chooses hier" \
-	bash -c "'$BUILD/ferryctl' plan allreduce --nodes 4 --bytes 28 --costs '$TMP/cc_n$home/costs' |
+	bash -c "'$BUILD/ferryctl' plan allreduce --nodes 4 --bytes 28 --costs '$TMP/cc_n$home/costs.$ME' |
 		grep -q '^hier .*(fitted)  <- chosen'"
 red "$job" 4 $all -- --ops allreduce --counts 7 --linger 3000
 for n in $all; do
@@ -118,11 +146,11 @@ expect "... and succeeds" wait_job "$other"
 
 # --- a file that is not one ------------------------------------------------------
 stop_daemon cc_n3 >/dev/null || exit 1
-printf 'not a costs file\n' >"$TMP/cc_n3/costs"
+printf 'not a costs file\n' >"$TMP/cc_n3/costs.0"
 start_daemon cc_n3 --config "$TMP/cc.conf" --node 3 || exit 1
 cluster_up cc 4 || exit 1
-expect "a bad file: the daemon starts without it, and sets it aside" test -f "$TMP/cc_n3/costs.bad"
-expect "... saying so" grep -q "moved to .*costs.bad" "$TMP/cc_n3.log"
+expect "a bad file: the daemon starts without it, and sets it aside" test -f "$TMP/cc_n3/costs.0.bad"
+expect "... saying so" grep -q "moved to .*costs.0.bad" "$TMP/cc_n3.log"
 expect "... its table is empty" test "$(costs cc_n3 | grep -c '^point')" = 0
 
 for n in 0 1 2 3; do expect "cc_n$n exits cleanly" stop_daemon "cc_n$n"; done

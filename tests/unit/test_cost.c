@@ -118,19 +118,65 @@ TEST(fit_fallbacks)
 	CHECK_EQ(cost_table_points(&t, CTL_FAM_SCAN, 0), 2);
 }
 
-/* A full table makes room by the point measured longest ago. */
+/* A full table makes room by the point measured longest ago, and the
+ * algorithm whose point went is refitted: no function stays without its
+ * points (a review found one that did, sent in GO for ever). */
 TEST(eviction)
 {
 	static struct cost_table t;
 	struct cost_x x = { 1, 1, 0 };
 
 	cost_table_init(&t);
+	for (uint32_t k = 0; k < 4; k++)
+		for (int r = 0; r < COST_MIN_RUNS; r++)
+			cost_table_add(&t, CTL_FAM_BCAST, 0, 2, 1, k, &x, 0, 1, 100000);
+	CHECK(t.fn[CTL_FAM_BCAST][0].tau_us > 1000);
 	for (uint32_t k = 0; k <= COST_POINTS; k++)
 		for (int r = 0; r < COST_MIN_RUNS; r++)
 			cost_table_add(&t, CTL_FAM_ALLTOALL, 0, 2, 1, k, &x, 0, 1, 10);
 	CHECK_EQ(cost_table_points(&t, CTL_FAM_ALLTOALL, 0), COST_POINTS);
+	CHECK_EQ(cost_table_points(&t, CTL_FAM_BCAST, 0), 0);
+	CHECK(t.fn[CTL_FAM_BCAST][0].tau_us == 0 && t.fn[CTL_FAM_BCAST][0].tc_ns == 0);
 	for (uint32_t i = 0; i < COST_POINTS; i++)
-		CHECK(t.pt[i].bytes != 0);      /* (the first went) */
+		CHECK(t.pt[i].fam == CTL_FAM_ALLTOALL && t.pt[i].bytes != 0);  /* (the first went) */
+}
+
+/* A point not measured in the table's last COST_AGE samples goes, and its
+ * function with it: an algorithm once slow is predicted by the links again,
+ * and tried. */
+TEST(ageing)
+{
+	static struct cost_table t;
+	struct cost_x x = { 1, 1, 0 };
+
+	cost_table_init(&t);
+	for (int r = 0; r < COST_MIN_RUNS; r++)
+		cost_table_add(&t, CTL_FAM_REDUCE, 2, 4, 1, 64, &x, 0, 1, 5000);
+	CHECK(t.fn[CTL_FAM_REDUCE][2].tau_us > 0);
+	/* its last time was sample 3: it is among the last COST_AGE up to
+	 * sample COST_AGE + 2 */
+	for (uint32_t k = 0; k < COST_AGE - 1; k++)
+		cost_table_add(&t, CTL_FAM_ALLTOALL, 0, 2, 1, 8, &x, 0, 1, 10);
+	CHECK_EQ(cost_table_points(&t, CTL_FAM_REDUCE, 2), 1);
+	cost_table_add(&t, CTL_FAM_ALLTOALL, 0, 2, 1, 8, &x, 0, 1, 10);
+	CHECK_EQ(cost_table_points(&t, CTL_FAM_REDUCE, 2), 0);
+	CHECK(t.fn[CTL_FAM_REDUCE][2].tau_us == 0 && t.fn[CTL_FAM_REDUCE][2].tc_ns == 0);
+	CHECK(t.fn[CTL_FAM_ALLTOALL][0].tau_us > 0);
+}
+
+/* What GO carries: ns and ps, rounded, never 0 where not 0. */
+TEST(wire_rounding)
+{
+	struct cost_fn f = { 12.3456, 0.0004 }, g;
+	uint32_t tau, tc;
+
+	cost_fn_wire(&f, &tau, &tc);
+	CHECK(tau == 12346 && tc == 1);
+	cost_fn_unwire(tau, tc, &g);
+	CHECK(near(g.tau_us, 12.346, 1e-12) && near(g.tc_ns, 0.001, 1e-12));
+	f = (struct cost_fn){ 0, 1e12 };
+	cost_fn_wire(&f, &tau, &tc);
+	CHECK(tau == 0 && tc == UINT32_MAX);
 }
 
 TEST(text_round_trip_and_rejects)
@@ -259,6 +305,8 @@ int main(void)
 	RUN(fit_recovers_coefficients);
 	RUN(fit_fallbacks);
 	RUN(eviction);
+	RUN(ageing);
+	RUN(wire_rounding);
 	RUN(text_round_trip_and_rejects);
 	RUN(models_linear);
 	return check_done();
