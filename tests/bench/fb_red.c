@@ -16,7 +16,9 @@
  * memory (ferry stages them).
  *
  * TIMING, as OSU's osu_allreduce and friends: --warmup W (3) operations,
- * the first checked; then N back-to-back operations timed on every rank,
+ * the first checked (with --warmup-max-s S, no more once they took S
+ * seconds on the slowest rank, a MAX allreduce after each: one or two of
+ * a long operation); then N back-to-back operations timed on every rank,
  * N from --target-s T (0.2) over the warm-up's time, within --min-iters
  * (5) and --max-iters (2000), the largest rank's (a MAX allreduce of the
  * estimates); the last operation is checked too.
@@ -41,7 +43,7 @@ enum { OP_ALLREDUCE, OP_ALLGATHER, OP_BCAST, OP_REDUCE, OP_RSB, OPS };
 static const char *const op_names[OPS] = { "allreduce", "allgather", "bcast", "reduce", "rsb" };
 
 static long warmup = 3, min_iters = 5, max_iters = 2000;
-static double target_s = 0.2;
+static double target_s = 0.2, warmup_max_s = 0;
 
 #ifdef BENCH_MPI
 static double max_of(double x)
@@ -143,20 +145,22 @@ static void point(int op, const char *strategy, size_t bytes, uint32_t *seq)
 {
 	size_t n = bytes / 4;
 	double t0, warm = 0, mean;
-	long iters;
+	long iters, w;
 
 	if (op == OP_RSB)       /* (a multiple of P elements, at least P) */
 		n = n < P ? P : n - n % P;
-	for (long w = 0; w < warmup; w++) {
+	for (w = 0; w < warmup;) {
 		fill(op, n, *seq);
 		t0 = now_s();
 		run(op, sbuf, rbuf, n);
 		warm += now_s() - t0;
-		if (w == 0)
+		if (w++ == 0)
 			check(op, n, *seq);
 		(*seq)++;
+		if (warmup_max_s > 0 && max_of(warm) >= warmup_max_s)
+			break;
 	}
-	iters = (long)(target_s / (max_of(warm) / (double)(warmup ? warmup : 1) + 1e-9));
+	iters = (long)(target_s / (max_of(warm) / (double)(w ? w : 1) + 1e-9));
 	iters = iters < min_iters ? min_iters : iters > max_iters ? max_iters : iters;
 	fill(op, n, *seq);
 	t0 = now_s();
@@ -177,7 +181,7 @@ int main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' }, { "strategy", required_argument, NULL, 's' },
 		{ "warmup", required_argument, NULL, 'w' }, { "target-s", required_argument, NULL, 't' },
 		{ "min-iters", required_argument, NULL, 'm' }, { "max-iters", required_argument, NULL, 'M' },
-		{ NULL, 0, NULL, 0 },
+		{ "warmup-max-s", required_argument, NULL, 'W' }, { NULL, 0, NULL, 0 },
 	};
 	long bytes[MAXLIST], maxb = 4;
 	int nb = 0, ops[OPS], nops = 0, opt;
@@ -214,6 +218,7 @@ int main(int argc, char **argv)
 		case 's': strategy = optarg; break;
 		case 'w': warmup = arg_long("--warmup", optarg); break;
 		case 't': target_s = atof(optarg); break;
+		case 'W': warmup_max_s = atof(optarg); break;
 		case 'm': min_iters = arg_long("--min-iters", optarg); break;
 		case 'M': max_iters = arg_long("--max-iters", optarg); break;
 		default: return 2;
