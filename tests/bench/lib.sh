@@ -23,10 +23,12 @@ MPI_TCP="--mca btl tcp,self"
 MPI_SHM="--mca btl vader,self --mca btl_vader_single_copy_mechanism none"
 
 . "$ROOT/tests/integration/lib.sh"
+. "$HERE/report_lib.sh"
 B=$BUILD/bench
 
 log() { echo "# $*" >&2; }
 val() { sed -n "s/.*$1 \([0-9.e+-]*\).*/\1/p" | head -n 1; }
+list() { echo "$*" | tr ' ' ,; }        # list 8 64 512: 8,64,512
 
 # --- core layouts -------------------------------------------------------------
 # Every figure says which layout it was measured in (the CSVs have a layout

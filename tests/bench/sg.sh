@@ -61,8 +61,6 @@ if ! netns_ok; then
 	rm -f "$CSV" "$SIM"
 	exit 0
 fi
-rate_mbit=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u)
-	print u == "gbit" ? n * 1000 : u == "kbit" ? n / 1000 : n }')
 delay_us=$(awk -v d="$DELAY" 'BEGIN { n = d + 0; print d ~ /us$/ ? n : n * 1000 }')
 
 # simulate DIMS OP BLOCK ALPHA_US BETA_NS: rows of sg_sim.csv
@@ -171,7 +169,7 @@ for T in $TORI; do
 		for (i = 1; i < NF; i++) if ($i == "alpha_us") { s += $(i + 1); n++ } }
 		END { printf "%.1f\n", d + (n ? s / n : 0) }' "$OUT/sg-links-$T.txt")
 	for op in scatter gather; do
-		for b in $BLOCKS; do simulate "$T" "$op" "$b" "$alpha" "$(awk -v r="$rate_mbit" 'BEGIN { print 8000 / r }')"; done
+		for b in $BLOCKS; do simulate "$T" "$op" "$b" "$alpha" "$(rate_beta_ns "$RATE")"; done
 	done
 	netns_end
 done
