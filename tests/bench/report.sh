@@ -767,5 +767,9 @@ WHY
 		echo
 		cat red.md
 	fi
+	if [ -f redtc.md ]; then
+		echo
+		cat redtc.md
+	fi
 } >summary.md
 echo "# summary: $OUT/summary.md" >&2
