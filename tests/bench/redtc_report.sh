@@ -112,6 +112,21 @@ done
 auto_alg() {
 	echo "$(get "$1" "$2" auto "$3" 17)$([ "$(get "$1" "$2" auto "$3" 9)" = "?" ] && echo "*")"
 }
+# crossover N FIELD: the smallest size from which long is faster than short
+# at every size (reduce_scatter_block; FIELD 5 measured, 11 the model), "–"
+# if none
+crossover() {
+	local b from="–"
+	for b in $BYTES; do
+		if awk -v s="$(get "$1" rsb short "$b" "$2")" -v l="$(get "$1" rsb long "$b" "$2")" \
+			'BEGIN { exit !(s != "nan" && l != "nan" && l + 0 < s + 0) }'; then
+			[ "$from" = "–" ] && from=$(bytes "$b")
+		else
+			from="–"
+		fi
+	done
+	echo "$from"
+}
 # base OP: the algorithm the plots' lower panels divide by (the single-phase
 # one; reduce_scatter_block: long, the bucket algorithm)
 base() { if [ "$1" = rsb ]; then echo long; else echo single; fi; }
@@ -253,6 +268,10 @@ job_range() {   # job_range COL: "min–max" of the jobs' α (10) or β (11)
 			done
 			echo "$row"
 		done
+		echo
+		for n in $NODES; do
+			echo "- $n nodes, short against long: long is faster from $(crossover "$n" 5) on, measured; from $(crossover "$n" 11) on, predicted."
+		done
 	fi
 	echo
 	echo "**The automatic choice against the fastest forced algorithm** at each size (medians): what auto ran,"
@@ -275,7 +294,10 @@ job_range() {   # job_range COL: "min–max" of the jobs' α (10) or β (11)
 	echo
 	echo "**Deviation of the predictions** (measured / predicted − 1, medians over runs, then min / median / max over"
 	echo "the sizes from $(bytes $LINKB) and over all sizes), per operation and algorithm forced; β from the shaped rate,"
-	echo "and, last column, the job's own β (what the automatic choice used):"
+	echo "and, last column, the job's own β (what the automatic choice used). Over every forced algorithm and size from"
+	echo "$(bytes $LINKB), the median of |deviation| is $(awk -v m="$LINKB" '$3 != "auto" && $3 != "mpi" && $4 >= m && $16 != "nan" { print ($16 < 0 ? -$16 : $16) }' redtc-med.txt |
+		median | awk '{ printf "%.0f %%", $1 * 100 }') with the rate's β, $(awk -v m="$LINKB" '$3 != "auto" && $3 != "mpi" && $4 >= m && $15 != "nan" { print ($15 < 0 ? -$15 : $15) }' \
+		redtc-med.txt | median | awk '{ printf "%.0f %%", $1 * 100 }') with the job's:"
 	echo
 	echo "| nodes | operation | algorithm | from $(bytes $LINKB), rate's β | all sizes, rate's β | from $(bytes $LINKB), the job's β |"
 	echo "|---|---|---|---|---|---|"
