@@ -11,9 +11,8 @@
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
-#                   bench-bw, bench-security, bench-knobs, bench-coll,
-#                   bench-sg, bench-red, bench-costs (at most
-#                   10 minutes each)
+#                   bench-bw, bench-security, bench-knobs, bench-coll, bench-sg,
+#                   bench-red, bench-redtc, bench-costs (at most 10 minutes each)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -95,7 +94,7 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red costs
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 
 
 .PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \

@@ -41,7 +41,6 @@ else
 	OVL_BLOCKS="1024 16384 65536 262144 1048576"; TARGET=0.1; WARMUP=3
 fi
 TIMING=(--target-s "$TARGET" --warmup "$WARMUP")
-list() { echo "$*" | tr ' ' ,; }
 
 COLL=$OUT/coll.csv
 echo "part,variant,strategy,buffers,nodes,ppn,procs,block,delta,run,iters,seconds_per_op,auto_chose,layout" >"$COLL"

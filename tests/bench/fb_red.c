@@ -4,7 +4,7 @@
  * which defines BENCH_MPI and includes this file, as mb_red with Open MPI, so
  * that both are timed by the same code.
  *
- *   fb_red OP[,OP...] --bytes B[,B...] [--strategy S] [TIMING]
+ *   fb_red OP[,OP...] --bytes B[,B...] [--strategy S] [--barrier] [TIMING]
  *
  * OP: allreduce, allgather, bcast, reduce, rsb (reduce_scatter_block:
  * B rounded to a multiple of P int32, at least P; the point says B).
@@ -16,10 +16,16 @@
  * memory (ferry stages them).
  *
  * TIMING, as OSU's osu_allreduce and friends: --warmup W (3) operations,
- * the first checked; then N back-to-back operations timed on every rank,
+ * the first checked (with --warmup-max-s S, no more once they took S
+ * seconds on the slowest rank, a MAX allreduce after each: one or two of
+ * a long operation); then N back-to-back operations timed on every rank,
  * N from --target-s T (0.2) over the warm-up's time, within --min-iters
  * (5) and --max-iters (2000), the largest rank's (a MAX allreduce of the
- * estimates); the last operation is checked too.
+ * estimates); the last operation is checked too.  With --barrier, as
+ * osu_bcast and fb_sg time them: every operation, warm-ups too, follows a
+ * barrier and is timed alone (its latency, where back-to-back operations
+ * overlap: a root that returns early starts the next one), and N comes
+ * from the warm-up's time per iteration, its barriers included.
  *
  * Output, rank 0: "point op OP strategy S bytes B iters N per_op_s X"
  * (the slowest rank's mean time per operation: a MAX allreduce of the
@@ -41,7 +47,8 @@ enum { OP_ALLREDUCE, OP_ALLGATHER, OP_BCAST, OP_REDUCE, OP_RSB, OPS };
 static const char *const op_names[OPS] = { "allreduce", "allgather", "bcast", "reduce", "rsb" };
 
 static long warmup = 3, min_iters = 5, max_iters = 2000;
-static double target_s = 0.2;
+static double target_s = 0.2, warmup_max_s = 0;
+static int barrier_each;        /* --barrier */
 
 #ifdef BENCH_MPI
 static double max_of(double x)
@@ -142,27 +149,41 @@ static void check(int op, size_t n, uint32_t seq)
 static void point(int op, const char *strategy, size_t bytes, uint32_t *seq)
 {
 	size_t n = bytes / 4;
-	double t0, warm = 0, mean;
-	long iters;
+	double t0, tw, warm = 0, mean, sum = 0;
+	long iters, w;
 
 	if (op == OP_RSB)       /* (a multiple of P elements, at least P) */
 		n = n < P ? P : n - n % P;
-	for (long w = 0; w < warmup; w++) {
+	tw = now_s();
+	for (w = 0; w < warmup;) {
 		fill(op, n, *seq);
+		if (barrier_each)
+			barrier();
 		t0 = now_s();
 		run(op, sbuf, rbuf, n);
 		warm += now_s() - t0;
-		if (w == 0)
+		if (w++ == 0)
 			check(op, n, *seq);
 		(*seq)++;
+		if (warmup_max_s > 0 && max_of(warm) >= warmup_max_s)
+			break;
 	}
-	iters = (long)(target_s / (max_of(warm) / (double)(warmup ? warmup : 1) + 1e-9));
+	if (barrier_each)
+		warm = now_s() - tw;
+	iters = (long)(target_s / (max_of(warm) / (double)(w ? w : 1) + 1e-9));
 	iters = iters < min_iters ? min_iters : iters > max_iters ? max_iters : iters;
 	fill(op, n, *seq);
 	t0 = now_s();
-	for (long k = 0; k < iters; k++)
+	for (long k = 0; k < iters; k++) {
+		if (barrier_each) {
+			barrier();
+			t0 = now_s();
+		}
 		run(op, sbuf, rbuf, n);
-	mean = max_of((now_s() - t0) / (double)iters);
+		if (barrier_each)
+			sum += now_s() - t0;
+	}
+	mean = max_of((barrier_each ? sum : now_s() - t0) / (double)iters);
 	check(op, n, *seq);
 	(*seq)++;
 	if (me == 0)
@@ -177,6 +198,7 @@ int main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' }, { "strategy", required_argument, NULL, 's' },
 		{ "warmup", required_argument, NULL, 'w' }, { "target-s", required_argument, NULL, 't' },
 		{ "min-iters", required_argument, NULL, 'm' }, { "max-iters", required_argument, NULL, 'M' },
+		{ "warmup-max-s", required_argument, NULL, 'W' }, { "barrier", no_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long bytes[MAXLIST], maxb = 4;
@@ -189,7 +211,7 @@ int main(int argc, char **argv)
 	do_open(&argc, &argv);
 	t0 = now_s();
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s OP[,OP...] --bytes B[,B...] [--strategy S] [TIMING]\n", argv[0]);
+		fprintf(stderr, "usage: %s OP[,OP...] --bytes B[,B...] [--strategy S] [--barrier] [TIMING]\n", argv[0]);
 		return 2;
 	}
 	list = argv[1];
@@ -214,6 +236,8 @@ int main(int argc, char **argv)
 		case 's': strategy = optarg; break;
 		case 'w': warmup = arg_long("--warmup", optarg); break;
 		case 't': target_s = atof(optarg); break;
+		case 'W': warmup_max_s = atof(optarg); break;
+		case 'B': barrier_each = 1; break;
 		case 'm': min_iters = arg_long("--min-iters", optarg); break;
 		case 'M': max_iters = arg_long("--max-iters", optarg); break;
 		default: return 2;

@@ -49,14 +49,6 @@ static uint8_t pattern_byte(uint32_t src, uint32_t dst, uint32_t seq, uint32_t i
 	return (uint8_t)(src * 131u + dst * 31u + seq * 7u + i * 13u + (i >> 8));
 }
 
-static void barrier(void)
-{
-	int ret = MPI_Barrier(MPI_COMM_WORLD);
-
-	if (ret != MPI_SUCCESS)
-		fail("MPI_Barrier", ret);
-}
-
 static void op(int gather, const void *s, void *r, size_t block, uint32_t root)
 {
 	int ret = gather ? MPI_Gather(s, (int)block, MPI_BYTE, r, (int)block, MPI_BYTE, (int)root, MPI_COMM_WORLD)
@@ -66,14 +58,6 @@ static void op(int gather, const void *s, void *r, size_t block, uint32_t root)
 		fail(gather ? "MPI_Gather" : "MPI_Scatter", ret);
 }
 #else
-static void barrier(void)
-{
-	int ret = ferry_barrier(f);
-
-	if (ret < 0)
-		fail("ferry_barrier", ret);
-}
-
 static void op(int gather, const void *s, void *r, size_t block, uint32_t root)
 {
 	int ret = gather ? ferry_gather(f, s, r, block, root) : ferry_scatter(f, s, r, block, root);

@@ -2,8 +2,9 @@
  * are built with: ferry (fb_*) or, with BENCH_MPI defined (mb_sg.c,
  * mb_red.c), Open MPI, so that one program times both the same way.
  * Defines me, P (rank and size), impl ("ferry" or "mpi"), do_open,
- * do_close, fail (an error: exit), and for MPI now_s and arg_long (ferry's
- * come from tests/progs/common.h); with ferry, f is the job's handle. */
+ * do_close, fail (an error: exit), barrier, and for MPI now_s and arg_long
+ * (ferry's come from tests/progs/common.h); with ferry, f is the job's
+ * handle. */
 #ifndef FERRY_BENCH_IMPL_H
 #define FERRY_BENCH_IMPL_H
 
@@ -63,6 +64,14 @@ static void do_close(void)
 {
 	MPI_Finalize();
 }
+
+static void barrier(void)
+{
+	int ret = MPI_Barrier(MPI_COMM_WORLD);
+
+	if (ret != MPI_SUCCESS)
+		fail("MPI_Barrier", ret);
+}
 #else
 static const char *const impl = "ferry";
 static ferry_t *f;
@@ -93,6 +102,14 @@ static void do_close(void)
 
 	if (ret < 0)
 		fail("ferry_close", ret);
+}
+
+static void barrier(void)
+{
+	int ret = ferry_barrier(f);
+
+	if (ret < 0)
+		fail("ferry_barrier", ret);
 }
 #endif
 

@@ -1,10 +1,12 @@
 # shellcheck shell=bash disable=SC2034
 # tests/bench/lib.sh - sourced by the benchmark families (a2a.sh,
-# latency.sh, rate.sh, bw.sh, security.sh, knobs.sh, coll.sh), each run as
-# FAMILY.sh BUILD OUT [quick].  Sets BUILD, OUT, QUICK, RUNS (5; 1 with
-# quick), B (the benchmark binaries); provides the local clusters
-# (tests/integration/lib.sh, which also cleans up every daemon and file when
-# the family exits), the core layouts, and the all-to-all runners.
+# latency.sh, rate.sh, bw.sh, security.sh, knobs.sh, coll.sh, sg.sh, red.sh,
+# redtc.sh), each run as FAMILY.sh BUILD OUT [quick].  Sets BUILD, OUT,
+# QUICK, RUNS (5; 1 with quick), B (the benchmark binaries); provides the
+# local clusters (tests/integration/lib.sh, which also cleans up every
+# daemon and file when the family exits), the core layouts, the all-to-all
+# runners, and for the namespace clusters (sg.sh, redtc.sh) shaped links and
+# Open MPI jobs in the nodes' namespaces.
 set -u
 BUILD=$(cd "${1:?usage: FAMILY.sh BUILD OUT [quick]}" && pwd)
 OUT=${2:?usage: FAMILY.sh BUILD OUT [quick]}
@@ -21,10 +23,12 @@ MPI_TCP="--mca btl tcp,self"
 MPI_SHM="--mca btl vader,self --mca btl_vader_single_copy_mechanism none"
 
 . "$ROOT/tests/integration/lib.sh"
+. "$HERE/report_lib.sh"
 B=$BUILD/bench
 
 log() { echo "# $*" >&2; }
 val() { sed -n "s/.*$1 \([0-9.e+-]*\).*/\1/p" | head -n 1; }
+list() { echo "$*" | tr ' ' ,; }        # list 8 64 512: 8,64,512
 
 # --- core layouts -------------------------------------------------------------
 # Every figure says which layout it was measured in (the CSVs have a layout
@@ -158,4 +162,74 @@ mpi_a2a() {
 	e=$(mpi mb_a2a "$np" "$tr" "$mode" --items "$K" --len "$M" --pack "$R" | val elapsed_s)
 	[ -n "$e" ] || { log "mpi $mode failed ($LAYOUT): $(head -3 "$TMP/mpi.err")"; e=nan; }
 	echo "$e $((np * (np - 1) * K))"
+}
+
+# --- namespace clusters (sg.sh, redtc.sh) ------------------------------------
+# tests/integration/lib.sh's netns_cluster makes the namespaces and links,
+# start_netns_cluster a ferryd in each; these shape the links, run Open MPI
+# in the same namespaces and take the cluster down.
+
+# netns_shape NS DEV RATE DELAY: shapes what DEV (in namespace NS) sends to
+# RATE ("100mbit"), with DELAY ("1ms") added by netem where the kernel has
+# it, else by tbf with no delay (CONFIG_NET_SCH_NETEM unset, as on these
+# Firecracker VMs); sets SHAPING to what it did.  Fails if neither works.
+netns_shape() {
+	if tc -n "$1" qdisc add dev "$2" root netem delay "$4" rate "$3" limit 100000 2>/dev/null; then
+		SHAPING="netem rate $3 delay $4"
+	elif tc -n "$1" qdisc add dev "$2" root tbf rate "$3" burst 32kb latency 400ms; then
+		SHAPING="tbf rate $3; no delay (no netem in this kernel)"
+	else
+		return 1
+	fi
+}
+
+# netns_agent NAME N ADDR: writes $TMP/agent, mpirun's launch agent for the
+# namespace cluster NAME of N nodes, node k at address "$(ADDR k)":
+# "AGENT HOST COMMAND..." runs COMMAND in HOST's namespace, with a temporary
+# directory of its own: every "node" has the same hostname and /tmp, and
+# orteds sharing Open MPI's session directory remove it under each other's
+# feet at exit (mkdir failures in the next job).
+netns_agent() {
+	local name=$1 n=$2 addr=$3 k
+	{
+		echo '#!/bin/bash'
+		echo 'h=$1; shift'
+		echo 'case $h in'
+		for k in $(seq 0 $((n - 1))); do
+			echo "$("$addr" "$k")) k=$k ns=$(netns_name "$name" "$k") ;;"
+		done
+		echo '*) echo "agent: no node $h" >&2; exit 1 ;;'
+		echo 'esac'
+		echo "mkdir -p \"$TMP/mpitmp/\$k\""
+		echo "exec ip netns exec \"\$ns\" env TMPDIR=\"$TMP/mpitmp/\$k\" bash -c \"\$*\""
+	} >"$TMP/agent"
+	chmod +x "$TMP/agent"
+}
+
+# netns_mpirun NAME N ADDR DEV PROGRAM ARGS...: an Open MPI job of N ranks,
+# rank k in node k's namespace (mpirun in node 0's, an orted in every other
+# one through netns_agent's agent), over TCP on the interface DEV, which
+# holds "$(ADDR k)" in node k's namespace; its ranks yield when idle (many
+# spinning processes on 2 cores would measure the scheduler).  Prints the
+# job's output; its errors go to $TMP/mpi.err.
+netns_mpirun() {
+	local name=$1 n=$2 addr=$3 dev=$4 hosts k
+	shift 4
+	hosts=$(for k in $(seq 0 $((n - 1))); do printf '%s:1,' "$("$addr" "$k")"; done)
+	mkdir -p "$TMP/mpitmp/0"
+	# (timeout: a hung mpirun must not outlive the family; its orteds die
+	# with it)
+	timeout 600 ip netns exec "$(netns_name "$name" 0)" env TMPDIR="$TMP/mpitmp/0" mpirun -np "$n" \
+		--host "${hosts%,}" --bind-to none --mca plm_rsh_agent "$TMP/agent" --mca routed direct \
+		--mca reachable weighted --mca oob_tcp_if_include "$dev" --mca btl_tcp_if_include "$dev" \
+		--mca btl tcp,self --mca pml ob1 --mca mpi_yield_when_idle 1 "$@" 2>"$TMP/mpi.err"
+}
+
+# netns_end: stops the current cluster (CL) and deletes its namespaces.
+netns_end() {
+	local ns
+	stop_cluster "$CL" "$CLN" >/dev/null
+	for ns in "${NETNS_LIST[@]}"; do ip netns delete "$ns"; done
+	NETNS_LIST=()
+	CL="" CLN=0
 }

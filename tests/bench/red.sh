@@ -7,8 +7,8 @@
 # run.  Writes OUT/red.csv; red_report.sh turns it into red.md.
 #
 # Loopback links: the 2 CPUs, not the links, are the bottleneck here, so
-# the phase structure of the orthogonal algorithms hardly shows (issue 14
-# asks for tc-shaped namespace links beside these: not yet).  Ordinary
+# the phase structure of the orthogonal algorithms hardly shows: redtc.sh
+# runs them over tc-shaped links, every algorithm forced.  Ordinary
 # buffers (staged by libferry); int32 sums; root 0; no cluster key
 # (integrity off).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -21,7 +21,6 @@ else
 fi
 LAYOUTS="pinned shared"
 TIMING=(--target-s "$TARGET" --warmup 3)
-list() { echo "$*" | tr ' ' ,; }
 
 CSV=$OUT/red.csv
 echo "impl,op,bytes,run,iters,seconds_per_op,layout" >"$CSV"

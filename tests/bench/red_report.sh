@@ -4,38 +4,60 @@
 # operation) of ferry and Open MPI (TCP) per operation and size, with the
 # ratio MPI / ferry taken run by run, and the issue's figure: allreduce and
 # allgather of at most 4 KiB over 8 nodes x 2 ranks at least 2x faster than
-# Open MPI over TCP.  report.sh appends red.md to the summary.
+# Open MPI over TCP; and the plot red.png (time against size, ferry and
+# Open MPI in both layouts, a panel per operation).  report.sh appends
+# red.md to the summary.
 set -u
 OUT=$1
+. "$(dirname "$0")/report_lib.sh"
 cd "$OUT" || exit 1
 [ -f red.csv ] || exit 0
 
 # med IMPL OP BYTES LAYOUT: the median seconds per operation, or nan
 med() {
 	awk -F, -v i="$1" -v o="$2" -v b="$3" -v l="$4" 'NR > 1 && $1 == i && $2 == o && $3 == b && $7 == l { print $6 }' \
-		red.csv | sort -g |
-		awk '{ v[NR] = $1 } END { if (!NR) print "nan"; else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		red.csv | median
 }
 # ratio OP BYTES LAYOUT: "median [min..max]" of MPI / ferry, run by run
 ratio() {
 	awk -F, -v o="$1" -v b="$2" -v l="$3" 'NR > 1 && $2 == o && $3 == b && $7 == l {
 		if ($1 == "ferry") f[$4] = $6; else m[$4] = $6 }
-		END { for (r in f) if (r in m && f[r] > 0) print m[r] / f[r] }' red.csv | sort -g |
-		awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit }
-			printf "%.2f [%.2f..%.2f]\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+		END { for (r in f) if (r in m && f[r] > 0) print m[r] / f[r] }' red.csv | spread |
+		awk '$1 == "nan" { print "nan"; next } { printf "%.2f [%.2f..%.2f]\n", $1, $2, $3 }'
 }
 us() { awk -v x="$1" 'BEGIN { if (x == "nan") print "–"; else printf "%.0f", x * 1e6 }'; }
 
 OPS=$(awk -F, 'NR > 1 { print $2 }' red.csv | awk '!seen[$0]++')
 BYTES=$(awk -F, 'NR > 1 { print $3 }' red.csv | sort -un)
 RUNS=$(awk -F, 'NR > 1 { print $4 }' red.csv | sort -un | wc -l)
+# plot data: per op, "bytes ferry-pinned mpi-pinned ferry-shared mpi-shared" (µs)
+for op in $OPS; do
+	for b in $BYTES; do
+		echo "$b $(for lay in pinned shared; do for i in ferry mpi-tcp; do
+			med "$i" "$op" "$b" "$lay" | awk '{ print $1 == "nan" ? "NaN" : $1 * 1e6 }'; done; done | paste -sd' ')"
+	done >"plot-red-$op.dat"
+done
+if command -v gnuplot >/dev/null; then
+	{
+		echo 'set terminal pngcairo size 1500,900 font ",10" noenhanced'
+		echo 'set output "red.png"'
+		echo "set multiplot layout 2,3 title \"Reductions, broadcast, allgather on loopback (the CPUs decide): 8 nodes x 2 ranks, ferry's automatic choice against Open MPI (16 processes, TCP), integrity off; median of $RUNS runs\npinned: ferryd on CPU 1, processes on CPU 0; shared: both cores\""
+		echo 'set xlabel "bytes per rank (allgather: the block; rsb: the whole vector)"; set ylabel "µs per operation"; set logscale xy; set grid; set key top left font ",9"'
+		for op in $OPS; do
+			echo "set title \"$([ "$op" = rsb ] && echo reduce_scatter_block || echo "$op")\""
+			echo "plot \"plot-red-$op.dat\" using 1:2 with linespoints lw 1.5 lc rgb \"#d62728\" title \"ferry, pinned\", \"\" using 1:3 with linespoints lw 1.5 lc rgb \"black\" title \"Open MPI, pinned\", \"\" using 1:4 with linespoints dt 2 lc rgb \"#d62728\" title \"ferry, shared\", \"\" using 1:5 with linespoints dt 2 lc rgb \"black\" title \"Open MPI, shared\""
+		done
+		echo 'unset multiplot'
+	} >red.gp
+	gnuplot red.gp 2>red-gnuplot.log || echo "# gnuplot failed: see $OUT/red-gnuplot.log" >&2
+fi
 {
 	echo "### Reductions, broadcast, allgather (make bench-red)"
 	echo
 	echo "8 nodes x 2 ranks on loopback (the daemons linked every node to every other), ferry's automatic"
 	echo "choice against Open MPI with 16 processes over TCP (btl tcp,self); int32 sums, root 0, ordinary"
 	echo "buffers, integrity off; microseconds per operation, medians of $RUNS runs, and MPI / ferry run by"
-	echo "run, median [min..max]. rsb: reduce_scatter_block (the bytes are the whole vector)."
+	echo "run, median [min..max]. rsb: reduce_scatter_block (the bytes are the whole vector). Plot: red.png."
 	for lay in pinned shared; do
 		echo
 		echo "| $lay | $(for b in $BYTES; do printf '%s B | ' "$b"; done)"

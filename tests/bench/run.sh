@@ -18,12 +18,16 @@
 #   sg        scatter and gather on namespace tori with shaped links: OPT,
 #             SDF, naive, Open MPI's, and the α–β simulation    (sg.sh)
 #   red       allreduce, allgather, bcast, reduce, reduce_scatter_block
-#             against Open MPI's                               (red.sh)
+#             against Open MPI's, on loopback                  (red.sh)
+#   redtc     the same over tc-shaped links (a switched namespace cluster,
+#             9 and 8 nodes): every algorithm forced (single, orth, hier;
+#             short, long, hybrid) and the automatic choice, against Open
+#             MPI's and the cost model's predictions           (redtc.sh)
 #   costs     the runtime functions' predictions against measured times,
 #             per layout                                       (costs.sh)
 #
 # Each family runs on local clusters (one ferryd per simulated node, on
-# loopback), every configuration RUNS times (5; 1 with quick), the variants
+# loopback; sg and redtc in network namespaces, as root), every configuration RUNS times (5; 1 with quick), the variants
 # of one comparison taking turns so that a ratio compares runs made close
 # together, in the core layouts of lib.sh ("pinned", "shared").  A family
 # should take at most 10 minutes in full mode on a 2-core machine
@@ -40,7 +44,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs coll sg red costs"
+ALL="a2a latency rate bw security knobs coll sg red redtc costs"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"

@@ -61,8 +61,6 @@ if ! netns_ok; then
 	rm -f "$CSV" "$SIM"
 	exit 0
 fi
-rate_mbit=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u)
-	print u == "gbit" ? n * 1000 : u == "kbit" ? n / 1000 : n }')
 delay_us=$(awk -v d="$DELAY" 'BEGIN { n = d + 0; print d ~ /us$/ ? n : n * 1000 }')
 
 # simulate DIMS OP BLOCK ALPHA_US BETA_NS: rows of sg_sim.csv
@@ -103,13 +101,7 @@ torus() {
 	for k in $(seq 0 $((N - 1))); do
 		ns=$(netns_name "$name" "$k")
 		for dev in $(ip -n "$ns" -o link show type veth | awk -F': ' '{ print $2 }' | cut -d@ -f1); do
-			if tc -n "$ns" qdisc add dev "$dev" root netem delay "$DELAY" rate "$RATE" limit 100000 2>/dev/null; then
-				SHAPING="netem rate $RATE delay $DELAY"
-			elif tc -n "$ns" qdisc add dev "$dev" root tbf rate "$RATE" burst 32kb latency 400ms; then
-				SHAPING="tbf rate $RATE; no delay (no netem in this kernel)"
-			else
-				log "sg: cannot shape $dev"; exit 1
-			fi
+			netns_shape "$ns" "$dev" "$RATE" "$DELAY" || { log "sg: cannot shape $dev"; exit 1; }
 		done
 		# Open MPI's own address and the forwarding to everyone else's
 		ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
@@ -127,24 +119,7 @@ torus() {
 	done
 	start_netns_cluster "$name" "$N" || { log "sg: the $dims cluster did not start"; exit 1; }
 	CL=$name CLN=$N
-	# the launch agent: "AGENT HOST COMMAND..." runs COMMAND in HOST's
-	# namespace, with a temporary directory of its own: every "node" has
-	# the same hostname and /tmp, and orteds sharing Open MPI's session
-	# directory remove it under each other's feet at exit (mkdir failures
-	# in the next job)
-	{
-		echo '#!/bin/bash'
-		echo 'h=$1; shift'
-		echo 'case $h in'
-		for k in $(seq 0 $((N - 1))); do
-			echo "$(mpi_addr "$k")) k=$k ns=$(netns_name "$name" "$k") ;;"
-		done
-		echo '*) echo "agent: no node $h" >&2; exit 1 ;;'
-		echo 'esac'
-		echo "mkdir -p \"$TMP/mpitmp/\$k\""
-		echo "exec ip netns exec \"\$ns\" env TMPDIR=\"$TMP/mpitmp/\$k\" bash -c \"\$*\""
-	} >"$TMP/agent"
-	chmod +x "$TMP/agent"
+	netns_agent "$name" "$N" mpi_addr
 }
 
 # ferry_sg OP STRATEGY RUN: fb_sg as one job, rank r on node r; rows of sg.csv
@@ -162,17 +137,9 @@ ferry_sg() {
 }
 # mpi_sg OP RUN
 mpi_sg() {
-	local op=$1 run=$2 hosts k
-	hosts=$(for k in $(seq 0 $((N - 1))); do printf '%s:1,' "$(mpi_addr "$k")"; done)
-	mkdir -p "$TMP/mpitmp/0"
-	# (timeout: a hung mpirun must not outlive the family; its orteds die
-	# with it)
-	timeout 600 ip netns exec "$(netns_name "$CL" 0)" env TMPDIR="$TMP/mpitmp/0" mpirun -np "$N" --host "${hosts%,}" --bind-to none \
-		--mca plm_rsh_agent "$TMP/agent" --mca routed direct --mca reachable weighted \
-		--mca oob_tcp_if_include m0 --mca btl_tcp_if_include m0 --mca btl tcp,self --mca pml ob1 \
-		--mca mpi_yield_when_idle 1 "$B/mb_sg" "$op" --blocks "$(echo "$BLOCKS" | tr ' ' ,)" "${TIMING[@]}" \
-		>"$TMP/mpi.out" 2>"$TMP/mpi.err" || log "mb_sg $op failed: $(grep -v setpgid "$TMP/mpi.err" | head -3)"
-	rows "$op" mpi "$run" "$TMP/mpi.out"
+	netns_mpirun "$CL" "$N" mpi_addr m0 "$B/mb_sg" "$1" --blocks "$(echo "$BLOCKS" | tr ' ' ,)" "${TIMING[@]}" \
+		>"$TMP/mpi.out" || log "mb_sg $1 failed: $(grep -v setpgid "$TMP/mpi.err" | head -3)"
+	rows "$1" mpi "$2" "$TMP/mpi.out"
 }
 # rows OP VARIANT RUN FILE: a row per block from FILE's point lines (nan where missing)
 rows() {
@@ -202,11 +169,8 @@ for T in $TORI; do
 		for (i = 1; i < NF; i++) if ($i == "alpha_us") { s += $(i + 1); n++ } }
 		END { printf "%.1f\n", d + (n ? s / n : 0) }' "$OUT/sg-links-$T.txt")
 	for op in scatter gather; do
-		for b in $BLOCKS; do simulate "$T" "$op" "$b" "$alpha" "$(awk -v r="$rate_mbit" 'BEGIN { print 8000 / r }')"; done
+		for b in $BLOCKS; do simulate "$T" "$op" "$b" "$alpha" "$(rate_beta_ns "$RATE")"; done
 	done
-	stop_cluster "$CL" "$N" >/dev/null
-	for k in $(seq 0 $((N - 1))); do ip netns delete "$(netns_name "$CL" "$k")"; done
-	NETNS_LIST=()
-	CL="" CLN=0
+	netns_end
 done
 bash "$HERE/sg_report.sh" "$OUT"

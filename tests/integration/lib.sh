@@ -432,8 +432,14 @@ netns_addr() { echo "10.77.$(($1 / 250)).$(($1 % 250 + 1))"; }
 # each with a route to the neighbour's address and nothing else, and the
 # cluster configuration $TMP/NAME.conf.  A frame sent to a non-neighbour has
 # no route: it cannot arrive.
+# KIND switched (DIMS: the node count): every node's one link, its veth
+# "sw" (holding its address, 10.77.0.0/16), goes to a bridge in a namespace
+# of its own (netns_name NAME hub; the bridge's end of node K's link is
+# "pK"), so every node reaches every other over its own link and the
+# bridge: a switch with a port per node.  The configuration says physical
+# "switched", virtual "direct" (every node a routing peer of every other).
 netns_cluster() {
-	local name=$1 kind=$2 n=1 d k m ns c i
+	local name=$1 kind=$2 n=1 d k m ns c i hub
 	shift 2
 	local dims=("$@")
 	for d in "${dims[@]}"; do n=$((n * d)); done
@@ -442,10 +448,24 @@ netns_cluster() {
 		ip netns add "$ns" || return 1
 		NETNS_LIST+=("$ns")
 		ip -n "$ns" link set lo up
-		ip -n "$ns" addr add "$(netns_addr "$k")/32" dev lo
+		[ "$kind" = switched ] || ip -n "$ns" addr add "$(netns_addr "$k")/32" dev lo
 	done
+	if [ "$kind" = switched ]; then
+		hub=$(netns_name "$name" hub)
+		ip netns add "$hub" || return 1
+		NETNS_LIST+=("$hub")
+		ip -n "$hub" link add br0 type bridge && ip -n "$hub" link set br0 up || return 1
+		for k in $(seq 0 $((n - 1))); do
+			ns=$(netns_name "$name" "$k")
+			ip link add sw netns "$ns" type veth peer name "p$k" netns "$hub" || return 1
+			ip -n "$hub" link set "p$k" master br0 up
+			ip -n "$ns" link set sw up
+			ip -n "$ns" addr add "$(netns_addr "$k")/16" dev sw
+		done
+	fi
 	# neighbours: +1 along each dimension (wrapping on a torus)
 	for k in $(seq 0 $((n - 1))); do
+		[ "$kind" = switched ] && break
 		local stride=1
 		for ((i = ${#dims[@]} - 1; i >= 0; i--)); do
 			c=$(( k / stride % dims[i] ))
@@ -468,7 +488,11 @@ netns_cluster() {
 			echo "  { host = \"$(netns_addr "$k")\"; }$([ "$k" -lt $((n - 1)) ] && echo ,)"
 		done
 		echo "); };"
-		echo "topology: { physical = \"$kind\"; dims = [ $(echo "${dims[@]}" | sed 's/ /, /g') ]; };"
+		if [ "$kind" = switched ]; then
+			echo 'topology: { physical = "switched"; virtual = "direct"; };'
+		else
+			echo "topology: { physical = \"$kind\"; dims = [ $(echo "${dims[@]}" | sed 's/ /, /g') ]; };"
+		fi
 	} >"$TMP/$name.conf"
 }
 
