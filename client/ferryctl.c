@@ -620,7 +620,7 @@ static int costs_arg(const char *path, struct cost_table **t_p)
 	n = fread(text, 1, cap, f);
 	if (f != stdin)
 		fclose(f);
-	bad = n == cap ? -EFBIG : cost_table_parse(*t_p, text, n, err, sizeof(err));
+	bad = n == cap ? -EFBIG : cost_table_parse(*t_p, text, n, 0, err, sizeof(err));
 	free(text);
 	/* (as GO carries them: the daemons' predictions, to the bit) */
 	for (uint32_t fam = 0; !bad && fam < CTL_FAMS; fam++)

@@ -29,6 +29,12 @@ static struct {
 	int save_failed;                /* logged once per failure, again after a success */
 } costs;
 
+/* The points' ages (plan/cost.h COST_AGE_S): the loop's monotonic clock. */
+static uint64_t now_s(void)
+{
+	return loop_now_ns() / 1000000000u;
+}
+
 static void path_of(char *buf, size_t cap, uid_t uid, const char *suffix)
 {
 	snprintf(buf, cap, "%s/costs.%u%s", costs.conf->state_dir, (unsigned)uid, suffix);
@@ -56,7 +62,7 @@ static void load(struct ucosts *u)
 	while (n < (ssize_t)FILE_MAX && (r = read(fd, text + n, FILE_MAX - (size_t)n)) > 0)
 		n += r;
 	close(fd);
-	bad = n >= (ssize_t)FILE_MAX ? -EFBIG : cost_table_parse(u->t, text, (size_t)n, err, sizeof(err));
+	bad = n >= (ssize_t)FILE_MAX ? -EFBIG : cost_table_parse(u->t, text, (size_t)n, now_s(), err, sizeof(err));
 	free(text);
 	if (bad < 0) {
 		/* not ours, or cut: set aside for whoever wants to look */
@@ -209,7 +215,7 @@ void costs_add(uid_t uid, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t p
 {
 	struct ucosts *u = costs.conf ? table_of(uid, 1) : NULL;
 
-	if (!u || cost_table_add(u->t, fam, alg, nodes, ppn, bytes, x, gamma_ns, beta_ns, t_us) < 0)
+	if (!u || cost_table_add(u->t, fam, alg, nodes, ppn, bytes, x, gamma_ns, beta_ns, t_us, now_s()) < 0)
 		return;
 	u->dirty = 1;
 	if (costs.conf->state_dir[0] && !costs.save_timer.armed)

@@ -223,7 +223,7 @@ static void push(struct cost_point *p, double t_us)
 }
 
 int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn, uint64_t bytes,
-		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us)
+		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us, uint64_t now_s)
 {
 	struct cost_point *p;
 	uint64_t refit = 0;
@@ -238,13 +238,14 @@ int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t no
 	p->gamma_ns = gamma_ns;
 	p->beta_ns = beta_ns;
 	p->stamp = ++t->clock;
+	p->seen_s = now_s;
 	push(p, t_us);
 	t->changes++;
-	/* points not measured for COST_AGE samples go */
-	for (uint32_t i = 0; t->clock >= COST_AGE && i < COST_POINTS; i++) {
+	/* points not measured for COST_AGE_S go */
+	for (uint32_t i = 0; now_s >= COST_AGE_S && i < COST_POINTS; i++) {
 		struct cost_point *q = &t->pt[i];
 
-		if (q->used && q->stamp + COST_AGE <= t->clock) {
+		if (q->used && q->seen_s <= now_s - COST_AGE_S) {
 			refit |= 1ull << (q->fam * CTL_FAM_ALGS_MAX + q->alg);
 			memset(q, 0, sizeof(*q));
 		}
@@ -317,8 +318,9 @@ static int unum(const char *s, uint64_t max, uint64_t *v_p)
 
 #define FIELDS (11 + COST_WINDOW)
 
-/* One point line (NUL-terminated, in a buffer of our own) into t. */
-static int parse_point(struct cost_table *t, char *line)
+/* One point line (NUL-terminated, in a buffer of our own) into t, seen at
+ * now_s. */
+static int parse_point(struct cost_table *t, char *line, uint64_t now_s)
 {
 	char *f[FIELDS + 1], *save = NULL;
 	uint32_t nf = 0;
@@ -356,12 +358,13 @@ static int parse_point(struct cost_table *t, char *line)
 	p->gamma_ns = gamma;
 	p->beta_ns = beta;
 	p->stamp = ++t->clock;
+	p->seen_s = now_s;
 	for (uint32_t k = 11; k < nf; k++)
 		push(p, times[k - 11]);
 	return 0;
 }
 
-int cost_table_parse(struct cost_table *t, const char *text, size_t len, char *err, size_t errlen)
+int cost_table_parse(struct cost_table *t, const char *text, size_t len, uint64_t now_s, char *err, size_t errlen)
 {
 	size_t at = 0;
 	uint32_t lineno = 0;
@@ -391,7 +394,7 @@ int cost_table_parse(struct cost_table *t, const char *text, size_t len, char *e
 		}
 		if (n == 0 || text[at - n - (nl != NULL)] == '#')
 			continue;       /* (comments: ferryctl costs writes some) */
-		if (n >= sizeof(line) || memchr(line, 0, n) || parse_point(t, line) < 0) {
+		if (n >= sizeof(line) || memchr(line, 0, n) || parse_point(t, line, now_s) < 0) {
 			if (!bad++)
 				snprintf(err, errlen, "line %u: not a valid point", lineno);
 		}

@@ -33,10 +33,12 @@
  * nearly the same x_b / x_a), t_c is the links' β and τ alone is fitted;
  * a negative coefficient is set to 0 and the other fitted alone.  A point
  * not measured for the longest goes when a new one needs room, and one not
- * measured in the table's last COST_AGE samples goes anyway (an algorithm
- * that was slow once is not predicted from that for ever: once its points
- * are gone it has no function, the links' model predicts it, and the
- * automatic choice tries it again).  Either way its algorithm is refitted.
+ * measured for COST_AGE_S seconds goes anyway (an algorithm that was slow
+ * once is not predicted from that for ever: once its points are gone it
+ * has no function, the links' model predicts it, and the automatic choice
+ * tries it again; a point read from text counts as measured then).  Either
+ * way its algorithm is refitted.  (Not an age in samples: one busy point
+ * would make all others old.)
  */
 #ifndef FERRY_PLAN_COST_H
 #define FERRY_PLAN_COST_H
@@ -49,7 +51,7 @@
 #define COST_POINTS   256
 #define COST_WINDOW   9
 #define COST_MIN_RUNS 3
-#define COST_AGE      4096
+#define COST_AGE_S    86400u
 
 /* A runtime function; tau_us and tc_ns both 0: none. */
 struct cost_fn {
@@ -106,6 +108,7 @@ struct cost_point {
 	double t_us[COST_WINDOW];
 	double med;             /* the median of t_us */
 	uint64_t stamp;         /* when last measured (the table's clock) */
+	uint64_t seen_s;        /* ... in the caller's seconds */
 };
 
 struct cost_table {
@@ -117,13 +120,14 @@ struct cost_table {
 
 void cost_table_init(struct cost_table *t);
 
-/* Adds a time t_us measured for algorithm alg of family fam on nodes
- * nodes with ppn ranks per node (the most on a node), bytes bytes (the
- * size the planner's model takes), and refits that algorithm's function.
+/* Adds a time t_us measured at now_s (seconds, any clock that moves
+ * forward) for algorithm alg of family fam on nodes nodes with ppn ranks
+ * per node (the most on a node), bytes bytes (the size the planner's model
+ * takes), and refits that algorithm's function.
  * -EINVAL for a family or algorithm there is not, or a time that is not
  * a positive finite number, or features that are not finite. */
 int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn, uint64_t bytes,
-		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us);
+		   const struct cost_x *x, double gamma_ns, double beta_ns, double t_us, uint64_t now_s);
 
 /* Refits every function from the points. */
 void cost_table_fit_all(struct cost_table *t);
@@ -144,6 +148,6 @@ size_t cost_table_format(const struct cost_table *t, char *buf, size_t cap);
  * point is skipped and counted; returns the count (0: all were read), or
  * -EINVAL if the first line is not the header.  What line went wrong
  * first is in err. */
-int cost_table_parse(struct cost_table *t, const char *text, size_t len, char *err, size_t errlen);
+int cost_table_parse(struct cost_table *t, const char *text, size_t len, uint64_t now_s, char *err, size_t errlen);
 
 #endif

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[160];
 	size_t n, m;
 
-	if (cost_table_parse(&t, (const char *)data, size, err, sizeof(err)) < 0)
+	if (cost_table_parse(&t, (const char *)data, size, 0, err, sizeof(err)) < 0)
 		return 0;
 	for (uint32_t f = 0; f < CTL_FAMS; f++)
 		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++)
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = cost_table_format(&t, text, sizeof(text));
 	if (n >= sizeof(text))
 		__builtin_trap();       /* (COST_POINTS lines of at most ~400 bytes) */
-	if (cost_table_parse(&u, text, n, err, sizeof(err)) != 0)
+	if (cost_table_parse(&u, text, n, 0, err, sizeof(err)) != 0)
 		__builtin_trap();       /* what it writes, it reads */
 	m = cost_table_format(&u, again, sizeof(again));
 	if (m != n || memcmp(text, again, n) != 0)
