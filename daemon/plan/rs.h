@@ -29,6 +29,13 @@
  * is v, goes to the member at v.  After the last phase a node holds its
  * own share.  RS_SHORT and RS_LONG are the plans of one dimension.
  *
+ * The poster's implementation used ready-mode sends (the receive posted
+ * before the send, no handshake before the data).  These schedules need
+ * nothing of the kind: the executor sends a step's message as soon as its
+ * dependencies allow, and the receiving daemon takes it into the
+ * operation's buffer, or keeps it until the operation starts there
+ * (coll.c, "Holding back"): no step waits for its receiver to be ready.
+ *
  * RS_SHORT  reduce-to-one then scatter (seed 002 §3): the binomial tree of
  *           sg_sched's SG_TREE (sg_tree_range) over the members, rooted at
  *           member 0; each member reduces its children's partial regions

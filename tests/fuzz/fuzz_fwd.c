@@ -120,10 +120,20 @@ static uint32_t ctl_payload(uint32_t type, uint8_t *buf, size_t cap)
 		struct wire_ctl_step s = { .job = job, .gen = gen,
 					   .step = type == WIRE_CTL_HAVE || type == WIRE_CTL_GO ? 0 : next() % 6 };
 
-		if (type == WIRE_CTL_GO)        /* the forced algorithms, some out of range */
-			s.coll = (uint32_t)(next() % 8) << WIRE_GO_ALLTOALL | (uint32_t)(next() % 8) << WIRE_GO_SCATTER |
-				 (uint32_t)(next() % 8) << WIRE_GO_GATHER;
+		if (type == WIRE_CTL_GO) {
+			/* its tail: forced algorithms, some out of range, and
+			 * functions, some of algorithms there are not */
+			struct wire_ctl_go_tail t = { .nfn = next() % 4 };
+			struct wire_go_fn fns[4];
 
+			for (uint32_t f = 0; f < WIRE_GO_FAMS; f++)
+				t.force[f] = next() & 3 ? 0 : next() % 7;
+			for (uint32_t i = 0; i < t.nfn; i++)
+				fns[i] = (struct wire_go_fn){ .fam = (uint8_t)(i * 2 + next() % 3), .alg = next() % 5,
+							      .tau_ns = next32(), .tc_ps = next() };
+			len = wire_ctl_encode_go(buf, cap, &s, &t, fns);
+			break;
+		}
 		len = wire_ctl_encode_step(buf, cap, &s);
 	}
 	}

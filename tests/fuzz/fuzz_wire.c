@@ -3,6 +3,7 @@
 #include "../../proto/wire.c"
 #include "../../proto/job.c"
 #include "../../proto/ring.c"
+#include "../../proto/ctl.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
