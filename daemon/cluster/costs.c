@@ -245,6 +245,10 @@ void costs_go(uid_t uid, struct wire_ctl_go_tail *t, struct wire_go_fn *fns)
 		t->force[f] = costs.conf->coll_force[f];
 	root = table_of(0, 1);
 	u = uid ? table_of(uid, 1) : root;
+	if (root)
+		cost_table_refit(root->t);
+	if (u)
+		cost_table_refit(u->t);
 	for (uint32_t f = 0; f < CTL_FAMS; f++)
 		for (uint32_t a = 0; a < ctl_fam_nalgs(f) && t->nfn < WIRE_GO_FNS_MAX; a++) {
 			int from_root;
@@ -270,6 +274,9 @@ void costs_write(FILE *out, uid_t uid)
 		fprintf(out, "# out of memory\n");
 		return;
 	}
+	cost_table_refit(u->t);
+	if (root)
+		cost_table_refit(root->t);
 	n = cost_table_format(u->t, NULL, 0);
 	if (!(text = malloc(n + 1))) {
 		fprintf(out, "# out of memory\n");

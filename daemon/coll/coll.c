@@ -240,6 +240,20 @@ struct cgrp {
 		struct cost_x x;
 		uint64_t ns;            /* its time here, from cop_start to cop_end */
 	} recent[COLL_RECENT];
+	/* The last choice plan_orth made (valid 0: none), for the next
+	 * operation of the same kind, size, type and strategy: a choice is a
+	 * function of those and of the job's α, β and functions, fixed at GO,
+	 * so it is the same again, and weighing every algorithm and layout
+	 * each time cost the daemons' core tens of microseconds an operation
+	 * (make bench-red). */
+	struct {
+		int valid;
+		uint32_t kind, strategy, red;
+		uint64_t count;
+		enum orth_alg alg;
+		struct orth_dims grid;
+		struct cost_x x;
+	} pick;
 };
 
 /* The ids of a job's split groups that ended here, so that a late piece
@@ -1303,7 +1317,17 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 			displ[k] = op->slots[k].vec + g->size;
 		a.displ = displ;
 	}
-	{
+	if (g->pick.valid && g->pick.kind == op->kind && g->pick.strategy == alg && g->pick.red == op->red &&
+	    g->pick.count == op->count && op->kind != CTL_COLL_ALLGATHERV) {
+		grid = g->pick.grid;
+		a.grid = &grid;
+		a.alg = g->pick.alg;
+		op->plan->fam = ctl_coll_fam(op->kind);
+		op->plan->fam_alg = a.alg;
+		op->plan->model_bytes = bytes;
+		op->plan->x = g->pick.x;
+		op->plan->measure = 1;
+	} else {
 		struct orth_model m = { a.kind, g->G, grp_ppn(g), bytes, &dims, &grid };
 		struct cost c = op_cost(op);
 
@@ -1313,6 +1337,14 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 		a.grid = &grid;
 		a.alg = alg ? (enum orth_alg)(alg - 1) : orth_choose(m.kind, m.nodes, m.ppn, m.bytes, &c, m.dims, m.grid);
 		plan_measure(op, a.alg, bytes, orth_model_us, &m);
+		g->pick.valid = 1;
+		g->pick.kind = op->kind;
+		g->pick.strategy = alg;
+		g->pick.red = op->red;
+		g->pick.count = op->count;
+		g->pick.alg = a.alg;
+		g->pick.grid = grid;
+		g->pick.x = op->plan->x;
 	}
 	op->alg = orth_alg_name(a.alg);
 	{

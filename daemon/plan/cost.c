@@ -169,6 +169,7 @@ static void fit(struct cost_table *t, uint32_t fam, uint32_t alg)
 
 void cost_table_fit_all(struct cost_table *t)
 {
+	t->refit = 0;
 	for (uint32_t f = 0; f < CTL_FAMS; f++)
 		for (uint32_t a = 0; a < ctl_fam_nalgs(f) && a < CTL_FAM_ALGS_MAX; a++)
 			fit(t, f, a);
@@ -241,8 +242,8 @@ int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t no
 	p->seen_s = now_s;
 	push(p, t_us);
 	t->changes++;
-	/* points not measured for COST_AGE_S go */
-	for (uint32_t i = 0; now_s >= COST_AGE_S && i < COST_POINTS; i++) {
+	/* points not measured for COST_AGE_S go (looked for once a second) */
+	for (uint32_t i = 0; now_s >= COST_AGE_S && now_s != t->aged_s && i < COST_POINTS; i++) {
 		struct cost_point *q = &t->pt[i];
 
 		if (q->used && q->seen_s <= now_s - COST_AGE_S) {
@@ -250,12 +251,18 @@ int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t no
 			memset(q, 0, sizeof(*q));
 		}
 	}
-	refit |= 1ull << (fam * CTL_FAM_ALGS_MAX + alg);
-	for (uint32_t f = 0; f < CTL_FAMS; f++)
-		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++)
-			if (refit >> (f * CTL_FAM_ALGS_MAX + a) & 1)
-				fit(t, f, a);
+	t->aged_s = now_s;
+	t->refit |= refit | 1ull << (fam * CTL_FAM_ALGS_MAX + alg);
 	return 0;
+}
+
+void cost_table_refit(struct cost_table *t)
+{
+	for (uint32_t f = 0; t->refit && f < CTL_FAMS; f++)
+		for (uint32_t a = 0; a < CTL_FAM_ALGS_MAX; a++)
+			if (t->refit >> (f * CTL_FAM_ALGS_MAX + a) & 1)
+				fit(t, f, a);
+	t->refit = 0;
 }
 
 /* ---- text ---- */

@@ -116,6 +116,8 @@ struct cost_table {
 	struct cost_fn fn[CTL_FAMS][CTL_FAM_ALGS_MAX];
 	uint64_t clock;
 	uint32_t changes;       /* times added since the caller last cleared it */
+	uint64_t refit;         /* the algorithms (bit fam * CTL_FAM_ALGS_MAX + alg) whose fn[] is stale */
+	uint64_t aged_s;        /* when points were last aged (cost_table_add) */
 };
 
 void cost_table_init(struct cost_table *t);
@@ -123,7 +125,9 @@ void cost_table_init(struct cost_table *t);
 /* Adds a time t_us measured at now_s (seconds, any clock that moves
  * forward) for algorithm alg of family fam on nodes nodes with ppn ranks
  * per node (the most on a node), bytes bytes (the size the planner's model
- * takes), and refits that algorithm's function.
+ * takes).  Its algorithm's function, and those of points that went, are
+ * refitted by cost_table_refit (a daemon adds a time per operation, and
+ * reads the functions once per job).
  * -EINVAL for a family or algorithm there is not, or a time that is not
  * a positive finite number, or features that are not finite. */
 int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t nodes, uint32_t ppn, uint64_t bytes,
@@ -131,6 +135,8 @@ int cost_table_add(struct cost_table *t, uint32_t fam, uint32_t alg, uint32_t no
 
 /* Refits every function from the points. */
 void cost_table_fit_all(struct cost_table *t);
+/* Refits the functions cost_table_add left stale: call before reading fn[]. */
+void cost_table_refit(struct cost_table *t);
 
 /* The points with at least COST_MIN_RUNS times of family fam and algorithm
  * alg. */

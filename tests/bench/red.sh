@@ -17,10 +17,10 @@ OPS="allreduce,allgather,bcast,reduce,rsb"
 if [ -n "$QUICK" ]; then
 	BYTES="8 4096"; TARGET=0.05
 else
-	BYTES="8 64 512 4096 32768 262144"; TARGET=0.1
+	BYTES="8 64 512 4096 32768 262144 1048576 4194304"; TARGET=0.1
 fi
 LAYOUTS="pinned shared"
-TIMING=(--target-s "$TARGET" --warmup 3)
+TIMING=(--target-s "$TARGET" --warmup 3 --warmup-max-s 0.5)
 
 CSV=$OUT/red.csv
 echo "impl,op,bytes,run,iters,seconds_per_op,layout" >"$CSV"
@@ -32,7 +32,10 @@ rows() {
 }
 
 log "reductions: $OPS (bytes $(list $BYTES)), 8 nodes x 2 ranks, pinned and shared, against Open MPI (TCP)"
-cluster cr8 8 'topology: { virtual = "direct"; };'
+# (the daemons' memory for 4 MiB per rank: an allgather's node holds 64 MiB
+# of results, a reduction about three vectors; README "Large reductions")
+cluster cr8 8 'topology: { virtual = "direct"; };' \
+	'limits: { memory_bytes = 1073741824; user_memory_bytes = 1073741824; };'
 for run in $(seq "$RUNS"); do
 	for lay in $LAYOUTS; do
 		layout "$lay"

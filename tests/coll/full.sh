@@ -58,7 +58,7 @@ run_group() {  # run_group JOB WHERE...: ft_group's ranks on those daemons, wait
 id=0
 for n in 1 2 3 4 5 6 7 8 9 12 16 17; do
 	# (memory for the 1 M-element reductions: README "Large reductions")
-	start_cluster f "$n" "limits: { memory_bytes = 2147483648; user_memory_bytes = 1073741824; };" ||
+	start_cluster f "$n" "limits: { memory_bytes = 1073741824; user_memory_bytes = 1073741824; };" ||
 		{ t_fail "$n nodes: cluster up"; continue; }
 	for ppn in 1 2 3 u; do
 		[ "$n" -ge 12 ] && [ "$ppn" = 3 ] && continue   # 36+ processes on 2 cores: the uneven layout covers it
