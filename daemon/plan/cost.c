@@ -59,46 +59,39 @@ double cost_predict(const struct cost *c, cost_model_fn m, const void *ctx, uint
 	return f->tau_us * x.a + f->tc_ns * x.b + c->gamma_ns * x.g;
 }
 
-void cost_family(const struct cost *c, uint32_t nalgs, struct cost_fn *fam_p)
+double cost_scale(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs)
 {
-	double tau = 0, tc = 0;
+	double sum = 0;
 	uint32_t n = 0;
 
 	for (uint32_t alg = 0; alg < nalgs; alg++) {
-		const struct cost_fn *f = fn_of(c, alg);
+		double ab;
 
-		if (f) {
-			tau += f->tau_us;
-			tc += f->tc_ns;
-			n++;
-		}
+		if (!fn_of(c, alg))
+			continue;
+		ab = m(ctx, alg, c->alpha_us, c->beta_ns, c->gamma_ns);
+		if (!(ab > 0) || isinf(ab))
+			continue;
+		sum += cost_predict(c, m, ctx, alg) / ab;
+		n++;
 	}
-	*fam_p = n ? (struct cost_fn){ tau / n, tc / n } : (struct cost_fn){ 0, 0 };
+	return n && sum > 0 ? sum / n : 1;
 }
 
-double cost_predict_fam(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg, const struct cost_fn *fam)
+double cost_predict_scaled(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg, double scale)
 {
-	struct cost_x x;
-	double t;
+	double t = cost_predict(c, m, ctx, alg);
 
-	if (fn_of(c, alg) || !(fam->tau_us > 0 || fam->tc_ns > 0))
-		return cost_predict(c, m, ctx, alg);
-	t = m(ctx, alg, c->alpha_us, c->beta_ns, c->gamma_ns);
-	if (isinf(t))
-		return t;
-	cost_features(m, ctx, alg, &x);
-	return fam->tau_us * x.a + fam->tc_ns * x.b + c->gamma_ns * x.g;
+	return fn_of(c, alg) ? t : t * scale;
 }
 
 uint32_t cost_choose(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs)
 {
 	uint32_t best = 0;
-	double best_us = INFINITY;
-	struct cost_fn fam;
+	double best_us = INFINITY, scale = cost_scale(c, m, ctx, nalgs);
 
-	cost_family(c, nalgs, &fam);
 	for (uint32_t alg = 0; alg < nalgs; alg++) {
-		double t = cost_predict_fam(c, m, ctx, alg, &fam);
+		double t = cost_predict_scaled(c, m, ctx, alg, scale);
 
 		if (t < best_us) {
 			best = alg;
