@@ -691,12 +691,9 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 	if (kind == CTL_COLL_REDUCE_SCATTER || kind == CTL_COLL_REDUCE_SCATTER_BLOCK) {
 		struct rs_args a = { .counts = counts, .type = COLL_UINT8, .op = COLL_BOR };
 		struct rs_plan best;
-		struct rs_model all;
-		double scale;
 
-		if ((ret = rs_choose(-1, nodes, bytes, cm, &best)) < 0 || (ret = rs_model_init(&all, nodes, bytes, cm)) < 0)
+		if ((ret = rs_choose(-1, nodes, bytes, cm, &best)) < 0)
 			goto out;
-		scale = cost_scale(cm, rs_model_us, &all, RS_ALGS);
 		for (int alg = 0; alg < RS_ALGS && !ret; alg++, n++) {
 			struct rs_plan p;
 			struct sched s;
@@ -709,7 +706,7 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 			one.have[alg] = 1;
 			if ((ret = rs_sched(&p, &lay, &a, &s)) == 0) {
 				c[n] = (struct cand){ .name = rs_alg_name(alg), .phases = p.ndims,
-						      .us = cost_predict_scaled(cm, rs_model_us, &one, (uint32_t)alg, scale),
+						      .us = cost_predict(cm, rs_model_us, &one, (uint32_t)alg),
 						      .fitted = cost_fitted(cm, (uint32_t)alg) };
 				cand_stats(&s, &c[n]);
 				if (!memcmp(&p, &best, sizeof(p)))
@@ -750,8 +747,6 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 		if (layout)
 			dims = *layout;
 		best = orth_choose(ok, nodes, ppn, per, cm, &dims, &grid);
-		double scale = cost_scale(cm, orth_model_us, &m, ORTH_ALGS);
-
 		for (int alg = 0; alg < ORTH_ALGS && !ret; alg++, n++) {
 			struct orth_args a = { .kind = ok, .alg = alg, .dims = &dims, .grid = &grid, .bytes = bytes,
 					       .count = bytes, .type = COLL_UINT8, .op = COLL_BOR, .block = bytes };
@@ -764,7 +759,7 @@ static int phased_cands(uint32_t kind, uint32_t nodes, uint32_t ppn, uint64_t by
 				c[n] = (struct cand){ .name = orth_alg_name(alg),
 						      .phases = alg == ORTH_SINGLE ? 1 + (ok == ORTH_ALLREDUCE)
 								: alg == ORTH_GRID ? 2 : dims.k,
-						      .us = cost_predict_scaled(cm, orth_model_us, &m, (uint32_t)alg, scale),
+						      .us = cost_predict(cm, orth_model_us, &m, (uint32_t)alg),
 						      .fitted = cost_fitted(cm, (uint32_t)alg) };
 				for (uint32_t l = 0; d && l < d->k; l++)
 					snprintf(c[n].layout + strlen(c[n].layout), sizeof(c[n].layout) - strlen(c[n].layout),
@@ -1012,8 +1007,7 @@ static int cmd_plan(int argc, char **argv)
 		}
 		struct a2a_model m = { (uint32_t)nodes, (uint32_t)degree, pair };
 
-		us[s] = cost_predict_scaled(&cm, a2a_model_us, &m, (uint32_t)s,
-					    cost_scale(&cm, a2a_model_us, &m, A2A_STRATEGIES));
+		us[s] = cost_predict(&cm, a2a_model_us, &m, (uint32_t)s);
 		if (!isfinite(us[s])) {
 			fprintf(stderr, "ferryctl plan alltoall: --alpha-us or --beta-ns-per-byte too large: the "
 				"predicted time overflows\n");

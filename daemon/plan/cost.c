@@ -59,39 +59,13 @@ double cost_predict(const struct cost *c, cost_model_fn m, const void *ctx, uint
 	return f->tau_us * x.a + f->tc_ns * x.b + c->gamma_ns * x.g;
 }
 
-double cost_scale(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs)
-{
-	double sum = 0;
-	uint32_t n = 0;
-
-	for (uint32_t alg = 0; alg < nalgs; alg++) {
-		double ab;
-
-		if (!fn_of(c, alg))
-			continue;
-		ab = m(ctx, alg, c->alpha_us, c->beta_ns, c->gamma_ns);
-		if (!(ab > 0) || isinf(ab))
-			continue;
-		sum += cost_predict(c, m, ctx, alg) / ab;
-		n++;
-	}
-	return n && sum > 0 ? sum / n : 1;
-}
-
-double cost_predict_scaled(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg, double scale)
-{
-	double t = cost_predict(c, m, ctx, alg);
-
-	return fn_of(c, alg) ? t : t * scale;
-}
-
 uint32_t cost_choose(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs)
 {
 	uint32_t best = 0;
-	double best_us = INFINITY, scale = cost_scale(c, m, ctx, nalgs);
+	double best_us = INFINITY;
 
 	for (uint32_t alg = 0; alg < nalgs; alg++) {
-		double t = cost_predict_scaled(c, m, ctx, alg, scale);
+		double t = cost_predict(c, m, ctx, alg);
 
 		if (t < best_us) {
 			best = alg;

@@ -19,11 +19,9 @@
  * includes what the α–β model leaves out (the daemons' turns, the local
  * combination and hand-out, the client's post).  Where a family's
  * algorithm has one, its prediction is the function's; else the model's
- * with the links' α and β, times the family's overhead as its measured
- * algorithms show it (cost_scale: the mean of their functions' over their
- * models' predictions), so that an algorithm never measured is weighed
- * against measured ones on the same footing, not tried only because the
- * links alone leave out what every algorithm pays.
+ * with the links' α and β.  (An algorithm never measured is thus predicted
+ * from the links alone, lower than measured ones: the automatic choice
+ * tries it, and its own times then refine it.)
  *
  * The fit.  The table keeps up to COST_POINTS points, each a (family,
  * algorithm, nodes, ranks per node, bytes) measured, its x_a, x_b, x_g,
@@ -92,16 +90,8 @@ int cost_fitted(const struct cost *c, uint32_t alg);
  * one, else the model's at c's α, β, γ; INFINITY where it cannot run. */
 double cost_predict(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg);
 
-/* The family's overhead (above): the mean, over the algorithms of
- * 0 .. nalgs - 1 that have a function and can run, of its function's
- * prediction over the links' model's; 1 if there is none. */
-double cost_scale(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs);
-/* cost_predict, an algorithm without a function scaled by scale. */
-double cost_predict_scaled(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t alg, double scale);
-
-/* The algorithm of 0 .. nalgs - 1 with the smallest prediction
- * (cost_predict_scaled by cost_scale; ties: the lower), or 0 if none can
- * run. */
+/* The algorithm of 0 .. nalgs - 1 with the smallest prediction (ties: the
+ * lower), or 0 if none can run. */
 uint32_t cost_choose(const struct cost *c, cost_model_fn m, const void *ctx, uint32_t nalgs);
 
 /* A measured point (above). */
