@@ -19,9 +19,15 @@
  * includes what the α–β model leaves out (the daemons' turns, the local
  * combination and hand-out, the client's post).  Where a family's
  * algorithm has one, its prediction is the function's; else the model's
- * with the links' α and β.  (An algorithm never measured is thus predicted
+ * with the links' α and β.  An algorithm never measured is thus predicted
  * from the links alone, lower than measured ones: the automatic choice
- * tries it, and its own times then refine it.)
+ * tries it, and its own times then refine it.  That optimism is how an
+ * untried algorithm gets measured at all: weighing it instead with its
+ * family's τ and t_c (the means of the measured ones') was tried, and a
+ * job kept an allreduce of 1 MiB twice as slow as one never tried; a ratio
+ * of the family's predictions carried small operations' overhead over to
+ * large ones.  The price: the next jobs whose home has no points of an
+ * algorithm at a size try it once.
  *
  * The fit.  The table keeps up to COST_POINTS points, each a (family,
  * algorithm, nodes, ranks per node, bytes) measured, its x_a, x_b, x_g,

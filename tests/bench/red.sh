@@ -36,6 +36,20 @@ log "reductions: $OPS (bytes $(list $BYTES)), 8 nodes x 2 ranks, pinned and shar
 # of results, a reduction about three vectors; README "Large reductions")
 cluster cr8 8 'topology: { virtual = "direct"; };' \
 	'limits: { memory_bytes = 1073741824; user_memory_bytes = 1073741824; };'
+# The runtime functions (README "Runtime functions") learn on-line, and an
+# algorithm never run is tried by the next jobs: every algorithm runs once
+# first, as on a cluster that has run these operations before.
+for lay in $LAYOUTS; do
+	layout "$lay"
+	for s in single orth hier; do
+		ferry_job fb_red 2 allreduce,allgather,bcast,reduce --bytes "$(list $BYTES)" --strategy "$s" \
+			--target-s 0.02 --warmup 3 --warmup-max-s 0.2 >/dev/null
+	done
+	for s in short long hybrid; do
+		ferry_job fb_red 2 rsb --bytes "$(list $BYTES)" --strategy "$s" --target-s 0.02 --warmup 3 \
+			--warmup-max-s 0.2 >/dev/null
+	done
+done
 for run in $(seq "$RUNS"); do
 	for lay in $LAYOUTS; do
 		layout "$lay"
