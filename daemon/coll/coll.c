@@ -825,15 +825,24 @@ static struct cost op_cost(const struct cop *op)
 /* What op's plan tells the runtime functions when op completes (costs.h):
  * algorithm alg of op's family ran for bytes bytes (the planner's model's
  * size) with the model's start-ups and bytes x. */
-static void plan_measure(struct cop *op, uint32_t alg, uint64_t bytes, cost_model_fn m, const void *ctx)
+static void plan_measured(struct cop *op, uint32_t alg, uint64_t bytes, const struct cost_x *x)
 {
 	struct cplan *p = op->plan;
 
 	p->fam = ctl_coll_fam(op->kind);
 	p->fam_alg = alg;
 	p->model_bytes = bytes;
-	cost_features(m, ctx, alg, &p->x);
+	p->x = *x;
 	p->measure = p->fam >= 0;
+}
+
+/* ... the features from the planner's model m. */
+static void plan_measure(struct cop *op, uint32_t alg, uint64_t bytes, cost_model_fn m, const void *ctx)
+{
+	struct cost_x x;
+
+	cost_features(m, ctx, alg, &x);
+	plan_measured(op, alg, bytes, &x);
 }
 
 /* ... when it ended well: kept for its ranks' reports. */
@@ -855,14 +864,12 @@ static void coll_report(struct cgrp *g, uint32_t seq, uint32_t us)
 {
 	struct crecent *r = &g->recent[seq % COLL_RECENT];
 	uint64_t ns = (uint64_t)us * 1000, t;
-	struct cost c;
 
 	if (r->seq != seq || !seq)
 		return;         /* (long gone, or reported) */
 	t = ns >= r->ns && ns - r->ns <= COLL_REPORT_SLACK_NS + r->ns / 4 ? ns : r->ns;
-	c = (struct cost){ coll_alpha_us(g->cj->j), coll_beta_ns(g->cj->j), RS_GAMMA_NS_PER_BYTE, NULL };
-	costs_add(g->cj->j->uid, (uint32_t)r->fam, r->alg, g->G, grp_ppn(g), r->bytes, &r->x, c.gamma_ns, c.beta_ns,
-		  (double)t / 1e3);
+	costs_add(g->cj->j->uid, (uint32_t)r->fam, r->alg, g->G, grp_ppn(g), r->bytes, &r->x, RS_GAMMA_NS_PER_BYTE,
+		  coll_beta_ns(g->cj->j), (double)t / 1e3);
 	r->seq = 0;
 	coll.reports++;
 	coll.reports_own += t != ns;
@@ -1322,11 +1329,7 @@ static int plan_orth(struct cop *op, const struct a2a_layout *lay, uint32_t alg,
 		grid = g->pick.grid;
 		a.grid = &grid;
 		a.alg = g->pick.alg;
-		op->plan->fam = ctl_coll_fam(op->kind);
-		op->plan->fam_alg = a.alg;
-		op->plan->model_bytes = bytes;
-		op->plan->x = g->pick.x;
-		op->plan->measure = 1;
+		plan_measured(op, a.alg, bytes, &g->pick.x);
 	} else {
 		struct orth_model m = { a.kind, g->G, grp_ppn(g), bytes, &dims, &grid };
 		struct cost c = op_cost(op);
