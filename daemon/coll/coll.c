@@ -71,6 +71,12 @@
  * who keeps an operation open and posts others every 2 ms keeps ferryd
  * spinning on its own CPUs, no one else's. */
 #define COLL_SPIN_NS (2000ull * 1000u)
+/* Plans a group keeps for the operations to come (struct cplan): an
+ * application alternating a few operations (an allreduce of 8 bytes, a
+ * bcast, a barrier) plans each once.  Planning an allgather over 8 nodes
+ * took a third of the daemon's instructions of an 8-byte operation
+ * (callgrind, make bench-red's case). */
+#define COLL_PLANS 4
 /* Runtime functions ("Runtime functions" below): the operations of a group
  * whose time a rank may still report, and how much longer than the
  * daemon's own a rank's time may be. */
@@ -123,8 +129,10 @@ struct cgrp;
  * reference (the group's, the operations'). */
 struct cplan {
 	uint32_t refs;
-	uint32_t kind, strategy;        /* as posted */
+	uint32_t kind, strategy, red, root;     /* as posted */
 	uint64_t count;
+	uint64_t used;                  /* the group's plan_tick when an operation last took it */
+	uint32_t agree;                 /* its tag (op->agree) */
 	struct sched s;                 /* node me's part only */
 	const char *alg;                /* the algorithm it runs */
 	int strat;                      /* ... as an enum a2a_strategy, or -1 (not an all-to-all) */
@@ -222,7 +230,11 @@ struct cgrp {
 	struct cgrp *parent;
 	uint32_t split_seq;
 	uint32_t children;
-	struct cplan *plan;             /* the last operation's plan, held (struct cplan) */
+	/* The plans of its last operations (plan_keep), held (struct cplan):
+	 * an operation like one of them runs on it, unplanned, and the least
+	 * recently used one goes when a new one needs the room. */
+	struct cplan *plans[COLL_PLANS];
+	uint64_t plan_tick;
 	/* Holding back: the nodes (by index) this node told to hold back
 	 * pieces of operations from hold_from on ([G], allocated at the
 	 * first; ntold of them), and what the others told this node ([G]:
@@ -426,7 +438,8 @@ static void grp_free(struct cgrp *g)
 {
 	if (!g)
 		return;
-	plan_put(g->plan);
+	for (int k = 0; k < COLL_PLANS; k++)
+		plan_put(g->plans[k]);
 	if (g->mem)
 		user_give_coll(g->cj->j->user, g->mem);
 	free(g->members);
@@ -1226,9 +1239,53 @@ static void early_replay(struct cop *op)
 /* 1 if a group may lend kind's plan to its next operation of the same
  * kind, count and strategy: its steps depend on nothing else (not counts
  * per rank, a root, a type or an operation). */
-static int plan_shared(uint32_t kind)
+/* Whether the plans of operations of this kind are kept (COLL_PLANS):
+ * not when the ranks' counts are their own (an all-to-allv, an allgatherv,
+ * a reduce_scatter), nor for the rooted ones, whose steps depend on the
+ * ranks' buffers (FERRY_IN_PLACE at the root). */
+static int plan_keep(uint32_t kind)
 {
-	return kind == CTL_COLL_BARRIER || kind == CTL_COLL_ALLTOALL || kind == CTL_COLL_SPLIT;
+	return kind == CTL_COLL_BARRIER || kind == CTL_COLL_ALLTOALL || kind == CTL_COLL_SPLIT ||
+	       (ctl_coll_phased(kind) && kind != CTL_COLL_ALLGATHERV && kind != CTL_COLL_REDUCE_SCATTER);
+}
+
+/* The plan g keeps for an operation like op, or NULL.  A plan is a
+ * function of the kind, size, type and operation, root and strategy, and
+ * of what is fixed for the group (its layout, the job's α, β and runtime
+ * functions, all fixed at GO). */
+static struct cplan *plan_find(struct cgrp *g, const struct cop *op)
+{
+	if (!plan_keep(op->kind))
+		return NULL;
+	for (int k = 0; k < COLL_PLANS; k++) {
+		struct cplan *pl = g->plans[k];
+
+		if (pl && pl->kind == op->kind && pl->count == op->count && pl->strategy == op->strategy &&
+		    pl->red == op->red && pl->root == op->root) {
+			pl->used = ++g->plan_tick;
+			return pl;
+		}
+	}
+	return NULL;
+}
+
+/* ... and g keeps pl, in place of the least recently used one. */
+static void plan_keep_in(struct cgrp *g, struct cplan *pl)
+{
+	int v = 0;
+
+	for (int k = 0; k < COLL_PLANS; k++) {
+		if (!g->plans[k]) {
+			v = k;
+			break;
+		}
+		if (g->plans[k]->used < g->plans[v]->used)
+			v = k;
+	}
+	plan_put(g->plans[v]);
+	g->plans[v] = pl;
+	pl->refs++;
+	pl->used = ++g->plan_tick;
 }
 
 /* The most ranks one node of g has (the cost model's ranks per node: the
@@ -1426,7 +1483,8 @@ static int plan_scan(struct cop *op, const struct a2a_layout *lay, struct sched_
 	return rs_scan_sched_node(&a, lay, g->G, g->me, out);
 }
 
-/* bcast .. exscan: this node's steps into out. */
+/* bcast .. exscan: this node's steps into out (NULL: op runs on a plan
+ * the group kept, plan_find). */
 static int plan_phased(struct cop *op, struct sched_node *out)
 {
 	struct cgrp *g = op->g;
@@ -1435,6 +1493,10 @@ static int plan_phased(struct cop *op, struct sched_node *out)
 
 	if (op_mem(op) < 0)
 		return -ENOMEM;
+	if (!out) {
+		op->agree = op->plan->agree;
+		return 0;
+	}
 	out->nslots = g->nlocal;
 	switch (op->kind) {
 	case CTL_COLL_REDUCE_SCATTER_BLOCK:
@@ -1464,7 +1526,7 @@ static void cop_start(struct cop *op)
 		.piece_max = WIRE_COLL_PIECE_MAX, .mem_max = COLL_OP_MEM_MAX,
 	};
 	char err[200];
-	int ret;
+	int ret, kept = 0;
 
 	op->started = 1;
 	op->start_ns = loop_now_ns();
@@ -1474,10 +1536,9 @@ static void cop_start(struct cop *op)
 		hold_move(g, 0);        /* (its pieces go on: the nodes told hear so) */
 	if (!g->id && op->seq > cj->j->coll_started)
 		cj->j->coll_started = op->seq;  /* a LEAVE says so (cluster.c) */
-	if (plan_shared(op->kind) && g->plan && g->plan->kind == op->kind && g->plan->count == op->count &&
-	    g->plan->strategy == op->strategy) {
-		op->plan = g->plan;
+	if ((op->plan = plan_find(g, op))) {
 		op->plan->refs++;
+		kept = 1;
 	} else {
 		if (!(op->plan = calloc(1, sizeof(*op->plan))) || sched_init(&op->plan->s, g->G) < 0) {
 			cop_end(op, ENOMEM, "out of memory for the schedule");
@@ -1488,16 +1549,18 @@ static void cop_start(struct cop *op)
 		op->plan->kind = op->kind;
 		op->plan->count = op->count;
 		op->plan->strategy = op->strategy;
+		op->plan->red = op->red;
+		op->plan->root = op->root;
 	}
 	switch (op->kind) {
 	case CTL_COLL_BARRIER:
 		op->alg = "dissemination";
-		ret = op->plan->refs > 1 ? 0 : barrier_sched_node(g->G, g->me, &op->plan->s.node[g->me]);
+		ret = kept ? 0 : barrier_sched_node(g->G, g->me, &op->plan->s.node[g->me]);
 		break;
 	case CTL_COLL_ALLTOALL:
 	case CTL_COLL_ALLTOALLV:
 	case CTL_COLL_SPLIT:
-		ret = plan_alltoall(op, op->plan->refs > 1 ? NULL : &op->plan->s.node[g->me]);
+		ret = plan_alltoall(op, kept ? NULL : &op->plan->s.node[g->me]);
 		break;
 	case CTL_COLL_SCATTER:
 	case CTL_COLL_SCATTERV:
@@ -1506,7 +1569,7 @@ static void cop_start(struct cop *op)
 		ret = plan_rooted(op, &op->plan->s.node[g->me]);
 		break;
 	default:
-		ret = ctl_coll_phased(op->kind) ? plan_phased(op, &op->plan->s.node[g->me]) : -EINVAL;
+		ret = ctl_coll_phased(op->kind) ? plan_phased(op, kept ? NULL : &op->plan->s.node[g->me]) : -EINVAL;
 	}
 	if (ret < 0) {
 		cop_end(op, -ret, op->why[0] ? op->why : "cannot plan the operation");
@@ -1520,7 +1583,7 @@ static void cop_start(struct cop *op)
 		tag_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->agree);
 		return;
 	}
-	if (op->plan->refs == 1) {
+	if (!kept) {
 		/* the steps are the user's memory too (review of issue 12) */
 		uint64_t b = sched_node_bytes(&op->plan->s.node[g->me]);
 
@@ -1531,11 +1594,9 @@ static void cop_start(struct cop *op)
 		op->plan->user = cj->j->user;
 		op->plan->charged = b;
 		op->plan->alg = op->alg;
-		if (plan_shared(op->kind)) {
-			plan_put(g->plan);
-			g->plan = op->plan;
-			op->plan->refs++;
-		}
+		op->plan->agree = op->agree;
+		if (plan_keep(op->kind))
+			plan_keep_in(g, op->plan);
 	}
 	op->alg = op->plan->alg;
 	if (op->plan->strat >= 0 && op->plan->strat < A2A_STRATEGIES)
