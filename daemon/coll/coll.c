@@ -144,6 +144,7 @@ struct cplan {
 	struct cost_x x;
 	struct user *user;              /* charged this much for the steps (given back when freed) */
 	uint64_t charged;
+	struct coll_exec_tmpl *tmpl;    /* what its runs start from (a plan kept: plan_keep) */
 };
 
 /* What one local rank posted for an operation: its buffers (their regions
@@ -430,6 +431,7 @@ static void plan_put(struct cplan *pl)
 		return;
 	if (pl->charged)
 		user_give_coll(pl->user, pl->charged);
+	coll_exec_tmpl_free(pl->tmpl);
 	sched_free(&pl->s);
 	free(pl);
 }
@@ -1587,6 +1589,12 @@ static void cop_start(struct cop *op)
 		/* the steps are the user's memory too (review of issue 12) */
 		uint64_t b = sched_node_bytes(&op->plan->s.node[g->me]);
 
+		if (plan_keep(op->kind) && coll_exec_tmpl_new(&op->plan->s.node[g->me], &op->plan->tmpl) < 0) {
+			cop_end(op, ENOMEM, "out of memory for the schedule");
+			return;
+		}
+		b += coll_exec_tmpl_bytes(op->plan->tmpl);
+
 		if (user_take_coll(cj->j->user, b) < 0) {
 			cop_end(op, ENOBUFS, user_refusal());
 			return;
@@ -1601,6 +1609,7 @@ static void cop_start(struct cop *op)
 	op->alg = op->plan->alg;
 	if (op->plan->strat >= 0 && op->plan->strat < A2A_STRATEGIES)
 		cj->chosen[op->plan->strat]++;
+	cfg.tmpl = op->plan->tmpl;
 	ret = coll_exec_new(&op->plan->s.node[g->me], &op->mem, &cfg, &exec_ops, op, &op->x, err, sizeof(err));
 	if (ret < 0) {
 		cop_end(op, -ret, err);

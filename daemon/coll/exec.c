@@ -87,6 +87,15 @@ struct coll_exec {
 	char err[200];
 };
 
+/* What every run of a schedule node starts from (coll_exec_tmpl_new). */
+struct coll_exec_tmpl {
+	const struct sched_node *n;
+	size_t bytes;                   /* of tables */
+	uint32_t nin, most;             /* messages taken; the most segments a SEND names */
+	int send_in_place;
+	_Alignas(8) uint8_t tables[];   /* struct coll_exec's tables, as a run starts */
+};
+
 static int fail(struct coll_exec *x, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct coll_exec *x, int ret, const char *fmt, ...)
 {
@@ -874,13 +883,129 @@ static int err_out(char *err, size_t err_len, int ret, const char *fmt, ...)
 	return ret;
 }
 
+/* The executor's tables of schedule node n, in one allocation of
+ * tables_size(n) bytes (8-byte ones first): where each starts. */
+static size_t tables_size(const struct sched_node *n)
+{
+	size_t ns = n->nsteps;
+	size_t n8 = (ns + 1) * sizeof(struct inmsg) + (n->nscratch + 1) * (sizeof(uint8_t *) + sizeof(uint64_t));
+	size_t n4 = (ns + 1) * 5 + 1 + (n->ndeps + 1) + (n->nscratch + 1);
+
+	return n8 + n4 * 4 + ns + 1 + n->nscratch + 1;
+}
+
+/* ... and x's pointers into x->tables; returns the dependants' fill
+ * counts (used while a template is built). */
+static uint32_t *tables_at(struct coll_exec *x, const struct sched_node *n)
+{
+	uint32_t ns = n->nsteps, *fill;
+	uint8_t *t = x->tables;
+
+	x->in = (struct inmsg *)t;
+	t += (ns + 1) * sizeof(*x->in);
+	x->scratch = (uint8_t **)t;
+	t += (n->nscratch + 1) * sizeof(*x->scratch);
+	x->scratch_len = (uint64_t *)t;
+	t += (n->nscratch + 1) * sizeof(*x->scratch_len);
+	x->waiting = (uint32_t *)t;
+	x->dep_first = x->waiting + ns + 1;
+	x->ready = x->dep_first + ns + 2;
+	x->in_of_step = x->ready + ns + 1;
+	fill = x->in_of_step + ns + 1;
+	x->dep_list = fill + ns + 1;
+	x->scratch_refs = x->dep_list + n->ndeps + 1;
+	x->done = (uint8_t *)(x->scratch_refs + n->nscratch + 1);
+	x->bumped = x->done + ns + 1;
+	return fill;
+}
+
+int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p)
+{
+	size_t bytes = tables_size(n);
+	struct coll_exec_tmpl *t = calloc(1, sizeof(*t) + bytes);
+	struct coll_exec x = { .tables = t ? t->tables : NULL };
+	uint32_t ns = n->nsteps, *fill;
+
+	if (!t)
+		return -ENOMEM;
+	t->n = n;
+	t->bytes = bytes;
+	fill = tables_at(&x, n);
+	/* Dependants, counted then filled (CSR); the messages taken. */
+	for (uint32_t k = 0; k < ns; k++) {
+		const struct sched_step *st = &n->steps[k];
+
+		for (uint32_t d = 0; d < st->ndep; d++)
+			x.dep_first[n->deps[st->dep + d] + 1]++;
+		x.waiting[k] = st->ndep;
+		x.in_of_step[k] = UINT32_MAX;
+		for (uint32_t r = 0; r < st->nref; r++)
+			if (n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SCRATCH)
+				x.scratch_refs[n->segs[n->refs[st->ref + r]].index]++;
+		if (st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE || st->kind == SCHED_FORWARD) {
+			x.waiting[k]++;
+			x.in[x.nin++] = (struct inmsg){
+				.from = st->kind == SCHED_FORWARD ? st->from : st->peer,
+				.msg = st->kind == SCHED_FORWARD ? st->from_msg : st->msg,
+				.step = k,
+			};
+		}
+	}
+	/* Sends from the send buffers in place unless a step writes one (no
+	 * planner's does: FERRY_IN_PLACE is staged above, sched.h). */
+	t->send_in_place = 1;
+	for (uint32_t k = 0; k < ns; k++) {
+		const struct sched_step *st = &n->steps[k];
+		int writes = st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE;
+
+		if (st->kind == SCHED_SEND && st->nref > t->most)
+			t->most = st->nref;
+		for (uint32_t r = 0; r < st->nref; r++)
+			if ((writes || ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) && r == 0)) &&
+			    n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SEND)
+				t->send_in_place = 0;
+	}
+	for (uint32_t k = 0; k < ns; k++)
+		x.dep_first[k + 1] += x.dep_first[k];
+	for (uint32_t k = 0; k < ns; k++) {
+		const struct sched_step *st = &n->steps[k];
+
+		for (uint32_t d = 0; d < st->ndep; d++) {
+			uint32_t p = n->deps[st->dep + d];
+
+			x.dep_list[x.dep_first[p] + fill[p]++] = k;
+		}
+	}
+	if (x.nin)
+		qsort(x.in, x.nin, sizeof(*x.in), in_cmp);
+	for (uint32_t i = 0; i < x.nin; i++)
+		x.in_of_step[x.in[i].step] = i;
+	t->nin = x.nin;
+	*t_p = t;
+	return 0;
+}
+
+void coll_exec_tmpl_free(struct coll_exec_tmpl *t)
+{
+	free(t);
+}
+
+uint64_t coll_exec_tmpl_bytes(const struct coll_exec_tmpl *t)
+{
+	return t ? sizeof(*t) + t->bytes : 0;
+}
+
 int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const struct coll_exec_cfg *cfg,
 		  const struct coll_exec_ops *ops, void *ctx, struct coll_exec **x_p, char *err, size_t err_len)
 {
 	struct coll_exec *x;
-	uint32_t ns = n->nsteps;
+	const struct coll_exec_tmpl *t;
+	struct coll_exec_tmpl *own = NULL;
+	uint32_t ns = n->nsteps, most;
 	int ret = -ENOMEM;
 
+	if (cfg->tmpl && cfg->tmpl->n != n)
+		return err_out(err, err_len, -EINVAL, "a template of another schedule");
 	if (!cfg->piece_max || cfg->piece_max > WIRE_COLL_PIECE_MAX)
 		return err_out(err, err_len, -EINVAL, "piece size %u", cfg->piece_max);
 	/* The ranks' arguments place the segments: each must lie in its buffer. */
@@ -899,61 +1024,33 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 				       (unsigned long long)s->off, s->buf == SCHED_BUF_SEND ? "send" : "receive",
 				       (unsigned long long)blen, s->index);
 	}
+	if (!(t = cfg->tmpl) && (ret = coll_exec_tmpl_new(n, &own)) < 0)
+		return err_out(err, err_len, ret, "out of memory");
+	if (!t)
+		t = own;
 	x = calloc(1, sizeof(*x));
-	if (!x)
+	if (!x || !(x->tables = malloc(t->bytes))) {
+		free(x);
+		coll_exec_tmpl_free(own);
 		return err_out(err, err_len, -ENOMEM, "out of memory");
+	}
+	memcpy(x->tables, t->tables, t->bytes);
+	tables_at(x, n);
+	x->tables_bytes = t->bytes;
+	x->nin = t->nin;
+	x->send_in_place = t->send_in_place;
+	most = t->most;
+	coll_exec_tmpl_free(own);
 	x->n = n;
 	x->mem = mem;
 	x->cfg = *cfg;
 	x->part_step = UINT32_MAX;
 	x->ops = ops;
 	x->ctx = ctx;
-	/* Every table in one allocation (8-byte ones first), and the
-	 * dependants' fill counts behind them. */
-	uint32_t *fill;
-	size_t n8 = (ns + 1) * sizeof(*x->in) + (n->nscratch + 1) * (sizeof(*x->scratch) + sizeof(*x->scratch_len));
-	size_t n4 = ((size_t)ns + 1) * 5 + 1 + (n->ndeps + 1) + (n->nscratch + 1);
-	uint8_t *t = x->tables = calloc(1, n8 + n4 * 4 + ns + 1 + n->nscratch + 1);
-
-	x->tables_bytes = n8 + n4 * 4 + ns + 1 + n->nscratch + 1;
-
-	if (!t)
+	ret = -ENOMEM;
+	if (!(x->iov = calloc((size_t)most + 1, sizeof(*x->iov))))
 		goto err;
-	x->in = (struct inmsg *)t;
-	t += (ns + 1) * sizeof(*x->in);
-	x->scratch = (uint8_t **)t;
-	t += (n->nscratch + 1) * sizeof(*x->scratch);
-	x->scratch_len = (uint64_t *)t;
-	t += (n->nscratch + 1) * sizeof(*x->scratch_len);
-	x->waiting = (uint32_t *)t;
-	x->dep_first = x->waiting + ns + 1;
-	x->ready = x->dep_first + ns + 2;
-	x->in_of_step = x->ready + ns + 1;
-	fill = x->in_of_step + ns + 1;
-	x->dep_list = fill + ns + 1;
-	x->scratch_refs = x->dep_list + n->ndeps + 1;
-	x->done = (uint8_t *)(x->scratch_refs + n->nscratch + 1);
-	x->bumped = x->done + ns + 1;
-	/* Dependants, counted then filled (CSR). */
-	for (uint32_t k = 0; k < ns; k++) {
-		const struct sched_step *st = &n->steps[k];
-
-		for (uint32_t d = 0; d < st->ndep; d++)
-			x->dep_first[n->deps[st->dep + d] + 1]++;
-		x->waiting[k] = st->ndep;
-		x->in_of_step[k] = UINT32_MAX;
-		for (uint32_t r = 0; r < st->nref; r++)
-			if (n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SCRATCH)
-				x->scratch_refs[n->segs[n->refs[st->ref + r]].index]++;
-		if (st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE || st->kind == SCHED_FORWARD) {
-			x->waiting[k]++;
-			x->in[x->nin++] = (struct inmsg){
-				.from = st->kind == SCHED_FORWARD ? st->from : st->peer,
-				.msg = st->kind == SCHED_FORWARD ? st->from_msg : st->msg,
-				.step = k,
-			};
-		}
-	}
+	x->tables_bytes += ((uint64_t)most + 1) * sizeof(*x->iov);
 	/* Sends from the send buffers in place unless a step writes one (no
 	 * planner's does: FERRY_IN_PLACE is staged above, sched.h), and puts
 	 * what comes straight into the receive buffers, unless a rank passed
@@ -969,40 +1066,6 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 			    rb < sb + mem->send_len[i])
 				x->place_ok = 0;
 		}
-	{
-		uint32_t most = 0;
-
-		x->send_in_place = 1;
-		for (uint32_t k = 0; k < ns; k++) {
-			const struct sched_step *st = &n->steps[k];
-			int writes = st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE;
-
-			if (st->kind == SCHED_SEND && st->nref > most)
-				most = st->nref;
-			for (uint32_t r = 0; r < st->nref; r++)
-				if ((writes || ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) && r == 0)) &&
-				    n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SEND)
-					x->send_in_place = 0;
-		}
-		if (!(x->iov = calloc((size_t)most + 1, sizeof(*x->iov))))
-			goto err;
-		x->tables_bytes += ((uint64_t)most + 1) * sizeof(*x->iov);
-	}
-	for (uint32_t k = 0; k < ns; k++)
-		x->dep_first[k + 1] += x->dep_first[k];
-	for (uint32_t k = 0; k < ns; k++) {
-		const struct sched_step *st = &n->steps[k];
-
-		for (uint32_t d = 0; d < st->ndep; d++) {
-			uint32_t p = n->deps[st->dep + d];
-
-			x->dep_list[x->dep_first[p] + fill[p]++] = k;
-		}
-	}
-	if (x->nin)
-		qsort(x->in, x->nin, sizeof(*x->in), in_cmp);
-	for (uint32_t i = 0; i < x->nin; i++)
-		x->in_of_step[x->in[i].step] = i;
 	{
 		uint64_t arena = 0;
 

@@ -79,7 +79,19 @@ struct coll_exec_cfg {
 	uint32_t job, gen, op, group;   /* what the pieces carry */
 	uint32_t piece_max;     /* stream bytes per piece, 1..WIRE_COLL_PIECE_MAX */
 	uint64_t mem_max;       /* bytes the executor may hold at once */
+	/* What runs of this schedule node start from (NULL: made for this
+	 * run): the tables that depend on the schedule only, built once for
+	 * operations that share a plan (coll.c). */
+	const struct coll_exec_tmpl *tmpl;
 };
+
+struct coll_exec_tmpl;
+/* Builds the template of schedule node n (which must outlive it): 0 or
+ * -ENOMEM. */
+int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p);
+void coll_exec_tmpl_free(struct coll_exec_tmpl *t);
+/* The bytes it takes (0 for NULL). */
+uint64_t coll_exec_tmpl_bytes(const struct coll_exec_tmpl *t);
 
 /* Sets up the run of schedule node n over buffers mem.  Returns 0, -EINVAL
  * (a segment beyond its buffer: err says which; a bad cfg), or -ENOMEM

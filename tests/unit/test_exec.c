@@ -395,23 +395,50 @@ TEST(forward_and_reduce_on_executors)
 	sched_dep(n3, r);
 	CHECK_EQ(sched_err(&s), 0);
 	CHECK_EQ(sched_check(&s, NULL, 0), 0);
-	net_init(&net, 4, 1, 5);
-	for (uint32_t i = 0; i < 4; i++) {
-		struct coll_exec_cfg cfg = { .self = i, .piece_max = 7, .mem_max = 4096 };
+	/* run 0 builds its tables; runs 1 and 2 start from templates built
+	 * once (as the operations of a plan a group keeps: coll.c), with other
+	 * values each time */
+	struct coll_exec_tmpl *t[4];
+	char err[200];
 
-		ctx[i] = (struct ctx){ &net, i };
-		CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], NULL, 0), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK_EQ(coll_exec_tmpl_new(&s.node[i], &t[i]), 0);
+	for (int run = 0; run < 3; run++) {
+		for (uint32_t i = 0; i < 4; i++)
+			for (int e = 0; e < 5; e++) {
+				sv[i][e] = (int64_t)(i + 1) * 1000 + e + run * 100;
+				rv[i][e] = -1;
+			}
+		net_init(&net, 4, 1, 5 + (uint64_t)run);
+		for (uint32_t i = 0; i < 4; i++) {
+			struct coll_exec_cfg cfg = { .self = i, .piece_max = 7, .mem_max = 4096,
+						     .tmpl = run ? t[i] : NULL };
+
+			ctx[i] = (struct ctx){ &net, i };
+			CHECK_EQ(coll_exec_new(&s.node[i], &mem[i], &cfg, &net_ops, &ctx[i], &x[i], NULL, 0), 0);
+		}
+		CHECK_EQ(net_run(&net, x), 0);
+		for (int e = 0; e < 5; e++) {
+			CHECK_EQ(rv[3][e], 5000 + 2 * e + 2 * run * 100);
+			CHECK_EQ(rv[0][e], 5000 + 2 * e + 2 * run * 100);
+		}
+		for (uint32_t i = 0; i < 4; i++) {
+			CHECK(coll_exec_mem_peak(x[i]) > 0 || i == 2 || i == 1);
+			coll_exec_free(x[i]);
+		}
+		net_free(&net);
 	}
-	CHECK_EQ(net_run(&net, x), 0);
-	for (int e = 0; e < 5; e++) {
-		CHECK_EQ(rv[3][e], 5000 + 2 * e);
-		CHECK_EQ(rv[0][e], 5000 + 2 * e);
+	/* a template of another node's steps is refused */
+	{
+		struct coll_exec_cfg cfg = { .self = 0, .piece_max = 7, .mem_max = 4096, .tmpl = t[3] };
+
+		CHECK_EQ(coll_exec_new(&s.node[0], &mem[0], &cfg, &net_ops, &ctx[0], &x[0], err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "template") != NULL);
 	}
 	for (uint32_t i = 0; i < 4; i++) {
-		CHECK(coll_exec_mem_peak(x[i]) > 0 || i == 2 || i == 1);
-		coll_exec_free(x[i]);
+		CHECK(coll_exec_tmpl_bytes(t[i]) > 0);
+		coll_exec_tmpl_free(t[i]);
 	}
-	net_free(&net);
 	sched_free(&s);
 }
 
