@@ -183,7 +183,7 @@ struct cop {
 	uint32_t red;                   /* the reductions: the type and operation (COLL flags' bits) */
 	uint32_t agree;                 /* bcast .. exscan: 1..255, its plan's tag (plan_tag) */
 	struct cslot *slots;            /* [g->nlocal], by slot */
-	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem) */
+	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem; op_mem) */
 	uint64_t *slen, *rlen;
 	uint64_t *counts, *displs;      /* all-to-all: [size], the same for every rank */
 	int started, ended, told;
@@ -549,10 +549,7 @@ static void cop_free(struct cop *op)
 		}
 	}
 	free(op->slots);
-	free(op->sp);
-	free(op->rp);
-	free(op->slen);
-	free(op->rlen);
+	free(op->sp);                   /* (and rp, slen, rlen: op_mem) */
 	free(op->counts);
 	free(op->displs);
 	while (op->early) {
@@ -890,6 +887,27 @@ static void coll_report(struct cgrp *g, uint32_t seq, uint32_t us)
 	coll.reports_own += t != ns;
 }
 
+/* op->mem: the local ranks' buffers, from their slots (one allocation:
+ * the arrays behind op->sp). */
+static int op_mem(struct cop *op)
+{
+	size_t n = (size_t)op->g->nlocal + 1;
+
+	if (!op->slots || !(op->sp = calloc(n, 2 * sizeof(*op->sp) + 2 * sizeof(*op->slen))))
+		return -ENOMEM;
+	op->rp = op->sp + n;
+	op->slen = (uint64_t *)(op->rp + n);
+	op->rlen = op->slen + n;
+	for (uint32_t k = 0; k < op->g->nlocal; k++) {
+		op->sp[k] = op->slots[k].sp;
+		op->rp[k] = op->slots[k].rp;
+		op->slen[k] = op->slots[k].slen;
+		op->rlen[k] = op->slots[k].rlen;
+	}
+	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
+	return 0;
+}
+
 /* This node's part of an all-to-all of op->count bytes per block: every
  * rank's counts are the same, so one pair of arrays serves them all, and
  * every node computes the same choice from the same numbers. */
@@ -907,11 +925,7 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	op->counts = calloc((size_t)size + 1, sizeof(*op->counts));
 	op->displs = calloc((size_t)size + 1, sizeof(*op->displs));
 	args = calloc((size_t)n + 1, sizeof(*args));
-	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
-	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
-	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
-	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
-	if (!op->counts || !op->displs || !args || !op->sp || !op->rp || !op->slen || !op->rlen || !op->slots) {
+	if (!op->counts || !op->displs || !args || op_mem(op) < 0) {
 		free(args);
 		return -ENOMEM;
 	}
@@ -926,12 +940,7 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 			args[k] = (struct a2a_rank_args){ v, v + size, v + 2 * (size_t)size, v + 3 * (size_t)size };
 		else
 			args[k] = (struct a2a_rank_args){ op->counts, op->displs, op->counts, op->displs };
-		op->sp[k] = op->slots[k].sp;
-		op->rp[k] = op->slots[k].rp;
-		op->slen[k] = op->slots[k].slen;
-		op->rlen[k] = op->slots[k].rlen;
 	}
-	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
 	if (!out) {
 		free(args);
 		return 0;       /* the group's plan serves */
@@ -1138,28 +1147,6 @@ static int rooted_paths(struct cop *op, uint32_t R)
 
 /* This node's part of a scatter or gather (plan/sg_sched.h) along the
  * paths rooted_paths chose. */
-/* The schedule's buffers (op->mem), by slot, from the ranks' posts.
- * Returns 0 or -ENOMEM. */
-static int op_mem(struct cop *op)
-{
-	uint32_t n = op->g->nlocal;
-
-	op->sp = calloc((size_t)n + 1, sizeof(*op->sp));
-	op->rp = calloc((size_t)n + 1, sizeof(*op->rp));
-	op->slen = calloc((size_t)n + 1, sizeof(*op->slen));
-	op->rlen = calloc((size_t)n + 1, sizeof(*op->rlen));
-	if (!op->sp || !op->rp || !op->slen || !op->rlen || !op->slots)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < n; k++) {
-		op->sp[k] = op->slots[k].sp;
-		op->rp[k] = op->slots[k].rp;
-		op->slen[k] = op->slots[k].slen;
-		op->rlen[k] = op->slots[k].rlen;
-	}
-	op->mem = (struct sched_mem){ op->sp, op->rp, op->slen, op->rlen };
-	return 0;
-}
-
 static int plan_rooted(struct cop *op, struct sched_node *out)
 {
 	struct cgrp *g = op->g;

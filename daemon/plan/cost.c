@@ -84,19 +84,21 @@ void cost_table_init(struct cost_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
+/* (an insertion sort: at most COST_WINDOW times, and once per sample,
+ * where qsort's calls cost the daemon a thousand instructions) */
 static double median(const struct cost_point *p)
 {
 	double v[COST_WINDOW];
 
-	memcpy(v, p->t_us, p->nt * sizeof(v[0]));
-	qsort(v, p->nt, sizeof(v[0]), cmp_double);
+	for (uint32_t i = 0; i < p->nt; i++) {
+		uint32_t k = i;
+
+		while (k && v[k - 1] > p->t_us[i]) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = p->t_us[i];
+	}
 	return p->nt % 2 ? v[p->nt / 2] : (v[p->nt / 2 - 1] + v[p->nt / 2]) / 2;
 }
 
