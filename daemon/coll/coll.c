@@ -181,7 +181,7 @@ struct cop {
 	uint32_t rooted;                /* ... and the algorithm (enum ctl_rooted_alg) */
 	int in_place;                   /* ... and the root posted CTL_COLL_IN_PLACE */
 	uint32_t red;                   /* the reductions: the type and operation (COLL flags' bits) */
-	uint32_t agree;                 /* bcast .. exscan: 1..255, its plan's tag (plan_tag) */
+	uint32_t agree;                 /* bcast .. exscan: 1..255, its plan's tag; all-to-alls: the strategy + 1 (op_tag) */
 	struct cslot *slots;            /* [g->nlocal], by slot */
 	uint8_t **sp, **rp;             /* [nlocal]: the schedule's buffers (mem; op_mem) */
 	uint64_t *slen, *rlen;
@@ -681,11 +681,11 @@ static void alg_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_
 
 /* What a piece of op says of the plan its node runs, above the root
  * (WIRE_COLL_ALG_SHIFT): the rooted kinds' algorithm + 1, the phased
- * kinds' plan tag; 0 for the others (their plans depend on nothing the
- * ranks may disagree on but sizes, which the parts' lengths check). */
+ * kinds' plan tag, the all-to-alls' strategy + 1; 0 for a barrier (its
+ * plan depends on nothing the ranks may disagree on). */
 static uint32_t op_tag(const struct cop *op)
 {
-	return ctl_coll_rooted(op->kind) ? op->rooted + 1 : ctl_coll_phased(op->kind) ? op->agree : 0;
+	return ctl_coll_rooted(op->kind) ? op->rooted + 1 : op->agree;
 }
 
 /* A piece from node `from` (UINT32_MAX: one that came before) named plan
@@ -699,6 +699,32 @@ static void tag_mismatch(struct cop *op, uint32_t from, uint32_t theirs, uint32_
 	snprintf(why, sizeof(why), "the ranks forced different algorithms or passed different counts: the nodes' "
 		 "plans differ (tag %u on %s, %u on node %u)", theirs, where, ours, coll.self);
 	cop_end(op, EINVAL, why);
+}
+
+static const char *a2a_name(uint32_t tag)
+{
+	return tag && tag <= A2A_STRATEGIES ? a2a_strategy_name((enum a2a_strategy)(tag - 1)) : "?";
+}
+
+/* ... or of op of kind k (the kind posted or named: op->kind may be 0 yet),
+ * whichever family it is. */
+static void plan_mismatch(struct cop *op, uint32_t k, uint32_t from, uint32_t theirs, uint32_t ours)
+{
+	char why[CTL_ERRTEXT_MAX + 1], where[32] = "another node";
+
+	if (ctl_coll_rooted(k)) {
+		alg_mismatch(op, from, theirs, ours);
+		return;
+	}
+	if (!ctl_coll_phased(k)) {      /* the all-to-alls */
+		if (from != UINT32_MAX)
+			snprintf(where, sizeof(where), "node %u", from);
+		snprintf(why, sizeof(why), "the ranks forced different all-to-all strategies: %s on %s, %s on node %u",
+			 a2a_name(theirs), where, a2a_name(ours), coll.self);
+		cop_end(op, EINVAL, why);
+		return;
+	}
+	tag_mismatch(op, from, theirs, ours);
 }
 
 /* --- sending --- */
@@ -943,6 +969,7 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 	}
 	if (!out) {
 		free(args);
+		op->agree = op->plan->agree;
 		return 0;       /* the group's plan serves */
 	}
 	/* (An all-to-allv's sizes are known to no node in full: every node
@@ -956,6 +983,7 @@ static int plan_alltoall(struct cop *op, struct sched_node *out)
 		plan_measure(op, s, m.pair_bytes, a2a_model_us, &m);     /* (the v form's sizes are not m's) */
 	op->alg = a2a_strategy_name(s);
 	op->plan->strat = (int)s;
+	op->agree = (uint32_t)s + 1;    /* (op_tag) */
 	ret = a2a_plan_init(&p, s, g->G);
 	if (!ret)
 		ret = a2a_sched_node(&p, &lay, g->me, args, out);
@@ -1564,12 +1592,8 @@ static void cop_start(struct cop *op)
 		cop_end(op, -ret, op->why[0] ? op->why : "cannot plan the operation");
 		return;
 	}
-	if (ctl_coll_rooted(op->kind) && op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op->rooted + 1) {
-		alg_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->rooted + 1);
-		return;
-	}
-	if (ctl_coll_phased(op->kind) && op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op->agree) {
-		tag_mismatch(op, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op->agree);
+	if (op->piece_kind && op->piece_root >> WIRE_COLL_ALG_SHIFT != op_tag(op)) {
+		plan_mismatch(op, op->kind, UINT32_MAX, op->piece_root >> WIRE_COLL_ALG_SHIFT, op_tag(op));
 		return;
 	}
 	if (!kept) {
@@ -2678,10 +2702,7 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 			return;
 		}
 		if (tag && h->root >> WIRE_COLL_ALG_SHIFT != tag) {
-			if (ctl_coll_rooted(k))
-				alg_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
-			else
-				tag_mismatch(op, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
+			plan_mismatch(op, k, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
 			return;
 		}
 	}

@@ -101,6 +101,21 @@ for p in $mm; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1;
 fails=$(grep -l "alltoall 1: .*Invalid argument\|alltoall 1: .*invalid" "$TMP"/mm.*.log 2>/dev/null | wc -l)
 expect "block sizes that disagree: the all-to-all fails on all 4 ranks ($fails), none hangs" test "$fails" = 4
 wait $mm 2>/dev/null
+# ranks 0 and 1 force direct, 2 and 3 mesh: the nodes' plans differ, and
+# every rank's all-to-all fails with EINVAL naming both strategies (not a
+# protocol error), none hangs
+ms=""
+for r in 0 1 2 3; do
+	FERRY_RUNTIME_DIR=$TMP/c_n$r bg "ms.$r.log" prog ft_coll --job ms --rank "$r" --size 4 --barriers 1 \
+		--alltoall 8 --strategy "$([ "$r" -ge 2 ] && echo mesh || echo direct)"
+	ms="$ms $LASTPID"
+done
+for p in $ms; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1; done"; done
+fails=$(grep -l "alltoall 1: invalid argument.*different all-to-all strategies: .*\(mesh\|direct\) on .*\(mesh\|direct\) on node" \
+	"$TMP"/ms.*.log 2>/dev/null | wc -l)
+expect "strategies forced differently on the nodes: the all-to-all fails with EINVAL on all 4 ranks ($fails), none hangs" \
+	test "$fails" = 4
+wait $ms 2>/dev/null
 # rank 1 splits where the others run an all-to-all of 8-byte blocks (the
 # split's exchange has that shape): a rank of another node posted another
 # kind of operation, which only the pieces' kind tells (WIRE_VERSION 10)
