@@ -1464,7 +1464,9 @@ static int plan_rs(struct cop *op, const struct a2a_layout *lay, uint32_t alg, s
 	c = op_cost(op);
 	if ((ret = rs_choose(alg ? (int)alg - 1 : -1, g->G, total * coll_type_size(a.type), &c, &p)) < 0)
 		return ret;
-	ran = alg ? (enum rs_alg)(alg - 1) : p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0];
+	/* what runs: a hybrid forced on a prime number of nodes is one
+	 * dimension's short or long (rs_choose), and its time is theirs */
+	ran = p.ndims > 1 ? RS_HYBRID : (enum rs_alg)p.alg[0];
 	op->alg = rs_alg_name(ran);
 	{
 		struct rs_model m = { .bytes = total * coll_type_size(a.type) };

@@ -38,6 +38,12 @@ expect "5 nodes, 7 ranks (2,2,1,1,1), automatic choice, counts 0, 1, 7, 1000, wi
 for s in single orth hier short long hybrid; do
 	expect "5 nodes, 7 ranks, $s forced" run_red "f$s" 7 $where7 -- --strategy "$s" --counts 0,1,7,100
 done
+# a hybrid forced on 5 nodes (prime: one dimension) runs short or long,
+# and the runtime functions time it as what it ran
+pts=$("$BUILD/ferryctl" --runtime-dir "$TMP/c_n0" costs)
+expect "the reduce_scatters on 5 nodes were timed as short or long ($(grep -c '^point reduce_scatter [a-z]* 5 ' <<<"$pts") points)" \
+	grep -q "^point reduce_scatter \(short\|long\) 5 " <<<"$pts"
+expect "... and none as hybrid, which cannot run on 5 nodes" not grep -q "^point reduce_scatter hybrid 5 " <<<"$pts"
 expect "1 M elements: allreduce, 5 nodes, 7 ranks, automatic" \
 	run_red big 7 $where7 -- --counts 1048576 --ops allreduce
 expect "every type and operation pair at 7 elements, 5 ranks on 4 of 5 nodes, not in node order" \
