@@ -639,6 +639,38 @@ static int costs_arg(const char *path, struct cost_table **t_p)
 	return 0;
 }
 
+/* Where plan alltoall's and the phased plans' common options go. */
+struct plan_common {
+	unsigned long long *nodes, *ppn, *bytes;
+	double *alpha, *beta;
+	int *json, *have_bytes;
+	struct cost_table **t;
+};
+
+/* --nodes, --ppn, --bytes, --alpha-us, --beta-ns-per-byte, --format and
+ * --costs (as 'n', 'p', 'b', 'a', 'B', 'f', 'c'): 1 if opt is one of them
+ * (a number's end in *end, for number_arg_read), 0 if not, -1 for a bad
+ * value (said). */
+static int plan_common_opt(int opt, const struct plan_common *c, char **end)
+{
+	switch (opt) {
+	case 'n': *c->nodes = strtoull(optarg, end, 10); return 1;
+	case 'p': *c->ppn = strtoull(optarg, end, 10); return 1;
+	case 'b':
+		*c->bytes = strtoull(optarg, end, 10);
+		*c->have_bytes = 1;
+		return 1;
+	case 'a': *c->alpha = strtod(optarg, end); return 1;
+	case 'B': *c->beta = strtod(optarg, end); return 1;
+	case 'f': return format_arg(optarg, c->json) < 0 ? -1 : 1;
+	case 'c':
+		free(*c->t);
+		*c->t = NULL;
+		return costs_arg(optarg, c->t) < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
 static void cand_stats(const struct sched *s, struct cand *c)
 {
 	uint64_t sends = 0;
@@ -798,6 +830,7 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 	unsigned long long nodes = 0, ppn = 1, bytes = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
 	int json = 0, have_bytes = 0, opt, n, chosen = 0;
+	const struct plan_common pc = { &nodes, &ppn, &bytes, &alpha, &beta, &json, &have_bytes, &t };
 	struct cand c[4];
 	char *end;
 
@@ -807,21 +840,11 @@ static int cmd_plan_phased(int argc, char **argv, uint32_t kind)
 		end = NULL;
 		if (!number_arg_ok(opts, opt, "npbaB"))
 			return 2;
-		switch (opt) {
-		case 'n': nodes = strtoull(optarg, &end, 10); break;
-		case 'p': ppn = strtoull(optarg, &end, 10); break;
-		case 'b': bytes = strtoull(optarg, &end, 10); have_bytes = 1; break;
-		case 'a': alpha = strtod(optarg, &end); break;
-		case 'B': beta = strtod(optarg, &end); break;
-		case 'f':
-			if (format_arg(optarg, &json) < 0)
-				return 2;
-			break;
-		case 'c':
+		if ((n = plan_common_opt(opt, &pc, &end)) < 0) {
 			free(t);
-			if (costs_arg(optarg, &t) < 0)
-				return 2;
-			break;
+			return 2;
+		}
+		if (!n) switch (opt) {
 		case 'l': {
 			uint32_t d[ROUTE_MAX_DIMS], k = 0;
 
@@ -906,7 +929,8 @@ static int cmd_plan(int argc, char **argv)
 	uint32_t dims[ROUTE_MAX_DIMS], ndims = 0;
 	unsigned long long nodes = 0, ppn = 1, bytes = 0, degree = 0;
 	double alpha = PLAN_ALPHA_US, beta = PLAN_BETA_NS_PER_BYTE;
-	int json = 0, have_bytes = 0, have_degree = 0, opt;
+	int json = 0, have_bytes = 0, have_degree = 0, opt, ret;
+	const struct plan_common pc = { &nodes, &ppn, &bytes, &alpha, &beta, &json, &have_bytes, &t };
 	struct a2a_stats st[A2A_STRATEGIES];
 	struct a2a_plan pl[A2A_STRATEGIES];
 	double us[A2A_STRATEGIES];
@@ -931,27 +955,17 @@ static int cmd_plan(int argc, char **argv)
 		end = NULL;     /* (set by the numbers' strto*) */
 		if (!number_arg_ok(opts, opt, "npbDaB"))
 			return 2;
-		switch (opt) {
-		case 'n': nodes = strtoull(optarg, &end, 10); break;
+		if ((ret = plan_common_opt(opt, &pc, &end)) < 0) {
+			free(t);
+			return 2;
+		}
+		if (!ret) switch (opt) {
 		case 'd':
 			if (dims_arg("plan", optarg, &ndims, dims) < 0)
 				return 2;
 			break;
 		case 't': case 'm': case 'g': break;    /* (the strategies run on any topology) */
-		case 'p': ppn = strtoull(optarg, &end, 10); break;
-		case 'b': bytes = strtoull(optarg, &end, 10); have_bytes = 1; break;
 		case 'D': degree = strtoull(optarg, &end, 10); have_degree = 1; break;
-		case 'a': alpha = strtod(optarg, &end); break;
-		case 'B': beta = strtod(optarg, &end); break;
-		case 'f':
-			if (format_arg(optarg, &json) < 0)
-				return 2;
-			break;
-		case 'c':
-			free(t);
-			if (costs_arg(optarg, &t) < 0)
-				return 2;
-			break;
 		default: return 2;
 		}
 		if (!number_arg_read(opts, opt, end))
@@ -998,8 +1012,6 @@ static int cmd_plan(int argc, char **argv)
 	 * ranks, combined. */
 	pair = bytes * ppn * ppn;
 	for (int s = 0; s < A2A_STRATEGIES; s++) {
-		int ret;
-
 		if (a2a_plan_init(&pl[s], s, (uint32_t)nodes) < 0 ||
 		    (ret = a2a_stats(&pl[s], (uint32_t)degree, pair, &st[s])) < 0) {
 			fprintf(stderr, "ferryctl plan alltoall: out of memory\n");
