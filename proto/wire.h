@@ -57,8 +57,10 @@
  *     pieces that come before their operation starts); WIRE_FRAME_ACK_LAZY.
  * 15: GO's tail (struct wire_ctl_go_tail): the forced algorithm of every
  *     family of collectives, and the home's runtime functions;
- *     wire_ctl_step.coll is reserved. */
-#define WIRE_VERSION    15
+ *     wire_ctl_step.coll is reserved.
+ * 16: an all-to-all's pieces carry its strategy + 1 above the root
+ *     (proto/coll.h, wire_coll_piece.root), where they carried 0. */
+#define WIRE_VERSION    16
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12

@@ -1253,9 +1253,6 @@ static void early_replay(struct cop *op)
 	early_deliver(op, &coll.budget);
 }
 
-/* 1 if a group may lend kind's plan to its next operation of the same
- * kind, count and strategy: its steps depend on nothing else (not counts
- * per rank, a root, a type or an operation). */
 /* Whether the plans of operations of this kind are kept (COLL_PLANS):
  * not when the ranks' counts are their own (an all-to-allv, an allgatherv,
  * a reduce_scatter), nor for the rooted ones, whose steps depend on the
