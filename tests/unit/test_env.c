@@ -1,0 +1,168 @@
+/* tests/unit/test_env.c - the job name, rank and size ferry_open takes from
+ * a launcher's environment (client/conn.c), in the environments that srun,
+ * sbatch, salloc and mpirun make: the variables as tests/launch/ saw them
+ * under Slurm 22.05 and Open MPI 4.1 (README, "Launching"). */
+#define UNIT "env"
+#include "check.h"
+#include "../../client/conn.c"
+#include "../../client/recv.c"
+#include "../../client/send.c"
+#include "../../client/poll.c"
+#include "../../client/coll.c"      /* conn.c hands COLL_DONE to it */
+#include "../../client/mem.c"
+
+#include <stdlib.h>
+
+static const char *const all_vars[] = {
+	"FERRY_JOB", "FERRY_RANK", "FERRY_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID",
+	"SLURM_NTASKS", "SLURM_LOCALID", "SLURM_HET_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	"PMIX_RANK", "PMIX_NAMESPACE", NULL,
+};
+
+/* env("A=1", "B=2", NULL): exactly these of all_vars set. */
+static void env(const char *first, ...)
+{
+	va_list ap;
+
+	for (int i = 0; all_vars[i]; i++)
+		unsetenv(all_vars[i]);
+	va_start(ap, first);
+	for (const char *kv = first; kv; kv = va_arg(ap, const char *))
+		putenv((char *)kv);
+	va_end(ap);
+}
+
+static int rank, size;
+static char job[64];
+
+/* ranks: conn_ranks_from_env's result; job: conn_job_from_env's. */
+static int ranks(void)
+{
+	rank = size = -1;
+	return conn_ranks_from_env(&rank, &size);
+}
+
+static int name(void)
+{
+	strcpy(job, "?");
+	return conn_job_from_env(job, sizeof(job));
+}
+
+TEST(srun_step)
+{
+	env("SLURM_JOB_ID=7", "SLURM_STEP_ID=2", "SLURM_PROCID=3", "SLURM_NTASKS=8", "SLURM_LOCALID=1", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 3);
+	CHECK_EQ(size, 8);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "slurm-7.2") == 0);
+}
+
+/* srun's heterogeneous steps (srun A : B): one job id, job-wide ranks. */
+TEST(srun_heterogeneous_step)
+{
+	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=2", "SLURM_NTASKS=3", "SLURM_HET_SIZE=2", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 2);
+	CHECK_EQ(size, 3);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "slurm-1.0") == 0);
+}
+
+/* The batch script (and salloc's shell) has SLURM_PROCID 0 and the
+ * allocation's SLURM_NTASKS but no step: it is not rank 0 of that many,
+ * and not step 0 (whose ranks would have it as a rank twice). */
+TEST(batch_script_is_no_step)
+{
+	env("SLURM_JOB_ID=3", "SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK(strstr(ferry_last_error(), "srun") != NULL);
+	CHECK_EQ(name(), -EINVAL);
+	CHECK(strstr(ferry_last_error(), "SLURM_STEP_ID") != NULL);
+	/* Slurm's special steps (here the batch step, 0xfffffffb) neither */
+	env("SLURM_JOB_ID=3", "SLURM_STEP_ID=4294967291", "SLURM_PROCID=0", "SLURM_NTASKS=4", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK_EQ(name(), -EINVAL);
+	/* what the user says still goes */
+	env("SLURM_JOB_ID=3", "SLURM_PROCID=0", "SLURM_NTASKS=4", "FERRY_JOB=mine", "FERRY_RANK=1",
+	    "FERRY_SIZE=2", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 1);
+	CHECK_EQ(size, 2);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "mine") == 0);
+}
+
+/* mpirun in an allocation starts its daemons with srun: its ranks inherit
+ * that step's variables, which count daemons, not ranks. */
+TEST(mpirun_inside_slurm)
+{
+	env("SLURM_JOB_ID=9", "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=3", "OMPI_COMM_WORLD_RANK=5",
+	    "OMPI_COMM_WORLD_SIZE=8", "PMIX_RANK=5", "PMIX_NAMESPACE=prterun-node00-123@1", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 5);
+	CHECK_EQ(size, 8);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "prterun-node00-123@1") == 0);
+}
+
+TEST(mpirun)
+{
+	env("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "PMIX_RANK=0", "PMIX_NAMESPACE=1234@1", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 0);
+	CHECK_EQ(size, 1);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "1234@1") == 0);
+}
+
+/* srun --mpi=pmix: PMIx's variables beside Slurm's (PMIx has no size in the
+ * environment); one name for every rank either way. */
+TEST(srun_pmix)
+{
+	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=2", "PMIX_RANK=1",
+	    "PMIX_NAMESPACE=slurm.pmix.1.0", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 1);
+	CHECK_EQ(size, 2);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "slurm-1.0") == 0);
+}
+
+TEST(ferry_variables_win)
+{
+	env("FERRY_JOB=j", "FERRY_RANK=1", "FERRY_SIZE=4", "SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=0",
+	    "SLURM_NTASKS=2", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "PMIX_NAMESPACE=x", NULL);
+	CHECK_EQ(ranks(), 0);
+	CHECK_EQ(rank, 1);
+	CHECK_EQ(size, 4);
+	CHECK_EQ(name(), 0);
+	CHECK(strcmp(job, "j") == 0);
+}
+
+TEST(nothing_or_nonsense)
+{
+	env(NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK(strstr(ferry_last_error(), "FERRY_RANK") != NULL);
+	CHECK_EQ(name(), -EINVAL);
+	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=x", "SLURM_NTASKS=2", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK(strstr(ferry_last_error(), "not a number") != NULL);
+	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=x", "SLURM_PROCID=0", "SLURM_NTASKS=2", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK_EQ(name(), -EINVAL);
+}
+
+int main(void)
+{
+	RUN(srun_step);
+	RUN(srun_heterogeneous_step);
+	RUN(batch_script_is_no_step);
+	RUN(mpirun_inside_slurm);
+	RUN(mpirun);
+	RUN(srun_pmix);
+	RUN(ferry_variables_win);
+	RUN(nothing_or_nonsense);
+	return check_done();
+}
