@@ -4,6 +4,9 @@
 #   packaging/deps.sh            build + test dependencies
 #   packaging/deps.sh bench      also what `make bench` needs (Open MPI, gnuplot, valgrind)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
+#   packaging/deps.sh launch     also what `make check-launch` needs (Slurm, munge, Open MPI);
+#                                their services are not started (policy-rc.d during the install):
+#                                the tests start their own with their own state directories
 set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
@@ -13,7 +16,8 @@ for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
-	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma)" >&2; exit 2 ;;
+	launch) pkgs="$pkgs slurm-wlm munge openmpi-bin" ;;
+	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch)" >&2; exit 2 ;;
 	esac
 done
 
@@ -34,6 +38,20 @@ else
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packages with daemons (slurmd, slurmctld, munge) would start them: a
+# policy-rc.d that refuses every start (101) stands in place of the
+# machine's own during the install (invoke-rc.d and deb-systemd-invoke ask
+# it), and the machine's own, if any, is put back afterwards.
+policy=/usr/sbin/policy-rc.d
+$sudo mv "$policy" "$policy.ferry-saved" 2>/dev/null || true
+restore() {
+	$sudo rm -f "$policy"
+	$sudo mv "$policy.ferry-saved" "$policy" 2>/dev/null || true
+}
+trap restore EXIT
+trap 'exit 130' INT TERM
+printf '#!/bin/sh\n# packaging/deps.sh: no service starts during the install\nexit 101\n' | $sudo tee "$policy" >/dev/null
+$sudo chmod 755 "$policy"
 # A fresh machine may have stale or no package lists.
 $sudo apt-get update -qq >/dev/null || $sudo apt-get update
 # shellcheck disable=SC2086
