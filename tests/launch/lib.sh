@@ -224,3 +224,29 @@ all_jobs_here() {
 	local k
 	for ((k = 0; k < $2; k++)); do [ "$(jobs_here "$1" "$k")" = "$3" ] || return 1; done
 }
+
+# --- Open MPI ---------------------------------------------------------------
+
+# mpi_agent N: writes $TMP/agent, mpirun's launch agent (plm_rsh_agent) for
+# the N nodes: "AGENT HOST COMMAND..." runs COMMAND on node HOST (nodeKK),
+# in its namespaces, as ssh would run it there.
+mpi_agent() {
+	local k
+	{
+		echo '#!/bin/bash'
+		echo 'h=$1; shift'
+		echo 'case $h in'
+		for ((k = 0; k < $1; k++)); do echo "$(node_name "$k")) pid=$(eval "echo \$HOLD_n$k") ;;"; done
+		echo '*) echo "agent: no node $h" >&2; exit 1 ;;'
+		echo 'esac'
+		echo 'exec nsenter -t "$pid" -n -u -m -- bash -c "$*"'
+	} >"$TMP/agent"
+	chmod +x "$TMP/agent"
+}
+
+# Open MPI as the tests run it: as root (its refusal off), over the nodes'
+# switch ("sw"), its session directories in each node's own /run (the
+# nodes share /tmp, and orteds sharing one remove it under each other's
+# feet), nothing bound to cores.
+MPI_ENV=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR=/run
+	OMPI_MCA_oob_tcp_if_include=sw OMPI_MCA_btl_tcp_if_include=sw OMPI_MCA_hwloc_base_binding_policy=none)

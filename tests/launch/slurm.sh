@@ -101,6 +101,27 @@ expect "the batch script itself (no job step) is refused at once: 'start the ran
 	grep -q 'without a job step.*srun' "$TMP/batch.direct"
 expect "(exit 1)" grep -q 'direct exit 1' "$TMP/batch.direct"
 
+# mpirun in a batch script: Open MPI starts its orteds with srun (a step
+# of their own, whose SLURM_PROCID and SLURM_NTASKS count orteds), and
+# they start the ranks: Open MPI's variables must win over Slurm's.
+if command -v mpirun >/dev/null; then
+	cat >"$TMP/mpi.sh" <<-EOF
+	#!/bin/bash
+	${MPI_ENV[*]} mpirun -np 8 '$P' >'$TMP/mpi.log' 2>&1
+	echo "mpirun exit \$?" >>'$TMP/mpi.log'
+	EOF
+	chmod +x "$TMP/mpi.sh"
+	mj=$(on login sbatch --parsable -N4 -n8 --ntasks-per-node=2 -o "$TMP/mpi.out" "$TMP/mpi.sh")
+	wait_for_long "grep -qs 'mpirun exit' '$TMP/mpi.log'" 90
+	expect "sbatch $mj running mpirun -np 8: ranks from Open MPI's variables, not the orteds' srun step" \
+		grep -q 'mpirun exit 0' "$TMP/mpi.log"
+	expect "(every rank on its node, every check passed)" placed "$TMP/mpi.log" 8 2 || sed 's/^/#   /' "$TMP/mpi.log"
+	expect "(the ranks saw the orteds' step: SLURM_PROCID of 3 orteds)" \
+		grep -q "^rank 7 launcher SLURM_JOB_ID=$mj SLURM_STEP_ID=0 SLURM_PROCID=2 " "$TMP/mpi.log"
+else
+	echo "ok - $TEST: mpirun in a batch script # SKIP Open MPI not installed (packaging/deps.sh launch)"
+fi
+
 # scancel in the middle of an all-to-all: the daemons drop the job and
 # come back to where they were.
 expect "every daemon idle, open files at the baseline ($fds0) before the cancel" \

@@ -4,13 +4,14 @@
  *
  *   ft_launch [--items K] [--steps S] [--hold-file PATH]
  *
- * ferry_open with FERRY_BLOCKING and nothing else: job name, rank and size from the launcher's
- * variables, the daemon at the default runtime directory (or
- * FERRY_RUNTIME_DIR).  Prints "rank R size P node N host H local L/C"
+ * ferry_open with FERRY_BLOCKING and nothing else: job name, rank and size
+ * from the launcher's variables, the daemon at the default runtime
+ * directory (or FERRY_RUNTIME_DIR).  Prints "rank R size P node N host H local L/C"
  * (N: ferry_node_of this rank; L: this rank's index among the ranks on its
  * node, C how many there are, from ferry_local_ranks; the job's name is in
- * ferryctl status), then runs S steps (default 2)
- * in which every rank sends K items (default 50) to every rank, itself
+ * ferryctl status) and "rank R launcher VAR=VALUE..." (the launchers'
+ * variables it found, "-" for unset ones), then runs S steps (default 2) in
+ * which every rank sends K items (default 50) to every rank, itself
  * included, ends the step (ferry_done, ferry_step_wait) and checks that
  * exactly those items arrived, intact and in order per sender; then an
  * allreduce (the sum of rank + 1 over the job), an all-to-all of one 8-byte
@@ -24,6 +25,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <unistd.h>
+
+static const char *env_or(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? v : "-";
+}
 
 static int fail(int rank, const char *what, int err)
 {
@@ -145,6 +153,8 @@ int main(int argc, char **argv)
 			idx = i;
 	printf("rank %d size %d node %d host %s local %d/%d\n", me, ferry_size(f),
 	       ferry_node_of(f, (uint32_t)me), host, idx, nlocal);
+	printf("rank %d launcher SLURM_JOB_ID=%s SLURM_STEP_ID=%s SLURM_PROCID=%s PMIX_NAMESPACE=%s\n", me,
+	       env_or("SLURM_JOB_ID"), env_or("SLURM_STEP_ID"), env_or("SLURM_PROCID"), env_or("PMIX_NAMESPACE"));
 	fflush(stdout);
 	seq_out = calloc((size_t)ferry_size(f), sizeof(*seq_out));
 	seq_in = calloc((size_t)ferry_size(f), sizeof(*seq_in));
