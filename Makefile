@@ -4,6 +4,9 @@
 #   make check      install missing Debian packages, build, run the test suite
 #                   (plain build, then ASan+UBSan build; clang must compile it
 #                   too), print "N passed, N failed" (", N skipped" if any)
+#   make check-launch  jobs started by a real Slurm (srun, sbatch, salloc) and by
+#                   Open MPI's mpirun on local nodes of namespaces (root; installs
+#                   Slurm, munge, Open MPI), both builds, the same summary line
 #   make demo       install missing packages, build, run a local demonstration
 #   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
@@ -97,7 +100,7 @@ BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 
 
-.PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
+.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install uninstall fuzz clean tests bench soak \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -356,6 +359,18 @@ check-rdma:
 	s=$$(grep -acE '^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]' build/rdma.log); \
 	p=$$(($$(grep -ac '^ok - ' build/rdma.log) - s)); f=$$(grep -ac '^not ok - ' build/rdma.log); \
 	echo "$$p passed, $$f failed$$([ $$s -gt 0 ] && echo ", $$s skipped")"; exit $$rc
+
+# Jobs as cluster users start them (tests/launch/): a local Slurm (slurmctld,
+# a slurmd per node, munge) and Open MPI's mpirun on four nodes of
+# namespaces, a ferryd on each; on both builds.  Not in make check: it needs
+# Slurm's, munge's and Open MPI's packages, and with them it would add about
+# two minutes to make check's budget (README, "Tests").  The summary line is
+# tests/run.sh's.
+check-launch:
+	@packaging/deps.sh launch
+	@$(MAKE) --no-print-directory -s all $(PROGS)
+	@$(MAKE) --no-print-directory -s SAN=1 all $(patsubst $(BUILD)/%,build/san/%,$(PROGS))
+	@LAUNCH=1 tests/run.sh $(BUILD) build/san
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
