@@ -18,10 +18,11 @@ t_ok "slurmctld and four slurmds up (munge, own state), every node idle"
 for k in 0 1 2 3; do wait_for "[ \"\$(sessions ${CL}_n$k)\" = 0 ]"; done
 fds0=$(daemon_fds $CL 4)
 
-# srun_to LOG ARGS...: srun in the login namespace, output to $TMP/LOG;
-# srun_ok LOG ARGS...: that, and the 8 ranks of ft_launch, 2 per node,
-# passed (placed).
-srun_to() { local log=$1; shift; on login timeout 120 srun "$@" >"$TMP/$log" 2>&1; }
+# srun_to LOG ARGS...: srun in the login namespace, output to $TMP/LOG
+# (waited for with wait, which a signal to the test interrupts: its cleanup
+# is not held up behind the job); srun_ok LOG ARGS...: that, and the 8
+# ranks of ft_launch, 2 per node, passed (placed).
+srun_to() { local log=$1; shift; on login timeout 120 srun "$@" >"$TMP/$log" 2>&1 & wait $!; }
 srun_ok() {
 	srun_to "$@" && placed "$TMP/$1" 8 2 && return 0
 	sed 's/^/#   /' "$TMP/$1"
