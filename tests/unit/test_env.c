@@ -48,25 +48,26 @@ static int name(void)
 	return conn_job_from_env(job, sizeof(job));
 }
 
+/* FOUND(R, P, NAME): the environment gives rank R, size P and job NAME. */
+#define FOUND(r, p, n) do {                                                      \
+	CHECK_EQ(ranks(), 0);                                                    \
+	CHECK_EQ(rank, r);                                                       \
+	CHECK_EQ(size, p);                                                       \
+	CHECK_EQ(name(), 0);                                                     \
+	CHECK(strcmp(job, n) == 0);                                              \
+} while (0)
+
 TEST(srun_step)
 {
 	env("SLURM_JOB_ID=7", "SLURM_STEP_ID=2", "SLURM_PROCID=3", "SLURM_NTASKS=8", "SLURM_LOCALID=1", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 3);
-	CHECK_EQ(size, 8);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "slurm-7.2") == 0);
+	FOUND(3, 8, "slurm-7.2");
 }
 
 /* srun's heterogeneous steps (srun A : B): one job id, job-wide ranks. */
 TEST(srun_heterogeneous_step)
 {
 	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=2", "SLURM_NTASKS=3", "SLURM_HET_SIZE=2", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 2);
-	CHECK_EQ(size, 3);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "slurm-1.0") == 0);
+	FOUND(2, 3, "slurm-1.0");
 }
 
 /* The batch script (and salloc's shell) has SLURM_PROCID 0 and the
@@ -86,11 +87,7 @@ TEST(batch_script_is_no_step)
 	/* what the user says still goes */
 	env("SLURM_JOB_ID=3", "SLURM_PROCID=0", "SLURM_NTASKS=4", "FERRY_JOB=mine", "FERRY_RANK=1",
 	    "FERRY_SIZE=2", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 1);
-	CHECK_EQ(size, 2);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "mine") == 0);
+	FOUND(1, 2, "mine");
 }
 
 /* mpirun in an allocation starts its daemons with srun: its ranks inherit
@@ -99,21 +96,13 @@ TEST(mpirun_inside_slurm)
 {
 	env("SLURM_JOB_ID=9", "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=3", "OMPI_COMM_WORLD_RANK=5",
 	    "OMPI_COMM_WORLD_SIZE=8", "PMIX_RANK=5", "PMIX_NAMESPACE=prterun-node00-123@1", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 5);
-	CHECK_EQ(size, 8);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "prterun-node00-123@1") == 0);
+	FOUND(5, 8, "prterun-node00-123@1");
 }
 
 TEST(mpirun)
 {
 	env("OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "PMIX_RANK=0", "PMIX_NAMESPACE=1234@1", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 0);
-	CHECK_EQ(size, 1);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "1234@1") == 0);
+	FOUND(0, 1, "1234@1");
 }
 
 /* srun --mpi=pmix: PMIx's variables beside Slurm's (PMIx has no size in the
@@ -122,22 +111,14 @@ TEST(srun_pmix)
 {
 	env("SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=2", "PMIX_RANK=1",
 	    "PMIX_NAMESPACE=slurm.pmix.1.0", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 1);
-	CHECK_EQ(size, 2);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "slurm-1.0") == 0);
+	FOUND(1, 2, "slurm-1.0");
 }
 
 TEST(ferry_variables_win)
 {
 	env("FERRY_JOB=j", "FERRY_RANK=1", "FERRY_SIZE=4", "SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=0",
 	    "SLURM_NTASKS=2", "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "PMIX_NAMESPACE=x", NULL);
-	CHECK_EQ(ranks(), 0);
-	CHECK_EQ(rank, 1);
-	CHECK_EQ(size, 4);
-	CHECK_EQ(name(), 0);
-	CHECK(strcmp(job, "j") == 0);
+	FOUND(1, 4, "j");
 }
 
 TEST(nothing_or_nonsense)
