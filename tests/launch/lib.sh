@@ -175,10 +175,11 @@ slurm_cluster() {
 	echo "PMIxCliTmpDirBase=/run" >"$s/mpi.conf"
 	export SLURM_CONF=$s/slurm.conf
 	on login true || return 1
-	bg slurmctld.out on login slurmctld -D -i -f "$SLURM_CONF"
-	SLURMCTLD=$LASTPID
+	# (nsenter itself, not the function on, so that the pid the cleanup
+	# signals is the daemon's: it shuts down as it would on a node)
+	bg slurmctld.out nsenter -t "$HOLD_login" -n -u -m -- slurmctld -D -i -f "$SLURM_CONF"
 	for k in $(seq 0 $((n - 1))); do
-		bg "slurmd$k.out" on "n$k" slurmd -D -f "$SLURM_CONF"
+		bg "slurmd$k.out" nsenter -t "$(eval "echo \$HOLD_n$k")" -n -u -m -- slurmd -D -f "$SLURM_CONF"
 	done
 	if ! wait_for_long "[ \"\$(on login sinfo -h -o '%T %D' 2>/dev/null)\" = 'idle $n' ]" 60; then
 		echo "# slurm did not come up:"

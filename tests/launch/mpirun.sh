@@ -21,7 +21,9 @@ fds0=$(daemon_fds $CL 4)
 mpirun_to() {
 	local log=$1; shift
 	on n0 timeout 120 "${MPI_ENV[@]}" mpirun -np 8 --host node00:2,node01:2,node02:2,node03:2 \
-		--mca plm_rsh_agent "$TMP/agent" "$@" >"$TMP/$log" 2>&1 & wait $!
+		--mca plm_rsh_agent "$TMP/agent" "$@" >"$TMP/$log" 2>&1 &
+	PIDS+=("$!")
+	wait $!
 }
 
 # ns LOG: the PMIx namespace every rank of the job in LOG saw (one name),

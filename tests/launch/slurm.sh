@@ -22,7 +22,13 @@ fds0=$(daemon_fds $CL 4)
 # (waited for with wait, which a signal to the test interrupts: its cleanup
 # is not held up behind the job); srun_ok LOG ARGS...: that, and the 8
 # ranks of ft_launch, 2 per node, passed (placed).
-srun_to() { local log=$1; shift; on login timeout 120 srun "$@" >"$TMP/$log" 2>&1 & wait $!; }
+srun_to() {
+	local log=$1
+	shift
+	on login timeout 120 srun "$@" >"$TMP/$log" 2>&1 &
+	PIDS+=("$!")
+	wait $!
+}
 srun_ok() {
 	srun_to "$@" && placed "$TMP/$1" 8 2 && return 0
 	sed 's/^/#   /' "$TMP/$1"
