@@ -18,6 +18,16 @@ t_ok "slurmctld and four slurmds up (munge, own state), every node idle"
 for k in 0 1 2 3; do wait_for "[ \"\$(sessions ${CL}_n$k)\" = 0 ]"; done
 fds0=$(daemon_fds $CL 4)
 
+# localids LOG: in every rank's eyes, Slurm's SLURM_LOCALID is ferry's
+# index of the rank among its node's ranks (ferry_local_ranks).
+localids() {
+	local r l
+	for r in $(seq 0 7); do
+		l=$(sed -n "s|^rank $r size .* local \([0-9]*\)/.*|\1|p" "$1")
+		grep -q "^rank $r launcher .* SLURM_LOCALID=$l " "$1" || { echo "# rank $r: SLURM_LOCALID is not $l"; return 1; }
+	done
+}
+
 # srun_to LOG ARGS...: srun in the login namespace, output to $TMP/LOG
 # (waited for with wait, which a signal to the test interrupts: its cleanup
 # is not held up behind the job); srun_ok LOG ARGS...: that, and the 8
@@ -30,7 +40,7 @@ srun_to() {
 	wait $!
 }
 srun_ok() {
-	srun_to "$@" && placed "$TMP/$1" 8 2 && return 0
+	srun_to "$@" && placed "$TMP/$1" 8 2 && localids "$TMP/$1" && return 0
 	sed 's/^/#   /' "$TMP/$1"
 	return 1
 }
@@ -123,8 +133,8 @@ if command -v mpirun >/dev/null; then
 	expect "sbatch $mj running mpirun -np 8: ranks from Open MPI's variables, not the orteds' srun step" \
 		grep -q 'mpirun exit 0' "$TMP/mpi.log"
 	expect "(every rank on its node, every check passed)" placed "$TMP/mpi.log" 8 2 || sed 's/^/#   /' "$TMP/mpi.log"
-	expect "(the ranks saw the orteds' step: SLURM_PROCID of 3 orteds)" \
-		grep -q "^rank 7 launcher SLURM_JOB_ID=$mj SLURM_STEP_ID=0 SLURM_PROCID=2 " "$TMP/mpi.log"
+	expect "(the ranks saw the orteds' step: rank 7 has its orted's SLURM_PROCID 2 of 3 and SLURM_LOCALID 0)" \
+		grep -q "^rank 7 launcher SLURM_JOB_ID=$mj SLURM_STEP_ID=0 SLURM_PROCID=2 SLURM_LOCALID=0 " "$TMP/mpi.log"
 else
 	echo "ok - $TEST: mpirun in a batch script # SKIP Open MPI not installed (packaging/deps.sh launch)"
 fi

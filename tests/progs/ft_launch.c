@@ -153,8 +153,9 @@ int main(int argc, char **argv)
 			idx = i;
 	printf("rank %d size %d node %d host %s local %d/%d\n", me, ferry_size(f),
 	       ferry_node_of(f, (uint32_t)me), host, idx, nlocal);
-	printf("rank %d launcher SLURM_JOB_ID=%s SLURM_STEP_ID=%s SLURM_PROCID=%s PMIX_NAMESPACE=%s\n", me,
-	       env_or("SLURM_JOB_ID"), env_or("SLURM_STEP_ID"), env_or("SLURM_PROCID"), env_or("PMIX_NAMESPACE"));
+	printf("rank %d launcher SLURM_JOB_ID=%s SLURM_STEP_ID=%s SLURM_PROCID=%s SLURM_LOCALID=%s PMIX_NAMESPACE=%s\n",
+	       me, env_or("SLURM_JOB_ID"), env_or("SLURM_STEP_ID"), env_or("SLURM_PROCID"), env_or("SLURM_LOCALID"),
+	       env_or("PMIX_NAMESPACE"));
 	fflush(stdout);
 	seq_out = calloc((size_t)ferry_size(f), sizeof(*seq_out));
 	seq_in = calloc((size_t)ferry_size(f), sizeof(*seq_in));
