@@ -362,10 +362,10 @@ check-rdma:
 
 # Jobs as cluster users start them (tests/launch/): a local Slurm (slurmctld,
 # a slurmd per node, munge) and Open MPI's mpirun on four nodes of
-# namespaces, a ferryd on each; on both builds.  Not in make check: it needs
-# Slurm's, munge's and Open MPI's packages, and with them it would add about
-# two minutes to make check's budget (README, "Tests").  The summary line is
-# tests/run.sh's.
+# namespaces, a ferryd on each; on both builds (80-90 s).  Not in make
+# check: it needs Slurm's, munge's and Open MPI's packages, and with their
+# install it would add more than the two minutes make check's budget leaves
+# (README, "Tests").  The summary line is tests/run.sh's.
 check-launch:
 	@packaging/deps.sh launch
 	@$(MAKE) --no-print-directory -s all $(PROGS)
