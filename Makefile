@@ -97,6 +97,11 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
+APPS_FERRY  := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/ferry_*.c))
+APPS_MPI    := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/mpi_*.c))
+# make check builds the MPI apps where Open MPI is installed (its test runs
+# them then, and says SKIP otherwise).
+HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 
 
@@ -283,7 +288,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
-tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW)
+tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(APPS_FERRY) $(if $(HAVE_MPICC),$(APPS_MPI))
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -320,6 +325,16 @@ $(BUILD)/bench/raw_%: tests/bench/raw_%.c proto/ring.c proto/ring.h
 $(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libsodium)
+
+# The applications (tests/apps/, README "Applications"): ferry's and the
+# MPI versions.
+$(BUILD)/apps/ferry_%: tests/apps/ferry_%.c $(LIBSO) tests/apps/app.h tests/apps/fapp.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+$(BUILD)/apps/mpi_%: tests/apps/mpi_%.c tests/apps/app.h
+	@mkdir -p $(@D)
+	mpicc -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 # make bench runs every family (BENCH_FAMILIES, above) in turn into one
 # directory and one summary; make bench-FAMILY runs one

@@ -2,7 +2,8 @@
 # Installs the Debian packages ferry needs to build and test, if any are missing.
 # Idempotent: when everything is present it only checks and exits 0.
 #   packaging/deps.sh            build + test dependencies
-#   packaging/deps.sh bench      also what `make bench` needs (Open MPI, gnuplot, valgrind)
+#   packaging/deps.sh bench      also what `make bench` and `make apps` need (Open MPI,
+#                                gnuplot, valgrind, and Debian's hpcc for RandomAccess)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
 #   packaging/deps.sh launch     also what `make check-launch` needs (Slurm, munge, Open MPI);
 #                                their services are not started (policy-rc.d during the install):
@@ -14,7 +15,7 @@ pkgs="make gcc clang libclang-rt-14-dev pkg-config
       iproute2 util-linux procps psmisc systemd strace jq"
 for extra in "$@"; do
 	case "$extra" in
-	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind" ;;
+	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind hpcc" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	launch) pkgs="$pkgs slurm-wlm munge openmpi-bin" ;;
 	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch)" >&2; exit 2 ;;
