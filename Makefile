@@ -105,7 +105,7 @@ HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 
 
-.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install uninstall fuzz clean tests bench soak \
+.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install uninstall fuzz clean tests bench soak apps \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -335,6 +335,15 @@ $(BUILD)/apps/ferry_%: tests/apps/ferry_%.c $(LIBSO) tests/apps/app.h tests/apps
 $(BUILD)/apps/mpi_%: tests/apps/mpi_%.c tests/apps/app.h
 	@mkdir -p $(@D)
 	mpicc -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+# make apps: every application and its comparators (tests/apps/run.sh), one
+# line per measurement; APPS_QUICK=1 for the one-minute subset.  Results in
+# build/apps-out/<time>/ (apps.csv, hpcc's output files).
+APPS_OUT    := $(or $(APPS_OUT),build/apps-out/$(shell date -u +%Y%m%d-%H%M%S))
+apps:
+	@packaging/deps.sh bench
+	@$(MAKE) --no-print-directory -s all $(APPS_FERRY) $(APPS_MPI)
+	@tests/apps/run.sh $(BUILD) $(APPS_OUT) $(if $(APPS_QUICK),quick)
 
 # make bench runs every family (BENCH_FAMILIES, above) in turn into one
 # directory and one summary; make bench-FAMILY runs one

@@ -261,6 +261,132 @@ static int ig(uint64_t N, uint64_t T, double *secs_p)
 	return sum_u64(wrong) == 0;
 }
 
+struct dart {
+	uint32_t slot, elem;
+};
+
+/* bale randperm by dart throwing, as ferry_permute.c: rounds of throws and
+ * rejections, then the occupied slots in order (MPI_Exscan) sent to the
+ * positions' ranks; verified by sending every element home. */
+static int permute(uint64_t N, double *secs_p)
+{
+	uint64_t M = 2 * N, s = bale_seed((uint32_t)me, BALE_DARTS), nleft = N, hits = 0, first = 0, bad = 0, k;
+	uint32_t *slot = malloc(M * sizeof(uint32_t)), *perm = malloc(N * sizeof(uint32_t));
+	uint32_t *left = malloc(N * sizeof(uint32_t));
+	struct dart *darts = malloc(M * sizeof(*darts)), *sbuf = malloc(M * sizeof(*sbuf)), *rej = NULL;
+	int *dst = malloc(M * sizeof(int)), *rdst = NULL;
+	uint8_t *seen = calloc(N, 1);
+	void *rbuf = NULL;
+	size_t rcap = 0, r, caprej = 0;
+	double t0;
+
+	if (!slot || !perm || !left || !darts || !sbuf || !dst || !seen)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	for (uint64_t i = 0; i < M; i++)
+		slot[i] = UINT32_MAX;
+	for (uint64_t i = 0; i < N; i++) {
+		perm[i] = UINT32_MAX;
+		left[i] = (uint32_t)((uint64_t)me * N + i);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (;;) {
+		uint64_t all, nrej = 0;
+
+		for (uint64_t i = 0; i < nleft; i++) {
+			uint64_t t = bale_index(&s, M * (uint64_t)P);
+
+			darts[i] = (struct dart){ (uint32_t)(t % M), left[i] };
+			dst[i] = (int)(t / M);
+		}
+		bucket(darts, dst, nleft, sizeof(*darts), sbuf);
+		r = exchange(sbuf, sizeof(*sbuf), &rbuf, &rcap);
+		/* the owner keeps a dart if its slot is free, else rejects it */
+		for (int q = 0; q < P; q++)
+			for (int j = 0; j < rcnt[q]; j++) {
+				struct dart d = ((struct dart *)rbuf)[rdsp[q] + j];
+
+				if (d.slot >= M)
+					MPI_Abort(MPI_COMM_WORLD, 1);
+				if (slot[d.slot] == UINT32_MAX) {
+					slot[d.slot] = d.elem;
+					continue;
+				}
+				if (nrej == caprej) {
+					caprej = caprej ? 2 * caprej : 4096;
+					rej = realloc(rej, caprej * sizeof(*rej));
+					rdst = realloc(rdst, caprej * sizeof(*rdst));
+					if (!rej || !rdst)
+						MPI_Abort(MPI_COMM_WORLD, 1);
+				}
+				rej[nrej] = d;
+				rdst[nrej++] = q;
+			}
+		(void)r;
+		if (nrej > M && !(sbuf = realloc(sbuf, nrej * sizeof(*sbuf))))
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		bucket(rej, rdst, nrej, sizeof(*rej), sbuf);
+		r = exchange(sbuf, sizeof(*sbuf), &rbuf, &rcap);
+		nleft = 0;
+		for (size_t j = 0; j < r; j++)
+			left[nleft++] = ((struct dart *)rbuf)[j].elem;
+		MPI_Allreduce(&nleft, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+		if (!all)
+			break;
+	}
+	for (uint64_t i = 0; i < M; i++)
+		hits += slot[i] != UINT32_MAX;
+	MPI_Exscan(&hits, &first, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	if (me == 0)
+		first = 0;
+	k = 0;
+	for (uint64_t i = 0; i < M; i++) {
+		if (slot[i] == UINT32_MAX)
+			continue;
+		darts[k] = (struct dart){ (uint32_t)((first + k) % N), slot[i] };
+		dst[k] = (int)((first + k) / N);
+		k++;
+	}
+	bucket(darts, dst, k, sizeof(*darts), sbuf);
+	r = exchange(sbuf, sizeof(*sbuf), &rbuf, &rcap);
+	for (size_t j = 0; j < r; j++) {
+		struct dart d = ((struct dart *)rbuf)[j];
+
+		if (d.slot >= N)
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		bad += perm[d.slot] != UINT32_MAX;
+		perm[d.slot] = d.elem;
+	}
+	*secs_p = max_double(MPI_Wtime() - t0);
+	for (uint64_t i = 0; i < N; i++) {
+		bad += perm[i] == UINT32_MAX;
+		darts[i] = (struct dart){ 0, perm[i] == UINT32_MAX ? 0 : perm[i] };
+		dst[i] = (int)(darts[i].elem / N);
+	}
+	bucket(darts, dst, N, sizeof(*darts), sbuf);
+	r = exchange(sbuf, sizeof(*sbuf), &rbuf, &rcap);
+	for (size_t j = 0; j < r; j++) {
+		uint32_t e = ((struct dart *)rbuf)[j].elem;
+
+		if (e / N != (uint64_t)me)
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		bad += seen[e % N]++ != 0;
+	}
+	for (uint64_t i = 0; i < N; i++)
+		bad += seen[i] != 1;
+	free(rbuf);
+	free(rdst);
+	free(rej);
+	free(seen);
+	free(dst);
+	free(sbuf);
+	free(darts);
+	free(left);
+	free(perm);
+	free(slot);
+	return sum_u64(bad) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t N = 1 << 20, T = 1000;
@@ -298,6 +424,10 @@ int main(int argc, char **argv)
 		ok = histo(N, T, &secs);
 	} else if (!strcmp(app, "ig")) {
 		ok = ig(N, T, &secs);
+	} else if (!strcmp(app, "permute")) {
+		if (N * (uint64_t)P * 2 >= UINT32_MAX)
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		ok = permute(N, &secs);
 	} else {
 		fprintf(stderr, "mpi_bale: unknown app %s\n", app);
 		MPI_Abort(MPI_COMM_WORLD, 2);
