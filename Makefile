@@ -15,7 +15,10 @@
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
 #                   bench-bw, bench-security, bench-knobs, bench-coll, bench-sg,
-#                   bench-red, bench-redtc, bench-costs (at most 10 minutes each)
+#                   bench-red, bench-redtc, bench-costs, bench-apps (at most 10 minutes each)
+#   make apps       the applications (tests/apps/: HPCC RandomAccess against Debian's
+#                   hpcc, bale's histogram, index-gather, permutation against MPI), one
+#                   line per measurement (APPS_QUICK=1: 1 minute; else under 10)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -102,7 +105,7 @@ APPS_MPI    := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/m
 # make check builds the MPI apps where Open MPI is installed (its test runs
 # them then, and says SKIP otherwise).
 HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps
 
 
 .PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install uninstall fuzz clean tests bench soak apps \
@@ -350,7 +353,8 @@ apps:
 # (tests/bench/run.sh says what each measures).
 bench-deps:
 	@packaging/deps.sh bench
-	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW) $(BUILD)/tests/ft_stream
+	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW) $(BUILD)/tests/ft_stream \
+		$(APPS_FERRY) $(APPS_MPI)
 
 bench $(addprefix bench-,$(BENCH_FAMILIES)): bench-deps
 	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick,full) \

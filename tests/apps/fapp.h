@@ -173,10 +173,13 @@ static inline void fapp_serve_until_all(struct fapp *a, fapp_take_fn take, void 
 		 * never the run. */
 		struct pollfd p = { .fd = ferry_fd(a->f), .events = POLLIN };
 
-		if (poll(&p, 1, 1000) < 0 && errno != EINTR) {
+		int pr = poll(&p, 1, 1000);
+		if (pr < 0 && errno != EINTR) {
 			perror("poll");
 			exit(1);
 		}
+		if (pr == 0 && getenv("FAPP_DEBUG"))
+			fprintf(stderr, "rank %u: serve: a second without a wake-up\n", a->me);
 	}
 }
 

@@ -109,7 +109,7 @@ cluster_stats() {       # items_sent frames_sent summed over the cluster's peers
 # r / PPN, output in $TMP/job.r); fails if a rank did.  The job's name is
 # BENCH_JOB if set, else made up.
 ferry_ranks() {
-	local prog=$1 ppn=$2 P r pids="" rc=0 job
+	local prog=$1 ppn=$2 P r p pids="" rc=0 job
 	shift 2
 	P=$((CLN * ppn))
 	job=${BENCH_JOB:-b$RANDOM$RANDOM}       # (called in $(...): a counter would not survive)

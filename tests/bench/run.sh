@@ -25,6 +25,10 @@
 #             MPI's and the cost model's predictions           (redtc.sh)
 #   costs     the runtime functions' predictions against measured times,
 #             per layout                                       (costs.sh)
+#   apps      the applications of make apps: HPCC RandomAccess against
+#             Debian's hpcc (TCP, shared memory), bale's histogram,
+#             index-gather and permutation against MPI_Alltoallv and
+#             MPI_Isend versions                               (apps.sh)
 #
 # Each family runs on local clusters (one ferryd per simulated node, on
 # loopback; sg and redtc in network namespaces, as root), every configuration RUNS times (5; 1 with quick), the variants
@@ -44,7 +48,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs coll sg red redtc costs"
+ALL="a2a latency rate bw security knobs coll sg red redtc costs apps"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
