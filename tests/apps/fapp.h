@@ -146,34 +146,41 @@ static inline void fapp_flush(struct fapp *a)
 }
 
 /* Serves others (take, and idle when nothing comes: a call of its own that
- * sends what it owes) until every rank has entered a non-blocking barrier
- * this rank enters now: the end of a two-way exchange whose ranks finish
- * at different times.  ferry_fd() wakes the wait both for items and for
- * the barrier's end. */
-static inline void fapp_serve_until_all(struct fapp *a, fapp_take_fn take, void (*idle)(void *app), void *app)
+ * sends what it owes, and says whether some of it still waits for room)
+ * until every rank has entered a non-blocking barrier this rank enters
+ * now: the end of a two-way exchange whose ranks finish at different
+ * times.  While nothing waits for room, ferry_fd() wakes the wait both for
+ * items and for the barrier's end; while something does, ferry_poll waits
+ * for items or room (the barrier cannot end before what this rank owes
+ * has gone: the others wait for it). */
+static inline void fapp_serve_until_all(struct fapp *a, fapp_take_fn take, int (*idle)(void *app), void *app)
 {
 	ferry_req_t *req;
-	int ret = ferry_ibarrier(a->f, &req);
+	int ret = ferry_ibarrier(a->f, &req), left;
 
 	if (ret < 0)
 		fapp_die("ferry_ibarrier", ret);
 	for (;;) {
 		if (fapp_recv(a, take, app, 0, 0) > 0)
 			continue;
-		if (idle)
-			idle(app);
+		left = idle ? idle(app) : 0;
 		ret = ferry_test(&req);
 		if (ret == 1)
 			return;
 		if (ret < 0)
 			fapp_die("ferry_ibarrier", ret);
+		if (left) {
+			if ((ret = ferry_poll(a->f, FERRY_POLLIN | FERRY_POLLOUT, 1000)) < 0)
+				fapp_die("ferry_poll", ret);
+			continue;
+		}
 		/* Nothing came (ferry_recv armed the fd) and the barrier
 		 * is pending (ferry_test armed it too): sleep on both.  A
 		 * second at most, so that a lost wake-up costs a second,
-		 * never the run. */
+		 * never the run (FAPP_DEBUG=1 says when it happens). */
 		struct pollfd p = { .fd = ferry_fd(a->f), .events = POLLIN };
-
 		int pr = poll(&p, 1, 1000);
+
 		if (pr < 0 && errno != EINTR) {
 			perror("poll");
 			exit(1);

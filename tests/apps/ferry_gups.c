@@ -120,9 +120,12 @@ static void acks(struct gups *g, int all)
 		fapp_flush(&g->a);
 }
 
-static void idle(void *app)
+static int idle(void *app)
 {
-	acks(app, 1);
+	struct gups *g = app;
+
+	acks(g, 1);
+	return g->refused;
 }
 
 /* Receives, and sends every acknowledgement owed; the caller cannot go on

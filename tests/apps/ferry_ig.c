@@ -131,12 +131,13 @@ static void progress(struct ig *g, int refused)
 	}
 }
 
-static void idle(void *app)
+static int idle(void *app)
 {
 	struct ig *g = app;
+	int left = answer(g);
 
-	answer(g);
 	fapp_flush(&g->a);
+	return left;
 }
 
 int main(int argc, char **argv)
