@@ -40,7 +40,7 @@ expect "gups: 2^14 words, 4 x as many updates, HPCC's verification passes" \
 	run_app g1 gups ferry_gups 2 --log2 14
 expect "gups: no more than 1024 updates were pending per process, and some were" \
 	test "$(field g1 pending_max)" -le 1024 -a "$(field g1 pending_max)" -gt 0
-expect "gups batched, at most 16 pending: verified" run_app g2 gups ferry_gups 2 --log2 14 --cap 16 --batch
+expect "gups one by one, at most 16 pending: verified" run_app g2 gups ferry_gups 2 --log2 14 --cap 16 --one
 expect "gups: the cap of 16 held" test "$(field g2 pending_max)" -le 16 -a "$(field g2 pending_max)" -gt 0
 expect "gups: 6 ranks, HPCC's uneven table (2 ranks with a word more)" run_app g3 gups ferry_gups 3 --log2 13 --cap 64
 expect "histo: every counter exact" run_app h1 histo ferry_histo 2 --n 20000
