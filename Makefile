@@ -331,7 +331,7 @@ $(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
 
 # The applications (tests/apps/, README "Applications"): ferry's and the
 # MPI versions.
-$(BUILD)/apps/ferry_%: tests/apps/ferry_%.c $(LIBSO) tests/apps/app.h tests/apps/fapp.h
+$(BUILD)/apps/ferry_%: tests/apps/ferry_%.c $(LIBSO) tests/apps/app.h tests/apps/fapp.h tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 

@@ -18,16 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static inline double app_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
+/* A number for option name (0 or more); exits 2 on anything else. */
 static inline long app_arg(const char *name, const char *v)
 {
 	char *end;

@@ -14,16 +14,49 @@
 #define FERRY_FAPP_H
 
 #include "app.h"
+#include "../progs/common.h"        /* now_s */
 
 #include <ferry.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 
 struct fapp {
 	ferry_t *f;
 	uint32_t me, P;
 };
+
+/* The options of the bale kernels: --n N (items per rank, 1 M unless
+ * said), --table T (words per rank, 1000 unless said: bale's default),
+ * --one (items one by one: else in FERRY_BATCH's batches). */
+struct fapp_args {
+	uint64_t n, table;
+	unsigned flags;
+};
+
+static inline void fapp_args(int argc, char **argv, struct fapp_args *o)
+{
+	static const struct option lo[] = {
+		{ "n", required_argument, NULL, 'n' }, { "table", required_argument, NULL, 't' },
+		{ "one", no_argument, NULL, '1' }, { NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	*o = (struct fapp_args){ .n = 1 << 20, .table = 1000, .flags = FERRY_BATCH };
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'n': o->n = (uint64_t)app_arg("--n", optarg); break;
+		case 't': o->table = (uint64_t)app_arg("--table", optarg); break;
+		case '1': o->flags = 0; break;
+		default: exit(2);
+		}
+	}
+	if (!o->table) {
+		fprintf(stderr, "--table 0\n");
+		exit(2);
+	}
+}
 
 static inline void fapp_die(const char *what, int ret)
 {

@@ -18,8 +18,6 @@
  */
 #include "fapp.h"
 
-#include <getopt.h>
-
 struct histo {
 	struct fapp a;
 	uint64_t T, *count;
@@ -50,27 +48,16 @@ static int take(void *app, const struct ferry_item *it, int n)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "n", required_argument, NULL, 'n' }, { "table", required_argument, NULL, 't' },
-		{ "one", no_argument, NULL, '1' }, { NULL, 0, NULL, 0 },
-	};
-	struct histo h = { .T = 1000 };
-	uint64_t N = 1 << 20, s, *want, wrong = 0;
-	unsigned flags = FERRY_BATCH;
+	struct fapp_args o;
+	struct histo h = { 0 };
+	uint64_t N, s, *want, wrong = 0;
 	double t0, secs;
-	int opt, ok;
+	int ok;
 
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'n': N = (uint64_t)app_arg("--n", optarg); break;
-		case 't': h.T = (uint64_t)app_arg("--table", optarg); break;
-		case '1': flags = 0; break;
-		default: return 2;
-		}
-	}
-	if (!h.T)
-		return 2;
-	fapp_open(&h.a, flags);
+	fapp_args(argc, argv, &o);
+	N = o.n;
+	h.T = o.table;
+	fapp_open(&h.a, o.flags);
 	h.count = calloc(h.T, sizeof(uint64_t));
 	want = calloc(h.T, sizeof(uint64_t));
 	if (!h.count || !want) {
@@ -79,7 +66,7 @@ int main(int argc, char **argv)
 	}
 
 	fapp_barrier(&h.a);
-	t0 = app_now();
+	t0 = now_s();
 	s = bale_seed(h.a.me, BALE_HISTO);
 	for (uint64_t i = 0; i < N; i++) {
 		uint64_t g = bale_index(&s, h.T * h.a.P), x = g % h.T;
@@ -98,7 +85,7 @@ int main(int argc, char **argv)
 	fapp_step(&h.a);
 	while (fapp_recv(&h.a, take, &h, 0, 0) > 0)
 		;
-	secs = fapp_max_double(&h.a, app_now() - t0);
+	secs = fapp_max_double(&h.a, now_s() - t0);
 
 	for (uint32_t r = 0; r < h.a.P; r++) {
 		s = bale_seed(r, BALE_HISTO);
@@ -116,7 +103,7 @@ int main(int argc, char **argv)
 	if (h.a.me == 0) {
 		app_result("histo", "ferry", h.a.P, (double)N * h.a.P / secs, ok);
 		printf("# histo n=%llu table=%llu seconds=%.6f wrong_counters=%llu batch=%s\n", (unsigned long long)N,
-		       (unsigned long long)h.T, secs, (unsigned long long)wrong, flags ? "yes" : "no");
+		       (unsigned long long)h.T, secs, (unsigned long long)wrong, o.flags ? "yes" : "no");
 	}
 	fapp_close(&h.a);
 	free(want);

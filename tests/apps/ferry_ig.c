@@ -23,8 +23,6 @@
  */
 #include "fapp.h"
 
-#include <getopt.h>
-
 #define CH_REQ 0u
 #define CH_REP 1u
 
@@ -142,28 +140,19 @@ static int idle(void *app)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "n", required_argument, NULL, 'n' }, { "table", required_argument, NULL, 't' },
-		{ "one", no_argument, NULL, '1' }, { NULL, 0, NULL, 0 },
-	};
-	struct ig g = { .T = 1000 };
-	uint64_t N = 1 << 20, s, *want, wrong = 0;
-	unsigned flags = FERRY_BATCH;
+	struct fapp_args o;
+	struct ig g = { 0 };
+	uint64_t N, s, *want, wrong = 0;
 	double t0, secs;
-	int opt, ok;
+	int ok;
 
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'n': N = (uint64_t)app_arg("--n", optarg); break;
-		case 't': g.T = (uint64_t)app_arg("--table", optarg); break;
-		case '1': flags = 0; break;
-		default: return 2;
-		}
-	}
+	fapp_args(argc, argv, &o);
+	N = o.n;
+	g.T = o.table;
 	if (!g.T || g.T > UINT32_MAX || N > UINT32_MAX)
 		return 2;
 	g.N = N;
-	fapp_open(&g.a, flags);
+	fapp_open(&g.a, o.flags);
 	g.table = malloc(g.T * sizeof(uint64_t));
 	g.tgt = calloc(N ? N : 1, sizeof(uint64_t));
 	want = malloc((N ? N : 1) * sizeof(uint64_t));
@@ -178,7 +167,7 @@ int main(int argc, char **argv)
 		want[i] = bale_index(&s, g.T * g.a.P);
 
 	fapp_barrier(&g.a);
-	t0 = app_now();
+	t0 = now_s();
 	for (uint64_t i = 0; i < N; i++) {
 		uint32_t dst = (uint32_t)(want[i] / g.T);
 		struct req q = { .x = (uint32_t)(want[i] % g.T), .i = (uint32_t)i };
@@ -201,7 +190,7 @@ int main(int argc, char **argv)
 	while (g.got < N)
 		progress(&g, 0);
 	fapp_serve_until_all(&g.a, take, idle, &g);
-	secs = fapp_max_double(&g.a, app_now() - t0);
+	secs = fapp_max_double(&g.a, now_s() - t0);
 
 	for (uint64_t i = 0; i < N; i++)
 		wrong += g.tgt[i] != bale_value(want[i]);
@@ -210,7 +199,7 @@ int main(int argc, char **argv)
 	if (g.a.me == 0) {
 		app_result("ig", "ferry", g.a.P, (double)N * g.a.P / secs, ok);
 		printf("# ig n=%llu table=%llu seconds=%.6f wrong=%llu batch=%s\n", (unsigned long long)N,
-		       (unsigned long long)g.T, secs, (unsigned long long)wrong, flags ? "yes" : "no");
+		       (unsigned long long)g.T, secs, (unsigned long long)wrong, o.flags ? "yes" : "no");
 	}
 	fapp_close(&g.a);
 	free(g.q);

@@ -1,7 +1,7 @@
 /* tests/apps/ferry_permute.c - bale's random permutation (randperm, the
  * dart-throwing algorithm) over ferry: steps and collectives together.
  *
- *   ferry_permute [--n N] [--one]
+ *   ferry_permute [--n N] [--one]   (fapp_args)
  *       (job, rank and size from FERRY_JOB, FERRY_RANK, FERRY_SIZE)
  *
  * A permutation of the N x P elements (N per rank; N = 1 M unless said),
@@ -23,8 +23,6 @@
  * batches (--one: one by one).  Prints the result line (app.h).
  */
 #include "fapp.h"
-
-#include <getopt.h>
 
 #define FREE UINT32_MAX
 
@@ -135,25 +133,17 @@ static void step(struct perm *p, int ph, uint64_t n, const struct dart *darts, c
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "n", required_argument, NULL, 'n' }, { "one", no_argument, NULL, '1' }, { NULL, 0, NULL, 0 },
-	};
-	struct perm p = { .N = 1 << 20 };
-	unsigned flags = FERRY_BATCH;
+	struct fapp_args o;
+	struct perm p = { 0 };
 	uint64_t s, rounds = 0, hits = 0, first = 0, k = 0, wrong;
 	struct dart *darts;
 	uint32_t *dst;
 	double t0, secs;
-	int opt, ok, ret;
+	int ok, ret;
 
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'n': p.N = (uint64_t)app_arg("--n", optarg); break;
-		case '1': flags = 0; break;
-		default: return 2;
-		}
-	}
-	fapp_open(&p.a, flags);
+	fapp_args(argc, argv, &o);
+	p.N = o.n;
+	fapp_open(&p.a, o.flags);
 	if (!p.N || p.N * p.a.P * 2 >= FREE)
 		return 2;
 	p.slot = malloc(2 * p.N * sizeof(uint32_t));
@@ -176,7 +166,7 @@ int main(int argc, char **argv)
 	s = bale_seed(p.a.me, BALE_DARTS);
 
 	fapp_barrier(&p.a);
-	t0 = app_now();
+	t0 = now_s();
 	/* 1. darts, until every one has stuck */
 	for (;;) {
 		uint64_t n = p.nleft;
@@ -210,7 +200,7 @@ int main(int argc, char **argv)
 		k++;
 	}
 	step(&p, PLACE, hits, darts, dst);
-	secs = fapp_max_double(&p.a, app_now() - t0);
+	secs = fapp_max_double(&p.a, now_s() - t0);
 
 	/* verification: every position filled once, every element once */
 	for (uint64_t i = 0; i < p.N; i++) {
@@ -226,7 +216,7 @@ int main(int argc, char **argv)
 	if (p.a.me == 0) {
 		app_result("permute", "ferry", p.a.P, (double)p.N * p.a.P / secs, ok);
 		printf("# permute n=%llu seconds=%.6f rounds=%llu wrong=%llu batch=%s\n", (unsigned long long)p.N, secs,
-		       (unsigned long long)rounds, (unsigned long long)wrong, flags ? "yes" : "no");
+		       (unsigned long long)rounds, (unsigned long long)wrong, o.flags ? "yes" : "no");
 	}
 	fapp_close(&p.a);
 	free(dst);
