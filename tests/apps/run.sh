@@ -23,10 +23,11 @@
 # (one line), and writes OUT/apps.csv (the same, with the run and the
 # details the apps print) and OUT/hpcc-*.txt (hpcc's output files).  A
 # failed or unverified run prints verified=no (rate nan if it failed) and
-# makes the script exit 1.  Table sizes and items: below (full: about 6
-# minutes on a 2-core VM; quick: about 1).
+# makes the script exit 1.  Table sizes and items: below (full: 2.5-3
+# minutes on a 2-core VM; quick: half a minute).
 . "$(dirname "$0")/../bench/lib.sh" "$@"
 B=$BUILD/apps           # ferry_ranks and mpi run the apps' programs
+JOB_TIMEOUT=300         # no run takes a tenth of it: one that does is hung
 APPS_RUNS=${APPS_RUNS:-1}
 
 if [ -n "$QUICK" ]; then
@@ -36,7 +37,6 @@ else
 	GUPS_LOG2=23 BALE_N=1048576 LAYOUTS="4:2 8:2" ISEND_DIV=16
 fi
 GUPS_LAYOUT="4:2"
-TABLE=1000              # histo and ig: words per rank (bale's default)
 
 CSV=$OUT/apps.csv
 [ -f "$CSV" ] || echo "app,variant,cores,nodes,procs,rate,verified,run,detail" >"$CSV"
@@ -68,12 +68,15 @@ ferry_app() {
 	done
 }
 
-# mpi_app APP MODE NODES PPN RUN ARGS...: mpi_bale over TCP, shared.
+# mpi_app APP MODE NODES PPN RUN ARGS...: mpi_bale over TCP, shared (lib.sh's
+# mpi, with a timeout).
 mpi_app() {
 	local app=$1 mode=$2 nodes=$3 ppn=$4 run=$5
 	shift 5
 	layout shared
-	mpi mpi_bale $((nodes * ppn)) "$MPI_TCP" "$app" "$mode" "$@" >"$TMP/mpi.out" ||
+	# shellcheck disable=SC2086
+	timeout "$JOB_TIMEOUT" $MPIRUN -np $((nodes * ppn)) $MPI_TCP "${APP[@]}" "$B/mpi_bale" "$app" "$mode" "$@" \
+		>"$TMP/mpi.out" 2>"$TMP/mpi.err" ||
 		log "mpi_bale $app $mode failed: $(head -3 "$TMP/mpi.err")"
 	result "$app" "mpi-$mode" shared "$nodes" $((nodes * ppn)) "$run" "$TMP/mpi.out"
 }

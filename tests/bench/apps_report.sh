@@ -23,7 +23,9 @@ ratio() {
 		END { for (r in x) if (r in y && y[r] > 0) print x[r] / y[r] }' apps.csv | spread
 }
 fm() { awk -v x="$1" 'BEGIN { if (x == "nan" || x == "") print "–"; else if (x >= 1e6) printf "%.2f M", x / 1e6; else printf "%.0f k", x / 1e3 }'; }
+# shellcheck disable=SC2086 # (split into median, min, max)
 rfmt() { set -- $1; [ "$1" = nan ] && { echo "n/a"; return; }; printf '%.2f× [%.2f..%.2f]' "$1" "$2" "$3"; }
+# shellcheck disable=SC2086
 verdict() { set -- $1; awk -v x="$1" -v t="$2" 'BEGIN { if (x == "nan") print "n/a"; else print (x >= t ? "met" : "not met") }'; }
 
 CONFIGS=$(awk -F, 'NR > 1 { print $1 ":" $4 ":" $5 }' apps.csv | awk '!seen[$0]++')

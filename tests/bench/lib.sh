@@ -107,7 +107,8 @@ cluster_stats() {       # items_sent frames_sent summed over the cluster's peers
 # ferry_ranks PROGRAM PPN ARGS...: runs PROGRAM ($B/PROGRAM) as one job of
 # PPN ranks per node of the current cluster, in LAYOUT (rank r on node
 # r / PPN, output in $TMP/job.r); fails if a rank did.  The job's name is
-# BENCH_JOB if set, else made up.
+# BENCH_JOB if set, else made up; JOB_TIMEOUT (seconds), if set, ends a
+# rank that runs longer (a hung run must not hang the family).
 ferry_ranks() {
 	local prog=$1 ppn=$2 P r p pids="" rc=0 job
 	shift 2
@@ -115,7 +116,7 @@ ferry_ranks() {
 	job=${BENCH_JOB:-b$RANDOM$RANDOM}       # (called in $(...): a counter would not survive)
 	for r in $(seq 0 $((P - 1))); do
 		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$P FERRY_RUNTIME_DIR=$TMP/${CL}_n$((r / ppn)) \
-			"${APP[@]}" "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &
+			"${APP[@]}" ${JOB_TIMEOUT:+timeout "$JOB_TIMEOUT"} "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p" || rc=1; done

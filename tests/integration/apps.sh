@@ -17,7 +17,7 @@ app_job() {
 	shift 3
 	for r in $(seq 0 $((2 * ppn - 1))); do
 		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$((2 * ppn)) FERRY_RUNTIME_DIR=$TMP/a_n$((r / ppn)) \
-			bg "$job.$r.log" "$BUILD/apps/$prog" "$@"
+			bg "$job.$r.log" timeout 120 "$BUILD/apps/$prog" "$@"
 		pids="$pids $LASTPID"
 	done
 	eval "JOB_$job=\"$pids\""
