@@ -86,6 +86,14 @@ fi
 	echo "per second against mpi_bale over TCP (hand-packed MPI_Alltoallv, rounds of 1024 items per"
 	echo "destination; per-item MPI_Isend, with 1/16 of the items). Medians of $RUNS run(s); plot: apps.png."
 	echo "$([ "$unverified" -gt 0 ] && echo "**$unverified run(s) failed or were not verified** (apps.csv).")"
+	# the conditions, when run.sh ran the family (families.csv): other work
+	# on the machine moves these figures by up to 2x
+	if [ -f families.csv ] && grep -q '^apps,' families.csv; then
+		IFS=, read -r _ mode secs _ fin l0 l1 cpu other <<<"$(grep '^apps,' families.csv | tail -n 1)"
+		echo
+		echo "Conditions: $mode run of $secs s finished $fin; load average $l0 before, $l1 after; the family's"
+		echo "processes used $cpu CPU seconds, the rest of the machine $other meanwhile (of 2 x $secs)."
+	fi
 	echo
 	echo "| app | nodes × procs | ferry own | ferry shared | MPI_Alltoallv | MPI_Isend | hpcc TCP | hpcc shm |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -7,7 +7,10 @@
 # layout (pinned or shared, lib.sh), frame integrity, burst or sustained.
 set -u
 OUT=$1
+RDIR=$(cd "$(dirname "$0")" && pwd)
 cd "$OUT" || exit 1
+# apps.md again, now that families.csv has the apps family's conditions
+[ -f apps.csv ] && bash "$RDIR/apps_report.sh" .
 
 # stats FILE FILTER-AWK VALUE-COLUMN: "median min max n" of the matching rows.
 stats() {
