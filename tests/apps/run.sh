@@ -24,19 +24,24 @@
 # details the apps print) and OUT/hpcc-*.txt (hpcc's output files).  A
 # failed or unverified run prints verified=no (rate nan if it failed) and
 # makes the script exit 1.  Table sizes and items: below (full: 2.5-3
-# minutes on a 2-core VM; quick: half a minute).
+# minutes on a 2-core VM; quick: half a minute; APPS_WIDE=1, make
+# bench-apps's: 4 and 8 nodes with 1 and 2 processes each, about 5).
 . "$(dirname "$0")/../bench/lib.sh" "$@"
 B=$BUILD/apps           # ferry_ranks and mpi run the apps' programs
 JOB_TIMEOUT=300         # no run takes a tenth of it: one that does is hung
 APPS_RUNS=${APPS_RUNS:-1}
 
+# nodes:processes per node
 if [ -n "$QUICK" ]; then
-	GUPS_LOG2=20 BALE_N=262144 LAYOUTS="4:2" ISEND_DIV=16
+	GUPS_LOG2=20 BALE_N=262144 GUPS_LAYOUTS="4:2" LAYOUTS="4:2"
+elif [ -n "${APPS_WIDE:-}" ]; then
+	# make bench-apps: 4 and 8 nodes, 1 and 2 processes per node
+	GUPS_LOG2=23 BALE_N=1048576 GUPS_LAYOUTS="4:2 8:1" LAYOUTS="4:1 4:2 8:1 8:2"
 else
 	# the issue's size: 8 processes, a table of 2^23 words
-	GUPS_LOG2=23 BALE_N=1048576 LAYOUTS="4:2 8:2" ISEND_DIV=16
+	GUPS_LOG2=23 BALE_N=1048576 GUPS_LAYOUTS="4:2" LAYOUTS="4:2 8:2"
 fi
-GUPS_LAYOUT="4:2"
+ISEND_DIV=16
 
 CSV=$OUT/apps.csv
 [ -f "$CSV" ] || echo "app,variant,cores,nodes,procs,rate,verified,run,detail" >"$CSV"
@@ -125,7 +130,7 @@ hpcc_run() {
 hpcc_app() {
 	local nodes=$1 ppn=$2 trn=$3 run=$4 np f tr g n e x ok
 	np=$((nodes * ppn))
-	f=$OUT/hpcc-$trn-$np-$GUPS_LOG2-$run.txt
+	f=$OUT/hpcc-$trn-$nodes-$ppn-$GUPS_LOG2-$run.txt
 	tr=$([ "$trn" = tcp ] && echo "$MPI_TCP" || echo "$MPI_SHM")
 	layout shared
 	hpcc_run "$np" "$tr" "$GUPS_LOG2" "$f" || log "hpcc ($trn) failed: $(head -3 "$TMP/mpi.err")"
@@ -146,18 +151,20 @@ hpcc_app() {
 	result gups "hpcc-$trn" shared "$nodes" "$np" "$run" "$TMP/hpcc.line"
 }
 
-log "applications ($([ -n "$QUICK" ] && echo quick || echo full)): gups 2^$GUPS_LOG2 words on ${GUPS_LAYOUT/:/ nodes x }, bale N=$BALE_N per rank"
+log "applications ($([ -n "$QUICK" ] && echo quick || echo full)): gups 2^$GUPS_LOG2 words on $GUPS_LAYOUTS, bale N=$BALE_N per rank on $LAYOUTS (nodes:processes per node)"
 for run in $(seq "$APPS_RUNS"); do
-	IFS=: read -r nodes ppn <<<"$GUPS_LAYOUT"
-	cluster apps "$nodes" 'topology: { virtual = "direct"; };'
-	ferry_app gups "$nodes" "$ppn" "$run" --log2 "$GUPS_LOG2"
-	if command -v hpcc >/dev/null; then
-		hpcc_app "$nodes" "$ppn" tcp "$run"
-		hpcc_app "$nodes" "$ppn" shm "$run"
-	else
-		log "no hpcc (packaging/deps.sh bench installs it): no hpcc lines"
-		RC=1
-	fi
+	for l in $GUPS_LAYOUTS; do
+		IFS=: read -r nodes ppn <<<"$l"
+		cluster apps "$nodes" 'topology: { virtual = "direct"; };'
+		ferry_app gups "$nodes" "$ppn" "$run" --log2 "$GUPS_LOG2"
+		if command -v hpcc >/dev/null; then
+			hpcc_app "$nodes" "$ppn" tcp "$run"
+			hpcc_app "$nodes" "$ppn" shm "$run"
+		else
+			log "no hpcc (packaging/deps.sh bench installs it): no hpcc lines"
+			RC=1
+		fi
+	done
 	for l in $LAYOUTS; do
 		IFS=: read -r nodes ppn <<<"$l"
 		cluster apps "$nodes" 'topology: { virtual = "direct"; };'

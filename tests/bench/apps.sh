@@ -8,9 +8,9 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "${2:?usage: apps.sh BUILD OUT [quick]}"
 rm -f "$2/apps.csv"
-# two runs (the ratios are taken run by run), one with quick: 3 minutes a
-# run here
-[ -n "${3:-}" ] || export APPS_RUNS=${APPS_RUNS:-2}
+# the wider set: 4 and 8 nodes, 1 and 2 processes per node (one run:
+# about 5 minutes here)
+export APPS_WIDE=1
 bash "$HERE/../apps/run.sh" "$@" | tee "$2/apps.txt"
 rc=${PIPESTATUS[0]}
 bash "$HERE/apps_report.sh" "$2"
