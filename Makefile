@@ -18,7 +18,7 @@
 #                   bench-red, bench-redtc, bench-costs, bench-apps (at most 10 minutes each)
 #   make apps       the applications (tests/apps/: HPCC RandomAccess against Debian's
 #                   hpcc, bale's histogram, index-gather, permutation against MPI), one
-#                   line per measurement (APPS_QUICK=1: 1 minute; else under 10)
+#                   line per measurement (APPS_QUICK=1: half a minute; else 3 minutes)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -340,13 +340,15 @@ $(BUILD)/apps/mpi_%: tests/apps/mpi_%.c tests/apps/app.h
 	mpicc -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 # make apps: every application and its comparators (tests/apps/run.sh), one
-# line per measurement; APPS_QUICK=1 for the one-minute subset.  Results in
-# build/apps-out/<time>/ (apps.csv, hpcc's output files).
+# line per measurement; APPS_QUICK=1 for the subset.  Results in
+# build/apps-out/<time>/: apps.csv, hpcc's output files, and the summary
+# (apps.md, with the targets) and plot (apps.png) of make bench-apps.
 APPS_OUT    := $(or $(APPS_OUT),build/apps-out/$(shell date -u +%Y%m%d-%H%M%S))
 apps:
 	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory -s all $(APPS_FERRY) $(APPS_MPI)
-	@tests/apps/run.sh $(BUILD) $(APPS_OUT) $(if $(APPS_QUICK),quick)
+	@tests/apps/run.sh $(BUILD) $(APPS_OUT) $(if $(APPS_QUICK),quick); rc=$$?; \
+		tests/bench/apps_report.sh $(APPS_OUT); echo "# summary $(APPS_OUT)/apps.md, plot apps.png"; exit $$rc
 
 # make bench runs every family (BENCH_FAMILIES, above) in turn into one
 # directory and one summary; make bench-FAMILY runs one
