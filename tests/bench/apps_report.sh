@@ -52,7 +52,7 @@ if command -v gnuplot >/dev/null; then
 		echo 'set output "apps.png"'
 		echo "set multiplot layout 2,2 title \"Applications on local clusters (loopback TCP between ferryd's; 2-core VM): items or updates per second, median of $RUNS run(s)\nferry own: ferryd on CPU 1, processes on CPU 0; ferry shared, MPI and hpcc: both cores\""
 		echo 'set style data histogram; set style histogram cluster gap 1; set style fill solid border -1'
-		echo 'set logscale y; set grid ytics; set ylabel "per second"; set xlabel "nodes x processes per node"; set key top right font ",8"; set yrange [1e4:*]'
+		echo 'set logscale y; set grid ytics; set ylabel "per second"; set xlabel "nodes x processes per node"; set key horizontal below font ",8"; set yrange [1e4:*]'
 		for app in gups histo ig permute; do
 			[ -s "plot-apps-$app.dat" ] || continue
 			echo "set title \"$app\""
