@@ -10,13 +10,14 @@
 . "$(dirname "$0")/lib.sh"
 
 # app_job JOB PROG PPN ARGS...: PPN ranks of tests/apps' PROG on each node
-# of cluster a (2 nodes), in the background; wait_job JOB checks that they
-# all exited 0.
+# of cluster $CL ($CLN nodes), in the background; wait_job JOB checks that
+# they all exited 0.
+CL=a CLN=2
 app_job() {
 	local job=$1 prog=$2 ppn=$3 r pids=""
 	shift 3
-	for r in $(seq 0 $((2 * ppn - 1))); do
-		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$((2 * ppn)) FERRY_RUNTIME_DIR=$TMP/a_n$((r / ppn)) \
+	for r in $(seq 0 $((CLN * ppn - 1))); do
+		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$((CLN * ppn)) FERRY_RUNTIME_DIR=$TMP/${CL}_n$((r / ppn)) \
 			bg "$job.$r.log" timeout 120 "$BUILD/apps/$prog" "$@"
 		pids="$pids $LASTPID"
 	done
@@ -26,7 +27,7 @@ app_job() {
 verified() { grep -q "^app=$2 .* verified=yes$" "$TMP/$1.0.log"; }
 # field JOB NAME: a NAME=value of rank 0's "#" line.
 field() { sed -n "s/^# .* $2=\([0-9]*\).*/\1/p" "$TMP/$1.0.log"; }
-# run_app JOB APP PROG ARGS...: runs it (2 x 2 ranks) and checks its verdict.
+# run_app JOB APP PROG ARGS...: runs it and checks its verdict.
 run_app() {
 	local job=$1 app=$2
 	shift 2
@@ -51,6 +52,15 @@ expect "permute: a permutation (every position once, every element once)" run_ap
 expect "permute one by one" run_app p2 permute ferry_permute 2 --n 5000 --one
 
 stop_cluster a 2 >/dev/null
+
+# Six nodes: the end of the two-way exchanges (ferry_ibarrier) on more than
+# four nodes, where a barrier that ended early left ranks waiting for
+# answers for ever (daemon/plan/barrier.c)
+start_cluster b 6 'topology: { virtual = "direct"; };' || exit 1
+CL=b CLN=6
+expect "ig on 6 nodes x 1: every rank gets every answer" run_app i6 ig ferry_ig 1 --n 20000
+expect "gups on 6 nodes x 1: verified" run_app g6 gups ferry_gups 1 --log2 14
+stop_cluster b 6 >/dev/null
 
 if ! command -v mpirun >/dev/null || [ ! -x "$BUILD/apps/mpi_bale" ]; then
 	echo "ok - $TEST: # SKIP the MPI versions: no Open MPI (packaging/deps.sh bench installs it)"
