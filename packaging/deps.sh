@@ -27,7 +27,28 @@ for p in $pkgs; do
 	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[ "$st" = installed ] || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# Packages with daemons (slurmd, slurmctld, munge) would start them: a
+# policy-rc.d that refuses every start (101) stands in place of the
+# machine's own during the install (invoke-rc.d and deb-systemd-invoke ask
+# it), and the machine's own, if any, is put back afterwards.  One run at a
+# time swaps them (flock); a run killed before it put the machine's own
+# back left ours, marked: the next run puts it back first (unswap).
+policy=/usr/sbin/policy-rc.d
+mark='# packaging/deps.sh: no service starts during the install'
+sudo=""
+unswap() {
+	if [ -f "$policy" ] && grep -qxF "$mark" "$policy"; then
+		if [ -e "$policy.ferry-saved" ]; then
+			$sudo mv -f "$policy.ferry-saved" "$policy"
+		else
+			$sudo rm -f "$policy"
+		fi
+	fi
+}
+if [ -z "$missing" ]; then
+	[ "$(id -u)" -ne 0 ] || unswap
+	exit 0
+fi
 
 echo "deps.sh: installing:$missing" >&2
 if [ "$(id -u)" -eq 0 ]; then
@@ -39,21 +60,24 @@ else
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-# Packages with daemons (slurmd, slurmctld, munge) would start them: a
-# policy-rc.d that refuses every start (101) stands in place of the
-# machine's own during the install (invoke-rc.d and deb-systemd-invoke ask
-# it), and the machine's own, if any, is put back afterwards.
-policy=/usr/sbin/policy-rc.d
-$sudo mv "$policy" "$policy.ferry-saved" 2>/dev/null || true
-restore() {
-	$sudo rm -f "$policy"
-	$sudo mv "$policy.ferry-saved" "$policy" 2>/dev/null || true
-}
-trap restore EXIT
+exec 9>"${TMPDIR:-/tmp}/ferry-deps.$(id -u).lock"
+flock 9
+unswap
+trap unswap EXIT
 trap 'exit 130' INT TERM
-printf '#!/bin/sh\n# packaging/deps.sh: no service starts during the install\nexit 101\n' | $sudo tee "$policy" >/dev/null
+if [ -e "$policy" ]; then
+	$sudo mv -n "$policy" "$policy.ferry-saved"
+fi
+printf '#!/bin/sh\n%s\nexit 101\n' "$mark" | $sudo tee "$policy" >/dev/null
 $sudo chmod 755 "$policy"
 # A fresh machine may have stale or no package lists.
 $sudo apt-get update -qq >/dev/null || $sudo apt-get update
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# ... nor at the next boot: what deps.sh installed for the tests is theirs,
+# started by them with their own state (not on a machine that had them)
+for unit in slurm-wlm:slurmd slurm-wlm:slurmctld munge:munge; do
+	case " $missing " in
+	*" ${unit%%:*} "*) $sudo systemctl disable "${unit#*:}" >/dev/null 2>&1 || true ;;
+	esac
+done
