@@ -96,6 +96,17 @@ static int slurm_step(const char **job_p, const char **step_p)
 	id = strtoul(step, &end, 10);
 	if (errno || *end || id >= 0xfffffff0ul)
 		return 0;
+	/* ... and this process is the step's task, not a rank that another
+	 * launcher's proxy started (MPICH's or Intel MPI's hydra starts its
+	 * proxies with srun: their ranks carry the proxy's SLURM_PROCID, and
+	 * their own rank in PMI_RANK or PMIX_RANK; under srun --mpi=pmix the
+	 * two are the same) */
+	for (const char *const *v = (const char *const[]){ "PMIX_RANK", "PMI_RANK", NULL }; *v; v++) {
+		const char *r = getenv(*v), *procid = getenv("SLURM_PROCID");
+
+		if (r && *r && (!procid || strcmp(r, procid) != 0))
+			return 0;
+	}
 	*job_p = job;
 	*step_p = step;
 	return 1;
@@ -107,9 +118,9 @@ static int slurm_step(const char **job_p, const char **step_p)
  * SLURM_NTASKS, which count the daemons. */
 static int ompi_launched(void)
 {
-	const char *v = getenv("OMPI_COMM_WORLD_RANK");
+	const char *r = getenv("OMPI_COMM_WORLD_RANK"), *n = getenv("OMPI_COMM_WORLD_SIZE");
 
-	return v && *v;
+	return r && *r && n && *n;
 }
 
 int conn_ranks_from_env(int *rank, int *size)
@@ -134,9 +145,10 @@ int conn_ranks_from_env(int *rank, int *size)
 			return 0;
 	}
 	if (getenv("SLURM_JOB_ID"))
-		return conn_seterr(-EINVAL, "rank and size unknown: SLURM_JOB_ID without a job step (SLURM_STEP_ID) "
-				   "is a batch script or an allocation's shell; start the ranks with srun, or set "
-				   "FERRY_RANK and FERRY_SIZE");
+		return conn_seterr(-EINVAL, "rank and size unknown: SLURM_JOB_ID without a job step of its own (no "
+				   "SLURM_STEP_ID: a batch script or an allocation's shell; or PMI_RANK or PMIX_RANK "
+				   "other than SLURM_PROCID: a rank another launcher started through srun); start the "
+				   "ranks with srun, or set FERRY_RANK and FERRY_SIZE");
 	return conn_seterr(-EINVAL, "rank and size unknown: pass them in ferry_opts or set FERRY_RANK and FERRY_SIZE");
 }
 
@@ -153,8 +165,9 @@ int conn_job_from_env(char *buf, size_t len)
 	else if (ns && *ns)
 		snprintf(buf, len, "%s", ns);
 	else if (getenv("SLURM_JOB_ID"))
-		return conn_seterr(-EINVAL, "job name unknown: SLURM_JOB_ID without a job step (SLURM_STEP_ID) is a "
-				   "batch script or an allocation's shell; start the ranks with srun, or set FERRY_JOB");
+		return conn_seterr(-EINVAL, "job name unknown: SLURM_JOB_ID without a job step of its own (no "
+				   "SLURM_STEP_ID: a batch script or an allocation's shell; or a rank another launcher "
+				   "started through srun); start the ranks with srun, or set FERRY_JOB");
 	else
 		return conn_seterr(-EINVAL, "job name unknown: pass it in ferry_opts or set FERRY_JOB");
 	return 0;

@@ -16,7 +16,7 @@
 static const char *const all_vars[] = {
 	"FERRY_JOB", "FERRY_RANK", "FERRY_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID",
 	"SLURM_NTASKS", "SLURM_LOCALID", "SLURM_HET_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-	"PMIX_RANK", "PMIX_NAMESPACE", NULL,
+	"PMIX_RANK", "PMIX_NAMESPACE", "PMI_RANK", "PMI_SIZE", NULL,
 };
 
 /* env("A=1", "B=2", NULL): exactly these of all_vars set. */
@@ -114,6 +114,31 @@ TEST(srun_pmix)
 	FOUND(1, 2, "slurm-1.0");
 }
 
+/* MPICH's hydra under Slurm: its proxies are srun's tasks, the ranks they
+ * start carry a proxy's SLURM_PROCID (0 on every rank of its node) and
+ * their own PMI_RANK: Slurm's numbers are not theirs. */
+TEST(hydra_inside_slurm)
+{
+	env("SLURM_JOB_ID=4", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURM_NTASKS=2", "PMI_RANK=3", "PMI_SIZE=4", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	CHECK(strstr(ferry_last_error(), "PMI_RANK") != NULL);
+	CHECK_EQ(name(), -EINVAL);
+	env("SLURM_JOB_ID=4", "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=2", "PMIX_RANK=7", NULL);
+	CHECK_EQ(ranks(), -EINVAL);
+	/* ... the same, with FERRY_* set by the user: fine */
+	env("FERRY_JOB=h", "FERRY_RANK=3", "FERRY_SIZE=4", "SLURM_JOB_ID=4", "SLURM_STEP_ID=0", "SLURM_PROCID=0",
+	    "SLURM_NTASKS=2", "PMI_RANK=3", NULL);
+	FOUND(3, 4, "h");
+}
+
+/* OMPI_COMM_WORLD_RANK without its size is no Open MPI launch: rank and
+ * job name from one launcher (here Slurm's step), never one from each. */
+TEST(half_of_open_mpi)
+{
+	env("SLURM_JOB_ID=5", "SLURM_STEP_ID=1", "SLURM_PROCID=1", "SLURM_NTASKS=2", "OMPI_COMM_WORLD_RANK=1", NULL);
+	FOUND(1, 2, "slurm-5.1");
+}
+
 TEST(ferry_variables_win)
 {
 	env("FERRY_JOB=j", "FERRY_RANK=1", "FERRY_SIZE=4", "SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_PROCID=0",
@@ -143,6 +168,8 @@ int main(void)
 	RUN(mpirun_inside_slurm);
 	RUN(mpirun);
 	RUN(srun_pmix);
+	RUN(hydra_inside_slurm);
+	RUN(half_of_open_mpi);
 	RUN(ferry_variables_win);
 	RUN(nothing_or_nonsense);
 	return check_done();
