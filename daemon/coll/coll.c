@@ -720,9 +720,8 @@ static void plan_mismatch(struct cop *op, uint32_t k, uint32_t from, uint32_t th
 	if (k == CTL_COLL_ALLTOALL || k == CTL_COLL_ALLTOALLV || k == CTL_COLL_SPLIT) {
 		if (from != UINT32_MAX)
 			snprintf(where, sizeof(where), "node %u", from);
-		snprintf(why, sizeof(why), "the nodes run different all-to-all strategies (forced differently, or "
-			 "blocks of different sizes): %s on %s, %s on node %u", a2a_name(theirs), where, a2a_name(ours),
-			 coll.self);
+		snprintf(why, sizeof(why), "the nodes' all-to-all strategies differ: %s on %s, %s on node %u (forced "
+			 "differently, or blocks of different sizes)", a2a_name(theirs), where, a2a_name(ours), coll.self);
 		cop_end(op, EINVAL, why);
 		return;
 	}
