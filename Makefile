@@ -8,7 +8,7 @@
 #                   Open MPI's mpirun on local nodes of namespaces (root; installs
 #                   Slurm, munge, Open MPI), both builds, the same summary line
 #   make demo       install missing packages, build, run a local demonstration
-#   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
+#   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc (MANDIR=PREFIX/share/man)
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
 #   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
@@ -36,6 +36,7 @@ SBINDIR    ?= $(PREFIX)/sbin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+MANDIR     ?= $(PREFIX)/share/man
 
 ifeq ($(SAN),1)
 BUILD      ?= build/san
@@ -108,7 +109,7 @@ HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps
 
 
-.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install uninstall fuzz clean tests bench soak apps \
+.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -436,17 +437,39 @@ install: all
 	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \
 		packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
 	install -m 644 packaging/ferryd.socket $(DESTDIR)$(UNITDIR)/ferryd.socket
+	$(MAKE) --no-print-directory install-man
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \
 	else \
 		install -m 644 conf/ferry.conf $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
 	fi
 
+# The man pages (packaging/man/, plain roff).  A page of several functions
+# names them all in its NAME line; each other name becomes a link to it.
+MAN_PAGES   := $(wildcard packaging/man/*.[0-9])
+man_aliases = sed -n '/^\.SH NAME/{n;s/ \\-.*//;s/,//g;p;q}' $(1)
+
+install-man:
+	@for p in $(MAN_PAGES); do \
+		b=$$(basename $$p); s=$${b##*.}; \
+		install -d $(DESTDIR)$(MANDIR)/man$$s; \
+		echo "install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$$b"; \
+		install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$$b || exit 1; \
+		[ $$s = 3 ] || continue; \
+		for n in $$($(call man_aliases,$$p)); do \
+			[ $$n.$$s = $$b ] || ln -sf $$b $(DESTDIR)$(MANDIR)/man$$s/$$n.$$s; \
+		done; \
+	done
+
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
 		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a \
 		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
 		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
+	@for p in $(MAN_PAGES); do \
+		b=$$(basename $$p); s=$${b##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$$b; \
+		[ $$s = 3 ] && for n in $$($(call man_aliases,$$p)); do rm -f $(DESTDIR)$(MANDIR)/man$$s/$$n.$$s; done; \
+	done; true
 
 clean:
 	rm -rf build

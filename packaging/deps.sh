@@ -8,17 +8,22 @@
 #   packaging/deps.sh launch     also what `make check-launch` needs (Slurm, munge, Open MPI);
 #                                their services are not started (policy-rc.d during the install):
 #                                the tests start their own with their own state directories
+#   packaging/deps.sh deb        also what `make deb` needs (debhelper, lintian)
+#   packaging/deps.sh system     also what `make check-system` needs (QEMU, mmdebstrap)
+# The man pages are plain roff (packaging/man/): `make check` lints them with groff.
 set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
       libconfig-dev libsystemd-dev libibverbs-dev librdmacm-dev libsodium-dev libseccomp-dev
-      iproute2 util-linux procps psmisc systemd strace jq"
+      iproute2 util-linux procps psmisc systemd strace jq groff-base"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind hpcc" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	launch) pkgs="$pkgs slurm-wlm munge openmpi-bin" ;;
-	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch)" >&2; exit 2 ;;
+	deb)   pkgs="$pkgs debhelper dpkg-dev fakeroot lintian" ;;
+	system) pkgs="$pkgs qemu-system-x86 qemu-utils mmdebstrap e2fsprogs eatmydata" ;;
+	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch, deb, system)" >&2; exit 2 ;;
 	esac
 done
 
