@@ -9,6 +9,9 @@
 #                   Slurm, munge, Open MPI), both builds, the same summary line
 #   make demo       install missing packages, build, run a local demonstration
 #   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc (MANDIR=PREFIX/share/man)
+#   make deb        Debian packages ferryd, libferry0, libferry-dev into build/deb/
+#                   (packaging/debian/; dpkg-buildpackage -us -uc -b on a copy of the tree)
+#   make check-deb  make deb, then lintian on the packages ("N passed, N failed")
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
 #   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
@@ -56,13 +59,14 @@ override BUILD := $(patsubst $(CURDIR)/%,%,$(BUILD))
 
 CC         ?= cc
 CFLAGS     ?= -O2 -g
+CPPFLAGS   ?=
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # -ffp-contract=off: the cost module's predictions (daemon/plan/cost.c) are
 # compared on every node of a job to choose the same algorithm and layout;
 # a build that fused a multiply and an add (FMA: -march=haswell, aarch64's
 # default) would round differently and break ties otherwise, and the nodes
 # would plan different operations.  Nodes run the same ferry (WIRE_VERSION).
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -ffp-contract=off $(SANFLAGS) -MMD -MP
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CPPFLAGS) $(CFLAGS) -ffp-contract=off $(SANFLAGS) -MMD -MP
 LDFLAGS    ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
@@ -109,7 +113,7 @@ HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps
 
 
-.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps \
+.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -402,6 +406,31 @@ check-launch:
 	@$(MAKE) --no-print-directory -s all $(PROGS)
 	@$(MAKE) --no-print-directory -s SAN=1 all $(patsubst $(BUILD)/%,build/san/%,$(PROGS))
 	@LAUNCH=1 tests/run.sh $(BUILD) build/san
+
+# Debian packages (packaging/debian/).  dpkg-buildpackage wants debian/ at
+# the top of the source tree, which is not where it lives here: the build
+# runs on a copy of the tree (without build/ and .git) in
+# build/deb/ferry-VERSION/, with packaging/debian copied in as debian/.
+# The .deb files land in build/deb/.
+DEB_DIR    := build/deb
+DEB_SRC    := $(DEB_DIR)/ferry-$(VERSION)
+deb:
+	@packaging/deps.sh deb
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	tar -c --exclude=./build --exclude=./.git -f - . | tar -x -C $(DEB_SRC) -f -
+	cp -r packaging/debian $(DEB_SRC)/debian
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || { tail -40 ../build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
+
+# The packages built and checked (tests/deb/check.sh): lintian and what
+# the packages hold.  The summary counts as tests/run.sh does.
+check-deb:
+	@mkdir -p build
+	@bash tests/deb/check.sh | tee build/deb-check.log; rc=$${PIPESTATUS[0]}; \
+	s=$$(grep -acE '^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]' build/deb-check.log); \
+	p=$$(($$(grep -ac '^ok - ' build/deb-check.log) - s)); f=$$(grep -ac '^not ok - ' build/deb-check.log); \
+	echo "$$p passed, $$f failed$$([ $$s -gt 0 ] && echo ", $$s skipped")"; exit $$rc
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
