@@ -221,6 +221,10 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 		ssize_t used = ctl_decode(f->in, f->in_len, m);
 		int wait;
 
+		if (used < 0 && ctl_hdr_version(f->in) != CTL_VERSION)
+			return conn_seterr(-EPROTO, "ferryd speaks control protocol version %u, this libferry (ferry %s) "
+					   "version %u: libferry and ferryd must come from the same ferry release",
+					   ctl_hdr_version(f->in), FERRY_VERSION, CTL_VERSION);
 		if (used < 0)
 			return conn_seterr(-EPROTO, "malformed control message from ferryd");
 		if (used > 0)

@@ -446,6 +446,14 @@ void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);
  * empty ACK body (bar the tag).  Returns 0 or -EPROTO. */
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h);
 
+/* The version a frame header claims: its first byte, where every version of
+ * the protocol keeps it.  Daemons of different versions refuse each other
+ * with a log line naming both (daemon/net/link_tcp.c, verbs_qp.c). */
+static inline unsigned wire_hdr_version(const void *buf)
+{
+	return *(const uint8_t *)buf;
+}
+
 /* Sets the ack field of the encoded frame header at hdr (piggybacked
  * acknowledgements are stamped just before a frame goes out). */
 static inline void wire_set_ack(void *hdr, uint64_t ack)
