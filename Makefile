@@ -12,6 +12,7 @@
 #   make deb        Debian packages ferryd, libferry0, libferry-dev into build/deb/
 #                   (packaging/debian/; dpkg-buildpackage -us -uc -b on a copy of the tree)
 #   make check-deb  make deb, then lintian on the packages ("N passed, N failed")
+#   make check-system  the packages on Debian 12 booted with systemd in a QEMU VM
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
 #   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
@@ -113,7 +114,7 @@ HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps
 
 
-.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb \
+.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb check-system \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
@@ -386,14 +387,13 @@ check-coll: deps
 	echo "$$p passed, $$f failed"; exit $$rc
 
 # RDMA verbs for real: soft-RoCE in a QEMU VM (tests/rdma/).  The summary
-# counts as tests/run.sh does: "N passed, N failed", ", N skipped" if any.
+# counts as tests/run.sh does (tests/summary.sh): "N passed, N failed",
+# ", N skipped" if any.
 check-rdma:
 	@packaging/deps.sh rdma
 	@$(MAKE) --no-print-directory -s all $(PROGS)
 	@tests/rdma/run.sh $(BUILD) | tee build/rdma.log; rc=$${PIPESTATUS[0]}; \
-	s=$$(grep -acE '^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]' build/rdma.log); \
-	p=$$(($$(grep -ac '^ok - ' build/rdma.log) - s)); f=$$(grep -ac '^not ok - ' build/rdma.log); \
-	echo "$$p passed, $$f failed$$([ $$s -gt 0 ] && echo ", $$s skipped")"; exit $$rc
+	tests/summary.sh build/rdma.log; exit $$rc
 
 # Jobs as cluster users start them (tests/launch/): a local Slurm (slurmctld,
 # a slurmd per node, munge) and Open MPI's mpirun on four nodes of
@@ -428,9 +428,19 @@ deb:
 check-deb:
 	@mkdir -p build
 	@bash tests/deb/check.sh | tee build/deb-check.log; rc=$${PIPESTATUS[0]}; \
-	s=$$(grep -acE '^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]' build/deb-check.log); \
-	p=$$(($$(grep -ac '^ok - ' build/deb-check.log) - s)); f=$$(grep -ac '^not ok - ' build/deb-check.log); \
-	echo "$$p passed, $$f failed$$([ $$s -gt 0 ] && echo ", $$s skipped")"; exit $$rc
+	tests/summary.sh build/deb-check.log; exit $$rc
+
+# The packages on a Debian 12 booted with systemd as PID 1 in a QEMU VM
+# (tests/system/): installed with apt, started, socket-activated, reloaded,
+# restarted, watchdogged, stopped, scored, two nodes with a key.  At most 15
+# minutes under TCG on 2 cores.  Counts as tests/run.sh does; every check
+# is skipped without QEMU or mmdebstrap.
+check-system:
+	@packaging/deps.sh system
+	@$(MAKE) --no-print-directory -s deb >/dev/null
+	@$(MAKE) --no-print-directory -s all $(BUILD)/tests/ft_alltoall $(BUILD)/tests/ft_open
+	@tests/system/run.sh $(BUILD) | tee build/system.log; rc=$${PIPESTATUS[0]}; \
+	tests/summary.sh build/system.log; exit $$rc
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

@@ -24,6 +24,9 @@ for extra in "$@"; do
 	deb)   pkgs="$pkgs debhelper dpkg-dev fakeroot lintian" ;;
 	system) pkgs="$pkgs qemu-system-x86 qemu-utils mmdebstrap e2fsprogs eatmydata" ;;
 	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch, deb, system)" >&2; exit 2 ;;
+
+	system) pkgs="$pkgs qemu-system-x86 mmdebstrap cpio kmod" ;;
+	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, deb, system)" >&2; exit 2 ;;
 	esac
 done
 
