@@ -255,7 +255,7 @@ $(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(DAEMON_LIB) $(PLA
 		$(call pkglibs,$(DAEMON_PKGS)) -lpthread
 
 FUZZ_CC    ?= clang
-FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined
 # The peer layer's state machine runs on the in-memory transport of the unit
 # tests, with the modules it needs compiled in.
 FUZZ_PEER_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
