@@ -51,8 +51,15 @@ check "ferryd: ferryd, ferryctl, the service and the socket" bash -c "grep -qx /
 	grep -qx /lib/systemd/system/ferryd.socket '$f/files'"
 check "ferryd: the units are enabled and started on installation" bash -c "grep -q \"deb-systemd-helper enable 'ferryd.service'\" '$f/DEBIAN/postinst' &&
 	grep -q \"deb-systemd-invoke start 'ferryd.service' 'ferryd.socket'\" '$f/DEBIAN/postinst'"
-check "ferryd: an upgrade neither stops nor restarts the daemon" bash -c "! grep -q restart '$f/DEBIAN/postinst' &&
-	grep -q '\"\$1\" = remove' '$f/DEBIAN/prerm'"
+# Stops only where the script was called to remove (the "if" line above
+# each stop says so); --no-restart-after-upgrade alone stops the units in
+# preinst on upgrade.
+stops_only_on_remove() {
+	awk '/deb-systemd-invoke stop/ && prev !~ /"\$1" = remove/ { bad = 1 } { prev = $0 } END { exit bad }' "$@"
+}
+check "ferryd: an upgrade neither stops nor restarts the daemon" bash -c "$(declare -f stops_only_on_remove);
+	! grep -q restart '$f/DEBIAN/postinst' && ! grep -qs 'deb-systemd-invoke stop' '$f/DEBIAN/preinst' &&
+	stops_only_on_remove '$f/DEBIAN/prerm'"
 check "ferryd: no system user is made (the unit has DynamicUser=yes)" bash -c "! grep -qs adduser '$f/DEBIAN/postinst' &&
 	dpkg-deb --fsys-tarfile $DEBS/ferryd_${cver}_*.deb | tar -xO ./lib/systemd/system/ferryd.service | grep -qx DynamicUser=yes"
 check "ferryd: manual pages ferryd(8), ferryctl(8), ferry.conf(5), ferry(7)" bash -c "

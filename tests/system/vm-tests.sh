@@ -78,6 +78,29 @@ pid=$(prop ferryd MainPID)
 expect "user-job: ferryd runs as a dynamic user, not root" \
 	bash -c "[ '$pid' -gt 0 ] && u=\$(ps -o user= -p $pid) && [ -n \"\$u\" ] && [ \"\$u\" != root ]"
 
+# --- upgrade: installing the packages again (dpkg's upgrade path) keeps the
+# daemon and the jobs it serves (dh_installsystemd --no-restart-after-upgrade)
+pid=$(prop ferryd MainPID)
+runuser -u alice -- env FERRY_RUNTIME_DIR=/run/ferry ft_alltoall --job up --rank 0 --size 2 --items 2000 \
+	--steps 2 --sync >/tmp/up.0 2>&1 &
+r0=$!
+wait_for 20 bash -c "[ \"\$(ferryctl stats | awk '\$1 == \"endpoints\" { print \$2 }')\" -ge 1 ]"
+eatmydata dpkg -i /root/debs/ferryd_*.deb /root/debs/libferry0_*.deb /root/debs/libferry-dev_*.deb >/root/upgrade.log 2>&1
+expect "upgrade: dpkg -i of the packages again succeeds" test $? = 0
+expect "upgrade: the daemon was neither stopped nor restarted" \
+	bash -c "systemctl is-active -q ferryd && [ \"\$(systemctl show -p MainPID --value ferryd)\" = $pid ]"
+if [ "$(prop ferryd MainPID)" != "$pid" ]; then
+	sed 's/^/#   dpkg: /' /root/upgrade.log
+	journalctl -b --no-pager -o short-monotonic -n 40 | sed 's/^/#   journal: /'
+fi
+runuser -u alice -- env FERRY_RUNTIME_DIR=/run/ferry ft_alltoall --job up --rank 1 --size 2 --items 2000 \
+	--steps 2 --sync >/tmp/up.1 2>&1
+r1=$?
+wait "$r0"
+expect "upgrade: a job whose rank 0 joined before the upgrade completes after it" \
+	bash -c "[ $? = 0 ] && [ $r1 = 0 ] && grep -q 'rank 0 ok' /tmp/up.0 && grep -q 'rank 1 ok' /tmp/up.1"
+sed 's/^/#   /' /tmp/up.0 /tmp/up.1
+
 # --- reload: there is none (ferryd(8), \"Reload and restart\") -----------
 pid=$(prop ferryd MainPID)
 out=$(systemctl reload ferryd 2>&1)
