@@ -149,7 +149,7 @@ expect "journal: journalctl -u ferryd has ferryd's lines at their priorities (in
 # --- security: systemd-analyze's score, as the README promises -------------
 score=$(systemd-analyze security ferryd.service 2>/dev/null | sed -n 's/.*Overall exposure level for ferryd.service: \([0-9.]*\).*/\1/p')
 say "systemd-analyze security ferryd.service: $score"
-expect "security: systemd-analyze security ferryd scores at most 2.0 (README: 1.5 offline)" \
+expect "security: systemd-analyze security ferryd scores at most 2.0 (README: 1.6)" \
 	awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 2.0) }'
 
 # --- cluster: two nodes (node 1 in a network namespace) with a key ---------
