@@ -22,11 +22,8 @@ for extra in "$@"; do
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	launch) pkgs="$pkgs slurm-wlm munge openmpi-bin" ;;
 	deb)   pkgs="$pkgs debhelper dpkg-dev fakeroot lintian" ;;
-	system) pkgs="$pkgs qemu-system-x86 qemu-utils mmdebstrap e2fsprogs eatmydata" ;;
-	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch, deb, system)" >&2; exit 2 ;;
-
 	system) pkgs="$pkgs qemu-system-x86 mmdebstrap cpio kmod" ;;
-	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, deb, system)" >&2; exit 2 ;;
+	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma, launch, deb, system)" >&2; exit 2 ;;
 	esac
 done
 
