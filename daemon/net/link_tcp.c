@@ -354,6 +354,29 @@ static void version_refused(struct link_tcp *t, unsigned theirs)
 	}
 }
 
+/* Whether the n bytes at p (a frame header that did not decode, n >= its
+ * size) are a ferry daemon's HELLO of another wire version: kind HELLO (at
+ * the same place in every version) and a body that starts with WIRE_MAGIC,
+ * or (a daemon that connected: the accepting one's answer) a bare header.
+ * Anything else is no ferry (an HTTP server at a peer's address): a
+ * malformed header, and no version of ours goes back to it.  1, 0, or -1:
+ * not known until more bytes come. */
+static int foreign_hello(const struct link_tcp *t, const uint8_t *p, size_t n)
+{
+	const struct wire_frame_hdr *h = (const void *)p;
+	uint32_t len, magic;
+
+	if (p[offsetof(struct wire_frame_hdr, kind)] != WIRE_HELLO)
+		return 0;
+	memcpy(&len, p + offsetof(struct wire_frame_hdr, len), sizeof(len));
+	if (le32toh(len) == 0)
+		return t->l.outgoing;
+	if (n < sizeof(*h) + sizeof(magic))
+		return -1;      /* (its body is on its way) */
+	memcpy(&magic, p + sizeof(*h), sizeof(magic));
+	return le32toh(magic) == WIRE_MAGIC;
+}
+
 /* Hands every complete frame in rbuf to the peer layer.  Returns 0, or
  * -ECANCELED if the link died meanwhile (touch nothing but its memory), or
  * another -errno: the caller ends the link. */
@@ -367,7 +390,12 @@ static int parse(struct link_tcp *t)
 		int ret;
 
 		if (wire_decode_hdr(t->rbuf + t->roff, &h) < 0) {
-			if (wire_hdr_version(t->rbuf + t->roff) != WIRE_VERSION && t->l.state != LINK_UP) {
+			int foreign = wire_hdr_version(t->rbuf + t->roff) != WIRE_VERSION && t->l.state != LINK_UP ?
+					      foreign_hello(t, t->rbuf + t->roff, t->rlen - t->roff) : 0;
+
+			if (foreign < 0)
+				break;
+			if (foreign) {
 				version_refused(t, wire_hdr_version(t->rbuf + t->roff));
 				return -EPROTO;
 			}

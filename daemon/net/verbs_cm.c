@@ -52,7 +52,12 @@ static int check_priv(const void *data, uint8_t len, uint32_t *max_frame_p, char
 		return -1;
 	}
 	memcpy(&p, data, sizeof(p));
-	if (le32toh(p.magic) != VERBS_MAGIC || le16toh(p.version) != WIRE_VERSION || p.reserved) {
+	if (le32toh(p.magic) == VERBS_MAGIC && le16toh(p.version) != WIRE_VERSION) {
+		snprintf(why, whylen, "the peer speaks wire protocol version %u, this ferryd (ferry %s) version %u: every "
+			 "node must run the same ferry release", le16toh(p.version), FERRY_VERSION, WIRE_VERSION);
+		return -1;
+	}
+	if (le32toh(p.magic) != VERBS_MAGIC || p.reserved) {
 		snprintf(why, whylen, "not a ferry %u connection", WIRE_VERSION);
 		return -1;
 	}

@@ -22,20 +22,28 @@ expect "the daemon stops cleanly" stop_daemon v0
 # libferry and ferryctl facing a daemon of control version ctl + 1.
 mkdir -p "$TMP/fake"
 fake() {
+	rm -f "$TMP/fake.log"
 	bg fake.log prog ft_raw "$TMP/fake" fake-daemon
 	wait_for "grep -q listening \"$TMP/fake.log\""
+}
+# the fake daemon ends after its first client; one no client reached (a
+# failure above) is ended here rather than waited for by the test's end
+fake_end() {
+	for _ in $(seq 50); do kill -0 "$LASTPID" 2>/dev/null || break; sleep 0.1; done
+	kill "$LASTPID" 2>/dev/null
+	wait "$LASTPID" 2>/dev/null
 }
 fake
 out=$(FERRY_RUNTIME_DIR=$TMP/fake prog ft_open --job v --rank 0 --size 1 --timeout 3000 2>&1)
 echo "# $out"
 expect "libferry names both versions (EPROTO)" \
 	grep -q "EPROTO.*ferryd speaks control protocol version $((ctl + 1)), this libferry (ferry [0-9.]*) version $ctl" <<<"$out"
-wait "$LASTPID" 2>/dev/null
+fake_end
 fake
 out=$("$BUILD/ferryctl" --runtime-dir "$TMP/fake" status 2>&1)
 expect "ferryctl names both versions" \
 	grep -q "ferryd speaks control protocol version $((ctl + 1)), this ferryctl (ferry [0-9.]*) version $ctl" <<<"$out"
-wait "$LASTPID" 2>/dev/null
+fake_end
 
 # A daemon of wire version wire + 1 connecting (played by ft_peer): the
 # real one logs both versions and answers with a bare header of its own
@@ -48,5 +56,12 @@ expect "a daemon of another wire version: the connection is closed" test "$rc" =
 expect "... after a frame header of this daemon's version ($wire)" grep -qx "notice version $wire" <<<"$out"
 expect "... and the daemon logs both versions" \
 	grep -q "speaks wire protocol version $((wire + 1)), this ferryd (ferry [0-9.]*) version $wire" "$TMP/vw_n1.log"
+# Bytes that are no ferry's (an HTTP request at the peer port): a malformed
+# header, closed without an answer (no version of ours for whoever asks)
+got=$(exec 3<>"/dev/tcp/127.0.0.1/$((CPORT_vw + 1))" &&
+	printf 'GET / HTTP/1.1\r\nHost: ferry.example\r\n\r\n' >&3 && timeout 5 cat <&3 2>/dev/null | wc -c)
+expect "bytes that are no ferry's at the peer port: closed with no answer ($got bytes)" test "$got" = 0
+expect "... logged as a malformed header, not as another release" \
+	bash -c "grep -q 'malformed frame header' '$TMP/vw_n1.log' && ! grep -q 'wire protocol version 71' '$TMP/vw_n1.log'"
 expect "the daemon stops cleanly" stop_daemon vw_n1
 finish

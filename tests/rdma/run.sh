@@ -26,6 +26,14 @@ rc=$?
 # -a: the console holds the odd binary byte, and grep would then print
 # "binary file matches" instead of the lines.
 tr -d '\r' <"$LOG" | grep -a -E '^(not )?ok - |^# ' | sed 's/^\(not \)\{0,1\}ok - /&rdma: /'
+# (qemu's own failure to start is status 1 too: a verdict of 0 counts only
+# with checks reported)
+n=$(tr -d '\r' <"$LOG" | grep -a -c -E '^(not )?ok - ')
+if [ "$rc" = 1 ] && [ "$n" = 0 ]; then
+	echo "not ok - rdma: the VM said passed with no checks reported"
+	tail -30 "$LOG" | sed 's/^/#   /'
+	exit 1
+fi
 case $rc in
 1) exit 0 ;;
 3) echo "# VM tests failed; console tail:"; tr -d '\r' <"$LOG" | tail -40 | cat -v | sed 's/^/#   /'; exit 1 ;;

@@ -112,6 +112,14 @@ rc=$?
 QPID=
 echo "# the VM ran $(($(date +%s) - start)) s"
 tr -d '\r' <"$LOG" | grep -a -E '^(not )?ok - |^# ' | sed 's/^\(not \)\{0,1\}ok - /&system: /'
+# (qemu's own failure to start is status 1 too: a verdict of 0 counts only
+# with checks reported and the tests' last line there)
+n=$(tr -d '\r' <"$LOG" | grep -a -c -E '^(not )?ok - ')
+if [ "$rc" = 1 ] && { [ "$n" = 0 ] || ! tr -d '\r' <"$LOG" | grep -a -q 'vm-tests done'; }; then
+	echo "not ok - system: the VM said passed with $n checks and no end of its tests"
+	tr -d '\r' <"$LOG" | tail -30 | cat -v | sed 's/^/#   /'
+	exit 1
+fi
 case $rc in
 1) exit 0 ;;
 3) echo "# VM tests failed; console tail:"; tr -d '\r' <"$LOG" | tail -40 | cat -v | sed 's/^/#   /'; exit 1 ;;

@@ -157,7 +157,7 @@ insmod /root/veth.ko 2>/dev/null
 ip netns add n1 && ip link add v0 type veth peer name v1 && ip link set v1 netns n1 &&
 	ip addr add 10.9.0.1/24 dev v0 && ip link set v0 up &&
 	ip -n n1 addr add 10.9.0.2/24 dev v1 && ip -n n1 link set v1 up && ip -n n1 link set lo up
-ferryctl keygen >/etc/ferry/cluster.key && chmod 600 /etc/ferry/cluster.key
+(umask 077; ferryctl keygen >/etc/ferry/cluster.key)
 cat >/etc/ferry/ferry.conf <<'CONF'
 cluster: {
   name = "vm";
