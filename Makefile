@@ -96,11 +96,29 @@ BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/benc
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
 BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 
+# libferry-mpi (client/mpi/): the MPI profiling-interface library that runs
+# an unchanged MPI program's collectives in ferryd (README, "MPI
+# programs"), built against the MPI whose mpicc is on the PATH (Debian's
+# Open MPI: packaging/deps.sh installs it), with the MPI test programs
+# (tests/mpi/).  Not in sanitizer builds: an ASan library cannot be
+# preloaded into programs mpirun starts.  Without mpicc, nothing of it is
+# built and tests/integration/mpi_*.sh say SKIP.
+MPICC      ?= mpicc
+HAVE_MPI   := $(if $(filter 1,$(SAN)),,$(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1))
+MPI_SRC    := $(wildcard client/mpi/*.c)
+MPI_OBJ    := $(patsubst %.c,$(BUILD)/mpi/%.o,$(MPI_SRC))
+MPI_SONAME := libferry-mpi.so.$(SOVERSION)
+MPI_LIBSO  := $(BUILD)/libferry-mpi.so.$(VERSION)
+MPI_PROGS  := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(wildcard tests/mpi/fm_*.c))
+MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO))
 
-.PHONY: all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
+
+.PHONY: mpi all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
-all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
+all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc $(MPI_ALL)
+
+mpi: $(MPI_LIBSO) $(MPI_PROGS)
 
 deps:
 	@packaging/deps.sh
@@ -166,6 +184,18 @@ $(LIBSO): $(LIB_OBJ) packaging/libferry.map
 	ln -sf libferry.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libferry.so
 
+# libferry-mpi finds libferry next to itself ($$ORIGIN), in the build
+# directory as where it is installed.
+$(BUILD)/mpi/%.o: %.c
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(MPI_LIBSO): $(MPI_OBJ) $(LIBSO) packaging/libferry-mpi.map
+	$(MPICC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
+		-Wl,-z,defs -o $@ $(MPI_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
+	ln -sf libferry-mpi.so.$(VERSION) $(BUILD)/$(MPI_SONAME)
+	ln -sf $(MPI_SONAME) $(BUILD)/libferry-mpi.so
+
 # The static archive is one relocatable object whose internal symbols are made
 # local, so that only ferry_* can clash with an application's names.
 $(BUILD)/libferry.a: $(LIB_OBJ)
@@ -187,6 +217,11 @@ $(BUILD)/ferry.pc: packaging/ferry.pc.in Makefile
 $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+# MPI test programs: plain MPI, run with and without LD_PRELOAD=libferry-mpi.so.
+$(BUILD)/tests/fm_%: tests/mpi/fm_%.c tests/mpi/fm.h
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) -o $@ $<
 
 # ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
 # Programs and harnesses built from several sources in one command get no
@@ -280,7 +315,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
-tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW)
+tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(if $(HAVE_MPI),$(MPI_PROGS))
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -386,6 +421,12 @@ install: all
 	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
+	@if [ -e $(MPI_LIBSO) ]; then \
+		echo install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/; \
+		install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/ && \
+		ln -sf libferry-mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME) && \
+		ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpi.so; \
+	fi
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
 	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
 	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \
@@ -399,7 +440,7 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
-		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a \
+		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a $(DESTDIR)$(LIBDIR)/libferry-mpi.so* \
 		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
 		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
 

@@ -1,0 +1,63 @@
+# tests/mpi/lib.sh - sourced by tests/integration/mpi_*.sh after lib.sh:
+# MPI programs (tests/mpi/) under Open MPI's mpirun on one host, with a
+# local ferry cluster whose "nodes" are daemons with runtime directories of
+# their own.
+#
+# mpi_ready: says SKIP and finishes the test where Open MPI or
+# libferry-mpi is missing (packaging/deps.sh installs Open MPI; make builds
+# libferry-mpi when mpicc is there, not in sanitizer builds).
+# mpi_run OUT NODE_OF... [-- ENV=VALUE...] -- PROG ARGS: one rank per
+# NODE_OF (rank r on the daemon of $TMP/NODE_OF[r]), the program preloaded
+# with libferry-mpi; FERRY_MPI_LOG=1, the ranks' stderr in $TMP/OUT.log.
+# Each rank finds its daemon through FERRY_RUNTIME_DIR, set by a wrapper
+# from OMPI_COMM_WORLD_RANK (mpirun gives every rank one environment).
+
+mpi_ready() {
+	local why=""
+	if ! command -v mpirun >/dev/null 2>&1; then
+		why="no mpirun (packaging/deps.sh installs Open MPI)"
+	elif [ ! -e "$BUILD/libferry-mpi.so" ]; then
+		why="libferry-mpi not built here (no mpicc when it was built, or a sanitizer build, whose library cannot be preloaded into mpirun's programs)"
+	fi
+	if [ -n "$why" ]; then
+		echo "ok - $TEST: # SKIP $why"
+		finish
+	fi
+}
+
+mpi_run() {
+	local out=$1 n=0 where="" w
+	shift
+	local -a env=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do where="$where $1"; n=$((n + 1)); shift; done
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=(-x "$1"); shift; done
+	shift
+	w=$TMP/where.$out
+	{
+		echo '#!/bin/sh'
+		echo "set -- $where \"\$@\""
+		echo 'i=0; for d in "$@"; do [ $i = "$OMPI_COMM_WORLD_RANK" ] && dir=$d; i=$((i + 1)); done'
+		echo "shift $n"
+		echo "FERRY_RUNTIME_DIR=$TMP/\$dir exec \"\$@\""
+	} >"$w"
+	chmod +x "$w"
+	# mpirun kills the job's other ranks when one fails; timeout ends a
+	# hang (and cleanup the daemons)
+	timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe -np "$n" \
+		-x LD_PRELOAD="$BUILD/libferry-mpi.so" -x FERRY_MPI_LOG=1 "${env[@]}" \
+		"$w" "$@" >"$TMP/$out.log" 2>&1
+}
+
+# mpi_same A B N: the N ranks' result files of runs A and B are the same.
+mpi_same() {
+	local a=$1 b=$2 n=$3 r
+	for r in $(seq 0 $((n - 1))); do
+		[ -s "$TMP/$a.$r" ] || { echo "# $a.$r is empty or missing"; return 1; }
+		if ! cmp -s "$TMP/$a.$r" "$TMP/$b.$r"; then
+			echo "# rank $r: $a and $b differ:"
+			diff "$TMP/$a.$r" "$TMP/$b.$r" | head -n 10 | sed 's/^/#   /'
+			return 1
+		fi
+	done
+}
