@@ -496,7 +496,8 @@ static int red_ok(struct op *o, int count, MPI_Datatype t, MPI_Op op, enum ferry
 	if (red_type(t, ft, &cl) == 0 && red_op(op, cl, fo) == 0)
 		return 1;
 	if (fmpi_log_on) {
-		PMPI_Type_get_name(t, tn, &len);
+		if (PMPI_Type_get_name(t, tn, &len) != MPI_SUCCESS || !tn[0])
+			snprintf(tn, sizeof(tn), "a derived datatype");
 		snprintf(why, sizeof(why), "%s %s", red_type(t, ft, &cl) < 0 ? "datatype not one ferry reduces:" :
 			 "op not a predefined one ferry has for", tn);
 	}
