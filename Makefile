@@ -100,11 +100,12 @@ BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
 # an unchanged MPI program's collectives in ferryd (README, "MPI
 # programs"), built against the MPI whose mpicc is on the PATH (Debian's
 # Open MPI: packaging/deps.sh installs it), with the MPI test programs
-# (tests/mpi/).  Not in sanitizer builds: an ASan library cannot be
-# preloaded into programs mpirun starts.  Without mpicc, nothing of it is
-# built and tests/integration/mpi_*.sh say SKIP.
+# (tests/mpi/); mpicc runs $(CC) (OMPI_CC, MPICH_CC), so that make check's
+# clang build compiles it too.  Without mpicc, nothing of it is built and
+# tests/integration/mpi_*.sh say SKIP.
 MPICC      ?= mpicc
-HAVE_MPI   := $(if $(filter 1,$(SAN)),,$(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1))
+MPICC_CC   = OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC)
+HAVE_MPI   := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
 MPI_SRC    := $(wildcard client/mpi/*.c)
 MPI_OBJ    := $(patsubst %.c,$(BUILD)/mpi/%.o,$(MPI_SRC))
 MPI_SONAME := libferry-mpi.so.$(SOVERSION)
@@ -188,10 +189,10 @@ $(LIBSO): $(LIB_OBJ) packaging/libferry.map
 # directory as where it is installed.
 $(BUILD)/mpi/%.o: %.c
 	@mkdir -p $(@D)
-	$(MPICC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(MPICC_CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(MPI_LIBSO): $(MPI_OBJ) $(LIBSO) packaging/libferry-mpi.map
-	$(MPICC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
+	$(MPICC_CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
 		-Wl,-z,defs -o $@ $(MPI_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
 	ln -sf libferry-mpi.so.$(VERSION) $(BUILD)/$(MPI_SONAME)
 	ln -sf $(MPI_SONAME) $(BUILD)/libferry-mpi.so
@@ -218,10 +219,11 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
 
-# MPI test programs: plain MPI, run with and without LD_PRELOAD=libferry-mpi.so.
+# MPI test programs: plain MPI, run with and without LD_PRELOAD=libferry-mpi.so
+# (in a sanitizer build, the ASan runtime preloaded first: tests/mpi/lib.sh).
 $(BUILD)/tests/fm_%: tests/mpi/fm_%.c tests/mpi/fm.h
 	@mkdir -p $(@D)
-	$(MPICC) $(ALL_CFLAGS) -o $@ $<
+	$(MPICC_CC) $(ALL_CFLAGS) -o $@ $<
 
 # ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
 # Programs and harnesses built from several sources in one command get no

@@ -1,17 +1,18 @@
 #!/bin/sh
 # Installs the Debian packages ferry needs to build and test, if any are missing.
 # Idempotent: when everything is present it only checks and exits 0.
-#   packaging/deps.sh            build + test dependencies
-#   packaging/deps.sh bench      also what `make bench` needs (Open MPI, gnuplot, valgrind)
+#   packaging/deps.sh            build + test dependencies (Open MPI: libferry-mpi
+#                                and its tests, tests/integration/mpi_*.sh)
+#   packaging/deps.sh bench      also what `make bench` needs (gnuplot, valgrind)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
 set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
       libconfig-dev libsystemd-dev libibverbs-dev librdmacm-dev libsodium-dev libseccomp-dev
-      iproute2 util-linux procps psmisc systemd strace jq"
+      iproute2 util-linux procps psmisc systemd strace jq openmpi-bin libopenmpi-dev"
 for extra in "$@"; do
 	case "$extra" in
-	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind" ;;
+	bench) pkgs="$pkgs gnuplot-nox valgrind" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	*) echo "deps.sh: unknown group '$extra' (known: bench, rdma)" >&2; exit 2 ;;
 	esac
