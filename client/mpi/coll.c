@@ -237,7 +237,7 @@ static int op_begin(struct op *o, const char *name, const char *iname, MPI_Comm 
 	o->name = req ? iname : name;
 	o->req = req;
 	if (!(o->c = fmpi_comm(comm))) {
-		fmpi_log(NULL, o->name, "MPI (communicator not on ferry)");
+		fmpi_log(NULL, o->name, "MPI (%s)", fmpi_on() ? "communicator not on ferry" : "ferry not in use: MPI_Init says why");
 		return 0;
 	}
 	return 1;
@@ -714,49 +714,22 @@ FMPI_API int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype t, MP
 	return reduction(R_REDUCE, sb, rb, count, t, op, root, comm, req);
 }
 
-FMPI_API int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	return reduction(R_ALLREDUCE, sb, rb, count, t, op, 0, comm, NULL);
-}
+/* The four with allreduce's arguments, and their non-blocking forms. */
+#define ALLREDUCE_LIKE(name, iname, kind) \
+	FMPI_API int name(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) \
+	{ \
+		return reduction(kind, sb, rb, count, t, op, 0, comm, NULL); \
+	} \
+	FMPI_API int iname(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, \
+			   MPI_Request *req) \
+	{ \
+		return reduction(kind, sb, rb, count, t, op, 0, comm, req); \
+	}
 
-FMPI_API int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-			    MPI_Request *req)
-{
-	return reduction(R_ALLREDUCE, sb, rb, count, t, op, 0, comm, req);
-}
-
-FMPI_API int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	return reduction(R_SCAN, sb, rb, count, t, op, 0, comm, NULL);
-}
-
-FMPI_API int MPI_Iscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-		       MPI_Request *req)
-{
-	return reduction(R_SCAN, sb, rb, count, t, op, 0, comm, req);
-}
-
-FMPI_API int MPI_Exscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	return reduction(R_EXSCAN, sb, rb, count, t, op, 0, comm, NULL);
-}
-
-FMPI_API int MPI_Iexscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-			 MPI_Request *req)
-{
-	return reduction(R_EXSCAN, sb, rb, count, t, op, 0, comm, req);
-}
-
-FMPI_API int MPI_Reduce_scatter_block(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
-{
-	return reduction(R_RSB, sb, rb, count, t, op, 0, comm, NULL);
-}
-
-FMPI_API int MPI_Ireduce_scatter_block(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op,
-				       MPI_Comm comm, MPI_Request *req)
-{
-	return reduction(R_RSB, sb, rb, count, t, op, 0, comm, req);
-}
+ALLREDUCE_LIKE(MPI_Allreduce, MPI_Iallreduce, R_ALLREDUCE)
+ALLREDUCE_LIKE(MPI_Scan, MPI_Iscan, R_SCAN)
+ALLREDUCE_LIKE(MPI_Exscan, MPI_Iexscan, R_EXSCAN)
+ALLREDUCE_LIKE(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, R_RSB)
 
 FMPI_API int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {

@@ -78,6 +78,8 @@ struct freq {
 extern int fmpi_log_on;
 void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* 1 if the job runs on ferry (MPI_Init agreed), else every call passes. */
+int fmpi_on(void);
 /* The fcomm of comm, or NULL: its collectives pass through. */
 struct fcomm *fmpi_comm(MPI_Comm comm);
 /* Waits, without spinning for long, until done(arg) says 1 (or < 0),

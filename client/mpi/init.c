@@ -57,6 +57,11 @@ int fmpi_fail(struct fcomm *c, const char *name, int err)
 	return MPI_ERR_OTHER;
 }
 
+int fmpi_on(void)
+{
+	return world != NULL;
+}
+
 struct fcomm *fmpi_comm(MPI_Comm comm)
 {
 	void *v;
