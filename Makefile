@@ -12,7 +12,7 @@
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
 #                   bench-bw, bench-security, bench-knobs, bench-coll, bench-sg,
-#                   bench-red, bench-redtc, bench-costs (at most 10 minutes each)
+#                   bench-red, bench-redtc, bench-costs, bench-mpi (at most 10 minutes each)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -94,7 +94,7 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs mpi
 
 # libferry-mpi (client/mpi/): the MPI profiling-interface library that runs
 # an unchanged MPI program's collectives in ferryd (README, "MPI

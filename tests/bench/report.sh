@@ -756,7 +756,7 @@ WHY
 		done
 	fi
 	# the families that write their own section
-	for f in security sg red redtc costs; do
+	for f in security sg red redtc costs mpi; do
 		if [ -f "$f.md" ]; then
 			echo
 			cat "$f.md"
