@@ -84,9 +84,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* How long fmpi_wait yields before it sleeps: a collective on ferry takes
- * hundreds of microseconds, and the daemon shares the cores. */
-#define WAIT_SPIN_NS 50000ull
+/* How long fmpi_wait yields before it sleeps ($FERRY_MPI_SPIN_US): a
+ * collective on ferry takes hundreds of microseconds, and the daemon may
+ * share the cores. */
+static uint64_t wait_spin_ns = 50000;
 /* How long it sleeps at most before it drives MPI's progress again: the
  * delay a point-to-point transfer that needs this rank (a rendezvous) sees
  * while the rank waits for ferry. */
@@ -102,7 +103,7 @@ int fmpi_wait(int (*done)(void *), void *arg)
 
 		if (ret)
 			return ret;
-		if (now_ns() - t0 < WAIT_SPIN_NS) {
+		if (now_ns() - t0 < wait_spin_ns) {
 			sched_yield();
 			continue;
 		}
@@ -312,6 +313,9 @@ static void setup(int provided)
 	int ok = 1, all = 0, size, ret;
 
 	fmpi_log_on = log && *log && strcmp(log, "0") != 0;
+	if ((env = getenv("FERRY_MPI_SPIN_US")) && *env)
+		wait_spin_ns = strtoull(env, NULL, 10) * 1000;
+	env = getenv("FERRY_MPI");
 	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) {
