@@ -50,7 +50,8 @@ mpi_run() {
 	pre=$BUILD/libferry-mpi.so
 	asan=$(ldd "$pre" | awk '$1 ~ /^libasan/ { print $3 }')
 	[ -z "$asan" ] || { pre=$asan:$pre; env+=(-x ASAN_OPTIONS=detect_leaks=0); }
-	timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe -np "$n" \
+	# (Open MPI's session files under $TMP too, which cleanup removes)
+	TMPDIR=$TMP timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe -np "$n" \
 		-x LD_PRELOAD="$pre" -x FERRY_MPI_LOG=1 "${env[@]}" \
 		"$w" "$@" >"$TMP/$out.log" 2>&1
 }
