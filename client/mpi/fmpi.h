@@ -76,6 +76,9 @@ struct freq {
 
 /* --- init.c --- */
 extern int fmpi_log_on;
+/* One line on stderr, in one write (fmt without the newline). */
+void fmpi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A line of FERRY_MPI_LOG=1 about call name on c (NULL: no communicator). */
 void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* 1 if the job runs on ferry (MPI_Init agreed), else every call passes. */

@@ -33,6 +33,26 @@ static int kv = MPI_KEYVAL_INVALID;
 static int next_id;
 static int world_rank;
 
+void fmpi_say(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	/* one write a line: the ranks' lines reach mpirun's output whole */
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nowhere to say it */
+	}
+}
+
 void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 {
 	char text[256];
@@ -44,15 +64,15 @@ void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (c)
-		fprintf(stderr, "ferry-mpi %d: %s comm %d: %s\n", world_rank, name, c->id, text);
+		fmpi_say("ferry-mpi %d: %s comm %d: %s", world_rank, name, c->id, text);
 	else
-		fprintf(stderr, "ferry-mpi %d: %s: %s\n", world_rank, name, text);
+		fmpi_say("ferry-mpi %d: %s: %s", world_rank, name, text);
 }
 
 int fmpi_fail(struct fcomm *c, const char *name, int err)
 {
-	fprintf(stderr, "ferry-mpi %d: %s on comm %d failed: %s (%s)\n", world_rank, name, c->id,
-		ferry_strerror(err), ferry_last_error());
+	fmpi_say("ferry-mpi %d: %s on comm %d failed: %s (%s)", world_rank, name, c->id, ferry_strerror(err),
+		 ferry_last_error());
 	PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
 	return MPI_ERR_OTHER;
 }

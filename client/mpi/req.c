@@ -25,7 +25,6 @@
  */
 #include "fmpi.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #define FMPI_API __attribute__((visibility("default")))
@@ -77,8 +76,8 @@ static int q_poll(struct freq *q)
 	side_finish(&q->s[0]);
 	side_finish(&q->s[1]);
 	if (q->err)
-		fprintf(stderr, "ferry-mpi: %s on comm %d failed: %s (%s)\n", q->name, q->c->id,
-			ferry_strerror(q->err), ferry_last_error());
+		fmpi_say("ferry-mpi: %s on comm %d failed: %s (%s)", q->name, q->c->id, ferry_strerror(q->err),
+			 ferry_last_error());
 	PMPI_Grequest_complete(q->mreq);
 	return 1;
 }
