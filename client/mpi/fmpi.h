@@ -34,7 +34,6 @@ struct fcomm {
 	int pending;            /* requests of ours posted and not ended */
 	unsigned long posted;   /* operations posted on f */
 	ferry_req_t *sync[2];   /* fmpi_posted's barriers, older first */
-	struct fcomm *parent;
 	struct fcomm *next;     /* every fcomm, newest first */
 };
 

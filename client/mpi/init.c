@@ -170,7 +170,7 @@ void fmpi_posted(struct fcomm *c)
 }
 
 
-static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm, struct fcomm *parent)
+static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm)
 {
 	struct fcomm *c = calloc(1, sizeof(*c));
 
@@ -181,7 +181,6 @@ static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm, struct fcomm *parent)
 	c->id = next_id++;
 	c->rank = ferry_rank(f);
 	c->size = ferry_size(f);
-	c->parent = parent;
 	c->next = comms;
 	comms = c;
 	return c;
@@ -261,7 +260,7 @@ static void comm_derive(struct fcomm *c, const char *name, int color, int key, M
 	else if (!ok)
 		why = "ferry's group differs from MPI's";
 	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, newcomm);
-	n = all ? comm_new(sub, newcomm, c) : NULL;
+	n = all ? comm_new(sub, newcomm) : NULL;
 	if (n && PMPI_Comm_set_attr(newcomm, kv, n) != MPI_SUCCESS) {
 		comms = n->next;
 		free(n);
@@ -381,7 +380,7 @@ static void setup(int provided)
 	if (all && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &kv, NULL) != MPI_SUCCESS)
 		all = 0;        /* the same on every rank: it fails for want of memory, and MPI aborts */
 	if (all)
-		world = comm_new(f, MPI_COMM_WORLD, NULL);
+		world = comm_new(f, MPI_COMM_WORLD);
 	if (!world) {
 		if (f)
 			ferry_close(f);
@@ -423,7 +422,7 @@ FMPI_API int MPI_Finalize(void)
 				comm_close(c);      /* waited for a child */
 			else
 				PMPI_Comm_delete_attr(c->comm, kv);
-			if (comms == c) {   /* could not close: leave it */
+			if (comms == c) {   /* could not close (its attribute is gone): leave it */
 				comms = c->next;
 				free(c);
 			}
