@@ -4,15 +4,25 @@
 #   make check      install missing Debian packages, build, run the test suite
 #                   (plain build, then ASan+UBSan build; clang must compile it
 #                   too), print "N passed, N failed" (", N skipped" if any)
+#   make check-launch  jobs started by a real Slurm (srun, sbatch, salloc) and by
+#                   Open MPI's mpirun on local nodes of namespaces (root; installs
+#                   Slurm, munge, Open MPI), both builds, the same summary line
 #   make demo       install missing packages, build, run a local demonstration
-#   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc
+#   make install    DESTDIR= PREFIX=/usr/local SYSCONFDIR=/etc (MANDIR=PREFIX/share/man)
+#   make deb        Debian packages ferryd, libferry0, libferry-dev into build/deb/
+#                   (packaging/debian/; dpkg-buildpackage -us -uc -b on a copy of the tree)
+#   make check-deb  make deb, then lintian on the packages ("N passed, N failed")
+#   make check-system  the packages on Debian 12 booted with systemd in a QEMU VM
 #   make fuzz       run every fuzz harness for FUZZ_SECONDS (default 60) each
 #   make soak       a cluster under sustained abuse for SOAK_SECONDS (default 600)
 #   make bench      benchmarks against Open MPI and the hardware (QUICK=1: 1 minute);
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
 #                   bench-bw, bench-security, bench-knobs, bench-coll, bench-sg,
-#                   bench-red, bench-redtc, bench-costs, bench-mpi (at most 10 minutes each)
+#                   bench-red, bench-redtc, bench-costs, bench-apps, bench-mpi (at most 10 minutes each)
+#   make apps       the applications (tests/apps/: HPCC RandomAccess against Debian's
+#                   hpcc, bale's histogram, index-gather, permutation against MPI), one
+#                   line per measurement (APPS_QUICK=1: half a minute; else 3 minutes)
 #   make clean
 #
 # Build products go to $(BUILD) (default build/); SAN=1 builds with
@@ -30,6 +40,7 @@ SBINDIR    ?= $(PREFIX)/sbin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+MANDIR     ?= $(PREFIX)/share/man
 
 ifeq ($(SAN),1)
 BUILD      ?= build/san
@@ -49,13 +60,14 @@ override BUILD := $(patsubst $(CURDIR)/%,%,$(BUILD))
 
 CC         ?= cc
 CFLAGS     ?= -O2 -g
+CPPFLAGS   ?=
 WARN       := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # -ffp-contract=off: the cost module's predictions (daemon/plan/cost.c) are
 # compared on every node of a job to choose the same algorithm and layout;
 # a build that fused a multiply and an add (FMA: -march=haswell, aarch64's
 # default) would round differently and break ties otherwise, and the nodes
 # would plan different operations.  Nodes run the same ferry (WIRE_VERSION).
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -ffp-contract=off $(SANFLAGS) -MMD -MP
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' $(WARN) $(CPPFLAGS) $(CFLAGS) -ffp-contract=off $(SANFLAGS) -MMD -MP
 LDFLAGS    ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SANFLAGS)
 
@@ -94,7 +106,12 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BENCH_FERRY := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/fb_*.c))
 BENCH_MPI   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/mb_*.c))
 BENCH_RAW   := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/raw_*.c))
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs mpi
+APPS_FERRY  := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/ferry_*.c))
+APPS_MPI    := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/mpi_*.c))
+# make check builds the MPI apps where Open MPI is installed (its test runs
+# them then, and says SKIP otherwise).
+HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps mpi
 
 # libferry-mpi (client/mpi/): the MPI profiling-interface library that runs
 # an unchanged MPI program's collectives in ferryd (README, "MPI
@@ -114,7 +131,7 @@ MPI_PROGS  := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(wildcard tests/mpi/fm_
 MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO))
 
 
-.PHONY: mpi all deps check check-run check-rdma check-coll demo demo-run install uninstall fuzz clean tests bench soak \
+.PHONY: mpi all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb check-system \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc $(MPI_ALL)
@@ -275,7 +292,7 @@ $(BUILD)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(DAEMON_LIB) $(PLA
 		$(call pkglibs,$(DAEMON_PKGS)) -lpthread
 
 FUZZ_CC    ?= clang
-FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -DFERRY_VERSION='"$(VERSION)"' -g -O1 -fsanitize=fuzzer,address,undefined
 # The peer layer's state machine runs on the in-memory transport of the unit
 # tests, with the modules it needs compiled in.
 FUZZ_PEER_SRC := $(PROTO_SRC) $(PLAN_SRC) daemon/core/log.c daemon/core/loop.c daemon/core/conf.c \
@@ -317,7 +334,8 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
-tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(if $(HAVE_MPI),$(MPI_PROGS))
+tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(APPS_FERRY) $(if $(HAVE_MPICC),$(APPS_MPI)) \
+	$(if $(HAVE_MPI),$(MPI_PROGS))
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -355,12 +373,34 @@ $(BUILD)/bench/raw_tcp: tests/bench/raw_tcp.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(call pkglibs,libsodium)
 
+# The applications (tests/apps/, README "Applications"): ferry's and the
+# MPI versions.
+$(BUILD)/apps/ferry_%: tests/apps/ferry_%.c $(LIBSO) tests/apps/app.h tests/apps/fapp.h tests/progs/common.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+$(BUILD)/apps/mpi_%: tests/apps/mpi_%.c tests/apps/app.h
+	@mkdir -p $(@D)
+	mpicc -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+# make apps: every application and its comparators (tests/apps/run.sh), one
+# line per measurement; APPS_QUICK=1 for the subset.  Results in
+# build/apps-out/<time>/: apps.csv, hpcc's output files, and the summary
+# (apps.md, with the targets) and plot (apps.png) of make bench-apps.
+APPS_OUT    := $(or $(APPS_OUT),build/apps-out/$(shell date -u +%Y%m%d-%H%M%S))
+apps:
+	@packaging/deps.sh bench
+	@$(MAKE) --no-print-directory -s all $(APPS_FERRY) $(APPS_MPI)
+	@tests/apps/run.sh $(BUILD) $(APPS_OUT) $(if $(APPS_QUICK),quick); rc=$$?; \
+		tests/bench/apps_report.sh $(APPS_OUT); echo "# summary $(APPS_OUT)/apps.md, plot apps.png"; exit $$rc
+
 # make bench runs every family (BENCH_FAMILIES, above) in turn into one
 # directory and one summary; make bench-FAMILY runs one
 # (tests/bench/run.sh says what each measures).
 bench-deps:
 	@packaging/deps.sh bench
-	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW) $(BUILD)/tests/ft_stream
+	@$(MAKE) --no-print-directory -s all $(BENCH_FERRY) $(BENCH_MPI) $(BENCH_RAW) $(BUILD)/tests/ft_stream \
+		$(APPS_FERRY) $(APPS_MPI)
 
 bench $(addprefix bench-,$(BENCH_FAMILIES)): bench-deps
 	@tests/bench/run.sh $(BUILD) $(BENCH_OUT) $(if $(QUICK),quick,full) \
@@ -385,14 +425,60 @@ check-coll: deps
 	echo "$$p passed, $$f failed"; exit $$rc
 
 # RDMA verbs for real: soft-RoCE in a QEMU VM (tests/rdma/).  The summary
-# counts as tests/run.sh does: "N passed, N failed", ", N skipped" if any.
+# counts as tests/run.sh does (tests/summary.sh): "N passed, N failed",
+# ", N skipped" if any.
 check-rdma:
 	@packaging/deps.sh rdma
 	@$(MAKE) --no-print-directory -s all $(PROGS)
 	@tests/rdma/run.sh $(BUILD) | tee build/rdma.log; rc=$${PIPESTATUS[0]}; \
-	s=$$(grep -acE '^ok - .*#[[:space:]]*[Ss][Kk][Ii][Pp]' build/rdma.log); \
-	p=$$(($$(grep -ac '^ok - ' build/rdma.log) - s)); f=$$(grep -ac '^not ok - ' build/rdma.log); \
-	echo "$$p passed, $$f failed$$([ $$s -gt 0 ] && echo ", $$s skipped")"; exit $$rc
+	tests/summary.sh build/rdma.log; exit $$rc
+
+# Jobs as cluster users start them (tests/launch/): a local Slurm (slurmctld,
+# a slurmd per node, munge) and Open MPI's mpirun on four nodes of
+# namespaces, a ferryd on each; on both builds (80-90 s).  Not in make
+# check: it needs Slurm's, munge's and Open MPI's packages, and with their
+# install it would add more than the two minutes make check's budget leaves
+# (README, "Tests").  The summary line is tests/run.sh's.
+check-launch:
+	@packaging/deps.sh launch
+	@$(MAKE) --no-print-directory -s all $(PROGS)
+	@$(MAKE) --no-print-directory -s SAN=1 all $(patsubst $(BUILD)/%,build/san/%,$(PROGS))
+	@LAUNCH=1 tests/run.sh $(BUILD) build/san
+
+# Debian packages (packaging/debian/).  dpkg-buildpackage wants debian/ at
+# the top of the source tree, which is not where it lives here: the build
+# runs on a copy of the tree (without build/ and .git) in
+# build/deb/ferry-VERSION/, with packaging/debian copied in as debian/.
+# The .deb files land in build/deb/.
+DEB_DIR    := build/deb
+DEB_SRC    := $(DEB_DIR)/ferry-$(VERSION)
+deb:
+	@packaging/deps.sh deb
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	tar -c --exclude=./build --exclude=./.git -f - . | tar -x -C $(DEB_SRC) -f -
+	cp -r packaging/debian $(DEB_SRC)/debian
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || { tail -40 ../build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
+
+# The packages built and checked (tests/deb/check.sh): lintian and what
+# the packages hold.  The summary counts as tests/run.sh does.
+check-deb:
+	@mkdir -p build
+	@bash tests/deb/check.sh | tee build/deb-check.log; rc=$${PIPESTATUS[0]}; \
+	tests/summary.sh build/deb-check.log; exit $$rc
+
+# The packages on a Debian 12 booted with systemd as PID 1 in a QEMU VM
+# (tests/system/): installed with apt, started, socket-activated, reloaded,
+# restarted, watchdogged, stopped, scored, two nodes with a key.  At most 15
+# minutes under TCG on 2 cores.  Counts as tests/run.sh does; every check
+# is skipped without QEMU or mmdebstrap.
+check-system:
+	@packaging/deps.sh system
+	@$(MAKE) --no-print-directory -s deb >/dev/null
+	@$(MAKE) --no-print-directory -s all $(BUILD)/tests/ft_alltoall $(BUILD)/tests/ft_open
+	@tests/system/run.sh $(BUILD) | tee build/system.log; rc=$${PIPESTATUS[0]}; \
+	tests/summary.sh build/system.log; exit $$rc
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -434,17 +520,39 @@ install: all
 	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \
 		packaging/ferryd.service > $(DESTDIR)$(UNITDIR)/ferryd.service
 	install -m 644 packaging/ferryd.socket $(DESTDIR)$(UNITDIR)/ferryd.socket
+	$(MAKE) --no-print-directory install-man
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf ]; then \
 		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf"; \
 	else \
 		install -m 644 conf/ferry.conf $(DESTDIR)$(SYSCONFDIR)/ferry/ferry.conf; \
 	fi
 
+# The man pages (packaging/man/, plain roff).  A page of several functions
+# names them all in its NAME line; each other name becomes a link to it.
+MAN_PAGES   := $(wildcard packaging/man/*.[0-9])
+man_aliases = sed -n '/^\.SH NAME/{n;s/ \\-.*//;s/,//g;p;q}' $(1)
+
+install-man:
+	@for p in $(MAN_PAGES); do \
+		b=$$(basename $$p); s=$${b##*.}; \
+		install -d $(DESTDIR)$(MANDIR)/man$$s; \
+		echo "install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$$b"; \
+		install -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$$b || exit 1; \
+		[ $$s = 3 ] || continue; \
+		for n in $$($(call man_aliases,$$p)); do \
+			[ $$n.$$s = $$b ] || ln -sf $$b $(DESTDIR)$(MANDIR)/man$$s/$$n.$$s; \
+		done; \
+	done
+
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
 		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a $(DESTDIR)$(LIBDIR)/libferry-mpi.so* \
 		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
 		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
+	@for p in $(MAN_PAGES); do \
+		b=$$(basename $$p); s=$${b##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$$b; \
+		[ $$s = 3 ] && for n in $$($(call man_aliases,$$p)); do rm -f $(DESTDIR)$(MANDIR)/man$$s/$$n.$$s; done; \
+	done; true
 
 clean:
 	rm -rf build

@@ -79,35 +79,95 @@ int conn_env_int(const char *name, int *out)
 	return 1;
 }
 
+/* A Slurm job step's ids, if srun started this process: SLURM_STEP_ID set
+ * and a step of tasks.  The batch script and salloc's shell have
+ * SLURM_JOB_ID, SLURM_PROCID 0 and the allocation's SLURM_NTASKS but no
+ * step id; Slurm's special steps (batch, extern, interactive: 0xfffffff0 and
+ * above) are no steps of tasks either. */
+static int slurm_step(const char **job_p, const char **step_p)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	char *end;
+	unsigned long id;
+
+	if (!job || !*job || !step || !*step)
+		return 0;
+	errno = 0;
+	id = strtoul(step, &end, 10);
+	if (errno || *end || id >= 0xfffffff0ul)
+		return 0;
+	/* ... and this process is the step's task, not a rank that another
+	 * launcher's proxy started (MPICH's or Intel MPI's hydra starts its
+	 * proxies with srun: their ranks carry the proxy's SLURM_PROCID, and
+	 * their own rank in PMI_RANK or PMIX_RANK; under srun --mpi=pmix the
+	 * two are the same) */
+	for (const char *const *v = (const char *const[]){ "PMIX_RANK", "PMI_RANK", NULL }; *v; v++) {
+		const char *r = getenv(*v), *procid = getenv("SLURM_PROCID");
+
+		if (r && *r && (!procid || strcmp(r, procid) != 0))
+			return 0;
+	}
+	*job_p = job;
+	*step_p = step;
+	return 1;
+}
+
+/* Open MPI's launcher (mpirun, prterun) started this process.  It comes
+ * before Slurm's variables: under Slurm, mpirun starts its daemons with
+ * srun, and the ranks they start inherit that step's SLURM_PROCID and
+ * SLURM_NTASKS, which count the daemons. */
+static int ompi_launched(void)
+{
+	const char *r = getenv("OMPI_COMM_WORLD_RANK"), *n = getenv("OMPI_COMM_WORLD_SIZE");
+
+	return r && *r && n && *n;
+}
+
 int conn_ranks_from_env(int *rank, int *size)
 {
 	static const char *const vars[][2] = {
 		{ "FERRY_RANK", "FERRY_SIZE" },
-		{ "SLURM_PROCID", "SLURM_NTASKS" },
 		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
+		{ "SLURM_PROCID", "SLURM_NTASKS" },
 	};
+	const char *job, *step;
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		int r = conn_env_int(vars[i][0], rank), s = conn_env_int(vars[i][1], size);
+		int r, s;
 
+		if (i == 2 && !slurm_step(&job, &step))
+			break;
+		r = conn_env_int(vars[i][0], rank);
+		s = conn_env_int(vars[i][1], size);
 		if (r < 0 || s < 0)
 			return conn_seterr(-EINVAL, "%s or %s is not a number", vars[i][0], vars[i][1]);
 		if (r && s)
 			return 0;
 	}
+	if (getenv("SLURM_JOB_ID"))
+		return conn_seterr(-EINVAL, "rank and size unknown: SLURM_JOB_ID without a job step of its own (no "
+				   "SLURM_STEP_ID: a batch script or an allocation's shell; or PMI_RANK or PMIX_RANK "
+				   "other than SLURM_PROCID: a rank another launcher started through srun); start the "
+				   "ranks with srun, or set FERRY_RANK and FERRY_SIZE");
 	return conn_seterr(-EINVAL, "rank and size unknown: pass them in ferry_opts or set FERRY_RANK and FERRY_SIZE");
 }
 
 int conn_job_from_env(char *buf, size_t len)
 {
-	const char *v = getenv("FERRY_JOB");
+	const char *v = getenv("FERRY_JOB"), *job, *step, *ns = getenv("PMIX_NAMESPACE");
 
 	if (v && *v)
 		snprintf(buf, len, "%s", v);
-	else if ((v = getenv("SLURM_JOB_ID")) && *v)
-		snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-	else if ((v = getenv("PMIX_NAMESPACE")) && *v)
-		snprintf(buf, len, "%s", v);
+	else if (ompi_launched() && ns && *ns)
+		snprintf(buf, len, "%s", ns);
+	else if (slurm_step(&job, &step))
+		snprintf(buf, len, "slurm-%s.%s", job, step);
+	else if (ns && *ns)
+		snprintf(buf, len, "%s", ns);
+	else if (getenv("SLURM_JOB_ID"))
+		return conn_seterr(-EINVAL, "job name unknown: SLURM_JOB_ID without a job step of its own (no "
+				   "SLURM_STEP_ID: a batch script or an allocation's shell; or a rank another launcher "
+				   "started through srun); start the ranks with srun, or set FERRY_JOB");
 	else
 		return conn_seterr(-EINVAL, "job name unknown: pass it in ferry_opts or set FERRY_JOB");
 	return 0;
@@ -161,6 +221,10 @@ int conn_read_msg(struct ferry *f, struct ctl_msg *m, int *fds, int *nfds, int t
 		ssize_t used = ctl_decode(f->in, f->in_len, m);
 		int wait;
 
+		if (used < 0 && ctl_hdr_version(f->in) != CTL_VERSION)
+			return conn_seterr(-EPROTO, "ferryd speaks control protocol version %u, this libferry (ferry %s) "
+					   "version %u: libferry and ferryd must come from the same ferry release",
+					   ctl_hdr_version(f->in), FERRY_VERSION, CTL_VERSION);
 		if (used < 0)
 			return conn_seterr(-EPROTO, "malformed control message from ferryd");
 		if (used > 0)

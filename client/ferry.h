@@ -71,12 +71,15 @@ typedef struct ferry ferry_t;
 #define FERRY_BATCH_ITEM 256u
 
 struct ferry_opts {
-	const char *job;        /* job name; NULL: $FERRY_JOB, then Slurm's
-				 * $SLURM_JOB_ID.$SLURM_STEP_ID, then $PMIX_NAMESPACE */
+	const char *job;        /* job name; NULL: $FERRY_JOB, then under
+				 * mpirun $PMIX_NAMESPACE, then in an srun step
+				 * slurm-$SLURM_JOB_ID.$SLURM_STEP_ID, then
+				 * $PMIX_NAMESPACE (README, "Launching") */
 	int rank;               /* this process's rank (used when size > 0) */
 	int size;               /* ranks in the job; 0: rank and size come from
-				 * $FERRY_RANK/$FERRY_SIZE, then $SLURM_PROCID/$SLURM_NTASKS,
-				 * then $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE */
+				 * $FERRY_RANK/$FERRY_SIZE, then
+				 * $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE, then in
+				 * an srun step $SLURM_PROCID/$SLURM_NTASKS */
 	int timeout_ms;         /* how long ferry_open waits for all ranks to join;
 				 * 0: $FERRY_TIMEOUT_MS, else 60000; < 0: forever */
 	const char *runtime_dir;/* where ferryd's socket is; NULL: $FERRY_RUNTIME_DIR,

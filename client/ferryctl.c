@@ -1112,6 +1112,12 @@ static int query(const char *dir, uint32_t what, uint32_t arg, int timeout_ms)
 		ssize_t used;
 
 		used = ctl_decode(buf ? buf : "", len, &m);
+		if (used < 0 && ctl_hdr_version(buf) != CTL_VERSION) {
+			fprintf(stderr, "ferryctl: ferryd speaks control protocol version %u, this ferryctl (ferry %s) "
+				"version %u: ferryctl and ferryd must come from the same ferry release\n",
+				ctl_hdr_version(buf), FERRY_VERSION, CTL_VERSION);
+			goto out;
+		}
 		if (used < 0) {
 			fprintf(stderr, "ferryctl: malformed reply from ferryd\n");
 			goto out;

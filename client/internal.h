@@ -214,11 +214,17 @@ void conn_clearerr(void);
  * *out.  Returns 1, 0 if it is unset or empty, -1 if it is not such a number. */
 int conn_env_int(const char *name, int *out);
 
-/* Rank and size from the launcher's environment, first match wins. */
+/* Rank and size from the launcher's environment, first match wins:
+ * FERRY_RANK/FERRY_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE, then Slurm's
+ * SLURM_PROCID/SLURM_NTASKS in a job step that srun started (not in a batch
+ * script or an allocation's shell, which have no SLURM_STEP_ID).  Returns 0
+ * or -EINVAL with ferry_last_error() saying what is missing. */
 int conn_ranks_from_env(int *rank, int *size);
 
-/* The job name from the environment into buf (len bytes).  Returns 0 or
- * -EINVAL. */
+/* The job name from the environment into buf (len bytes), from the same
+ * launcher as the ranks: FERRY_JOB, PMIX_NAMESPACE under Open MPI's
+ * launcher, slurm-$SLURM_JOB_ID.$SLURM_STEP_ID in an srun step, then
+ * PMIX_NAMESPACE.  Returns 0 or -EINVAL. */
 int conn_job_from_env(char *buf, size_t len);
 
 /* Connects f->sock to ferryd.sock in dir.  Returns 0 or -errno, with a

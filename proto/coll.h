@@ -75,12 +75,13 @@ struct wire_coll_piece {
 				 * fails it (a split and an all-to-all of 8-byte blocks, or
 				 * an int32 and a float sum, travel alike); 0 in a BREAK or
 				 * HOLD */
-	uint32_t root;          /* the rooted kinds (scatter, gather): the root's rank in the
-				 * group as the sender's ranks named it, and above it
-				 * (WIRE_COLL_ALG_SHIFT) the algorithm its node runs + 1 (a
-				 * receiver whose ranks named another root, or whose node runs
-				 * another algorithm, fails it, wherever the piece is on its
-				 * way); 0 for the others */
+	uint32_t root;          /* the kinds with a root: the root's rank in the group as the
+				 * sender's ranks named it; above it (WIRE_COLL_ALG_SHIFT)
+				 * what its node's plan is: the rooted kinds' algorithm + 1,
+				 * the phased kinds' plan tag (1..255), the all-to-alls'
+				 * strategy + 1, 0 for a barrier (a receiver whose ranks
+				 * named another root, or whose node runs another plan, fails
+				 * it with EINVAL, wherever the piece is on its way) */
 };
 static_assert(sizeof(struct wire_coll_piece) == 48, "coll piece layout");
 

@@ -106,6 +106,17 @@ struct ctl_hdr {
 };
 static_assert(sizeof(struct ctl_hdr) == 8, "ctl header layout");
 
+/* The version a message claims: the first byte of its header, where every
+ * version of this protocol keeps it.  A client and a daemon of different
+ * versions refuse each other with an error that names both (the daemon in
+ * an ERROR of its own version, which the client recognises by this byte).
+ * The layouts of the rings, the direct rings and the done page come with
+ * ATTACHED and DIRECT: a change to any of them is a new CTL_VERSION. */
+static inline unsigned ctl_hdr_version(const void *buf)
+{
+	return *(const uint8_t *)buf;
+}
+
 /* Bodies as they appear on the socket. */
 struct ctl_hello_wire {
 	uint32_t role;          /* enum ctl_role */

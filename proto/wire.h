@@ -57,8 +57,10 @@
  *     pieces that come before their operation starts); WIRE_FRAME_ACK_LAZY.
  * 15: GO's tail (struct wire_ctl_go_tail): the forced algorithm of every
  *     family of collectives, and the home's runtime functions;
- *     wire_ctl_step.coll is reserved. */
-#define WIRE_VERSION    15
+ *     wire_ctl_step.coll is reserved.
+ * 16: an all-to-all's pieces carry its strategy + 1 above the root
+ *     (proto/coll.h, wire_coll_piece.root), where they carried 0. */
+#define WIRE_VERSION    16
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -443,6 +445,14 @@ void wire_encode_hdr(void *buf, const struct wire_frame_hdr *h);
  * kind, flags, the length (room for the tag with WIRE_FRAME_MAC), seq and an
  * empty ACK body (bar the tag).  Returns 0 or -EPROTO. */
 int wire_decode_hdr(const void *buf, struct wire_frame_hdr *h);
+
+/* The version a frame header claims: its first byte, where every version of
+ * the protocol keeps it.  Daemons of different versions refuse each other
+ * with a log line naming both (daemon/net/link_tcp.c, verbs_qp.c). */
+static inline unsigned wire_hdr_version(const void *buf)
+{
+	return *(const uint8_t *)buf;
+}
 
 /* Sets the ack field of the encoded frame header at hdr (piggybacked
  * acknowledgements are stamped just before a frame goes out). */

@@ -14,7 +14,10 @@
 #
 # Environment: TESTS="pattern|pattern..." runs only integration tests whose
 # name matches (and no static checks or fuzzing);
-# FUZZ_CHECK_SECONDS (default 10) per fuzz harness, 0 to skip.
+# FUZZ_CHECK_SECONDS (default 10) per fuzz harness, 0 to skip;
+# LAUNCH=1 runs the launch tests (tests/launch/: jobs started by a real
+# Slurm and Open MPI, make check-launch) on each build directory instead,
+# and nothing else.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -68,7 +71,21 @@ mkdir -p build
 : >build/failures.txt
 : >build/skipped.txt
 start=$(date +%s)
-if [ -z "${TESTS:-}" ]; then
+if [ "${LAUNCH:-0}" = 1 ]; then
+	for b in "$@"; do
+		label=$(basename "$b")
+		[ "$b" = build ] && label=plain
+		echo "# === $b: launch tests"
+		for t in tests/launch/*.sh; do
+			[ "$t" = tests/launch/lib.sh ] && continue
+			run "$label" env BUILD="$b" bash "$t"
+		done
+	done
+	# and nothing else: no build directories left for the loop below,
+	# no fuzzing
+	set --
+	FUZZ_CHECK_SECONDS=0
+elif [ -z "${TESTS:-}" ]; then
 	echo "# === static checks"
 	for t in tests/static/*.sh; do
 		run static env BUILD="$1" bash "$t"

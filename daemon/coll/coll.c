@@ -4,9 +4,10 @@
  * its groups (struct cgrp: the job's own first, then ferry_split's), a
  * split group holds its parent (the parent stays while it has children);
  * an operation (struct cop) belongs to its group's list, ordered by number,
- * holds a reference to its plan (struct cplan, which the group may keep for
- * the next operation), and owns its executor and the early pieces waiting
- * for it.  Operations and groups end from coll_poll, which tells the ranks
+ * holds a reference to its plan (struct cplan, which the group may keep,
+ * up to COLL_PLANS of them, for the operations to come: a reference too;
+ * a plan owns its steps and its executor's template), and owns its
+ * executor and the early pieces waiting for it.  Operations and groups end from coll_poll, which tells the ranks
  * and frees them; events (a post, a piece, a BREAK) only mark and queue.
  */
 #include "coll.h"
@@ -716,15 +717,15 @@ static void plan_mismatch(struct cop *op, uint32_t k, uint32_t from, uint32_t th
 		alg_mismatch(op, from, theirs, ours);
 		return;
 	}
-	if (!ctl_coll_phased(k)) {      /* the all-to-alls */
+	if (k == CTL_COLL_ALLTOALL || k == CTL_COLL_ALLTOALLV || k == CTL_COLL_SPLIT) {
 		if (from != UINT32_MAX)
 			snprintf(where, sizeof(where), "node %u", from);
-		snprintf(why, sizeof(why), "the ranks forced different all-to-all strategies: %s on %s, %s on node %u",
-			 a2a_name(theirs), where, a2a_name(ours), coll.self);
+		snprintf(why, sizeof(why), "the nodes' all-to-all strategies differ: %s on %s, %s on node %u (forced "
+			 "differently, or blocks of different sizes)", a2a_name(theirs), where, a2a_name(ours), coll.self);
 		cop_end(op, EINVAL, why);
 		return;
 	}
-	tag_mismatch(op, from, theirs, ours);
+	tag_mismatch(op, from, theirs, ours);   /* (the phased kinds; a barrier's, always 0) */
 }
 
 /* --- sending --- */
@@ -1253,9 +1254,6 @@ static void early_replay(struct cop *op)
 	early_deliver(op, &coll.budget);
 }
 
-/* 1 if a group may lend kind's plan to its next operation of the same
- * kind, count and strategy: its steps depend on nothing else (not counts
- * per rank, a root, a type or an operation). */
 /* Whether the plans of operations of this kind are kept (COLL_PLANS):
  * not when the ranks' counts are their own (an all-to-allv, an allgatherv,
  * a reduce_scatter), nor for the rooted ones, whose steps depend on the
@@ -1303,6 +1301,23 @@ static void plan_keep_in(struct cgrp *g, struct cplan *pl)
 	g->plans[v] = pl;
 	pl->refs++;
 	pl->used = ++g->plan_tick;
+}
+
+/* Takes b bytes of cj's user's memory for an operation's plan or tables;
+ * where the user has no more, the plans cj's groups keep for operations to
+ * come and no operation runs on now go first (they cost a planning when
+ * one is needed again).  0 or -ENOBUFS. */
+static int take_coll_mem(struct cjob *cj, uint64_t b)
+{
+	if (user_take_coll(cj->j->user, b) == 0)
+		return 0;
+	for (struct cgrp *g = cj->groups; g; g = g->next)
+		for (int k = 0; k < COLL_PLANS; k++)
+			if (g->plans[k] && g->plans[k]->refs == 1) {
+				plan_put(g->plans[k]);
+				g->plans[k] = NULL;
+			}
+	return user_take_coll(cj->j->user, b) == 0 ? 0 : -ENOBUFS;
 }
 
 /* The most ranks one node of g has (the cost model's ranks per node: the
@@ -1559,11 +1574,12 @@ static void cop_start(struct cop *op)
 		op->plan->refs++;
 		kept = 1;
 	} else {
-		if (!(op->plan = calloc(1, sizeof(*op->plan))) || sched_init(&op->plan->s, g->G) < 0) {
+		if ((op->plan = calloc(1, sizeof(*op->plan))))
+			op->plan->refs = 1;     /* (before anything can fail: cop_free puts it) */
+		if (!op->plan || sched_init(&op->plan->s, g->G) < 0) {
 			cop_end(op, ENOMEM, "out of memory for the schedule");
 			return;
 		}
-		op->plan->refs = 1;
 		op->plan->strat = -1;
 		op->plan->kind = op->kind;
 		op->plan->count = op->count;
@@ -1608,7 +1624,7 @@ static void cop_start(struct cop *op)
 		}
 		b += coll_exec_tmpl_bytes(op->plan->tmpl);
 
-		if (user_take_coll(cj->j->user, b) < 0) {
+		if (take_coll_mem(cj, b) < 0) {
 			cop_end(op, ENOBUFS, user_refusal());
 			return;
 		}
@@ -1633,7 +1649,7 @@ static void cop_start(struct cop *op)
 		uint64_t b = coll_exec_tables_bytes(op->x) + 4ull * (g->nlocal + 1) * sizeof(uint64_t) +
 			     (op->counts ? 2ull * (g->size + 1) * sizeof(uint64_t) : 0);
 
-		if (user_take_coll(cj->j->user, b) < 0) {
+		if (take_coll_mem(cj, b) < 0) {
 			cop_end(op, ENOBUFS, user_refusal());
 			return;
 		}
@@ -2703,7 +2719,9 @@ static void grp_piece(struct cgrp *g, uint32_t from, const struct wire_coll_piec
 			root_mismatch(op, from, h->root & WIRE_COLL_ROOT_MASK, ours);
 			return;
 		}
-		if (tag && h->root >> WIRE_COLL_ALG_SHIFT != tag) {
+		/* (not started, and no piece before: cop_start checks this
+		 * one's, kept in piece_root) */
+		if ((op->started || op->piece_kind) && h->root >> WIRE_COLL_ALG_SHIFT != tag) {
 			plan_mismatch(op, k, from, h->root >> WIRE_COLL_ALG_SHIFT, tag);
 			return;
 		}

@@ -5,7 +5,10 @@
  * arrives), the outbox (streams being sent, owned until their last piece is
  * taken), a SEND's stream while it is copied in slices (send_buf) and the
  * scratch buffers; coll_exec_free frees them all.  A FORWARD moves an inbox
- * stream to the outbox (ownership moves with it).
+ * stream to the outbox (ownership moves with it).  A template (struct
+ * coll_exec_tmpl) belongs to its caller (coll.c: the plan it was built
+ * for), must not outlive the schedule node it was built from, and is only
+ * read: an executor copies its tables and keeps no pointer to it.
  */
 #include "exec.h"
 
@@ -919,32 +922,27 @@ static uint32_t *tables_at(struct coll_exec *x, const struct sched_node *n)
 	return fill;
 }
 
-int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p)
+/* Fills x's tables (x->tables: tables_size(n) zeroed bytes) for schedule
+ * node n: what every run of it starts from; *most: the most segments a
+ * SEND names. */
+static void tables_fill(struct coll_exec *x, const struct sched_node *n, uint32_t *most)
 {
-	size_t bytes = tables_size(n);
-	struct coll_exec_tmpl *t = calloc(1, sizeof(*t) + bytes);
-	struct coll_exec x = { .tables = t ? t->tables : NULL };
-	uint32_t ns = n->nsteps, *fill;
+	uint32_t ns = n->nsteps, *fill = tables_at(x, n);
 
-	if (!t)
-		return -ENOMEM;
-	t->n = n;
-	t->bytes = bytes;
-	fill = tables_at(&x, n);
 	/* Dependants, counted then filled (CSR); the messages taken. */
 	for (uint32_t k = 0; k < ns; k++) {
 		const struct sched_step *st = &n->steps[k];
 
 		for (uint32_t d = 0; d < st->ndep; d++)
-			x.dep_first[n->deps[st->dep + d] + 1]++;
-		x.waiting[k] = st->ndep;
-		x.in_of_step[k] = UINT32_MAX;
+			x->dep_first[n->deps[st->dep + d] + 1]++;
+		x->waiting[k] = st->ndep;
+		x->in_of_step[k] = UINT32_MAX;
 		for (uint32_t r = 0; r < st->nref; r++)
 			if (n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SCRATCH)
-				x.scratch_refs[n->segs[n->refs[st->ref + r]].index]++;
+				x->scratch_refs[n->segs[n->refs[st->ref + r]].index]++;
 		if (st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE || st->kind == SCHED_FORWARD) {
-			x.waiting[k]++;
-			x.in[x.nin++] = (struct inmsg){
+			x->waiting[k]++;
+			x->in[x->nin++] = (struct inmsg){
 				.from = st->kind == SCHED_FORWARD ? st->from : st->peer,
 				.msg = st->kind == SCHED_FORWARD ? st->from_msg : st->msg,
 				.step = k,
@@ -953,34 +951,48 @@ int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p)
 	}
 	/* Sends from the send buffers in place unless a step writes one (no
 	 * planner's does: FERRY_IN_PLACE is staged above, sched.h). */
-	t->send_in_place = 1;
+	x->send_in_place = 1;
 	for (uint32_t k = 0; k < ns; k++) {
 		const struct sched_step *st = &n->steps[k];
 		int writes = st->kind == SCHED_RECV || st->kind == SCHED_RECV_REDUCE;
 
-		if (st->kind == SCHED_SEND && st->nref > t->most)
-			t->most = st->nref;
+		if (st->kind == SCHED_SEND && st->nref > *most)
+			*most = st->nref;
 		for (uint32_t r = 0; r < st->nref; r++)
 			if ((writes || ((st->kind == SCHED_COPY || st->kind == SCHED_REDUCE) && r == 0)) &&
 			    n->segs[n->refs[st->ref + r]].buf == SCHED_BUF_SEND)
-				t->send_in_place = 0;
+				x->send_in_place = 0;
 	}
 	for (uint32_t k = 0; k < ns; k++)
-		x.dep_first[k + 1] += x.dep_first[k];
+		x->dep_first[k + 1] += x->dep_first[k];
 	for (uint32_t k = 0; k < ns; k++) {
 		const struct sched_step *st = &n->steps[k];
 
 		for (uint32_t d = 0; d < st->ndep; d++) {
 			uint32_t p = n->deps[st->dep + d];
 
-			x.dep_list[x.dep_first[p] + fill[p]++] = k;
+			x->dep_list[x->dep_first[p] + fill[p]++] = k;
 		}
 	}
-	if (x.nin)
-		qsort(x.in, x.nin, sizeof(*x.in), in_cmp);
-	for (uint32_t i = 0; i < x.nin; i++)
-		x.in_of_step[x.in[i].step] = i;
+	if (x->nin)
+		qsort(x->in, x->nin, sizeof(*x->in), in_cmp);
+	for (uint32_t i = 0; i < x->nin; i++)
+		x->in_of_step[x->in[i].step] = i;
+}
+
+int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p)
+{
+	size_t bytes = tables_size(n);
+	struct coll_exec_tmpl *t = calloc(1, sizeof(*t) + bytes);
+	struct coll_exec x = { .tables = t ? t->tables : NULL };
+
+	if (!t)
+		return -ENOMEM;
+	t->n = n;
+	t->bytes = bytes;
+	tables_fill(&x, n, &t->most);
 	t->nin = x.nin;
+	t->send_in_place = x.send_in_place;
 	*t_p = t;
 	return 0;
 }
@@ -1000,8 +1012,7 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 {
 	struct coll_exec *x;
 	const struct coll_exec_tmpl *t;
-	struct coll_exec_tmpl *own = NULL;
-	uint32_t ns = n->nsteps, most;
+	uint32_t ns = n->nsteps, most = 0;
 	int ret = -ENOMEM;
 
 	if (cfg->tmpl && cfg->tmpl->n != n)
@@ -1024,30 +1035,31 @@ int coll_exec_new(const struct sched_node *n, const struct sched_mem *mem, const
 				       (unsigned long long)s->off, s->buf == SCHED_BUF_SEND ? "send" : "receive",
 				       (unsigned long long)blen, s->index);
 	}
-	if (!(t = cfg->tmpl) && (ret = coll_exec_tmpl_new(n, &own)) < 0)
-		return err_out(err, err_len, ret, "out of memory");
-	if (!t)
-		t = own;
 	x = calloc(1, sizeof(*x));
-	if (!x || !(x->tables = malloc(t->bytes))) {
-		free(x);
-		coll_exec_tmpl_free(own);
+	if (!x)
 		return err_out(err, err_len, -ENOMEM, "out of memory");
-	}
-	memcpy(x->tables, t->tables, t->bytes);
-	tables_at(x, n);
-	x->tables_bytes = t->bytes;
-	x->nin = t->nin;
-	x->send_in_place = t->send_in_place;
-	most = t->most;
-	coll_exec_tmpl_free(own);
 	x->n = n;
 	x->mem = mem;
 	x->cfg = *cfg;
 	x->part_step = UINT32_MAX;
 	x->ops = ops;
 	x->ctx = ctx;
-	ret = -ENOMEM;
+	if ((t = cfg->tmpl)) {
+		/* the tables as every run of the plan starts */
+		if (!(x->tables = malloc(t->bytes)))
+			goto err;
+		memcpy(x->tables, t->tables, t->bytes);
+		tables_at(x, n);
+		x->tables_bytes = t->bytes;
+		x->nin = t->nin;
+		x->send_in_place = t->send_in_place;
+		most = t->most;
+	} else {
+		x->tables_bytes = tables_size(n);
+		if (!(x->tables = calloc(1, x->tables_bytes)))
+			goto err;
+		tables_fill(x, n, &most);
+	}
 	if (!(x->iov = calloc((size_t)most + 1, sizeof(*x->iov))))
 		goto err;
 	x->tables_bytes += ((uint64_t)most + 1) * sizeof(*x->iov);

@@ -89,6 +89,8 @@ struct coll_exec_tmpl;
 /* Builds the template of schedule node n (which must outlive it): 0 or
  * -ENOMEM. */
 int coll_exec_tmpl_new(const struct sched_node *n, struct coll_exec_tmpl **t_p);
+/* Frees t (NULL: nothing); executors made from it are not touched (they
+ * copied what they need). */
 void coll_exec_tmpl_free(struct coll_exec_tmpl *t);
 /* The bytes it takes (0 for NULL). */
 uint64_t coll_exec_tmpl_bytes(const struct coll_exec_tmpl *t);

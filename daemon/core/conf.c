@@ -23,6 +23,27 @@ struct parse {
 	size_t errlen;
 };
 
+/* The options, group by group: check_keys refuses any other.  Every one is
+ * documented, with its default, in conf/ferry.conf and ferry.conf(5)
+ * (packaging/man/ferry.conf.5); tests/unit/test_confdoc.c checks that
+ * both name exactly these.  collectives' members are the families of
+ * proto/ctl.h (ctl_fam_name). */
+static const char *const top_keys[] = { "cluster", "topology", "aggregation", "transport", "limits",
+					"direct", "collectives", "security", "logging", "daemon", NULL };
+static const char *const cluster_keys[] = { "name", "nodes", "host_pattern", "count", "first", "port", NULL };
+static const char *const node_keys[] = { "host", "port", NULL };   /* each of cluster.nodes */
+static const char *const topology_keys[] = { "physical", "dims", "virtual", NULL };
+static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
+static const char *const tr_keys[] = { "kind", "device", "tcp_congestion", "probe", NULL };
+static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
+					"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
+					"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
+					NULL };
+static const char *const dir_keys[] = { "max_ranks", "ring_bytes", NULL };
+static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
+static const char *const log_keys[] = { "level", NULL };
+static const char *const dmn_keys[] = { "runtime_dir", "state_dir", "spin_us", "seccomp", "cpus", NULL };
+
 static int invalid(struct parse *p, const config_setting_t *s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -260,7 +281,6 @@ static int expand_pattern(const char *pat, uint32_t index, char *out, size_t cap
 
 static int parse_cluster(struct parse *p, const config_setting_t *root)
 {
-	static const char *const keys[] = { "name", "nodes", "host_pattern", "count", "first", "port", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g, *nodes;
 	const config_setting_t *pat_s, *name_s;
@@ -272,7 +292,7 @@ static int parse_cluster(struct parse *p, const config_setting_t *root)
 		return ret;
 	if (!g)
 		return 0;       /* defaults: one node on localhost */
-	if ((ret = check_keys(p, g, keys)) < 0 ||
+	if ((ret = check_keys(p, g, cluster_keys)) < 0 ||
 	    (ret = get_str(p, g, "name", c->cluster_name, sizeof(c->cluster_name), &name_s)) < 0 ||
 	    (ret = get_int(p, g, "port", 1, 65535, &port)) < 0 ||
 	    (ret = get_str(p, g, "host_pattern", pattern, sizeof(pattern), &pat_s)) < 0 ||
@@ -325,7 +345,6 @@ static int parse_cluster(struct parse *p, const config_setting_t *root)
 		return invalid(p, nodes, "out of memory for %d nodes", config_setting_length(nodes));
 	}
 	for (uint32_t i = 0; i < c->nnodes; i++) {
-		static const char *const node_keys[] = { "host", "port", NULL };
 		config_setting_t *n = config_setting_get_elem(nodes, i);
 		const config_setting_t *host_s;
 		long long nport = port;
@@ -350,7 +369,6 @@ static int parse_cluster(struct parse *p, const config_setting_t *root)
 
 static int parse_topology(struct parse *p, const config_setting_t *root)
 {
-	static const char *const keys[] = { "physical", "dims", "virtual", NULL };
 	static const char *const physical[] = { "switched", "torus", "mesh", NULL };
 	struct conf *c = p->c;
 	config_setting_t *g, *dims_s = NULL, *virt_s = NULL;
@@ -361,7 +379,7 @@ static int parse_topology(struct parse *p, const config_setting_t *root)
 	if ((ret = get_group(p, root, "topology", &g)) < 0)
 		return ret;
 	if (g) {
-		if ((ret = check_keys(p, g, keys)) < 0 ||
+		if ((ret = check_keys(p, g, topology_keys)) < 0 ||
 		    (ret = get_enum(p, g, "physical", physical, &c->physical)) < 0)
 			return ret;
 		dims_s = config_setting_get_member(g, "dims");
@@ -624,16 +642,6 @@ static int parse_collectives(struct parse *p, const config_setting_t *root)
 
 static int parse_rest(struct parse *p, const config_setting_t *root)
 {
-	static const char *const agg_keys[] = { "buffer_bytes", "flush_us", NULL };
-	static const char *const tr_keys[] = { "kind", "device", "tcp_congestion", "probe", NULL };
-	static const char *const lim_keys[] = { "max_clients", "ring_bytes", "memory_bytes", "pending_bytes",
-						"link_bytes", "max_unjoined", "user_clients", "user_unjoined",
-						"user_jobs", "user_memory_bytes", "join_timeout_ms", "admin_idle_ms",
-						NULL };
-	static const char *const sec_keys[] = { "key_file", "integrity", "encrypt", NULL };
-	static const char *const log_keys[] = { "level", NULL };
-	static const char *const dmn_keys[] = { "runtime_dir", "state_dir", "spin_us", "seccomp", "cpus", NULL };
-	static const char *const dir_keys[] = { "max_ranks", "ring_bytes", NULL };
 	/* in the order of enum sandbox_mode */
 	static const char *const seccomp_modes[] = { "kill", "log", "off", NULL };
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
@@ -791,14 +799,12 @@ void conf_defaults(struct conf *c)
 
 static int load(struct conf *c, config_t *cfg, struct parse *p)
 {
-	static const char *const top[] = { "cluster", "topology", "aggregation", "transport", "limits",
-					    "direct", "collectives", "security", "logging", "daemon", NULL };
 	const config_setting_t *root = config_root_setting(cfg);
 	int ret;
 
 	if (!c->nodes)
 		return invalid(p, NULL, "out of memory");
-	if ((ret = check_keys(p, root, top)) < 0 ||
+	if ((ret = check_keys(p, root, top_keys)) < 0 ||
 	    (ret = parse_cluster(p, root)) < 0 ||
 	    (ret = parse_topology(p, root)) < 0 ||
 	    (ret = parse_collectives(p, root)) < 0 ||

@@ -767,6 +767,12 @@ static int consume(struct sess *s)
 		used = ctl_decode(s->in, s->in_len, &m);
 		if (used == 0)
 			return 1;
+		if (used < 0 && !s->ep && ctl_hdr_version(s->in) != CTL_VERSION) {
+			reject(s, EPROTO, "the client speaks control protocol version %u, ferryd (ferry %s) version %u: "
+			       "libferry and ferryd must come from the same ferry release",
+			       ctl_hdr_version(s->in), FERRY_VERSION, CTL_VERSION);
+			return 0;
+		}
 		if (used < 0) {
 			close_session(s, "malformed control message", 1);
 			return 0;

@@ -335,6 +335,25 @@ static int steer(struct link_tcp *t, const struct wire_frame_hdr *h, size_t need
 	return 1;
 }
 
+/* A daemon of another wire version said HELLO (or answered ours).  Both
+ * ends should say why they refuse each other, naming both versions: the
+ * side that connected hears nothing but a close otherwise, so an accepted
+ * connection gets a bare frame header of ours (a HELLO of no length) before
+ * it closes, one try, never waited for.  A daemon of this version that
+ * connected reads it and logs the same line. */
+static void version_refused(struct link_tcp *t, unsigned theirs)
+{
+	log_rl_warn("link %s: the peer speaks wire protocol version %u, this ferryd (ferry %s) version %u: every "
+		    "node must run the same ferry release; closing the connection", t->addr, theirs, FERRY_VERSION,
+		    WIRE_VERSION);
+	if (!t->l.outgoing) {
+		struct wire_frame_hdr h = { .version = WIRE_VERSION, .kind = WIRE_HELLO };
+
+		/* best effort: the connection closes either way */
+		(void)!send(t->fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+}
+
 /* Hands every complete frame in rbuf to the peer layer.  Returns 0, or
  * -ECANCELED if the link died meanwhile (touch nothing but its memory), or
  * another -errno: the caller ends the link. */
@@ -348,6 +367,10 @@ static int parse(struct link_tcp *t)
 		int ret;
 
 		if (wire_decode_hdr(t->rbuf + t->roff, &h) < 0) {
+			if (wire_hdr_version(t->rbuf + t->roff) != WIRE_VERSION && t->l.state != LINK_UP) {
+				version_refused(t, wire_hdr_version(t->rbuf + t->roff));
+				return -EPROTO;
+			}
 			log_rl_warn("link %s: malformed frame header; closing the connection", t->addr);
 			return -EPROTO;
 		}

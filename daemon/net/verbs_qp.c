@@ -467,6 +467,13 @@ static int take(struct vlink *v, uint32_t idx, uint32_t len)
 	struct wire_frame_hdr h;
 	int ret;
 
+	if (len >= sizeof(h) && wire_hdr_version(buf) != WIRE_VERSION) {
+		log_rl_warn("verbs link %s: the peer speaks wire protocol version %u, this ferryd (ferry %s) version "
+			    "%u: every node must run the same ferry release; closing", v->addr, wire_hdr_version(buf),
+			    FERRY_VERSION, WIRE_VERSION);
+		verbs_link_fail(v, "another wire protocol version");
+		return -1;
+	}
 	if (len < sizeof(h) || wire_decode_hdr(buf, &h) < 0 || sizeof(h) + h.len != len) {
 		log_rl_warn("verbs link %s: malformed frame; closing", v->addr);
 		verbs_link_fail(v, "malformed frame");

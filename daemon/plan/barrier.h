@@ -3,7 +3,11 @@
  * starts it once every local rank of the group entered the barrier and
  * tells them all when it ends.  In round r (d = 2^r < G) node n sends an
  * empty message to node (n + d) mod G and receives one from node
- * (n - d) mod G; its send of round r + 1 waits for its receive of round r.
+ * (n - d) mod G; its send of round r + 1 waits for its receives of rounds
+ * 0 .. r (all of them: the executor runs a step once the steps it depends
+ * on are done, and a receive whose message came early is done early, so
+ * a send after the last receive only could leave before what the earlier
+ * ones bring had come).
  * After round r a node has heard, directly or not, from the 2^(r+1) nodes
  * before it, so after ceil(log2 G) rounds from every node: no node leaves
  * before every node entered.  ceil(log2 G) messages per node; one node, no

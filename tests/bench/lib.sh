@@ -104,22 +104,31 @@ cluster_stats() {       # items_sent frames_sent summed over the cluster's peers
 	echo "$(peer_sum "$CL" "$CLN" items_sent) $(peer_sum "$CL" "$CLN" frames_sent)"
 }
 
-# ferry_job PROGRAM PPN ARGS...: runs PROGRAM as one job of PPN ranks per node
-# of the current cluster, in LAYOUT (rank r on node r / PPN, output in
-# $TMP/job.r); prints the slowest rank's elapsed_s, or nan if a rank failed.
-# The job's name is BENCH_JOB if set, else made up.
-ferry_job() {
-	local prog=$1 ppn=$2 P r pids="" worst=0 e rc=0 job
+# ferry_ranks PROGRAM PPN ARGS...: runs PROGRAM ($B/PROGRAM) as one job of
+# PPN ranks per node of the current cluster, in LAYOUT (rank r on node
+# r / PPN, output in $TMP/job.r); fails if a rank did.  The job's name is
+# BENCH_JOB if set, else made up; JOB_TIMEOUT (seconds), if set, ends a
+# rank that runs longer (a hung run must not hang the family).
+ferry_ranks() {
+	local prog=$1 ppn=$2 P r p pids="" rc=0 job
 	shift 2
 	P=$((CLN * ppn))
 	job=${BENCH_JOB:-b$RANDOM$RANDOM}       # (called in $(...): a counter would not survive)
 	for r in $(seq 0 $((P - 1))); do
 		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$P FERRY_RUNTIME_DIR=$TMP/${CL}_n$((r / ppn)) \
-			"${APP[@]}" "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &
+			"${APP[@]}" ${JOB_TIMEOUT:+timeout "$JOB_TIMEOUT"} "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p" || rc=1; done
-	if [ $rc != 0 ]; then
+	return $rc
+}
+
+# ferry_job PROGRAM PPN ARGS...: ferry_ranks, then prints the slowest rank's
+# elapsed_s, or nan if a rank failed.
+ferry_job() {
+	local prog=$1 ppn=$2 P r worst=0 e
+	P=$((CLN * ppn))
+	if ! ferry_ranks "$@"; then
 		log "$prog failed ($LAYOUT): $(cat "$TMP"/job.* | grep -v elapsed | head -3)"
 		echo nan
 		return

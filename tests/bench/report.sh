@@ -7,7 +7,10 @@
 # layout (pinned or shared, lib.sh), frame integrity, burst or sustained.
 set -u
 OUT=$1
+RDIR=$(cd "$(dirname "$0")" && pwd)
 cd "$OUT" || exit 1
+# apps.md again, now that families.csv has the apps family's conditions
+[ -f apps.csv ] && bash "$RDIR/apps_report.sh" .
 
 # stats FILE FILTER-AWK VALUE-COLUMN: "median min max n" of the matching rows.
 stats() {
@@ -756,7 +759,7 @@ WHY
 		done
 	fi
 	# the families that write their own section
-	for f in security sg red redtc costs mpi; do
+	for f in security sg red redtc costs apps mpi; do
 		if [ -f "$f.md" ]; then
 			echo
 			cat "$f.md"

@@ -25,6 +25,10 @@
 #             MPI's and the cost model's predictions           (redtc.sh)
 #   costs     the runtime functions' predictions against measured times,
 #             per layout                                       (costs.sh)
+#   apps      the applications of make apps: HPCC RandomAccess against
+#             Debian's hpcc (TCP, shared memory), bale's histogram,
+#             index-gather and permutation against MPI_Alltoallv and
+#             MPI_Isend versions                               (apps.sh)
 #   mpi       the MPI programs of red, coll and sg unchanged, by Open MPI
 #             alone and with LD_PRELOAD=libferry-mpi.so        (mpi.sh)
 #
@@ -46,7 +50,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs coll sg red redtc costs mpi"
+ALL="a2a latency rate bw security knobs coll sg red redtc costs apps mpi"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"

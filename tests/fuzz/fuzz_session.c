@@ -483,6 +483,15 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 		h.group = f & 0x40 ? next() : 0;
 		h.offset = f & 0x20 ? next() : 0;
 		h.kind = wire_coll_msg_engine(h.msg) ? 0 : 1 + next() % 8;
+		/* the root (the rooted kinds) and the plan the sender's node
+		 * runs above it (proto/coll.h): the all-to-alls' strategy + 1,
+		 * the rooted kinds' algorithm + 1, a barrier's 0; some of them
+		 * match what this node runs, and the pieces get to the executor */
+		if (h.kind) {
+			uint8_t r = next();
+
+			h.root = (uint32_t)(r & 3) | (uint32_t)(r >> 2 & 3) << WIRE_COLL_ALG_SHIFT;
+		}
 		h.total = f & 0x10 ? h.offset + len + next() : h.offset + len;
 		for (uint8_t i = 0; i < len; i++)
 			p[sizeof(h) + i] = next();

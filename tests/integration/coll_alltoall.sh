@@ -111,7 +111,7 @@ for r in 0 1 2 3; do
 	ms="$ms $LASTPID"
 done
 for p in $ms; do timeout 30 bash -c "while kill -0 $p 2>/dev/null; do sleep 0.1; done"; done
-fails=$(grep -l "alltoall 1: invalid argument.*different all-to-all strategies: .*\(mesh\|direct\) on .*\(mesh\|direct\) on node" \
+fails=$(grep -l "alltoall 1: invalid argument.*all-to-all strategies differ: \(mesh\|direct\) on .*\(mesh\|direct\) on node" \
 	"$TMP"/ms.*.log 2>/dev/null | wc -l)
 expect "strategies forced differently on the nodes: the all-to-all fails with EINVAL on all 4 ranks ($fails), none hangs" \
 	test "$fails" = 4

@@ -9,7 +9,9 @@ make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$DEST" PREFIX=/opt/ferry SYSC
 expect "make install DESTDIR=... PREFIX=/opt/ferry succeeds" test $? = 0
 for f in opt/ferry/sbin/ferryd opt/ferry/bin/ferryctl opt/ferry/lib/libferry.so.0 opt/ferry/lib/libferry.a opt/ferry/include/ferry.h \
 	opt/ferry/lib/pkgconfig/ferry.pc opt/ferry/lib/systemd/system/ferryd.service opt/ferry/lib/systemd/system/ferryd.socket \
-	etc/ferry/ferry.conf; do
+	etc/ferry/ferry.conf opt/ferry/share/man/man8/ferryd.8 opt/ferry/share/man/man8/ferryctl.8 \
+	opt/ferry/share/man/man5/ferry.conf.5 opt/ferry/share/man/man7/ferry.7 opt/ferry/share/man/man3/ferry.3 \
+	opt/ferry/share/man/man3/ferry_recv.3; do
 	expect "installed $f" test -e "$DEST/$f"
 done
 UNITS=$DEST/opt/ferry/lib/systemd/system

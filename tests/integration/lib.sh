@@ -50,6 +50,15 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
+	# What is still running in a namespace of the test was started there by
+	# something the test started (a launcher's daemons and tasks: slurmstepd,
+	# orted); nothing else is in them.
+	for ns in "${NETNS_LIST[@]}"; do
+		p=$(ip netns pids "$ns" 2>/dev/null)
+		[ -n "$p" ] || continue
+		kill -KILL $p 2>/dev/null
+		for _ in $(seq 50); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.1; done
+	done
 	for ns in "${NETNS_LIST[@]}"; do ip netns delete "$ns" 2>/dev/null; done
 	if [ "${KEEP_TMP:-0}" = 1 ]; then echo "# kept $TMP"; else rm -rf "$TMP"; fi
 }
@@ -81,8 +90,9 @@ start_daemon() {
 	mkdir -p "$TMP/$name"
 	chmod 755 "$TMP/$name"
 	daemon_owns "$TMP/$name"
-	# NETNS=name runs it inside that network namespace.
-	${NETNS:+ip netns exec "$NETNS"} "${FERRYD[@]}" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
+	# NETNS=name runs it inside that network namespace; IN_NODE="COMMAND
+	# ARGS" runs it through that command (a node's namespaces, launch tests).
+	${NETNS:+ip netns exec "$NETNS"} ${IN_NODE:-} "${FERRYD[@]}" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" "$@" >"$TMP/$name.log" 2>&1 &
 	local pid=$!
 	PIDS+=("$pid")
 	DAEMONS+=("$name")

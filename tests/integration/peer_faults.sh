@@ -18,7 +18,7 @@ check() {   # check MODE LOG-REGEX
 	expect "$1: the daemon says why" grep -qE "$2" "$TMP/pf_n1.log"
 	expect "$1: the daemon still runs" kill -0 "$pid"
 }
-check garbage    "malformed frame header|malformed HELLO|unexpected frame"
+check garbage    "malformed frame header|malformed HELLO|unexpected frame|speaks wire protocol version"
 check wrong-key  "connection claiming to be node 0 failed authentication: it holds a different cluster key"
 check bad-header "malformed frame header"
 check bad-item   "peer 0: malformed frame 1"

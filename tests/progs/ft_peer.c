@@ -10,6 +10,11 @@
  * the modes past the handshake are for daemons without a key (frames sealed
  * with a key are tested with ft_mitm and the unit tests).  MODE:
  *   garbage      random bytes instead of a HELLO
+ *   version      a HELLO in a frame of wire version WIRE_VERSION + 1 (a
+ *                daemon of another release); prints "notice version N"
+ *                for the bare frame header the daemon answers with
+ *                (daemon/net/link_tcp.c, version_refused), then waits
+ *                for the close
  *   wrong-key    HELLO, then an AUTH made with another key
  *   hello-only   HELLO, then nothing: the daemon's handshake timeout ends it
  *   bad-header   full handshake, then a frame header with an unknown kind
@@ -135,6 +140,37 @@ int main(int argc, char **argv)
 		die("connect");
 	freeaddrinfo(res);
 
+	if (strcmp(mode, "version") == 0) {
+		uint8_t hb[sizeof(h)];
+		size_t got = 0;
+
+		mine.magic = WIRE_MAGIC;
+		mine.version = WIRE_VERSION + 1;
+		mine.flags = WIRE_HELLO_INSECURE;
+		mine.from = (uint32_t)atoi(argv[4]);
+		mine.to = (uint32_t)atoi(argv[5]);
+		mine.incarnation = 1;
+		mine.cluster_len = (uint8_t)strlen(argv[6]);
+		memcpy(mine.cluster, argv[6], mine.cluster_len);
+		wire_encode_hello(mine_b, &mine);
+		h = (struct wire_frame_hdr){ .version = WIRE_VERSION + 1, .kind = WIRE_HELLO, .len = sizeof(mine_b) };
+		wire_encode_hdr(body, &h);
+		memcpy(body + sizeof(h), mine_b, sizeof(mine_b));
+		if (send(fd, body, sizeof(h) + sizeof(mine_b), MSG_NOSIGNAL) < 0)
+			die("send");
+		while (got < sizeof(hb)) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			ssize_t n;
+
+			if (poll(&p, 1, 5000) <= 0 || (n = recv(fd, hb + got, sizeof(hb) - got, 0)) <= 0)
+				break;
+			got += (size_t)n;
+		}
+		if (got == sizeof(hb))
+			printf("notice version %u\n", wire_hdr_version(hb));
+		fflush(stdout);
+		return wait_closed(10) ? 0 : 1;
+	}
 	if (strcmp(mode, "garbage") == 0) {
 		randombytes_buf(body, 512);
 		send(fd, body, 512, MSG_NOSIGNAL);

@@ -5,6 +5,13 @@
  *
  * MODE:
  *   ctl-garbage   send random bytes instead of HELLO
+ *   ctl-version   send HELLO and JOIN as a client of control version
+ *                 CTL_VERSION + 1 would; print "error: TEXT" for the
+ *                 daemon's ERROR, then wait for the close
+ *   fake-daemon   no daemon but a fake one: listen on DIR/ferryd.sock,
+ *                 answer the first client's first bytes with an ERROR of
+ *                 control version CTL_VERSION + 1 and close (a ferryd of
+ *                 another release); prints "listening" once it listens
  *   bad-first     send a well-formed JOIN before HELLO
  *   join-twice    join properly, then send another JOIN on the endpoint
  *   ring-garbage  join, then publish a record with an invalid kind in TX
@@ -378,14 +385,47 @@ int main(int argc, char **argv)
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", argv[1]);
 	sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (strcmp(mode, "fake-daemon") == 0) {
+		int c;
+
+		unlink(sa.sun_path);
+		if (bind(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(sock, 4) < 0)
+			die("listen");
+		printf("listening\n");
+		fflush(stdout);
+		c = accept(sock, NULL, NULL);
+		if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0)
+			die("accept");
+		n = ctl_encode_error(buf, sizeof(buf), EPROTO, "a ferryd of another release");
+		buf[0] = CTL_VERSION + 1;
+		if (n < 0 || send(c, buf, (size_t)n, MSG_NOSIGNAL) != n)
+			die("send");
+		close(c);
+		unlink(sa.sun_path);
+		return 0;
+	}
 	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die("connect");
 
 	if (strcmp(mode, "ctl-garbage") == 0) {
 		for (size_t i = 0; i < sizeof(buf); i++)
 			buf[i] = (uint8_t)(rand() & 0xff);
-		buf[0] = CTL_VERSION + 7;       /* surely not a valid header */
+		/* our version (another one is ctl-version's case), and type 0:
+		 * surely not a valid header */
+		buf[0] = CTL_VERSION;
+		buf[1] = 0;
 		send(sock, buf, sizeof(buf), MSG_NOSIGNAL);
+		return wait_closed();
+	}
+	if (strcmp(mode, "ctl-version") == 0) {
+		n = ctl_encode_hello(buf, sizeof(buf), CTL_ROLE_ENDPOINT);
+		buf[0] = CTL_VERSION + 1;
+		n += ctl_encode_join(buf + n, sizeof(buf) - (size_t)n, job, rank, size);
+		send(sock, buf, (size_t)n, MSG_NOSIGNAL);
+		n = recv(sock, buf, sizeof(buf), 0);
+		if (n > 0 && ctl_decode(buf, (size_t)n, &m) > 0 && m.type == CTL_ERROR)
+			printf("error: %s\n", m.u.error.text);
+		fflush(stdout);
 		return wait_closed();
 	}
 	if (strcmp(mode, "bad-first") == 0) {
