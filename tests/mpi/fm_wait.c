@@ -3,8 +3,9 @@
  * in MPI_Wait, and in a blocking MPI_Barrier sleeps (its CPU time is
  * measured: with FM_EXPECT_SLEEP=1 it must be under a quarter of the wall
  * time); 100 non-blocking allreduces outstanding on one communicator (more
- * than ferry's 64 pending requests per handle); a communicator freed before
- * the one duplicated from it.  Results are checked here and their hashes
+ * than ferry's 64 pending requests per handle); 300 scans whose rank 0
+ * runs ahead of the others; a communicator freed before the one duplicated
+ * from it.  Results are checked here and their hashes
  * written to OUT.RANK (fm.h).
  */
 #include "fm.h"
@@ -102,6 +103,27 @@ int main(int argc, char **argv)
 		if (s[i] != i * fm_size * (fm_size - 1) / 2)
 			fm_fail("100 outstanding MPI_Iallreduce");
 	fm_emit("100 outstanding", s, sizeof(s));
+
+	/* The even ranks (one a node in mpi_wait.sh): rank 0, which needs
+	 * nobody for a scan, runs 300 of them while the others sleep; ferryd
+	 * fails a group whose pieces come more than 192 operations ahead of
+	 * a node, which libferry-mpi's barrier every 32 prevents. */
+	MPI_Comm_split(MPI_COMM_WORLD, fm_rank % 2, fm_rank, &a);
+	if (fm_rank % 2 == 0) {
+		enum { SCANS = 300 };
+		int ar, one = 1, got = 0;
+
+		MPI_Comm_rank(a, &ar);
+		if (ar > 0)
+			usleep(500000);
+		for (int i = 0; i < SCANS; i++) {
+			MPI_Scan(&one, &got, 1, MPI_INT, MPI_SUM, a);
+			if (got != ar + 1)
+				fm_fail("300 scans, rank 0 ahead");
+		}
+		fm_emit("300 scans", &got, sizeof(got));
+	}
+	MPI_Comm_free(&a);
 
 	/* b is made from a, and outlives it */
 	MPI_Comm_split(MPI_COMM_WORLD, 0, fm_size - fm_rank, &a);
