@@ -48,7 +48,7 @@ on_ferry() {
 expect "every operation ran on ferry, blocking and not, on world, split and dup" on_ferry
 # ranks that pass through a collective of a ferry communicator do so for a
 # reason every rank shares; none here (every type and op is ferry's)
-passed() { grep ': MPI (' "$TMP/fy.log" | grep -v ': MPI (datatype not one ferry reduces: MPI_OFFSET)$'; }
+passed() { grep '^ferry-mpi [0-9]: .*: MPI (' "$TMP/fy.log" | grep -v ': MPI (datatype not one ferry reduces: MPI_OFFSET)$'; }
 expect "nothing passed through but MPI_OFFSET's reductions" not passed
 expect "the communicators came from ferry_split" grep -q 'MPI_Comm_dup comm 1: new communicator 2 on ferry' "$TMP/fy.log"
 expect "the daemons ran them (cost_samples $s0 -> $s1)" test "$s1" -gt $((s0 + 1000))

@@ -8,7 +8,9 @@
 # libferry-mpi when mpicc is there).
 # mpi_run OUT NODE_OF... [-- ENV=VALUE...] -- PROG ARGS: one rank per
 # NODE_OF (rank r on the daemon of $TMP/NODE_OF[r]), the program preloaded
-# with libferry-mpi; FERRY_MPI_LOG=1, the ranks' stderr in $TMP/OUT.log.
+# with libferry-mpi; FERRY_MPI_LOG=1, the ranks' stderr in $TMP/OUT.log,
+# rank after rank (mpirun's own copy, where it splices the ranks' lines
+# together when they come fast, and its messages in $TMP/OUT.mpirun).
 # Each rank finds its daemon through FERRY_RUNTIME_DIR, set by a wrapper
 # from OMPI_COMM_WORLD_RANK (mpirun gives every rank one environment).
 
@@ -52,8 +54,12 @@ mpi_run() {
 	[ -z "$asan" ] || { pre=$asan:$pre; env+=(-x ASAN_OPTIONS=detect_leaks=0); }
 	# (Open MPI's session files under $TMP too, which cleanup removes)
 	TMPDIR=$TMP timeout -k 5 90 mpirun --allow-run-as-root --oversubscribe -np "$n" \
-		-x LD_PRELOAD="$pre" -x FERRY_MPI_LOG=1 "${env[@]}" \
-		"$w" "$@" >"$TMP/$out.log" 2>&1
+		--output-filename "$TMP/$out.ranks" -x LD_PRELOAD="$pre" -x FERRY_MPI_LOG=1 "${env[@]}" \
+		"$w" "$@" >"$TMP/$out.mpirun" 2>&1
+	local rc=$? r
+	for r in $(seq 0 $((n - 1))); do cat "$TMP/$out.ranks/1/rank.$r/stderr" 2>/dev/null; done >"$TMP/$out.log"
+	[ $rc = 0 ] || tail -n 20 "$TMP/$out.mpirun" | sed 's/^/mpirun: /' >>"$TMP/$out.log"
+	return $rc
 }
 
 # mpi_same A B N: the N ranks' result files of runs A and B are the same.
