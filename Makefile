@@ -19,7 +19,7 @@
 #                   results in build/bench/<time>/ (summary.md, CSVs, PNG plots);
 #                   one family: make bench-a2a, bench-latency, bench-rate,
 #                   bench-bw, bench-security, bench-knobs, bench-coll, bench-sg,
-#                   bench-red, bench-redtc, bench-costs, bench-apps (at most 10 minutes each)
+#                   bench-red, bench-redtc, bench-costs, bench-apps, bench-mpi (at most 10 minutes each)
 #   make apps       the applications (tests/apps/: HPCC RandomAccess against Debian's
 #                   hpcc, bale's histogram, index-gather, permutation against MPI), one
 #                   line per measurement (APPS_QUICK=1: half a minute; else 3 minutes)
@@ -111,13 +111,32 @@ APPS_MPI    := $(patsubst tests/apps/%.c,$(BUILD)/apps/%,$(wildcard tests/apps/m
 # make check builds the MPI apps where Open MPI is installed (its test runs
 # them then, and says SKIP otherwise).
 HAVE_MPICC   = $(shell command -v mpicc 2>/dev/null)
-BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps
+BENCH_FAMILIES := a2a latency rate bw security knobs coll sg red redtc costs apps mpi
+
+# libferry-mpi (client/mpi/): the MPI profiling-interface library that runs
+# an unchanged MPI program's collectives in ferryd (README, "MPI
+# programs"), built against the MPI whose mpicc is on the PATH (Debian's
+# Open MPI: packaging/deps.sh installs it), with the MPI test programs
+# (tests/mpi/); mpicc runs $(CC) (OMPI_CC, MPICH_CC), so that make check's
+# clang build compiles it too.  Without mpicc, nothing of it is built and
+# tests/integration/mpi_*.sh say SKIP.
+MPICC      ?= mpicc
+MPICC_CC   = OMPI_CC=$(CC) MPICH_CC=$(CC) $(MPICC)
+HAVE_MPI   := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+MPI_SRC    := $(wildcard client/mpi/*.c)
+MPI_OBJ    := $(patsubst %.c,$(BUILD)/mpi/%.o,$(MPI_SRC))
+MPI_SONAME := libferry-mpi.so.$(SOVERSION)
+MPI_LIBSO  := $(BUILD)/libferry-mpi.so.$(VERSION)
+MPI_PROGS  := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(wildcard tests/mpi/fm_*.c))
+MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO))
 
 
-.PHONY: all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb check-system \
+.PHONY: mpi all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb check-system \
 	bench-deps $(addprefix bench-,$(BENCH_FAMILIES))
 
-all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc
+all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc $(MPI_ALL)
+
+mpi: $(MPI_LIBSO) $(MPI_PROGS)
 
 deps:
 	@packaging/deps.sh
@@ -183,6 +202,18 @@ $(LIBSO): $(LIB_OBJ) packaging/libferry.map
 	ln -sf libferry.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libferry.so
 
+# libferry-mpi finds libferry next to itself ($$ORIGIN), in the build
+# directory as where it is installed.
+$(BUILD)/mpi/%.o: %.c
+	@mkdir -p $(@D)
+	$(MPICC_CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(MPI_LIBSO): $(MPI_OBJ) $(LIBSO) packaging/libferry-mpi.map
+	$(MPICC_CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
+		-Wl,-z,defs -o $@ $(MPI_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
+	ln -sf libferry-mpi.so.$(VERSION) $(BUILD)/$(MPI_SONAME)
+	ln -sf $(MPI_SONAME) $(BUILD)/libferry-mpi.so
+
 # The static archive is one relocatable object whose internal symbols are made
 # local, so that only ferry_* can clash with an application's names.
 $(BUILD)/libferry.a: $(LIB_OBJ)
@@ -204,6 +235,12 @@ $(BUILD)/ferry.pc: packaging/ferry.pc.in Makefile
 $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Iclient -o $@ $< -L$(BUILD) -lferry -Wl,-rpath,$(abspath $(BUILD))
+
+# MPI test programs: plain MPI, run with and without LD_PRELOAD=libferry-mpi.so
+# (in a sanitizer build, the ASan runtime preloaded first: tests/mpi/lib.sh).
+$(BUILD)/tests/fm_%: tests/mpi/fm_%.c tests/mpi/fm.h
+	@mkdir -p $(@D)
+	$(MPICC_CC) $(ALL_CFLAGS) -o $@ $<
 
 # ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
 # Programs and harnesses built from several sources in one command get no
@@ -297,7 +334,8 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
-tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(APPS_FERRY) $(if $(HAVE_MPICC),$(APPS_MPI))
+tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(APPS_FERRY) $(if $(HAVE_MPICC),$(APPS_MPI)) \
+	$(if $(HAVE_MPI),$(MPI_PROGS))
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -471,6 +509,12 @@ install: all
 	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
+	@if [ -e $(MPI_LIBSO) ]; then \
+		echo install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/; \
+		install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/ && \
+		ln -sf libferry-mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME) && \
+		ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpi.so; \
+	fi
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
 	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
 	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \
@@ -502,7 +546,7 @@ install-man:
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
-		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a \
+		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a $(DESTDIR)$(LIBDIR)/libferry-mpi.so* \
 		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
 		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
 	@for p in $(MAN_PAGES); do \

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Installs the Debian packages ferry needs to build and test, if any are missing.
 # Idempotent: when everything is present it only checks and exits 0.
-#   packaging/deps.sh            build + test dependencies
-#   packaging/deps.sh bench      also what `make bench` and `make apps` need (Open MPI,
-#                                gnuplot, valgrind, and Debian's hpcc for RandomAccess)
+#   packaging/deps.sh            build + test dependencies (Open MPI: libferry-mpi
+#                                and its tests, tests/integration/mpi_*.sh)
+#   packaging/deps.sh bench      also what `make bench` and `make apps` need (gnuplot,
+#                                valgrind, and Debian's hpcc for RandomAccess)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
 #   packaging/deps.sh launch     also what `make check-launch` needs (Slurm, munge, Open MPI);
 #                                their services are not started (policy-rc.d during the install):
@@ -15,10 +16,10 @@ set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
       libconfig-dev libsystemd-dev libibverbs-dev librdmacm-dev libsodium-dev libseccomp-dev
-      iproute2 util-linux procps psmisc systemd strace jq groff-base"
+      iproute2 util-linux procps psmisc systemd strace jq groff-base openmpi-bin libopenmpi-dev"
 for extra in "$@"; do
 	case "$extra" in
-	bench) pkgs="$pkgs openmpi-bin libopenmpi-dev gnuplot-nox valgrind hpcc" ;;
+	bench) pkgs="$pkgs gnuplot-nox valgrind hpcc" ;;
 	rdma)  pkgs="$pkgs qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers cpio kmod" ;;
 	launch) pkgs="$pkgs slurm-wlm munge openmpi-bin" ;;
 	deb)   pkgs="$pkgs debhelper dpkg-dev fakeroot lintian" ;;

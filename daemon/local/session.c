@@ -62,6 +62,10 @@ enum sess_state { S_HELLO, S_JOIN, S_ENDPOINT, S_ADMIN, S_ENDING, S_DEAD };
  * its slots' eventfds (ATTACHED carries 3). */
 #define SESS_FDS_MAX (1 + PROTO_DIRECT_MAX)
 
+/* MEM descriptors a session may have received before their messages were
+ * read whole: one per MEM a read ended inside, and the next one. */
+#define SESS_FDS_IN 4
+
 struct sess {
 	struct sess *next;              /* all sessions, dead ones until reaped */
 	uint32_t id;
@@ -80,7 +84,14 @@ struct sess {
 	struct ep *ep;                  /* ENDPOINT, ENDING: its endpoint */
 	uint32_t join_flags;            /* ENDPOINT, ENDING: the CTL_JOIN_* flags of its JOIN */
 	int killed;                     /* closed for breaking the protocol (counted) */
-	int fd_in;                      /* ENDPOINT: the fd that came for a MEM not yet read, or -1 */
+	/* ENDPOINT: the fds that came for MEMs not yet read, in order.  A
+	 * MEM's fd comes with its first byte; a read that ends inside a MEM
+	 * leaves its fd here while the next read may bring the rest and the
+	 * next MEM with its own fd (a client sharing memory for many
+	 * operations at once, libferry-mpi's tests under load), so one slot
+	 * is not enough. */
+	int fd_in[SESS_FDS_IN];
+	unsigned nfd_in;
 	uint64_t end_by_ns;             /* ENDING: when its endpoint ends even if its TX ring is not empty */
 	int wait_fds;                   /* JOIN: its JOIN (first in in[]) waits for file descriptors */
 	int waited_fds;                 /* ... and it did at least once (counted once) */
@@ -572,7 +583,8 @@ static void reap(int tell)
 		}
 		if (s->state == S_DEAD) {
 			*pp = s->next;
-			closer_close(s->fd_in, s->cred.uid);
+			for (unsigned i = 0; i < s->nfd_in; i++)
+				closer_close(s->fd_in[i], s->cred.uid);
 			free(s);
 			freed = 1;
 		} else {
@@ -709,11 +721,11 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 			sessions.ev->coll_post(s->ep, &m->u.coll);
 			return;
 		}
-		if (m->type == CTL_MEM && s->ep && s->ep->ready && s->fd_in >= 0) {
+		if (m->type == CTL_MEM && s->ep && s->ep->ready && s->nfd_in) {
 			char why[160];
-			int fd = s->fd_in, ret;
+			int fd = s->fd_in[0], ret;
 
-			s->fd_in = -1;
+			memmove(s->fd_in, s->fd_in + 1, --s->nfd_in * sizeof(s->fd_in[0]));
 			ret = mem_add(&s->ep->mems, s->ep->job->user, m->u.mem.id, fd, m->u.mem.bytes, why,
 				      sizeof(why));
 			if (ret < 0)
@@ -776,19 +788,20 @@ static int consume(struct sess *s)
 }
 
 /* Receives what s sent into s->in, and a file descriptor that came with
- * it (a MEM's memfd) into s->fd_in: one at a time, only from an endpoint's
- * client, only when none is waiting.  Returns the bytes, 0 at EOF, -EPROTO
- * for descriptors that were not expected (closed: core/closer.h), or
- * -errno. */
+ * it (a MEM's memfd) onto s->fd_in: one a read (the kernel ends a read
+ * after the bytes that carried descriptors), only from an endpoint's
+ * client, only while fewer than SESS_FDS_IN wait.  Returns the bytes, 0 at
+ * EOF, -EPROTO for descriptors that were not expected (closed:
+ * core/closer.h), or -errno. */
 static ssize_t recv_fds(struct sess *s)
 {
-	int want = s->state == S_ENDPOINT && s->fd_in < 0, got = -1;
+	int want = s->state == S_ENDPOINT && s->nfd_in < SESS_FDS_IN, got = -1;
 	unsigned nfds = 0;
 	int n = closer_recv(s->fd, s->in + s->in_len, sizeof(s->in) - s->in_len, 0, s->cred.uid, want ? &got : NULL,
 			    &nfds);
 
 	if (got >= 0)
-		s->fd_in = got;
+		s->fd_in[s->nfd_in++] = got;
 	if (nfds > CLOSER_FDS_MAX)
 		log_rl_warn("session %u (pid %d uid %u): more descriptors than ferryd could take (at its limit of open "
 			    "files?): the kernel released the rest in ferryd's loop", s->id, s->cred.pid, s->cred.uid);
@@ -917,7 +930,6 @@ static void new_session(int fd)
 		return;
 	}
 	s->fd = fd;
-	s->fd_in = -1;
 	s->cred = cred;
 	s->unjoined = u;
 	s->id = ++sessions.next_id;

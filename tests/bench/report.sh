@@ -759,7 +759,7 @@ WHY
 		done
 	fi
 	# the families that write their own section
-	for f in security sg red redtc costs apps; do
+	for f in security sg red redtc costs apps mpi; do
 		if [ -f "$f.md" ]; then
 			echo
 			cat "$f.md"

@@ -29,6 +29,8 @@
 #             Debian's hpcc (TCP, shared memory), bale's histogram,
 #             index-gather and permutation against MPI_Alltoallv and
 #             MPI_Isend versions                               (apps.sh)
+#   mpi       the MPI programs of red, coll and sg unchanged, by Open MPI
+#             alone and with LD_PRELOAD=libferry-mpi.so        (mpi.sh)
 #
 # Each family runs on local clusters (one ferryd per simulated node, on
 # loopback; sg and redtc in network namespaces, as root), every configuration RUNS times (5; 1 with quick), the variants
@@ -48,7 +50,7 @@ OUT=${2:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 MODE=${3:?usage: run.sh BUILD OUT quick|full [FAMILY...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
-ALL="a2a latency rate bw security knobs coll sg red redtc costs apps"
+ALL="a2a latency rate bw security knobs coll sg red redtc costs apps mpi"
 FAMILIES=${*:-$ALL}
 case $MODE in quick) Q=quick ;; full) Q="" ;; *) echo "run.sh: mode is quick or full" >&2; exit 2 ;; esac
 mkdir -p "$OUT"

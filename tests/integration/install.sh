@@ -57,6 +57,17 @@ expect "the shared library exports only ferry_* functions" bash -c "! grep -qv '
 expect "the static archive defines no global symbol outside ferry_*" \
 	bash -c "! nm -g --defined-only '$DEST/opt/ferry/lib/libferry.a' | awk 'NF == 3 { print \$3 }' | grep -qv '^ferry_'"
 
+# libferry-mpi, where make built it (mpicc there)
+if [ -e "$BUILD/libferry-mpi.so" ]; then
+	M=$DEST/opt/ferry/lib/libferry-mpi.so.0
+	expect "installed libferry-mpi.so.0, soname libferry-mpi.so.0" \
+		bash -c "objdump -p '$M' | grep -q 'SONAME *libferry-mpi.so.0'"
+	expect "libferry-mpi exports only MPI_* functions" \
+		bash -c "! nm -D --defined-only '$M' | awk '\$2 == \"T\" { print \$3 }' | grep -qv '^MPI_'"
+	expect "libferry-mpi finds the installed libferry next to it" \
+		bash -c "ldd '$M' | grep -q '$DEST/opt/ferry/lib/libferry.so.0'"
+fi
+
 cat >"$TMP/app.c" <<'C'
 #include <ferry.h>
 #include <stdio.h>

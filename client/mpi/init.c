@@ -1,0 +1,443 @@
+/* client/mpi/init.c - libferry-mpi's start and end, the communicators whose
+ * collectives ferry runs, the log, and waiting (fmpi.h).
+ *
+ * Ownership: the fcomm of MPI_COMM_WORLD is made by MPI_Init* and freed by
+ * MPI_Finalize; a communicator made from a ferry one (MPI_Comm_dup,
+ * MPI_Comm_split) carries its fcomm as an attribute (keyval `kv`), freed by
+ * the attribute's delete function when MPI frees the communicator, or by
+ * MPI_Finalize.  A group's handle is closed only after the handles split
+ * from it (ferry_close says -EBUSY before): an fcomm freed before its
+ * children stays in `comms`, marked freed, until they are gone.
+ */
+#include "fmpi.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FMPI_API __attribute__((visibility("default")))
+
+int fmpi_log_on;
+static struct fcomm *world;     /* NULL: everything passes through */
+static struct fcomm *comms;     /* every fcomm, newest first */
+static int kv = MPI_KEYVAL_INVALID;
+static int next_id;
+static int world_rank;
+
+void fmpi_say(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	/* one write a line: the ranks' lines reach mpirun's output whole */
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nowhere to say it */
+	}
+}
+
+void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+
+	if (!fmpi_log_on)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (c)
+		fmpi_say("ferry-mpi %d: %s comm %d: %s", world_rank, name, c->id, text);
+	else
+		fmpi_say("ferry-mpi %d: %s: %s", world_rank, name, text);
+}
+
+int fmpi_fail(struct fcomm *c, const char *name, int err)
+{
+	fmpi_say("ferry-mpi %d: %s on comm %d failed: %s (%s)", world_rank, name, c->id, ferry_strerror(err),
+		 ferry_last_error());
+	PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
+	return MPI_ERR_OTHER;
+}
+
+int fmpi_on(void)
+{
+	return world != NULL;
+}
+
+struct fcomm *fmpi_comm(MPI_Comm comm)
+{
+	void *v;
+	int flag = 0;
+
+	if (!world || comm == MPI_COMM_NULL)
+		return NULL;
+	if (comm == MPI_COMM_WORLD)
+		return world;
+	if (PMPI_Comm_get_attr(comm, kv, &v, &flag) != MPI_SUCCESS || !flag)
+		return NULL;
+	return v;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* How long fmpi_wait yields before it sleeps ($FERRY_MPI_SPIN_US): a
+ * collective on ferry takes hundreds of microseconds, and the daemon may
+ * share the cores. */
+static uint64_t wait_spin_ns = 50000;
+/* How long it sleeps at most before it drives MPI's progress again: the
+ * delay a point-to-point transfer that needs this rank (a rendezvous) sees
+ * while the rank waits for ferry. */
+#define WAIT_PROGRESS_MS 1
+
+int fmpi_wait(int (*done)(void *), void *arg)
+{
+	uint64_t t0 = now_ns();
+
+	for (;;) {
+		struct pollfd p = { .fd = ferry_fd(world->f), .events = POLLIN };
+		int flag, ret = done(arg);
+
+		if (ret)
+			return ret;
+		if (now_ns() - t0 < wait_spin_ns) {
+			sched_yield();
+			continue;
+		}
+		/* Open MPI progresses every transfer in any probe */
+		PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		if ((ret = done(arg)))
+			return ret;
+		/* ferry_fd wakes us when a request that a ferry_test (in
+		 * done) said was pending ends */
+		if (poll(&p, 1, WAIT_PROGRESS_MS) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int fmpi_req_done(void *arg)
+{
+	return ferry_test(arg);
+}
+
+/* --- communicators --- */
+
+/* Every SYNC_EVERY operations of a communicator, a barrier of ours; the
+ * operation SYNC_EVERY after it waits for the one before (its
+ * predecessor's), so that no rank gets more than 3 x SYNC_EVERY operations
+ * ahead of the slowest.  MPI lets a rank that needs nobody run ahead for
+ * ever (rank 0 of a scan, a reduce's other ranks, a gather's), but ferryd
+ * fails a group whose pieces come more than 192 operations (3 x its
+ * pending limit) ahead of what a node started (README, "The engine"). */
+#define SYNC_EVERY 32
+
+void fmpi_posted(struct fcomm *c)
+{
+	int ret;
+
+	if (++c->posted % SYNC_EVERY)
+		return;
+	if (c->sync[0])
+		fmpi_wait(fmpi_req_done, &c->sync[0]);  /* its failure is the operations' */
+	c->sync[0] = c->sync[1];
+	while ((ret = ferry_ibarrier(c->f, &c->sync[1])) == -EAGAIN && fmpi_req_reap_one(c))
+		;
+	if (ret < 0)
+		c->sync[1] = NULL;      /* the group is broken: its operations say so */
+}
+
+
+static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm)
+{
+	struct fcomm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->f = f;
+	c->comm = comm;
+	c->id = next_id++;
+	c->rank = ferry_rank(f);
+	c->size = ferry_size(f);
+	c->next = comms;
+	comms = c;
+	return c;
+}
+
+static int reap_done(void *arg)
+{
+	struct fcomm *c = arg;
+
+	if (!c->pending)
+		return 1;
+	fmpi_req_reap_one(c);
+	return !c->pending;
+}
+
+/* Closes c's handle once nothing of c runs and no handle split from it is
+ * open; then closes parents freed earlier that waited for it. */
+static void comm_close(struct fcomm *c)
+{
+	c->freed = 1;
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct fcomm **pp = &comms; *pp; pp = &(*pp)->next) {
+			struct fcomm *x = *pp;
+			int ret;
+
+			if (!x->freed || x == world)
+				continue;
+			if (x->pending)
+				fmpi_wait(reap_done, x);
+			for (int i = 0; i < 2; i++)
+				if (x->sync[i])
+					fmpi_wait(fmpi_req_done, &x->sync[i]);
+			ret = ferry_close(x->f);
+			if (ret == -EBUSY)
+				continue;
+			if (ret < 0)
+				fmpi_log(x, "MPI_Comm_free", "ferry_close: %s", ferry_strerror(ret));
+			*pp = x->next;
+			free(x);
+			again = 1;
+			break;
+		}
+	}
+}
+
+static int comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+	(void)comm, (void)keyval, (void)extra;
+	comm_close(val);
+	return MPI_SUCCESS;
+}
+
+/* A communicator newcomm made from c (collective over c's ranks): its
+ * group of ferry, agreed on by every rank of newcomm. */
+static void comm_derive(struct fcomm *c, const char *name, int color, int key, MPI_Comm newcomm)
+{
+	ferry_t *sub = NULL;
+	struct fcomm *n;
+	int ret, ok, all = 0, mrank = -1, msize = -1;
+	const char *why = "";
+
+	while ((ret = ferry_split(c->f, color, key, &sub)) == -EAGAIN && fmpi_req_reap_one(c))
+		;
+	if (ret == 0)
+		fmpi_posted(c);
+	if (newcomm == MPI_COMM_NULL) {
+		if (sub)
+			ferry_close(sub);
+		return;
+	}
+	PMPI_Comm_rank(newcomm, &mrank);
+	PMPI_Comm_size(newcomm, &msize);
+	ok = ret == 0 && sub && ferry_rank(sub) == mrank && ferry_size(sub) == msize;
+	if (ret < 0)
+		why = ferry_strerror(ret);
+	else if (!ok)
+		why = "ferry's group differs from MPI's";
+	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, newcomm);
+	n = all ? comm_new(sub, newcomm) : NULL;
+	if (n && PMPI_Comm_set_attr(newcomm, kv, n) != MPI_SUCCESS) {
+		comms = n->next;
+		free(n);
+		n = NULL;
+	}
+	if (!n) {
+		if (sub)
+			ferry_close(sub);
+		fmpi_log(c, name, "new communicator passes through (%s)", all ? "no memory" :
+			 ok ? "another rank could not make ferry's group" : why);
+		return;
+	}
+	fmpi_log(c, name, "new communicator %d on ferry (%d ranks)", n->id, n->size);
+}
+
+FMPI_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+	struct fcomm *c = fmpi_comm(comm);
+	int ret = PMPI_Comm_dup(comm, newcomm);
+
+	if (ret == MPI_SUCCESS && c)
+		comm_derive(c, "MPI_Comm_dup", 0, c->rank, *newcomm);
+	return ret;
+}
+
+FMPI_API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+	struct fcomm *c = fmpi_comm(comm);
+	int ret = PMPI_Comm_split(comm, color, key, newcomm);
+
+	/* ferry orders a group by (key, rank in the parent), as MPI does */
+	if (ret == MPI_SUCCESS && c)
+		comm_derive(c, "MPI_Comm_split", color == MPI_UNDEFINED ? -1 : color, key, *newcomm);
+	return ret;
+}
+
+/* --- start and end --- */
+
+/* 1 if something listens on the daemon's socket (where ferry_open would
+ * look: $FERRY_RUNTIME_DIR, else /run/ferry), so that a node without ferryd
+ * makes the job pass through at once instead of timing out in ferry_open. */
+static int probe(char *why, size_t len)
+{
+	const char *dir = getenv("FERRY_RUNTIME_DIR");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, ok;
+
+	if (!dir || !*dir)
+		dir = "/run/ferry";
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ferryd.sock", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return 0;
+	}
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (!ok)
+		snprintf(why, len, "no ferryd at %s: %s", sa.sun_path, strerror(errno));
+	close(fd);
+	return ok;
+}
+
+static void setup(int provided)
+{
+	const char *env = getenv("FERRY_MPI"), *log = getenv("FERRY_MPI_LOG");
+	char why[160] = "", job[64] = "", host[32] = "";
+	struct ferry_opts o = { 0 };
+	ferry_t *f = NULL;
+	int ok = 1, all = 0, size, ret;
+
+	fmpi_log_on = log && *log && strcmp(log, "0") != 0;
+	if ((env = getenv("FERRY_MPI_SPIN_US")) && *env)
+		wait_spin_ns = strtoull(env, NULL, 10) * 1000;
+	env = getenv("FERRY_MPI");
+	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) {
+		ok = 0;
+		snprintf(why, sizeof(why), "FERRY_MPI=%s", env);
+	} else if (provided == MPI_THREAD_MULTIPLE) {
+		/* ferry's handles are not thread-safe, and MPI_THREAD_MULTIPLE
+		 * lets threads run collectives on different communicators at
+		 * once: locking would serialise them, so MPI runs them */
+		ok = 0;
+		snprintf(why, sizeof(why), "MPI_THREAD_MULTIPLE");
+	} else {
+		ok = probe(why, sizeof(why));
+	}
+	/* every rank takes part even with FERRY_MPI=off, so that a rank
+	 * whose environment differs cannot leave the others waiting here */
+	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!all) {
+		fmpi_log(NULL, "MPI_Init", "everything passes through (%s)", ok ? "another rank cannot use ferry" : why);
+		return;
+	}
+	if (world_rank == 0) {
+		struct timespec ts;
+
+		gethostname(host, sizeof(host) - 1);
+		for (char *p = host; *p; p++)
+			if (*p <= ' ' || *p > '~')
+				*p = '_';
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(job, sizeof(job), "mpi.%s.%d.%lx%09lx", host, (int)getpid(), (long)ts.tv_sec, ts.tv_nsec);
+	}
+	PMPI_Bcast(job, sizeof(job), MPI_CHAR, 0, MPI_COMM_WORLD);
+	/* explicit job, rank and size: nothing of the launcher's environment
+	 * (FERRY_JOB, Slurm's, Open MPI's variables) can name another job */
+	o.job = job;
+	o.rank = world_rank;
+	o.size = size;
+	ret = ferry_open(&f, &o);
+	ok = ret == 0;
+	if (!ok)
+		snprintf(why, sizeof(why), "ferry_open: %s (%s)", ferry_strerror(ret), ferry_last_error());
+	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (all && PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &kv, NULL) != MPI_SUCCESS)
+		all = 0;        /* the same on every rank: it fails for want of memory, and MPI aborts */
+	if (all)
+		world = comm_new(f, MPI_COMM_WORLD);
+	if (!world) {
+		if (f)
+			ferry_close(f);
+		fmpi_log(NULL, "MPI_Init", "everything passes through (%s)", ok ? "another rank cannot use ferry" : why);
+		return;
+	}
+	fmpi_log(world, "MPI_Init", "on ferry, job %s, %d ranks", job, size);
+}
+
+FMPI_API int MPI_Init(int *argc, char ***argv)
+{
+	int ret = PMPI_Init(argc, argv), provided = MPI_THREAD_SINGLE;
+
+	if (ret == MPI_SUCCESS) {
+		PMPI_Query_thread(&provided);
+		setup(provided);
+	}
+	return ret;
+}
+
+FMPI_API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int ret = PMPI_Init_thread(argc, argv, required, provided);
+
+	if (ret == MPI_SUCCESS)
+		setup(*provided);
+	return ret;
+}
+
+FMPI_API int MPI_Finalize(void)
+{
+	if (world) {
+		fmpi_req_fini();
+		/* newest first: a group's handle before its parent's */
+		while (comms && comms != world) {
+			struct fcomm *c = comms;
+
+			if (c->freed)
+				comm_close(c);      /* waited for a child */
+			else
+				PMPI_Comm_delete_attr(c->comm, kv);
+			if (comms == c) {   /* could not close (its attribute is gone): leave it */
+				comms = c->next;
+				free(c);
+			}
+		}
+		if (world->pending)
+			fmpi_wait(reap_done, world);
+		for (int i = 0; i < 2; i++)
+			if (world->sync[i])
+				fmpi_wait(fmpi_req_done, &world->sync[i]);
+		ferry_close(world->f);
+		free(world);
+		world = NULL;
+		comms = NULL;
+		PMPI_Comm_free_keyval(&kv);
+		fmpi_log(NULL, "MPI_Finalize", "ferry closed");
+	}
+	return PMPI_Finalize();
+}
