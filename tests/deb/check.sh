@@ -48,6 +48,12 @@ check "lintian ran and found no errors or warnings ($ew, status $lrc)" bash -c "
 
 f=$TMP/ferryd
 check "ferryd: /etc/ferry/ferry.conf is a conffile" grep -qx /etc/ferry/ferry.conf "$f/DEBIAN/conffiles"
+check "ferryd: needrestart is told not to restart ferryd (a conffile)" bash -c "grep -qx /etc/needrestart/conf.d/ferryd.conf \
+	'$f/DEBIAN/conffiles' && grep -qx /etc/needrestart/conf.d/ferryd.conf '$f/files'"
+check "ferryd: purging takes the state directory away, removing keeps it" bash -c "grep -q 'rm -rf /var/lib/private/ferry' \
+	'$f/DEBIAN/postrm' && grep -q '\"\$1\" = purge' '$f/DEBIAN/postrm'"
+check "libferry0: breaks every ferryd but its own version (libferry and ferryd speak one control version)" \
+	bash -c "dpkg-deb -f $DEBS/libferry0_*.deb Breaks | grep -q 'ferryd (<< ' && dpkg-deb -f $DEBS/libferry0_*.deb Breaks | grep -q 'ferryd (>> '"
 check "ferryd: no cluster key shipped" bash -c "! grep -q 'cluster.key\$' '$f/files'"
 check "ferryd: ferryd, ferryctl, the service and the socket" bash -c "grep -qx /usr/sbin/ferryd '$f/files' &&
 	grep -qx /usr/bin/ferryctl '$f/files' && grep -qx /lib/systemd/system/ferryd.service '$f/files' &&
