@@ -53,8 +53,34 @@ void side_finish(struct side *s)
 	side_free(s);
 }
 
+/* Whether t's bytes are its typemap in signature order: a predefined type,
+ * or a duplicate or contiguous run of one (a type that only moves its
+ * elements, an indexed block {1, 0} of two ints, has a dense extent too,
+ * but its signature's first element is the second int in memory: such a
+ * one is packed). */
+static int in_order(MPI_Datatype t, int depth)
+{
+	int ni, na, nd, comb, ints[1], r;
+	MPI_Aint addrs[1];
+	MPI_Datatype inner[1];
+
+	if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+		return 0;
+	if (comb == MPI_COMBINER_NAMED)
+		return 1;
+	if ((comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS) || ni > 1 || na != 0 || nd != 1 ||
+	    depth >= 8 || PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, inner) != MPI_SUCCESS)
+		return 0;
+	r = in_order(inner[0], depth + 1);
+	/* (a derived type get_contents returns is the caller's to free) */
+	if (PMPI_Type_get_envelope(inner[0], &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
+		PMPI_Type_free(&inner[0]);
+	return r;
+}
+
 /* Size, extent and whether count elements of t are count x size bytes in a
- * row from the buffer's address; -EINVAL for an invalid datatype. */
+ * row from the buffer's address, in signature order; -EINVAL for an
+ * invalid datatype. */
 static int type_info(MPI_Datatype t, int *size_p, MPI_Aint *extent_p, int *contig_p)
 {
 	MPI_Aint lb, ext, tlb, text;
@@ -66,7 +92,7 @@ static int type_info(MPI_Datatype t, int *size_p, MPI_Aint *extent_p, int *conti
 		return -EINVAL;
 	*size_p = size;
 	*extent_p = ext;
-	*contig_p = lb == 0 && tlb == 0 && ext == size && text == size;
+	*contig_p = lb == 0 && tlb == 0 && ext == size && text == size && in_order(t, 0);
 	return 0;
 }
 

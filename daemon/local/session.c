@@ -21,7 +21,11 @@
  * back-off), and one still waiting at limits.join_timeout_ms of connecting
  * is refused with EMFILE.  Accepting goes on meanwhile (a tool must still
  * get in to see why), so new connections may take descriptors first: the
- * waiting is not a reservation.
+ * waiting is not a reservation.  An endpoint's client may send at most
+ * SESS_FDS_IN descriptors ahead of the MEMs they belong to (a fifth kills
+ * the session); they are the session's until its MEM takes one, and closed
+ * through the closer when it is reaped.  ferryd's RLIMIT_NOFILE counts them
+ * per client (main.c, raise_nofile).
  */
 #include "session.h"
 #include "mem.h"
@@ -62,9 +66,9 @@ enum sess_state { S_HELLO, S_JOIN, S_ENDPOINT, S_ADMIN, S_ENDING, S_DEAD };
  * its slots' eventfds (ATTACHED carries 3). */
 #define SESS_FDS_MAX (1 + PROTO_DIRECT_MAX)
 
-/* MEM descriptors a session may have received before their messages were
- * read whole: one per MEM a read ended inside, and the next one. */
-#define SESS_FDS_IN 4
+/* (SESS_FDS_IN, session.h: MEM descriptors a session may have received
+ * before their messages were read whole: one per MEM a read ended inside,
+ * and the next one; a fifth kills the session) */
 
 struct sess {
 	struct sess *next;              /* all sessions, dead ones until reaped */

@@ -30,6 +30,9 @@ struct ep;
 #include <sys/types.h>
 
 #define SESS_SOCKET_NAME  "ferryd.sock"
+/* MEM descriptors a session may hold that came before their messages were
+ * read whole (session.c): ferryd's descriptors per client count them. */
+#define SESS_FDS_IN 4
 
 struct sess_stats {
 	uint64_t sessions_opened;

@@ -109,12 +109,13 @@ static int resolve_self(const struct conf *c, long node_opt, uint32_t *self)
 /* File descriptors ferryd sends its clients are charged to its own
  * RLIMIT_NOFILE until the client reads them (the kernel refuses more in
  * flight: ETOOMANYREFS): 4 per endpoint, and 1 + direct.max_ranks more
- * with direct rings, for every endpoint at once if no client reads.  So
+ * with direct rings, for every endpoint at once if no client reads; and
+ * the SESS_FDS_IN a client may send ahead of their MEMs.  So
  * the soft limit goes up to the hard one (the unit's LimitNOFILE=65536),
  * and a limit below what the configuration may need is said once. */
 static void raise_nofile(const struct conf *c)
 {
-	uint64_t need = (uint64_t)c->max_clients * (5 + c->direct_max_ranks + 1) + 256;
+	uint64_t need = (uint64_t)c->max_clients * (5 + c->direct_max_ranks + 1 + SESS_FDS_IN) + 256;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)

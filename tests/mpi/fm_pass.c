@@ -3,7 +3,8 @@
  * datatype, a user-defined op, MPI_MAXLOC, MPI_LONG_DOUBLE; collectives on
  * communicators not made from a ferry one (MPI_Comm_create,
  * MPI_Comm_split_type, an intercommunicator); a broadcast whose root sends
- * a derived vector and whose other ranks receive plain ints of the same
+ * a derived vector (or a type that swaps its two ints) and whose other
+ * ranks receive plain ints of the same
  * signature (every rank must still take the same way).  Each result is
  * checked here against what it must be, and its hash written to OUT.RANK
  * (fm.h).  FM_THREAD_MULTIPLE=1 in the environment: MPI_Init_thread with
@@ -102,6 +103,27 @@ int main(int argc, char **argv)
 	}
 	check(buf[0] == 100 && buf[1] == 102 && buf[2] == 103 && buf[5] == 108, "bcast vector to ints");
 	fm_emit("bcast vector to ints", buf, sizeof(buf));
+
+	/* a type that only swaps its two ints: dense (extent = size), but its
+	 * first element is the second int in memory, so it is packed */
+	{
+		MPI_Datatype swap;
+
+		MPI_Type_create_indexed_block(2, 1, (int[]){ 1, 0 }, MPI_INT, &swap);
+		MPI_Type_commit(&swap);
+		if (r == 0) {
+			int src[2] = { 10, 20 };
+
+			MPI_Bcast(src, 1, swap, 0, MPI_COMM_WORLD);
+			buf[0] = src[1];
+			buf[1] = src[0];
+		} else {
+			MPI_Bcast(buf, 2, MPI_INT, 0, MPI_COMM_WORLD);
+		}
+		check(buf[0] == 20 && buf[1] == 10, "bcast of a swapping type to ints");
+		fm_emit("bcast of a swapping type to ints", buf, 2 * sizeof(int));
+		MPI_Type_free(&swap);
+	}
 
 	/* communicators not made from a ferry one */
 	MPI_Comm_group(MPI_COMM_WORLD, &wg);
