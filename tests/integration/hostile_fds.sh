@@ -29,7 +29,19 @@ closing() { wait_for "[ \"\$(stat n0 fds_closing)\" = $1 ]"; }
 # linger LOG MODE [ARGS...]: ft_linger as user A in the background, holding
 # for up to 10 minutes (until killed); its pid in L.
 linger() { local log=$1; shift; asbg "$log" "$A" n0 ft_linger "$TMP/n0" "$1" 600 "${@:2}"; L=$LASTPID; }
-handed() { wait_for "grep -q 'handed over' $TMP/$1"; }
+# handed LOG: the ft_linger writing LOG said "handed over" (within 60 s, or
+# it exited without).  Not wait_for's 10 s: mode sent first waits up to 5 s
+# itself (its "then:" probe), and once, under a CI run beside other tests,
+# the rest took longer than the 5 s wait_for left.
+handed() {
+	local i
+	for i in $(seq 1200); do
+		grep -q 'handed over' "$TMP/$1" && return 0
+		kill -0 "$L" 2>/dev/null || { grep -q 'handed over' "$TMP/$1"; return; }
+		sleep 0.05
+	done
+	return 1
+}
 # release: ends the last ft_linger, which lets its sockets close.
 release() { kill "$L"; wait "$L" 2>/dev/null; }
 # b_job NAME: a job of user B, 2 ranks
