@@ -509,12 +509,13 @@ install: all
 	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
-	@if [ -e $(MPI_LIBSO) ]; then \
-		echo install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/; \
-		install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/ && \
-		ln -sf libferry-mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME) && \
-		ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpi.so; \
-	fi
+# libferry-mpi when this build has MPI (HAVE_MPI: debian/rules turns it
+# off), not whenever an earlier build left the file in $(BUILD)
+ifneq ($(HAVE_MPI),)
+	install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libferry-mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME)
+	ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpi.so
+endif
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
 	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
 	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' -e 's|@SYSCALLS@|$(UNIT_SYSCALLS)|' \

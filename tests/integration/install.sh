@@ -68,6 +68,14 @@ if [ -e "$BUILD/libferry-mpi.so" ]; then
 		bash -c "ldd '$M' | grep -q '$DEST/opt/ferry/lib/libferry.so.0'"
 fi
 
+# ... and only then: a build configured without MPI (HAVE_MPI=, as
+# debian/rules builds) installs no libferry-mpi, whatever $BUILD holds
+make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$TMP/nompi" PREFIX=/opt/ferry SYSCONFDIR=/etc HAVE_MPI= \
+	>"$TMP/install-nompi.log" 2>&1
+expect "make install HAVE_MPI= succeeds" test $? = 0
+expect "... and installs no libferry-mpi (the build has no MPI)" \
+	test -z "$(find "$TMP/nompi" -name 'libferry-mpi*' -o -name 'libferry-mpich*')"
+
 cat >"$TMP/app.c" <<'C'
 #include <ferry.h>
 #include <stdio.h>
