@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -323,6 +324,29 @@ static int probe(char *why, size_t len)
 	return ok;
 }
 
+/* What FERRY_MPI says: 1 on (unset, empty, on, 1, yes, true, enable), 0 off
+ * (off, 0, no, false, disable), any case; anything else is off, with a
+ * warning: a program whose user meant to turn ferry off must not run on it
+ * because of a spelling, and MPI alone always gives the program MPI's
+ * semantics. */
+static int ferry_mpi_on(const char *v)
+{
+	static const char *const on[] = { "", "on", "1", "yes", "true", "enable" };
+	static const char *const off[] = { "off", "0", "no", "false", "disable" };
+
+	if (!v)
+		return 1;
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+		if (!strcasecmp(v, on[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		if (!strcasecmp(v, off[i]))
+			return 0;
+	fmpi_say("ferry-mpi %d: FERRY_MPI=%s is neither on (on, 1, yes, true) nor off (off, 0, no, false, disable): "
+		 "everything passes through to MPI", world_rank, v);
+	return 0;
+}
+
 static void setup(int provided)
 {
 	const char *env = getenv("FERRY_MPI"), *log = getenv("FERRY_MPI_LOG");
@@ -337,7 +361,7 @@ static void setup(int provided)
 	env = getenv("FERRY_MPI");
 	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (env && (!strcmp(env, "off") || !strcmp(env, "0"))) {
+	if (!ferry_mpi_on(env)) {
 		ok = 0;
 		snprintf(why, sizeof(why), "FERRY_MPI=%s", env);
 	} else if (provided == MPI_THREAD_MULTIPLE) {

@@ -9,7 +9,8 @@
 # two ints, packed: its bytes are not in signature order); results equal
 # MPI's alone.  A node
 # without ferryd makes the whole job pass through at MPI_Init (no timeout),
-# and so does MPI_THREAD_MULTIPLE.
+# and so does MPI_THREAD_MULTIPLE, and FERRY_MPI off in any usual spelling
+# (or one not understood: with a warning).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
 mpi_ready
@@ -53,6 +54,30 @@ else
 	expect "MPI_THREAD_MULTIPLE: everything passes through" \
 		test "$(grep -c 'MPI_Init: everything passes through (MPI_THREAD_MULTIPLE)' "$TMP/mt.log")" = 4
 fi
+# FERRY_MPI's spellings, one rank each: off in any usual spelling and case,
+# on likewise (and empty), anything else off with one warning
+spelled() {
+	local v=$1 want=$2 out=sp$3
+	mpi_run "$out" c_n0 -- "FERRY_MPI=$v" -- "$P" "$TMP/$out" || return 1
+	case $want in
+	on) grep -q '^ferry-mpi 0: MPI_Init comm 0: on ferry' "$TMP/$out.log" ;;
+	off) grep -q "^ferry-mpi 0: MPI_Init: everything passes through (FERRY_MPI=$v)\$" "$TMP/$out.log" &&
+		! grep -q 'is neither on' "$TMP/$out.log" ;;
+	warn) [ "$(grep -c "^ferry-mpi 0: FERRY_MPI=$v is neither on .* everything passes through to MPI\$" \
+		"$TMP/$out.log")" = 1 ] && grep -q "^ferry-mpi 0: MPI_Init: everything passes through (FERRY_MPI=$v)\$" \
+		"$TMP/$out.log" ;;
+	esac
+}
+i=0
+for v in No FALSE Disable oFF; do
+	i=$((i + 1))
+	expect "FERRY_MPI=$v passes everything through" spelled "$v" off $i
+done
+for v in YES True ""; do
+	i=$((i + 1))
+	expect "FERRY_MPI=$v runs on ferry" spelled "$v" on $i
+done
+expect "FERRY_MPI=maybe passes everything through, with one warning" spelled maybe warn 9
 [ $FAILED = 0 ] || sed 's/^/#   fy: /' "$TMP/fy.log" | tail -n 30
 expect "daemons stop cleanly" stop_cluster c 2
 finish
