@@ -252,7 +252,6 @@ struct op {
 	const char *name;
 	struct fcomm *c;
 	struct side s[2];
-	ferry_req_t *fr;
 	MPI_Request *req;       /* NULL: blocking */
 };
 
@@ -292,33 +291,81 @@ static int op_side(struct op *o, int ret, int *mpi_ret)
 	return -1;
 }
 
-/* After ferry's post: the program's request, or the wait. */
-static int op_end(struct op *o, int ret)
+/* Runs o on ferry with ferry's call a: queued on its communicator (req.c),
+ * then waited for, or the program's request made. */
+static int op_go(struct op *o, struct fargs a)
 {
-	if (ret < 0) {
+	struct freq *q, qb;
+	int ret;
+
+	fmpi_log(o->c, o->name, "ferry");
+	q = o->req ? calloc(1, sizeof(*q)) : &qb;
+	if (!q) {
 		side_free(&o->s[0]);
 		side_free(&o->s[1]);
-		return fmpi_fail(o->c, o->name, ret);
+		return fmpi_fail(o->c, o->name, -ENOMEM);
 	}
-	fmpi_log(o->c, o->name, "ferry");
-	fmpi_posted(o->c);
+	if (q == &qb)
+		memset(q, 0, sizeof(*q));
+	q->c = o->c;
+	q->name = o->name;
+	q->a = a;
+	q->s[0] = o->s[0];
+	q->s[1] = o->s[1];
 	if (o->req) {
-		if (fmpi_req_start(o->c, o->name, o->fr, o->s, o->req) == MPI_SUCCESS)
+		if ((ret = fmpi_start(q, o->req)) == MPI_SUCCESS)
 			return MPI_SUCCESS;
-		*o->req = MPI_REQUEST_NULL;     /* no memory for one: it ends here */
+		side_free(&q->s[0]);
+		side_free(&q->s[1]);
+		free(q);
+		return fmpi_fail(o->c, o->name, -ENOMEM);
 	}
-	ret = fmpi_wait(fmpi_req_done, &o->fr);
-	side_finish(&o->s[0]);
-	side_finish(&o->s[1]);
+	ret = fmpi_run(q);
 	return ret < 0 ? fmpi_fail(o->c, o->name, ret) : MPI_SUCCESS;
 }
 
-/* Posts with a call of ferry's; a handle with 64 requests of ours pending
- * says -EAGAIN: the oldest is waited for, and the post made again. */
-#define POST(o, call) ({ int ret_; \
-	while ((ret_ = (call)) == -EAGAIN && fmpi_req_reap_one((o)->c)) \
-		; \
-	op_end((o), ret_); })
+int fmpi_post(struct freq *q)
+{
+	const struct fargs *a = &q->a;
+	ferry_t *f = q->c->f;
+	ferry_req_t **r = &q->fr;
+
+	switch (a->kind) {
+	case K_BARRIER:
+		return ferry_ibarrier(f, r);
+	case K_BCAST:
+		return ferry_ibcast(f, a->rb, a->n, a->root, r);
+	case K_GATHER:
+		return ferry_igather(f, a->sb, a->rb, a->n, a->root, r);
+	case K_SCATTER:
+		return ferry_iscatter(f, a->sb, a->rb, a->n, a->root, r);
+	case K_ALLGATHER:
+		return ferry_iallgather(f, a->sb, a->rb, a->n, r);
+	case K_ALLTOALL:
+		return ferry_ialltoall(f, a->sb, a->rb, a->n, r);
+	case K_GATHERV:
+		return ferry_igatherv(f, a->sb, a->n, a->rb, a->rcnt, a->rdsp, a->root, r);
+	case K_SCATTERV:
+		return ferry_iscatterv(f, a->sb, a->scnt, a->sdsp, a->rb, a->n, a->root, r);
+	case K_ALLGATHERV:
+		return ferry_iallgatherv(f, a->sb, a->n, a->rb, a->rcnt, a->rdsp, r);
+	case K_ALLTOALLV:
+		return ferry_ialltoallv(f, a->sb, a->scnt, a->sdsp, a->rb, a->rcnt, a->rdsp, r);
+	case K_REDUCE:
+		return ferry_ireduce(f, a->sb, a->rb, a->n, a->ft, a->fo, a->root, r);
+	case K_ALLREDUCE:
+		return ferry_iallreduce(f, a->sb, a->rb, a->n, a->ft, a->fo, r);
+	case K_SCAN:
+		return ferry_iscan(f, a->sb, a->rb, a->n, a->ft, a->fo, r);
+	case K_EXSCAN:
+		return ferry_iexscan(f, a->sb, a->rb, a->n, a->ft, a->fo, r);
+	case K_RSB:
+		return ferry_ireduce_scatter_block(f, a->sb, a->rb, a->n, a->ft, a->fo, r);
+	case K_RS:
+		return ferry_ireduce_scatter(f, a->sb, a->rb, a->rcnt, a->ft, a->fo, r);
+	}
+	return -EINVAL;
+}
 
 static void *in_place(const void *buf)
 {
@@ -338,7 +385,7 @@ static int barrier(MPI_Comm comm, MPI_Request *req)
 
 	if (!op_begin(&o, "MPI_Barrier", "MPI_Ibarrier", comm, req))
 		return req ? PMPI_Ibarrier(comm, req) : PMPI_Barrier(comm);
-	return POST(&o, ferry_ibarrier(o.c->f, &o.fr));
+	return op_go(&o, (struct fargs){ .kind = K_BARRIER });
 }
 
 static int bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *req)
@@ -349,7 +396,8 @@ static int bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, 
 	if (op_begin(&o, "MPI_Bcast", "MPI_Ibcast", comm, req) && !bad_root(&o, root) &&
 	    (k = op_side(&o, side_block(&o.s[0], buf, count, t, 1, o.c->rank == root ? SIDE_READ : SIDE_WRITE),
 			 &ret)))
-		return k < 0 ? ret : POST(&o, ferry_ibcast(o.c->f, o.s[0].p, o.s[0].bytes, (uint32_t)root, &o.fr));
+		return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_BCAST, .rb = o.s[0].p, .n = o.s[0].bytes,
+								   .root = (uint32_t)root });
 	return req ? PMPI_Ibcast(buf, count, t, root, comm, req) : PMPI_Bcast(buf, count, t, root, comm);
 }
 
@@ -368,9 +416,9 @@ static int gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI
 		if (k > 0 && !ip)
 			k = op_side(&o, side_block(&o.s[0], sb, sc, st, 1, SIDE_READ), &ret);
 		if (k)
-			return k < 0 ? ret : POST(&o, ferry_igather(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p, o.s[1].p,
-								    ip ? o.s[1].bytes : o.s[0].bytes, (uint32_t)root,
-								    &o.fr));
+			return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_GATHER,
+				.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .rb = o.s[1].p,
+				.n = ip ? o.s[1].bytes : o.s[0].bytes, .root = (uint32_t)root });
 	}
 	return req ? PMPI_Igather(sb, sc, st, rb, rc, rt, root, comm, req) :
 		PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm);
@@ -390,9 +438,9 @@ static int scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
 		if (k > 0 && !ip)
 			k = op_side(&o, side_block(&o.s[1], rb, rc, rt, 1, SIDE_WRITE), &ret);
 		if (k)
-			return k < 0 ? ret : POST(&o, ferry_iscatter(o.c->f, o.s[0].p, ip ? FERRY_IN_PLACE : o.s[1].p,
-								     me ? o.s[0].bytes : o.s[1].bytes, (uint32_t)root,
-								     &o.fr));
+			return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_SCATTER,
+				.sb = o.s[0].p, .rb = ip ? FERRY_IN_PLACE : o.s[1].p,
+				.n = me ? o.s[0].bytes : o.s[1].bytes, .root = (uint32_t)root });
 	}
 	return req ? PMPI_Iscatter(sb, sc, st, rb, rc, rt, root, comm, req) :
 		PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm);
@@ -408,8 +456,8 @@ static int allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, 
 	    (k = op_side(&o, side_block(&o.s[1], rb, rc, rt, o.c->size, ip ? SIDE_READ | SIDE_WRITE : SIDE_WRITE),
 			 &ret)) &&
 	    (k < 0 || ip || (k = op_side(&o, side_block(&o.s[0], sb, sc, st, 1, SIDE_READ), &ret))))
-		return k < 0 ? ret : POST(&o, ferry_iallgather(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p, o.s[1].p,
-							       o.s[1].bytes, &o.fr));
+		return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_ALLGATHER,
+			.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .rb = o.s[1].p, .n = o.s[1].bytes });
 	return req ? PMPI_Iallgather(sb, sc, st, rb, rc, rt, comm, req) :
 		PMPI_Allgather(sb, sc, st, rb, rc, rt, comm);
 }
@@ -424,8 +472,8 @@ static int alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, M
 	    (k = op_side(&o, side_block(&o.s[1], rb, rc, rt, o.c->size, ip ? SIDE_READ | SIDE_WRITE : SIDE_WRITE),
 			 &ret)) &&
 	    (k < 0 || ip || (k = op_side(&o, side_block(&o.s[0], sb, sc, st, o.c->size, SIDE_READ), &ret))))
-		return k < 0 ? ret : POST(&o, ferry_ialltoall(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p, o.s[1].p,
-							      o.s[1].bytes, &o.fr));
+		return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_ALLTOALL,
+			.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .rb = o.s[1].p, .n = o.s[1].bytes });
 	return req ? PMPI_Ialltoall(sb, sc, st, rb, rc, rt, comm, req) :
 		PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm);
 }
@@ -445,9 +493,9 @@ static int gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
 		if (k > 0 && !ip)
 			k = op_side(&o, side_block(&o.s[0], sb, sc, st, 1, SIDE_READ), &ret);
 		if (k)
-			return k < 0 ? ret : POST(&o, ferry_igatherv(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p,
-								     ip ? o.s[1].cnt[root] : o.s[0].bytes, o.s[1].p,
-								     o.s[1].cnt, o.s[1].dsp, (uint32_t)root, &o.fr));
+			return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_GATHERV,
+				.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .n = ip ? o.s[1].cnt[root] : o.s[0].bytes,
+				.rb = o.s[1].p, .rcnt = o.s[1].cnt, .rdsp = o.s[1].dsp, .root = (uint32_t)root });
 	}
 	return req ? PMPI_Igatherv(sb, sc, st, rb, rcs, rds, rt, root, comm, req) :
 		PMPI_Gatherv(sb, sc, st, rb, rcs, rds, rt, root, comm);
@@ -467,10 +515,10 @@ static int scatterv(const void *sb, const int *scs, const int *sds, MPI_Datatype
 		if (k > 0 && !ip)
 			k = op_side(&o, side_block(&o.s[1], rb, rc, rt, 1, SIDE_WRITE), &ret);
 		if (k)
-			return k < 0 ? ret : POST(&o, ferry_iscatterv(o.c->f, o.s[0].p, o.s[0].cnt, o.s[0].dsp,
-								      ip ? FERRY_IN_PLACE : o.s[1].p,
-								      ip ? o.s[0].cnt[root] : o.s[1].bytes,
-								      (uint32_t)root, &o.fr));
+			return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_SCATTERV,
+				.sb = o.s[0].p, .scnt = o.s[0].cnt, .sdsp = o.s[0].dsp,
+				.rb = ip ? FERRY_IN_PLACE : o.s[1].p, .n = ip ? o.s[0].cnt[root] : o.s[1].bytes,
+				.root = (uint32_t)root });
 	}
 	return req ? PMPI_Iscatterv(sb, scs, sds, st, rb, rc, rt, root, comm, req) :
 		PMPI_Scatterv(sb, scs, sds, st, rb, rc, rt, root, comm);
@@ -486,9 +534,9 @@ static int allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const i
 	    (k = op_side(&o, side_vec(&o.s[1], rb, rcs, rds, rt, o.c->size, ip ? SIDE_READ | SIDE_WRITE : SIDE_WRITE),
 			 &ret)) &&
 	    (k < 0 || ip || (k = op_side(&o, side_block(&o.s[0], sb, sc, st, 1, SIDE_READ), &ret))))
-		return k < 0 ? ret : POST(&o, ferry_iallgatherv(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p,
-								ip ? o.s[1].cnt[o.c->rank] : o.s[0].bytes, o.s[1].p,
-								o.s[1].cnt, o.s[1].dsp, &o.fr));
+		return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_ALLGATHERV,
+			.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .n = ip ? o.s[1].cnt[o.c->rank] : o.s[0].bytes,
+			.rb = o.s[1].p, .rcnt = o.s[1].cnt, .rdsp = o.s[1].dsp });
 	return req ? PMPI_Iallgatherv(sb, sc, st, rb, rcs, rds, rt, comm, req) :
 		PMPI_Allgatherv(sb, sc, st, rb, rcs, rds, rt, comm);
 }
@@ -503,9 +551,9 @@ static int alltoallv(const void *sb, const int *scs, const int *sds, MPI_Datatyp
 	    (k = op_side(&o, side_vec(&o.s[1], rb, rcs, rds, rt, o.c->size, ip ? SIDE_READ | SIDE_WRITE : SIDE_WRITE),
 			 &ret)) &&
 	    (k < 0 || ip || (k = op_side(&o, side_vec(&o.s[0], sb, scs, sds, st, o.c->size, SIDE_READ), &ret))))
-		return k < 0 ? ret : POST(&o, ferry_ialltoallv(o.c->f, ip ? FERRY_IN_PLACE : o.s[0].p,
-							       ip ? o.s[1].cnt : o.s[0].cnt, ip ? o.s[1].dsp : o.s[0].dsp,
-							       o.s[1].p, o.s[1].cnt, o.s[1].dsp, &o.fr));
+		return k < 0 ? ret : op_go(&o, (struct fargs){ .kind = K_ALLTOALLV,
+			.sb = ip ? FERRY_IN_PLACE : o.s[0].p, .scnt = ip ? o.s[1].cnt : o.s[0].cnt,
+			.sdsp = ip ? o.s[1].dsp : o.s[0].dsp, .rb = o.s[1].p, .rcnt = o.s[1].cnt, .rdsp = o.s[1].dsp });
 	return req ? PMPI_Ialltoallv(sb, scs, sds, st, rb, rcs, rds, rt, comm, req) :
 		PMPI_Alltoallv(sb, scs, sds, st, rb, rcs, rds, rt, comm);
 }
@@ -548,23 +596,14 @@ static int reduction(enum red_kind kind, const void *sb, void *rb, int count, MP
 
 	if (op_begin(&o, names[kind][0], names[kind][1], comm, req) && red_ok(&o, count, t, op, &ft, &fo) &&
 	    !(kind == R_REDUCE && bad_root(&o, root))) {
-		ferry_t *f = o.c->f;
-		void *s = in_place(sb);
-		size_t n = (size_t)count;
+		static const enum fkind kinds[] = {
+			[R_REDUCE] = K_REDUCE, [R_ALLREDUCE] = K_ALLREDUCE, [R_SCAN] = K_SCAN,
+			[R_EXSCAN] = K_EXSCAN, [R_RSB] = K_RSB,
+		};
 
-		switch (kind) {
-		case R_REDUCE:
-			return POST(&o, ferry_ireduce(f, s, o.c->rank == root ? rb : NULL, n, ft, fo, (uint32_t)root,
-						      &o.fr));
-		case R_ALLREDUCE:
-			return POST(&o, ferry_iallreduce(f, s, rb, n, ft, fo, &o.fr));
-		case R_SCAN:
-			return POST(&o, ferry_iscan(f, s, rb, n, ft, fo, &o.fr));
-		case R_EXSCAN:
-			return POST(&o, ferry_iexscan(f, s, rb, n, ft, fo, &o.fr));
-		case R_RSB:
-			return POST(&o, ferry_ireduce_scatter_block(f, s, rb, n, ft, fo, &o.fr));
-		}
+		return op_go(&o, (struct fargs){ .kind = kinds[kind], .sb = in_place(sb),
+						 .rb = kind == R_REDUCE && o.c->rank != root ? NULL : rb,
+						 .n = (size_t)count, .ft = ft, .fo = fo, .root = (uint32_t)root });
 	}
 	switch (kind) {
 	case R_REDUCE:
@@ -590,7 +629,6 @@ static int reduce_scatter(const void *sb, void *rb, const int *rcs, MPI_Datatype
 	enum ferry_op fo;
 	struct op o;
 	size_t *n;
-	int ret;
 
 	if (op_begin(&o, "MPI_Reduce_scatter", "MPI_Ireduce_scatter", comm, req) && rcs &&
 	    red_ok(&o, 0, t, op, &ft, &fo)) {
@@ -599,14 +637,14 @@ static int reduce_scatter(const void *sb, void *rb, const int *rcs, MPI_Datatype
 				op_pass(&o, "negative count: MPI's error");
 				goto pass;
 			}
-		if (!(n = malloc((size_t)o.c->size * sizeof(*n))))
+		/* the counts, in the operation's side until it ended (the
+		 * post may be made from the queue, after the call returned) */
+		if (!(n = o.s[1].cnt = malloc((size_t)o.c->size * sizeof(*n))))
 			return fmpi_fail(o.c, o.name, -ENOMEM);
 		for (int r = 0; r < o.c->size; r++)
 			n[r] = (size_t)rcs[r];
-		/* the counts are read before the post returns */
-		ret = POST(&o, ferry_ireduce_scatter(o.c->f, in_place(sb), rb, n, ft, fo, &o.fr));
-		free(n);
-		return ret;
+		return op_go(&o, (struct fargs){ .kind = K_RS, .sb = in_place(sb), .rb = rb, .rcnt = n,
+						 .ft = ft, .fo = fo });
 	}
 pass:
 	return req ? PMPI_Ireduce_scatter(sb, rb, rcs, t, op, comm, req) :

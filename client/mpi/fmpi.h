@@ -20,6 +20,7 @@
 #include "../ferry.h"
 
 #include <stddef.h>     /* before mpi.h, which uses ptrdiff_t */
+#include <stdint.h>
 #include <mpi.h>
 
 /* A communicator whose collectives ferry runs.  Owned by init.c: made when
@@ -31,9 +32,16 @@ struct fcomm {
 	int id;                 /* 0: MPI_COMM_WORLD, then in order of creation */
 	int rank, size;
 	int freed;              /* MPI_Comm_free'd; closed once its groups are */
-	int pending;            /* requests of ours posted and not ended */
+	int pending;            /* operations of ours not ended (queued or posted) */
 	unsigned long posted;   /* operations posted on f */
-	ferry_req_t *sync[2];   /* fmpi_posted's barriers, older first */
+	/* The operations called and not yet posted, oldest first (req.c):
+	 * ferry takes FERRY_COLL_MAX_PENDING requests per handle, and a
+	 * non-blocking call must not wait for room, so what does not fit
+	 * waits here, its arguments captured, and is posted as requests end,
+	 * in the order of the calls (the same on every rank). */
+	struct freq *qhead, *qtail;
+	int sync_due;           /* a barrier of ours is the next post */
+	ferry_req_t *sync[2];   /* those barriers, older first (req.c) */
 	struct fcomm *next;     /* every fcomm, newest first */
 };
 
@@ -58,19 +66,44 @@ struct side {
 	struct fchunk *ch;      /* where the packed bytes come from and go */
 };
 
-/* A non-blocking collective ferry runs.  The program's MPI_Request is a
+/* Which of ferry's calls an operation posts. */
+enum fkind {
+	K_BARRIER, K_BCAST, K_GATHER, K_SCATTER, K_ALLGATHER, K_ALLTOALL, K_GATHERV, K_SCATTERV,
+	K_ALLGATHERV, K_ALLTOALLV, K_REDUCE, K_ALLREDUCE, K_SCAN, K_EXSCAN, K_RSB, K_RS,
+};
+
+/* The arguments of ferry's call, captured when the program called (the
+ * arrays belong to the operation's sides), so that the post can be made
+ * later, from the communicator's queue. */
+struct fargs {
+	enum fkind kind;
+	const void *sb;         /* FERRY_IN_PLACE where MPI_IN_PLACE */
+	void *rb;
+	size_t n;               /* bytes (block, sendbytes, recvbytes) or elements */
+	const size_t *scnt, *sdsp, *rcnt, *rdsp;
+	enum ferry_type ft;
+	enum ferry_op fo;
+	uint32_t root;
+};
+
+enum fstate { Q_QUEUED, Q_POSTED, Q_ENDED };
+
+/* An operation ferry runs.  A non-blocking one's MPI_Request is a
  * generalized request (PMPI_Grequest_start) that req.c completes when
- * ferry's request ended; its free function frees this. */
+ * ferry's request ended; its free function frees this.  A blocking one's
+ * is on the caller's stack (mreq MPI_REQUEST_NULL). */
 struct freq {
 	MPI_Request mreq;
-	ferry_req_t *fr;        /* NULL once ended */
+	ferry_req_t *fr;        /* while posted */
 	struct fcomm *c;
 	const char *name;
+	struct fargs a;
+	enum fstate state;
 	int err;                /* ferry's result once ended */
-	int ended;
 	int detached;           /* MPI_Request_free'd by the program */
 	struct side s[2];
-	struct freq *next;
+	struct freq *next;      /* every operation of ours, oldest first */
+	struct freq *qnext;     /* c's queue */
 };
 
 /* --- init.c --- */
@@ -84,28 +117,37 @@ void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 int fmpi_on(void);
 /* The fcomm of comm, or NULL: its collectives pass through. */
 struct fcomm *fmpi_comm(MPI_Comm comm);
+/* Every fcomm, newest first (freed ones whose groups are open too). */
+struct fcomm *fmpi_comms(void);
 /* Waits, without spinning for long, until done(arg) says 1 (or < 0),
- * driving MPI's progress meanwhile: a rank asleep in a ferry operation
- * must still answer the other ranks' point-to-point traffic. */
+ * driving ferry's operations (fmpi_progress) and MPI's progress meanwhile:
+ * a rank asleep in a ferry operation must still answer the other ranks'
+ * point-to-point traffic. */
 int fmpi_wait(int (*done)(void *), void *arg);
-/* Counts an operation posted on c (fmpi_posted in init.c says why). */
-void fmpi_posted(struct fcomm *c);
-/* ferry_test as a condition for fmpi_wait (arg: ferry_req_t **). */
-int fmpi_req_done(void *arg);
 /* Fails a call: the communicator's error handler, as MPI would. */
 int fmpi_fail(struct fcomm *c, const char *name, int err);
 
 /* --- req.c --- */
-/* Makes the program's request for r (ferry's request posted on c); 0 or an
- * MPI error.  On failure r is the caller's. */
-int fmpi_req_start(struct fcomm *c, const char *name, ferry_req_t *r, struct side s[2], MPI_Request *req_p);
-/* Ends one request of c that is still running (so that another can be
- * posted, or c closed); 1 if one ended, 0 if none is left. */
-int fmpi_req_reap_one(struct fcomm *c);
+/* Runs q (a blocking call's, on the caller's stack, its sides and
+ * arguments filled in) after what c's queue holds: 0 or ferry's error. */
+int fmpi_run(struct freq *q);
+/* Makes the program's request for q (malloc'd, filled in likewise) and
+ * queues q: MPI_SUCCESS, or an MPI error and q is still the caller's. */
+int fmpi_start(struct freq *q, MPI_Request *req_p);
+/* Takes the news of ferry's requests that ended and posts what the queues
+ * can: how many things happened.  Every progress point calls it (fmpi_wait,
+ * the wait and test functions, the calls that post). */
+int fmpi_progress(void);
+/* 1 when nothing of c is queued, posted or due (it may be closed). */
+int fmpi_idle(void *c);
+/* Counts an operation posted on c: every 32nd, a barrier of ours is due. */
+void fmpi_counted(struct fcomm *c);
 /* Ends every request (MPI_Finalize). */
 void fmpi_req_fini(void);
 
 /* --- coll.c --- */
+/* Posts q with ferry's call (its request in q->fr): 0 or -errno. */
+int fmpi_post(struct freq *q);
 void side_free(struct side *s);
 void side_finish(struct side *s);
 

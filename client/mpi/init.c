@@ -120,9 +120,10 @@ int fmpi_wait(int (*done)(void *), void *arg)
 
 	for (;;) {
 		struct pollfd p = { .fd = ferry_fd(world->f), .events = POLLIN };
-		int flag, ret = done(arg);
+		int flag, ret;
 
-		if (ret)
+		fmpi_progress();
+		if ((ret = done(arg)))
 			return ret;
 		if (now_ns() - t0 < wait_spin_ns) {
 			sched_yield();
@@ -130,46 +131,22 @@ int fmpi_wait(int (*done)(void *), void *arg)
 		}
 		/* Open MPI progresses every transfer in any probe */
 		PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		fmpi_progress();
 		if ((ret = done(arg)))
 			return ret;
 		/* ferry_fd wakes us when a request that a ferry_test (in
-		 * done) said was pending ends */
+		 * fmpi_progress) said was pending ends */
 		if (poll(&p, 1, WAIT_PROGRESS_MS) < 0 && errno != EINTR)
 			return -errno;
 	}
 }
 
-int fmpi_req_done(void *arg)
+struct fcomm *fmpi_comms(void)
 {
-	return ferry_test(arg);
+	return comms;
 }
 
 /* --- communicators --- */
-
-/* Every SYNC_EVERY operations of a communicator, a barrier of ours; the
- * operation SYNC_EVERY after it waits for the one before (its
- * predecessor's), so that no rank gets more than 3 x SYNC_EVERY operations
- * ahead of the slowest.  MPI lets a rank that needs nobody run ahead for
- * ever (rank 0 of a scan, a reduce's other ranks, a gather's), but ferryd
- * fails a group whose pieces come more than 192 operations (3 x its
- * pending limit) ahead of what a node started (README, "The engine"). */
-#define SYNC_EVERY 32
-
-void fmpi_posted(struct fcomm *c)
-{
-	int ret;
-
-	if (++c->posted % SYNC_EVERY)
-		return;
-	if (c->sync[0])
-		fmpi_wait(fmpi_req_done, &c->sync[0]);  /* its failure is the operations' */
-	c->sync[0] = c->sync[1];
-	while ((ret = ferry_ibarrier(c->f, &c->sync[1])) == -EAGAIN && fmpi_req_reap_one(c))
-		;
-	if (ret < 0)
-		c->sync[1] = NULL;      /* the group is broken: its operations say so */
-}
-
 
 static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm)
 {
@@ -187,16 +164,6 @@ static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm)
 	return c;
 }
 
-static int reap_done(void *arg)
-{
-	struct fcomm *c = arg;
-
-	if (!c->pending)
-		return 1;
-	fmpi_req_reap_one(c);
-	return !c->pending;
-}
-
 /* Closes c's handle once nothing of c runs and no handle split from it is
  * open; then closes parents freed earlier that waited for it. */
 static void comm_close(struct fcomm *c)
@@ -210,11 +177,7 @@ static void comm_close(struct fcomm *c)
 
 			if (!x->freed || x == world)
 				continue;
-			if (x->pending)
-				fmpi_wait(reap_done, x);
-			for (int i = 0; i < 2; i++)
-				if (x->sync[i])
-					fmpi_wait(fmpi_req_done, &x->sync[i]);
+			fmpi_wait(fmpi_idle, x);
 			ret = ferry_close(x->f);
 			if (ret == -EBUSY)
 				continue;
@@ -235,19 +198,39 @@ static int comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
 	return MPI_SUCCESS;
 }
 
+struct split {
+	struct fcomm *c;
+	int color, key, ret;
+	ferry_t *sub;
+};
+
+/* ferry_split on c, as c's next operation: after what c's queue holds, and
+ * once the handle has room for a request. */
+static int split_done(void *arg)
+{
+	struct split *t = arg;
+
+	if (t->c->qhead || t->c->sync_due)
+		return 0;
+	t->ret = ferry_split(t->c->f, t->color, t->key, &t->sub);
+	return t->ret != -EAGAIN;
+}
+
 /* A communicator newcomm made from c (collective over c's ranks): its
  * group of ferry, agreed on by every rank of newcomm. */
 static void comm_derive(struct fcomm *c, const char *name, int color, int key, MPI_Comm newcomm)
 {
-	ferry_t *sub = NULL;
+	struct split t = { c, color, key, 0, NULL };
+	ferry_t *sub;
 	struct fcomm *n;
 	int ret, ok, all = 0, mrank = -1, msize = -1;
 	const char *why = "";
 
-	while ((ret = ferry_split(c->f, color, key, &sub)) == -EAGAIN && fmpi_req_reap_one(c))
-		;
+	fmpi_wait(split_done, &t);
+	ret = t.ret;
+	sub = t.sub;
 	if (ret == 0)
-		fmpi_posted(c);
+		fmpi_counted(c);
 	if (newcomm == MPI_COMM_NULL) {
 		if (sub)
 			ferry_close(sub);
@@ -451,11 +434,7 @@ FMPI_API int MPI_Finalize(void)
 				free(c);
 			}
 		}
-		if (world->pending)
-			fmpi_wait(reap_done, world);
-		for (int i = 0; i < 2; i++)
-			if (world->sync[i])
-				fmpi_wait(fmpi_req_done, &world->sync[i]);
+		fmpi_wait(fmpi_idle, world);
 		ferry_close(world->f);
 		free(world);
 		world = NULL;

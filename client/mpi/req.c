@@ -18,18 +18,52 @@
  * our part.  A wait over ferry's requests sleeps on ferry_fd() between
  * looks (fmpi_wait), driving MPI's progress every millisecond.
  *
- * Ownership: a struct freq lives from fmpi_req_start until MPI frees its
- * generalized request (grq_free), which happens in a PMPI_Wait... or Test...
- * after grq's completion; one MPI_Request_free'd by the program is waited
- * for by us (reap) once it ended.
+ * The queue: ferry takes FERRY_COLL_MAX_PENDING requests per handle (its
+ * groups' included) and says -EAGAIN to more; a non-blocking call must
+ * return without waiting, so an operation is queued on its communicator
+ * with its arguments captured (fmpi.h, struct fargs; packed copies made
+ * when the program called) and posted from the queue, in the order of the
+ * calls, as soon as ferry takes it: at once when there is room, else at a
+ * later progress point (fmpi_progress: every wait and test function, every
+ * call that posts, fmpi_wait's loop).  Every rank posts a communicator's
+ * operations in the same order, which is all ferry needs; when each rank
+ * posts them does not matter.  A blocking call queues its operation the
+ * same way (after the non-blocking ones called before it) and waits.
+ *
+ * Ownership: a struct freq of a non-blocking call lives from fmpi_start
+ * until MPI frees its generalized request (grq_free), which happens in a
+ * PMPI_Wait... or Test... after we completed it, when ferry's request
+ * ended; one MPI_Request_free'd by the program is waited for by us (reap)
+ * once it ended.  A blocking call's is on its stack, in `live` from
+ * fmpi_run until it returns.
  */
 #include "fmpi.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define FMPI_API __attribute__((visibility("default")))
 
-static struct freq *live;       /* oldest first */
+static struct freq *live;       /* every operation of ours, oldest first */
+
+static void live_add(struct freq *q)
+{
+	struct freq **pp;
+
+	for (pp = &live; *pp; pp = &(*pp)->next)
+		;
+	q->next = NULL;
+	*pp = q;
+}
+
+static void live_del(struct freq *q)
+{
+	for (struct freq **pp = &live; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			return;
+		}
+}
 
 static int grq_query(void *extra, MPI_Status *st)
 {
@@ -46,11 +80,7 @@ static int grq_free(void *extra)
 {
 	struct freq *q = extra;
 
-	for (struct freq **pp = &live; *pp; pp = &(*pp)->next)
-		if (*pp == q) {
-			*pp = q->next;
-			break;
-		}
+	live_del(q);
 	free(q);
 	return MPI_SUCCESS;
 }
@@ -61,41 +91,182 @@ static int grq_cancel(void *extra, int complete)
 	return MPI_SUCCESS;     /* a collective cannot be cancelled */
 }
 
-/* 1 if q ended (its generalized request is then complete). */
-static int q_poll(struct freq *q)
+/* q ended (err: ferry's result): its buffers are the program's again. */
+static void q_end(struct freq *q, int err)
 {
-	int ret;
-
-	if (q->ended)
-		return 1;
-	if ((ret = ferry_test(&q->fr)) == 0)
-		return 0;
-	q->ended = 1;
-	q->err = ret < 0 ? ret : 0;
+	q->state = Q_ENDED;
+	q->err = err;
 	q->c->pending--;
 	side_finish(&q->s[0]);
 	side_finish(&q->s[1]);
-	if (q->err)
-		fmpi_say("ferry-mpi: %s on comm %d failed: %s (%s)", q->name, q->c->id, ferry_strerror(q->err),
+	if (q->mreq == MPI_REQUEST_NULL)
+		return;         /* a blocking call's: fmpi_fail says it */
+	if (err)
+		fmpi_say("ferry-mpi: %s on comm %d failed: %s (%s)", q->name, q->c->id, ferry_strerror(err),
 			 ferry_last_error());
 	PMPI_Grequest_complete(q->mreq);
+}
+
+static int q_ended(void *arg)
+{
+	const struct freq *q = arg;
+
+	return q->state == Q_ENDED;
+}
+
+/* Every SYNC_EVERY operations of a communicator, a barrier of ours; the
+ * one SYNC_EVERY later is posted only once the one before it ended, and
+ * the operations after it wait in the queue meanwhile, so that no rank
+ * gets more than about 3 x SYNC_EVERY operations ahead of the slowest.
+ * MPI lets a rank that needs nobody run ahead for ever (rank 0 of a scan,
+ * a reduce's other ranks, a gather's), but ferryd fails a group whose
+ * pieces come more than 192 operations (3 x its pending limit) ahead of
+ * what a node started (README, "The engine"). */
+#define SYNC_EVERY 32
+
+void fmpi_counted(struct fcomm *c)
+{
+	if (++c->posted % SYNC_EVERY == 0)
+		c->sync_due = 1;
+}
+
+/* Posts what c owes ferry, in order, as far as ferry takes it; how many
+ * operations left the queue. */
+static int push(struct fcomm *c)
+{
+	int n = 0;
+
+	for (;;) {
+		struct freq *q = c->qhead;
+		ferry_req_t *b;
+		int ret;
+
+		if (c->sync_due) {
+			if (c->sync[0] && ferry_test(&c->sync[0]) == 0)
+				return n;
+			if ((ret = ferry_ibarrier(c->f, &b)) == -EAGAIN)
+				return n;
+			c->sync[0] = c->sync[1];
+			/* a broken group: its operations say so */
+			c->sync[1] = ret < 0 ? NULL : b;
+			c->sync_due = 0;
+			continue;
+		}
+		if (!q || (ret = fmpi_post(q)) == -EAGAIN)
+			return n;
+		if (!(c->qhead = q->qnext))
+			c->qtail = NULL;
+		n++;
+		if (ret < 0) {
+			q_end(q, ret);
+			continue;
+		}
+		q->state = Q_POSTED;
+		fmpi_counted(c);
+	}
+}
+
+static void enqueue(struct freq *q)
+{
+	struct fcomm *c = q->c;
+
+	q->state = Q_QUEUED;
+	q->qnext = NULL;
+	c->pending++;
+	live_add(q);
+	if (c->qtail)
+		c->qtail->qnext = q;
+	else
+		c->qhead = q;
+	c->qtail = q;
+	push(c);
+}
+
+/* Frees what the program let go (MPI_Request_free) and has ended. */
+static void reap(void)
+{
+	for (struct freq *q = live, *next; q; q = next) {
+		MPI_Request r = q->mreq;
+
+		next = q->next;
+		if (q->detached && q->state == Q_ENDED)
+			PMPI_Wait(&r, MPI_STATUS_IGNORE);       /* grq_free frees q */
+	}
+}
+
+int fmpi_progress(void)
+{
+	int n = 0;
+
+	for (struct freq *q = live, *next; q; q = next) {
+		int ret;
+
+		next = q->next;
+		if (q->state == Q_POSTED && (ret = ferry_test(&q->fr)) != 0) {
+			q_end(q, ret < 0 ? ret : 0);
+			n++;
+		}
+	}
+	for (struct fcomm *c = fmpi_comms(); c; c = c->next) {
+		for (int i = 0; i < 2; i++)
+			if (c->sync[i] && ferry_test(&c->sync[i]) != 0)
+				n++;
+		if (c->qhead || c->sync_due)
+			n += push(c);
+	}
+	reap();
+	return n;
+}
+
+int fmpi_idle(void *arg)
+{
+	const struct fcomm *c = arg;
+
+	return !c->pending && !c->qhead && !c->sync_due && !c->sync[0] && !c->sync[1];
+}
+
+int fmpi_run(struct freq *q)
+{
+	q->mreq = MPI_REQUEST_NULL;
+	enqueue(q);
+	fmpi_wait(q_ended, q);
+	live_del(q);
+	return q->err;
+}
+
+int fmpi_start(struct freq *q, MPI_Request *req_p)
+{
+	int ret;
+
+	reap();
+	if ((ret = PMPI_Grequest_start(grq_query, grq_free, grq_cancel, q, &q->mreq)) != MPI_SUCCESS)
+		return ret;
+	*req_p = q->mreq;
+	enqueue(q);
+	return MPI_SUCCESS;
+}
+
+static int all_idle(void *arg)
+{
+	(void)arg;
+	for (struct freq *q = live; q; q = q->next)
+		if (q->state != Q_ENDED)
+			return 0;
+	for (struct fcomm *c = fmpi_comms(); c; c = c->next)
+		if (!fmpi_idle(c))
+			return 0;
 	return 1;
 }
 
-static int q_done(void *arg)
+void fmpi_req_fini(void)
 {
-	return q_poll(arg);
+	fmpi_wait(all_idle, NULL);
+	reap();
 }
 
-/* Frees q if the program let it go (MPI_Request_free) and it ended. */
-static void q_reap(struct freq *q)
-{
-	MPI_Request r = q->mreq;
+/* --- the wait and test functions --- */
 
-	if (q->detached && q_poll(q))
-		PMPI_Wait(&r, MPI_STATUS_IGNORE);       /* grq_free frees q */
-}
-
+/* Our request behind the program's r, or NULL (MPI's own). */
 static struct freq *lookup(MPI_Request r)
 {
 	if (r == MPI_REQUEST_NULL)
@@ -106,56 +277,13 @@ static struct freq *lookup(MPI_Request r)
 	return NULL;
 }
 
-int fmpi_req_start(struct fcomm *c, const char *name, ferry_req_t *r, struct side s[2], MPI_Request *req_p)
+/* Every wait and test function is a progress point of ours too (MPI's
+ * progress rule: a test of any request lets every operation move). */
+static void progress(void)
 {
-	struct freq *q = calloc(1, sizeof(*q)), **pp;
-	int ret;
-
-	for (struct freq *x = live, *next; x; x = next) {
-		next = x->next;
-		q_reap(x);
-	}
-	if (!q)
-		return MPI_ERR_NO_MEM;
-	if ((ret = PMPI_Grequest_start(grq_query, grq_free, grq_cancel, q, &q->mreq)) != MPI_SUCCESS) {
-		free(q);
-		return ret;
-	}
-	q->fr = r;
-	q->c = c;
-	q->name = name;
-	q->s[0] = s[0];
-	q->s[1] = s[1];
-	c->pending++;
-	for (pp = &live; *pp; pp = &(*pp)->next)
-		;
-	*pp = q;
-	*req_p = q->mreq;
-	return MPI_SUCCESS;
+	if (live)
+		fmpi_progress();
 }
-
-int fmpi_req_reap_one(struct fcomm *c)
-{
-	for (struct freq *q = live; q; q = q->next) {
-		if (q->c != c || q->ended)
-			continue;
-		fmpi_wait(q_done, q);
-		q_reap(q);
-		return 1;
-	}
-	return 0;
-}
-
-void fmpi_req_fini(void)
-{
-	for (struct freq *q = live, *next; q; q = next) {
-		next = q->next;
-		fmpi_wait(q_done, q);
-		q_reap(q);
-	}
-}
-
-/* --- the wait and test functions --- */
 
 /* The requests of ours among reqs[0..n): qs[i], or NULL where MPI's. */
 struct set {
@@ -196,7 +324,7 @@ static void set_fini(struct set *s)
 		free(s->qs);
 }
 
-/* Polls every request of ours; returns how many have ended. */
+/* How many requests of ours have ended. */
 static int set_poll(struct set *s)
 {
 	int ended = 0;
@@ -205,7 +333,7 @@ static int set_poll(struct set *s)
 		struct freq *q = s->qs ? s->qs[i] : lookup(s->reqs[i]);
 
 		if (q)
-			ended += q_poll(q);
+			ended += q->state == Q_ENDED;
 	}
 	return ended;
 }
@@ -243,7 +371,9 @@ FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 	struct freq *q = live ? lookup(*req) : NULL;
 
 	if (q)
-		fmpi_wait(q_done, q);
+		fmpi_wait(q_ended, q);
+	else
+		progress();
 	return PMPI_Wait(req, st);
 }
 
@@ -253,6 +383,8 @@ FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 
 	if (set_init(&s, n, reqs))
 		fmpi_wait(all_done, &s);
+	else
+		progress();
 	set_fini(&s);
 	return PMPI_Waitall(n, reqs, sts);
 }
@@ -283,49 +415,31 @@ FMPI_API int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], 
 
 FMPI_API int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
-	struct freq *q = live ? lookup(*req) : NULL;
-
-	if (q)
-		q_poll(q);
+	progress();
 	return PMPI_Test(req, flag, st);
 }
 
 FMPI_API int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
-	struct set s;
-
-	if (set_init(&s, n, reqs))
-		set_poll(&s);
-	set_fini(&s);
+	progress();
 	return PMPI_Testall(n, reqs, flag, sts);
 }
 
 FMPI_API int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Status *st)
 {
-	struct set s;
-
-	if (set_init(&s, n, reqs))
-		set_poll(&s);
-	set_fini(&s);
+	progress();
 	return PMPI_Testany(n, reqs, idx, flag, st);
 }
 
 FMPI_API int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
-	struct set s;
-
-	if (set_init(&s, n, reqs))
-		set_poll(&s);
-	set_fini(&s);
+	progress();
 	return PMPI_Testsome(n, reqs, outcount, idxs, sts);
 }
 
 FMPI_API int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 {
-	struct freq *q = live ? lookup(req) : NULL;
-
-	if (q)
-		q_poll(q);
+	progress();
 	return PMPI_Request_get_status(req, flag, st);
 }
 
@@ -339,6 +453,6 @@ FMPI_API int MPI_Request_free(MPI_Request *req)
 	 * request would leave grq_free to run before we complete it */
 	q->detached = 1;
 	*req = MPI_REQUEST_NULL;
-	q_reap(q);
+	progress();
 	return MPI_SUCCESS;
 }

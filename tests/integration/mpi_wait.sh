@@ -4,7 +4,9 @@
 # over a ferry request and point-to-point ones, in MPI_Wait and in
 # MPI_Barrier sleeps (CPU under a quarter of the wait; Open MPI alone
 # spins, shown for comparison); 100 non-blocking allreduces outstanding on
-# one communicator (ferry allows 64 per handle); 300 scans whose rank 0
+# one communicator (ferry allows 64 per handle); 300 non-blocking calls of
+# rank 0 while the others sleep 1 s, which return at once (the operations
+# ferry cannot take yet wait in libferry-mpi's queue); 300 scans whose rank 0
 # runs ahead of the others (ferryd fails a group 192 operations ahead); a
 # communicator that outlives the one it was duplicated from.  Results equal MPI's alone.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +23,8 @@ grep '^fm_wait:' "$TMP/off.log" | sed 's/^/# MPI alone: /'
 expect "results equal MPI's alone" mpi_same fy off 4
 expect "the 100 allreduces ran on ferry" \
 	test "$(grep -c '^ferry-mpi 0: MPI_Iallreduce comm 0: ferry$' "$TMP/fy.log")" -ge 100
+expect "the 300 non-blocking calls made before the others ran on ferry" \
+	test "$(grep -c '^ferry-mpi 0: MPI_I\(allreduce\|bcast\|allgather\) comm 0: ferry$' "$TMP/fy.log")" -ge 400
 expect "the 300 scans ran on ferry" test "$(grep -c '^ferry-mpi 0: MPI_Scan comm 1: ferry$' "$TMP/fy.log")" = 300
 expect "the communicator made from a freed one ran on ferry" \
 	grep -q '^ferry-mpi 0: MPI_Allreduce comm 3: ferry$' "$TMP/fy.log"

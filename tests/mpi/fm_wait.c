@@ -3,10 +3,12 @@
  * in MPI_Wait, and in a blocking MPI_Barrier sleeps (its CPU time is
  * measured: with FM_EXPECT_SLEEP=1 it must be under a quarter of the wall
  * time); 100 non-blocking allreduces outstanding on one communicator (more
- * than ferry's 64 pending requests per handle); 300 scans whose rank 0
- * runs ahead of the others; a communicator freed before the one duplicated
- * from it.  Results are checked here and their hashes
- * written to OUT.RANK (fm.h).
+ * than ferry's 64 pending requests per handle); 300 non-blocking calls of
+ * rank 0 made while the others sleep, which must all return at once (with
+ * FM_EXPECT_SLEEP=1: within 0.5 s, the others sleep 1 s); 300 scans whose
+ * rank 0 runs ahead of the others; a communicator freed before the one
+ * duplicated from it.  Results are checked here and their hashes written
+ * to OUT.RANK (fm.h).
  */
 #include "fm.h"
 
@@ -103,6 +105,53 @@ int main(int argc, char **argv)
 		if (s[i] != i * fm_size * (fm_size - 1) / 2)
 			fm_fail("100 outstanding MPI_Iallreduce");
 	fm_emit("100 outstanding", s, sizeof(s));
+
+	/* 300 non-blocking operations of three kinds on one communicator,
+	 * posted before any is waited for, by rank 0 while the others sleep
+	 * 1 s: MPI's non-blocking calls return without waiting, so rank 0
+	 * is through all 300 calls long before the others post (ferry takes
+	 * 64 requests per handle: the rest wait in libferry-mpi's queue) */
+	{
+		enum { M = 300 };
+		static int x[M], y[M], g[M][8];
+		const char *e = getenv("FM_EXPECT_SLEEP");
+		MPI_Request q[M];
+		double t0, t;
+
+		if (fm_size > 8)
+			fm_fail("at most 8 ranks");
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (fm_rank != 0)
+			usleep(1000000);
+		t0 = wall_s();
+		for (int i = 0; i < M; i++) {
+			x[i] = fm_rank * 1000 + i;
+			y[i] = fm_rank == i % fm_size ? i : -1;
+			switch (i % 3) {
+			case 0:
+				MPI_Iallreduce(MPI_IN_PLACE, &x[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[i]);
+				break;
+			case 1:
+				MPI_Ibcast(&y[i], 1, MPI_INT, i % fm_size, MPI_COMM_WORLD, &q[i]);
+				break;
+			default:
+				MPI_Iallgather(&x[i], 1, MPI_INT, g[i], 1, MPI_INT, MPI_COMM_WORLD, &q[i]);
+				break;
+			}
+		}
+		t = wall_s() - t0;
+		if (fm_rank == 0) {
+			fprintf(stderr, "fm_wait: 300 non-blocking calls before the others: %.3f s\n", t);
+			if (e && *e == '1' && t > 0.5)
+				fm_fail("the non-blocking calls waited for the other ranks");
+		}
+		MPI_Waitall(M, q, MPI_STATUSES_IGNORE);
+		for (int i = 0; i < M; i++)
+			if ((i % 3 == 0 && x[i] != 1000 * fm_size * (fm_size - 1) / 2 + fm_size * i) ||
+			    (i % 3 == 1 && y[i] != i) || (i % 3 == 2 && (g[i][0] != i || g[i][fm_size - 1] != (fm_size - 1) * 1000 + i)))
+				fm_fail("300 non-blocking operations posted before any wait");
+		fm_emit("300 posted", g, sizeof(g));
+	}
 
 	/* The even ranks (one a node in mpi_wait.sh): rank 0, which needs
 	 * nobody for a scan, runs 300 of them while the others sleep; ferryd
