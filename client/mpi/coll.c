@@ -9,11 +9,29 @@
  *     whose op is not a predefined one ferry has, or an op MPI does not
  *     define on that type (MPI then reports the error): MPI requires every
  *     rank to pass the same datatype and op to a reduction;
- *   - a negative count or an invalid datatype or root: MPI's error.
+ *   - an invalid root, or a reduction's negative count (arguments MPI
+ *     requires to be the same on every rank): MPI reports the error.
  * Data movement never passes through for its datatype: MPI lets ranks use
  * different datatypes with the same type signature, so a rank cannot
  * decide from its own.  A datatype whose elements are not contiguous bytes
  * is packed into a copy (struct side): the same bytes, in signature order.
+ *
+ * Errors one rank finds alone: a data-movement argument of its own (a
+ * negative count, an invalid datatype, no counts array), or no memory for
+ * a packed copy or a request.  Passing through to MPI on that rank alone
+ * would leave the others, which posted to ferry, waiting for ever; agreeing
+ * first (an allreduce per call) would cost every call a round trip and make
+ * the non-blocking calls wait.  So the whole group fails instead, as ferry
+ * fails it when a rank errs or leaves (DESIGN.md, "Collectives"): the rank
+ * reports its error at once (op_error: MPI_ERR_COUNT, MPI_ERR_TYPE,
+ * MPI_ERR_ARG, MPI_ERR_NO_MEM through the communicator's handler) and posts
+ * a barrier of ours in the operation's place (fmpi_standin, req.c), which
+ * the daemons find to differ from what the other ranks posted: their
+ * operation fails with -EINVAL on every rank, and the group is broken
+ * (later operations say -EPIPE), never hung, and every later operation
+ * keeps its place in the order.  (Where every rank erred alike, the
+ * stand-ins match and each rank has its error.)  A post that ferry refuses
+ * locally later, from the queue, is replaced the same way (req.c).
  *
  * Ownership: an operation's sides (packed copies, byte arrays) belong to it
  * until it ended: to the caller for a blocking call, to its struct freq
@@ -96,6 +114,9 @@ static int type_info(MPI_Datatype t, int *size_p, MPI_Aint *extent_p, int *conti
 	return 0;
 }
 
+/* The side functions return 0 or the MPI error class of what is wrong
+ * with this rank's arguments (or memory). */
+
 /* Packs s's chunks (already in s->ch) of datatype t into s->tmp. */
 static int side_pack(struct side *s, MPI_Datatype t, int size, int mode)
 {
@@ -105,15 +126,15 @@ static int side_pack(struct side *s, MPI_Datatype t, int size, int mode)
 	for (int i = 0; i < s->nch; i++)
 		s->tmp_bytes += (size_t)s->ch[i].count * (size_t)size;
 	if (s->tmp_bytes > INT_MAX)
-		return -E2BIG;  /* MPI_Pack counts bytes in an int */
+		return MPI_ERR_COUNT;   /* MPI_Pack counts bytes in an int */
 	if (!(s->tmp = malloc(s->tmp_bytes ? s->tmp_bytes : 1)))
-		return -ENOMEM;
+		return MPI_ERR_NO_MEM;
 	s->type = t;
 	s->unpack = !!(mode & SIDE_WRITE);
 	for (int i = 0; (mode & SIDE_READ) && i < s->nch; i++)
 		if (PMPI_Pack(s->ch[i].user, s->ch[i].count, t, s->tmp, (int)s->tmp_bytes, &pos, MPI_COMM_WORLD) !=
 		    MPI_SUCCESS)
-			return -EINVAL;
+			return MPI_ERR_TYPE;
 	s->p = s->tmp;
 	return 0;
 }
@@ -122,43 +143,54 @@ static int side_pack(struct side *s, MPI_Datatype t, int size, int mode)
 static int side_block(struct side *s, const void *buf, int count, MPI_Datatype t, int nblk, int mode)
 {
 	MPI_Aint ext;
-	int size, contig, ret;
+	int size, contig;
 
-	if (count < 0 || (ret = type_info(t, &size, &ext, &contig)) < 0)
-		return -EINVAL;
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	if (type_info(t, &size, &ext, &contig) < 0)
+		return MPI_ERR_TYPE;
 	s->bytes = (size_t)count * (size_t)size;
 	if (contig || !s->bytes) {
 		s->p = (char *)buf;
 		return 0;
 	}
 	if (!(s->ch = malloc(sizeof(*s->ch))))
-		return -ENOMEM;
+		return MPI_ERR_NO_MEM;
 	s->nch = 1;
 	s->ch[0] = (struct fchunk){ (char *)buf, count * nblk };
 	return side_pack(s, t, size, mode);
 }
 
-/* buf holds counts[r] elements of t at displs[r] (in extents) for rank r. */
+/* buf holds counts[r] elements of t at displs[r] (in extents) for rank r.
+ * A displacement may be negative (MPI's are relative to buf, anywhere in
+ * the program's memory): ferry's are bytes from a base (size_t), so the
+ * lowest address of a block becomes the base ferry sees. */
 static int side_vec(struct side *s, const void *buf, const int *counts, const int *displs, MPI_Datatype t,
 		    int n, int mode)
 {
-	MPI_Aint ext;
+	MPI_Aint ext, lo = 0;
 	size_t off = 0;
 	int size, contig;
 
-	if (type_info(t, &size, &ext, &contig) < 0 || !counts || !displs)
-		return -EINVAL;
-	for (int r = 0; r < n; r++)
+	if (type_info(t, &size, &ext, &contig) < 0)
+		return MPI_ERR_TYPE;
+	if (!counts || !displs)
+		return MPI_ERR_ARG;
+	for (int r = 0; r < n; r++) {
 		if (counts[r] < 0)
-			return -EINVAL;
+			return MPI_ERR_COUNT;
+		if (counts[r] > 0 && (MPI_Aint)displs[r] * ext < lo)
+			lo = (MPI_Aint)displs[r] * ext;
+	}
 	s->cnt = malloc((size_t)n * sizeof(*s->cnt));
 	s->dsp = malloc((size_t)n * sizeof(*s->dsp));
 	if (!s->cnt || !s->dsp || (!contig && !(s->ch = malloc((size_t)n * sizeof(*s->ch)))))
-		return -ENOMEM;
+		return MPI_ERR_NO_MEM;
 	for (int r = 0; r < n; r++) {
 		s->cnt[r] = (size_t)counts[r] * (size_t)size;
 		if (contig) {
-			s->dsp[r] = (size_t)((MPI_Aint)displs[r] * ext);
+			/* (an empty block's displacement is no address) */
+			s->dsp[r] = counts[r] ? (size_t)((MPI_Aint)displs[r] * ext - lo) : 0;
 		} else {
 			s->dsp[r] = off;
 			off += s->cnt[r];
@@ -166,7 +198,7 @@ static int side_vec(struct side *s, const void *buf, const int *counts, const in
 		}
 	}
 	if (contig) {
-		s->p = (char *)buf;
+		s->p = (char *)buf + lo;
 		return 0;
 	}
 	s->nch = n;
@@ -277,17 +309,27 @@ static int op_pass(struct op *o, const char *why)
 	return 0;
 }
 
-/* ret from making a side: 1 to go on, 0 to pass through (MPI's error), or
- * the error (*mpi_ret) for want of memory, where ranks cannot agree to pass. */
-static int op_side(struct op *o, int ret, int *mpi_ret)
+/* An error this rank found alone (its own arguments, its memory): MPI's
+ * error class cls through the communicator's handler, and a stand-in of
+ * ours posted in the operation's place (fmpi_standin: the other ranks may
+ * have posted theirs, and must not wait for ever). */
+static int op_error(struct op *o, int cls)
 {
-	if (ret == 0)
-		return 1;
-	if (ret == -EINVAL)
-		return op_pass(o, "invalid count, datatype or displacements: MPI's error");
 	side_free(&o->s[0]);
 	side_free(&o->s[1]);
-	*mpi_ret = fmpi_fail(o->c, o->name, ret);
+	if (o->req)
+		*o->req = MPI_REQUEST_NULL;
+	fmpi_standin(o->c);
+	return fmpi_error(o->c, o->name, cls, NULL);
+}
+
+/* cls from making a side: 1 to go on, or -1 with the call's result in
+ * *mpi_ret (op_error). */
+static int op_side(struct op *o, int cls, int *mpi_ret)
+{
+	if (cls == 0)
+		return 1;
+	*mpi_ret = op_error(o, cls);
 	return -1;
 }
 
@@ -299,12 +341,8 @@ static int op_go(struct op *o, struct fargs a)
 	int ret;
 
 	fmpi_log(o->c, o->name, "ferry");
-	q = o->req ? calloc(1, sizeof(*q)) : &qb;
-	if (!q) {
-		side_free(&o->s[0]);
-		side_free(&o->s[1]);
-		return fmpi_fail(o->c, o->name, -ENOMEM);
-	}
+	if (!(q = o->req ? calloc(1, sizeof(*q)) : &qb))
+		return op_error(o, MPI_ERR_NO_MEM);
 	if (q == &qb)
 		memset(q, 0, sizeof(*q));
 	q->c = o->c;
@@ -315,10 +353,8 @@ static int op_go(struct op *o, struct fargs a)
 	if (o->req) {
 		if ((ret = fmpi_start(q, o->req)) == MPI_SUCCESS)
 			return MPI_SUCCESS;
-		side_free(&q->s[0]);
-		side_free(&q->s[1]);
 		free(q);
-		return fmpi_fail(o->c, o->name, -ENOMEM);
+		return op_error(o, ret);
 	}
 	ret = fmpi_run(q);
 	return ret < 0 ? fmpi_fail(o->c, o->name, ret) : MPI_SUCCESS;
@@ -630,8 +666,10 @@ static int reduce_scatter(const void *sb, void *rb, const int *rcs, MPI_Datatype
 	struct op o;
 	size_t *n;
 
-	if (op_begin(&o, "MPI_Reduce_scatter", "MPI_Ireduce_scatter", comm, req) && rcs &&
-	    red_ok(&o, 0, t, op, &ft, &fo)) {
+	if (op_begin(&o, "MPI_Reduce_scatter", "MPI_Ireduce_scatter", comm, req) && red_ok(&o, 0, t, op, &ft, &fo)) {
+		if (!rcs)
+			return op_error(&o, MPI_ERR_ARG);
+		/* MPI requires every rank's recvcounts to be the same */
 		for (int r = 0; r < o.c->size; r++)
 			if (rcs[r] < 0) {
 				op_pass(&o, "negative count: MPI's error");
@@ -640,7 +678,7 @@ static int reduce_scatter(const void *sb, void *rb, const int *rcs, MPI_Datatype
 		/* the counts, in the operation's side until it ended (the
 		 * post may be made from the queue, after the call returned) */
 		if (!(n = o.s[1].cnt = malloc((size_t)o.c->size * sizeof(*n))))
-			return fmpi_fail(o.c, o.name, -ENOMEM);
+			return op_error(&o, MPI_ERR_NO_MEM);
 		for (int r = 0; r < o.c->size; r++)
 			n[r] = (size_t)rcs[r];
 		return op_go(&o, (struct fargs){ .kind = K_RS, .sb = in_place(sb), .rb = rb, .rcnt = n,

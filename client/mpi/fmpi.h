@@ -42,6 +42,8 @@ struct fcomm {
 	struct freq *qhead, *qtail;
 	int sync_due;           /* a barrier of ours is the next post */
 	ferry_req_t *sync[2];   /* those barriers, older first (req.c) */
+	unsigned standins;      /* stand-ins owed before the queue's head */
+	ferry_req_t *standin[4];/* stand-ins posted, not yet ended */
 	struct fcomm *next;     /* every fcomm, newest first */
 };
 
@@ -101,6 +103,7 @@ struct freq {
 	enum fstate state;
 	int err;                /* ferry's result once ended */
 	int detached;           /* MPI_Request_free'd by the program */
+	unsigned standins;      /* stand-ins owed right after this one */
 	struct side s[2];
 	struct freq *next;      /* every operation of ours, oldest first */
 	struct freq *qnext;     /* c's queue */
@@ -124,7 +127,11 @@ struct fcomm *fmpi_comms(void);
  * a rank asleep in a ferry operation must still answer the other ranks'
  * point-to-point traffic. */
 int fmpi_wait(int (*done)(void *), void *arg);
-/* Fails a call: the communicator's error handler, as MPI would. */
+/* Fails a call with MPI error class cls (why: NULL for MPI's text of it):
+ * a line on stderr, then the communicator's error handler, as MPI would;
+ * returns cls. */
+int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why);
+/* The same for ferry's error err (negative errno). */
 int fmpi_fail(struct fcomm *c, const char *name, int err);
 
 /* --- req.c --- */
@@ -140,6 +147,9 @@ int fmpi_start(struct freq *q, MPI_Request *req_p);
 int fmpi_progress(void);
 /* 1 when nothing of c is queued, posted or due (it may be closed). */
 int fmpi_idle(void *c);
+/* Owes a stand-in on c in the place of an operation this rank could not
+ * post (coll.c says why): a barrier of ours, posted in order. */
+void fmpi_standin(struct fcomm *c);
 /* Counts an operation posted on c: every 32nd, a barrier of ours is due. */
 void fmpi_counted(struct fcomm *c);
 /* Ends every request (MPI_Finalize). */

@@ -70,12 +70,26 @@ void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 		fmpi_say("ferry-mpi %d: %s: %s", world_rank, name, text);
 }
 
+int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why)
+{
+	char text[MPI_MAX_ERROR_STRING] = "";
+	int len;
+
+	if (!why) {
+		PMPI_Error_string(cls, text, &len);
+		why = text;
+	}
+	fmpi_say("ferry-mpi %d: %s on comm %d failed: %s", world_rank, name, c->id, why);
+	PMPI_Comm_call_errhandler(c->comm, cls);
+	return cls;
+}
+
 int fmpi_fail(struct fcomm *c, const char *name, int err)
 {
-	fmpi_say("ferry-mpi %d: %s on comm %d failed: %s (%s)", world_rank, name, c->id, ferry_strerror(err),
-		 ferry_last_error());
-	PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
-	return MPI_ERR_OTHER;
+	char why[320];
+
+	snprintf(why, sizeof(why), "%s (%s)", ferry_strerror(err), ferry_last_error());
+	return fmpi_error(c, name, MPI_ERR_OTHER, why);
 }
 
 int fmpi_on(void)
@@ -210,7 +224,7 @@ static int split_done(void *arg)
 {
 	struct split *t = arg;
 
-	if (t->c->qhead || t->c->sync_due)
+	if (t->c->qhead || t->c->sync_due || t->c->standins)
 		return 0;
 	t->ret = ferry_split(t->c->f, t->color, t->key, &t->sub);
 	return t->ret != -EAGAIN;
@@ -231,6 +245,8 @@ static void comm_derive(struct fcomm *c, const char *name, int color, int key, M
 	sub = t.sub;
 	if (ret == 0)
 		fmpi_counted(c);
+	else
+		fmpi_standin(c);        /* it may have failed here alone (coll.c) */
 	if (newcomm == MPI_COMM_NULL) {
 		if (sub)
 			ferry_close(sub);

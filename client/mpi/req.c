@@ -130,6 +130,30 @@ void fmpi_counted(struct fcomm *c)
 		c->sync_due = 1;
 }
 
+/* Posts a stand-in on c (fmpi_standin); 0, or -EAGAIN to try again
+ * later. */
+static int post_standin(struct fcomm *c)
+{
+	ferry_req_t **slot = NULL;
+	int ret;
+
+	for (int i = 0; i < 4; i++)
+		if (!c->standin[i] || ferry_test(&c->standin[i]) != 0)
+			slot = &c->standin[i];
+	if (!slot)
+		return -EAGAIN;
+	ret = ferry_ibarrier(c->f, slot);
+	/* no memory for ferry's request: later, as for room */
+	if (ret == -EAGAIN || ret == -ENOMEM)
+		return -EAGAIN;
+	c->standins--;
+	if (ret == 0)
+		fmpi_counted(c);
+	/* else the group is broken or the daemon gone: nothing is left to
+	 * keep in step */
+	return 0;
+}
+
 /* Posts what c owes ferry, in order, as far as ferry takes it; how many
  * operations left the queue. */
 static int push(struct fcomm *c)
@@ -152,18 +176,38 @@ static int push(struct fcomm *c)
 			c->sync_due = 0;
 			continue;
 		}
+		if (c->standins) {
+			if (post_standin(c) < 0)
+				return n;
+			continue;
+		}
 		if (!q || (ret = fmpi_post(q)) == -EAGAIN)
 			return n;
 		if (!(c->qhead = q->qnext))
 			c->qtail = NULL;
 		n++;
+		/* the stand-ins owed after q come before the next one */
+		c->standins += q->standins;
 		if (ret < 0) {
+			/* refused here alone (no memory to stage a buffer, an
+			 * argument libferry finds wrong): it fails, and a
+			 * stand-in takes its place (coll.c says why) */
+			c->standins++;
 			q_end(q, ret);
 			continue;
 		}
 		q->state = Q_POSTED;
 		fmpi_counted(c);
 	}
+}
+
+void fmpi_standin(struct fcomm *c)
+{
+	if (c->qtail)
+		c->qtail->standins++;
+	else
+		c->standins++;
+	push(c);
 }
 
 static void enqueue(struct freq *q)
@@ -211,7 +255,10 @@ int fmpi_progress(void)
 		for (int i = 0; i < 2; i++)
 			if (c->sync[i] && ferry_test(&c->sync[i]) != 0)
 				n++;
-		if (c->qhead || c->sync_due)
+		for (int i = 0; i < 4; i++)
+			if (c->standin[i] && ferry_test(&c->standin[i]) != 0)
+				n++;
+		if (c->qhead || c->sync_due || c->standins)
 			n += push(c);
 	}
 	reap();
@@ -222,7 +269,12 @@ int fmpi_idle(void *arg)
 {
 	const struct fcomm *c = arg;
 
-	return !c->pending && !c->qhead && !c->sync_due && !c->sync[0] && !c->sync[1];
+	if (c->pending || c->qhead || c->sync_due || c->standins || c->sync[0] || c->sync[1])
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (c->standin[i])
+			return 0;
+	return 1;
 }
 
 int fmpi_run(struct freq *q)

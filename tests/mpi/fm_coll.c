@@ -5,7 +5,8 @@
  * and not, blocking and non-blocking (completed by every function of the
  * MPI_Wait/MPI_Test families, mixed with point-to-point requests), on
  * MPI_COMM_WORLD, on a communicator from MPI_Comm_split and on one from
- * MPI_Comm_dup; point-to-point traffic between the operations, and a
+ * MPI_Comm_dup; the v-forms with negative displacements; point-to-point
+ * traffic between the operations, and a
  * rendezvous that needs the progress of a rank waiting in a barrier.  Each
  * result's hash goes to OUT.RANK (fm.h); tests/integration/mpi_coll.sh
  * compares the files of a run through ferry with a run of MPI alone.
@@ -439,6 +440,81 @@ static void barrier(MPI_Comm comm, const char *cname, int nb)
 	op_made(nb);
 }
 
+/* Displacements below the buffer's address (MPI allows any that land in
+ * the program's memory): Alltoallv, Gatherv and Scatterv whose blocks all
+ * lie before the pointer passed, in reverse rank order, with MPI_INT and
+ * with a vector (packed), blocking and not.  Each value is checked here;
+ * the whole arrays, gaps included, are hashed. */
+static void negative_displs(MPI_Comm comm, const char *cname)
+{
+	enum { W = 4 };         /* extents per rank's slot */
+	int r, p, scs[64], sds[64], rcs[64], rds[64];
+	MPI_Datatype vec;
+
+	MPI_Comm_rank(comm, &r);
+	MPI_Comm_size(comm, &p);
+	MPI_Type_vector(2, 1, 2, MPI_INT, &vec);        /* 2 ints of an extent of 3 */
+	MPI_Type_commit(&vec);
+	for (int v = 0; v < 2; v++)
+		for (int nb = 0; nb < 2; nb++)
+			for (int k = 0; k < 3; k++) {
+				MPI_Datatype t = v ? vec : MPI_INT;
+				int e = v ? 3 : 1, n = p * W * e, root = p - 1, per = v ? 2 : 1;
+				int *sa = fm_alloc((size_t)n * sizeof(int)), *ra = fm_alloc((size_t)n * sizeof(int));
+				int *sb = sa + n, *rb = ra + n;     /* one past the end */
+				char what[96];
+				MPI_Request q = MPI_REQUEST_NULL;
+
+				for (int i = 0; i < n; i++) {
+					sa[i] = r * 10000 + i;
+					ra[i] = -1;
+				}
+				for (int i = 0; i < p; i++) {
+					/* i's block at slot p - 1 - i below the end */
+					scs[i] = 1 + (r + i) % 2;
+					rcs[i] = k == 0 ? 1 + (r + i) % 2 : 1 + i % 2;
+					sds[i] = -(i + 1) * W;
+					rds[i] = -(i + 1) * W;
+				}
+				snprintf(what, sizeof(what), "%s negative displacements %s %s%s", cname,
+					 k == 0 ? "alltoallv" : k == 1 ? "gatherv" : "scatterv", v ? "vector" : "int",
+					 nb ? " nb" : "");
+				if (k == 0)
+					nb ? MPI_Ialltoallv(sb, scs, sds, t, rb, rcs, rds, t, comm, &q) :
+						MPI_Alltoallv(sb, scs, sds, t, rb, rcs, rds, t, comm);
+				else if (k == 1)
+					nb ? MPI_Igatherv(sa, 1 + r % 2, t, rb, rcs, rds, t, root, comm, &q) :
+						MPI_Gatherv(sa, 1 + r % 2, t, rb, rcs, rds, t, root, comm);
+				else
+					nb ? MPI_Iscatterv(sb, rcs, rds, t, ra, 1 + r % 2, t, root, comm, &q) :
+						MPI_Scatterv(sb, rcs, rds, t, ra, 1 + r % 2, t, root, comm);
+				MPI_Wait(&q, MPI_STATUS_IGNORE);
+				/* the j-th int of what src sent from slot s (its
+				 * elements' ints are every other one for the vector) */
+#define SENT(src, s, j) ((src) * 10000 + n - ((s) + 1) * W * e + ((j) / per) * e + ((j) % per) * 2)
+				for (int i = 0; i < p; i++) {
+					int *at = (k == 2 ? ra : rb - (i + 1) * W * e);
+					int cnt = (k == 0 ? rcs[i] : 1 + i % 2) * per;
+
+					if ((k == 1 && r != root) || (k == 2 && i != r))
+						continue;
+					for (int j = 0; j < cnt; j++) {
+						int got = at[(j / per) * e + (j % per) * 2];
+						int want = k == 0 ? SENT(i, r, j) : k == 1 ? i * 10000 + (j / per) * e + (j % per) * 2
+							: SENT(root, r, j);
+
+						if (got != want)
+							fm_fail(what);
+					}
+				}
+#undef SENT
+				fm_emit(what, ra, (size_t)n * sizeof(int));
+				free(sa);
+				free(ra);
+			}
+	MPI_Type_free(&vec);
+}
+
 /* --- the run --- */
 
 static void all_ops(MPI_Comm comm, const char *cname, int every_type)
@@ -502,6 +578,7 @@ int main(int argc, char **argv)
 	types_init();
 	rendezvous();
 	all_ops(MPI_COMM_WORLD, "world", 1);
+	negative_displs(MPI_COMM_WORLD, "world");
 	/* the odd and the even ranks, in reverse order */
 	MPI_Comm_split(MPI_COMM_WORLD, fm_rank % 2, -fm_rank, &half);
 	MPI_Comm_rank(half, &hr);
