@@ -357,7 +357,7 @@ static int op_go(struct op *o, struct fargs a)
 		return op_error(o, ret);
 	}
 	ret = fmpi_run(q);
-	return ret < 0 ? fmpi_fail(o->c, o->name, ret) : MPI_SUCCESS;
+	return ret < 0 ? fmpi_error(o->c, o->name, q->cls, q->why) : MPI_SUCCESS;
 }
 
 int fmpi_post(struct freq *q)

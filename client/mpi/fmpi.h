@@ -102,6 +102,9 @@ struct freq {
 	struct fargs a;
 	enum fstate state;
 	int err;                /* ferry's result once ended */
+	int cls;                /* ... as an MPI error class (fmpi_class) */
+	int raised;             /* ... raised by req.c, not through MPI */
+	char why[192];          /* ... and what ferry said */
 	int detached;           /* MPI_Request_free'd by the program */
 	unsigned standins;      /* stand-ins owed right after this one */
 	struct side s[2];
@@ -131,8 +134,9 @@ int fmpi_wait(int (*done)(void *), void *arg);
  * a line on stderr, then the communicator's error handler, as MPI would;
  * returns cls. */
 int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why);
-/* The same for ferry's error err (negative errno). */
-int fmpi_fail(struct fcomm *c, const char *name, int err);
+/* MPI's error class for ferry's error err with its text (init.c: the
+ * table). */
+int fmpi_class(int err, const char *text);
 
 /* --- req.c --- */
 /* Runs q (a blocking call's, on the caller's stack, its sides and

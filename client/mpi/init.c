@@ -84,12 +84,77 @@ int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why)
 	return cls;
 }
 
-int fmpi_fail(struct fcomm *c, const char *name, int err)
-{
-	char why[320];
+/* A process or node lost: MPI 4.0 has no class for it, the fault-tolerance
+ * extensions do (MPICH's MPIX_, a ULFM build's MPI_); else MPI_ERR_OTHER. */
+#if defined(MPI_ERR_PROC_FAILED)
+#define ERR_LOST MPI_ERR_PROC_FAILED
+#elif defined(MPIX_ERR_PROC_FAILED)
+#define ERR_LOST MPIX_ERR_PROC_FAILED
+#else
+#define ERR_LOST MPI_ERR_OTHER
+#endif
+/* A group broken by an earlier failure: as a revoked communicator. */
+#if defined(MPI_ERR_REVOKED)
+#define ERR_BROKEN MPI_ERR_REVOKED
+#elif defined(MPIX_ERR_REVOKED)
+#define ERR_BROKEN MPIX_ERR_REVOKED
+#else
+#define ERR_BROKEN MPI_ERR_OTHER
+#endif
 
-	snprintf(why, sizeof(why), "%s (%s)", ferry_strerror(err), ferry_last_error());
-	return fmpi_error(c, name, MPI_ERR_OTHER, why);
+/* MPI's error class closest to ferry's error err (negative errno), whose
+ * text (ferry_last_error) tells apart what the daemons say with one errno:
+ *
+ *   -ENOMEM, -ENOBUFS (a memory limit)         MPI_ERR_NO_MEM
+ *   -E2BIG, -EMSGSIZE, -EOVERFLOW, -ERANGE     MPI_ERR_COUNT
+ *   -EINVAL "... different sizes/counts"       MPI_ERR_TRUNCATE (a rank
+ *           (a rank sent more or less than its peer expects)
+ *   -EINVAL "... different roots"              MPI_ERR_ROOT
+ *   -EINVAL "... different types or operations" MPI_ERR_OP
+ *   -EINVAL otherwise (different operations, algorithms, arguments)
+ *                                              MPI_ERR_ARG
+ *   -EPIPE "... left ..." (a rank left), -EHOSTDOWN (a node or link lost),
+ *   -ECONNRESET, -ENOTCONN (ferryd gone), -ETIMEDOUT
+ *                                              MPI_ERR_PROC_FAILED where
+ *           the MPI has it (MPICH: MPIX_ERR_PROC_FAILED), else MPI_ERR_OTHER
+ *   -EPIPE otherwise (the group broken by an earlier failure)
+ *                                              MPI_ERR_REVOKED where the MPI
+ *           has it (MPICH: MPIX_ERR_REVOKED), else MPI_ERR_OTHER
+ *   anything else                              MPI_ERR_OTHER
+ */
+int fmpi_class(int err, const char *text)
+{
+	if (!text)
+		text = "";
+	switch (-err) {
+	case 0:
+		return MPI_SUCCESS;
+	case ENOMEM:
+	case ENOBUFS:
+		return MPI_ERR_NO_MEM;
+	case E2BIG:
+	case EMSGSIZE:
+	case EOVERFLOW:
+	case ERANGE:
+		return MPI_ERR_COUNT;
+	case EINVAL:
+		if (strstr(text, "different sizes") || strstr(text, "different counts"))
+			return MPI_ERR_TRUNCATE;
+		if (strstr(text, "different roots"))
+			return MPI_ERR_ROOT;
+		if (strstr(text, "different types or operations"))
+			return MPI_ERR_OP;
+		return MPI_ERR_ARG;
+	case EPIPE:
+		return strstr(text, " left ") ? ERR_LOST : ERR_BROKEN;
+	case EHOSTDOWN:
+	case ECONNRESET:
+	case ENOTCONN:
+	case ETIMEDOUT:
+		return ERR_LOST;
+	default:
+		return MPI_ERR_OTHER;
+	}
 }
 
 int fmpi_on(void)

@@ -40,6 +40,7 @@
 #include "fmpi.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define FMPI_API __attribute__((visibility("default")))
@@ -73,7 +74,10 @@ static int grq_query(void *extra, MPI_Status *st)
 	PMPI_Status_set_cancelled(st, 0);
 	st->MPI_SOURCE = MPI_UNDEFINED;
 	st->MPI_TAG = MPI_UNDEFINED;
-	return q->err ? MPI_ERR_OTHER : MPI_SUCCESS;
+	/* an error our wait and test functions raise on the request's
+	 * communicator is none of MPI's: Open MPI raises a generalized
+	 * request's errors on MPI_COMM_WORLD */
+	return q->err && !q->raised ? q->cls : MPI_SUCCESS;
 }
 
 static int grq_free(void *extra)
@@ -96,14 +100,16 @@ static void q_end(struct freq *q, int err)
 {
 	q->state = Q_ENDED;
 	q->err = err;
+	q->cls = fmpi_class(err, ferry_last_error());
+	if (err)
+		snprintf(q->why, sizeof(q->why), "%s (%s)", ferry_strerror(err), ferry_last_error());
 	q->c->pending--;
 	side_finish(&q->s[0]);
 	side_finish(&q->s[1]);
 	if (q->mreq == MPI_REQUEST_NULL)
-		return;         /* a blocking call's: fmpi_fail says it */
+		return;         /* a blocking call's: it raises the error */
 	if (err)
-		fmpi_say("ferry-mpi: %s on comm %d failed: %s (%s)", q->name, q->c->id, ferry_strerror(err),
-			 ferry_last_error());
+		fmpi_say("ferry-mpi: %s on comm %d failed: %s", q->name, q->c->id, q->why);
 	PMPI_Grequest_complete(q->mreq);
 }
 
@@ -418,19 +424,119 @@ static int some_done(void *arg)
 	return (*s->outcount > 0 && *s->outcount != MPI_UNDEFINED) || s->ret != MPI_SUCCESS ? 2 : 0;
 }
 
+/* The errors of ours among the requests a wait or test function is about
+ * to hand MPI (which frees them): kept here by index before the call,
+ * raised after it on the communicator each was posted on, as MPI raises
+ * errors returned by MPI_Wait or MPI_Test on the request's communicator
+ * (MPI 4.0 §9.3).  MPI would raise a generalized request's error on
+ * MPI_COMM_WORLD (Open MPI 4.1 does: a generalized request has no
+ * communicator), so those requests tell MPI they ended well (grq_query,
+ * q->raised).  Where there is no memory to keep more than a few, the rest
+ * go MPI's way. */
+struct fail {
+	int idx, cls;
+	MPI_Comm comm;
+};
+struct fails {
+	int n;
+	struct fail *v;
+	struct fail small[8];
+};
+
+static void fails_collect(struct fails *f, int n, const MPI_Request *reqs)
+{
+	int cap = (int)(sizeof(f->small) / sizeof(f->small[0])), bad = 0;
+
+	f->n = 0;
+	f->v = f->small;
+	for (int i = 0; live && i < n; i++) {
+		struct freq *q = lookup(reqs[i]);
+
+		bad += q && q->state == Q_ENDED && q->err;
+	}
+	if (bad > cap && (f->v = malloc((size_t)bad * sizeof(*f->v))))
+		cap = bad;
+	if (!f->v)
+		f->v = f->small;
+	for (int i = 0; bad && i < n; i++) {
+		struct freq *q = lookup(reqs[i]);
+
+		if (q && q->state == Q_ENDED && q->err && f->n < cap) {
+			q->raised = 1;
+			f->v[f->n++] = (struct fail){ i, q->cls, q->c->comm };
+		}
+	}
+}
+
+static const struct fail *fails_at(const struct fails *f, int idx)
+{
+	for (int k = 0; k < f->n; k++)
+		if (f->v[k].idx == idx)
+			return &f->v[k];
+	return NULL;
+}
+
+static void fails_fini(struct fails *f)
+{
+	if (f->v != f->small)
+		free(f->v);
+}
+
+/* After a call that completed request idx (Wait, Test, Waitany, Testany;
+ * MPI_UNDEFINED: none) and returned ret. */
+static int raise_one(struct fails *f, int idx, int ret)
+{
+	const struct fail *x = fails_at(f, idx);
+
+	if (x && ret == MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(x->comm, x->cls);
+		ret = x->cls;
+	}
+	fails_fini(f);
+	return ret;
+}
+
+/* After a call that completed cnt requests (Waitall, Testall: all n, idxs
+ * NULL; Waitsome, Testsome: idxs[0..cnt)) and returned ret: the statuses'
+ * MPI_ERROR fields, and MPI_ERR_IN_STATUS raised on the communicator of
+ * the first that failed, as MPI does for its own requests. */
+static int raise_many(struct fails *f, int cnt, const int *idxs, MPI_Status *sts, int ret)
+{
+	const struct fail *first = NULL;
+
+	for (int k = 0; f->n && k < cnt; k++) {
+		const struct fail *x = fails_at(f, idxs ? idxs[k] : k);
+
+		if (x && !first)
+			first = x;
+		/* (MPI set the fields itself where it returned MPI_ERR_IN_STATUS) */
+		if (sts != MPI_STATUSES_IGNORE && (x || ret == MPI_SUCCESS))
+			sts[k].MPI_ERROR = x ? x->cls : MPI_SUCCESS;
+	}
+	if (first && ret == MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(first->comm, MPI_ERR_IN_STATUS);
+		ret = MPI_ERR_IN_STATUS;
+	}
+	fails_fini(f);
+	return ret;
+}
+
 FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	struct freq *q = live ? lookup(*req) : NULL;
+	struct fails f;
 
 	if (q)
 		fmpi_wait(q_ended, q);
 	else
 		progress();
-	return PMPI_Wait(req, st);
+	fails_collect(&f, 1, req);
+	return raise_one(&f, 0, PMPI_Wait(req, st));
 }
 
 FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
+	struct fails f;
 	struct set s;
 
 	if (set_init(&s, n, reqs))
@@ -438,55 +544,83 @@ FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 	else
 		progress();
 	set_fini(&s);
-	return PMPI_Waitall(n, reqs, sts);
+	fails_collect(&f, n, reqs);
+	return raise_many(&f, n, NULL, sts, PMPI_Waitall(n, reqs, sts));
 }
 
 FMPI_API int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 {
 	struct set s = { .idx = idx, .st = st };
+	struct fails f;
 
+	/* (2: MPI's own request completed in any_done: none of ours had) */
 	if (set_init(&s, n, reqs) && fmpi_wait(any_done, &s) == 2) {
 		set_fini(&s);
 		return s.ret;
 	}
 	set_fini(&s);
-	return PMPI_Waitany(n, reqs, idx, st);
+	fails_collect(&f, n, reqs);
+	s.ret = PMPI_Waitany(n, reqs, idx, st);
+	return raise_one(&f, *idx, s.ret);
 }
 
 FMPI_API int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
 	struct set s = { .outcount = outcount, .idxs = idxs, .st = sts };
+	struct fails f;
 
 	if (set_init(&s, n, reqs) && fmpi_wait(some_done, &s) == 2) {
 		set_fini(&s);
 		return s.ret;
 	}
 	set_fini(&s);
-	return PMPI_Waitsome(n, reqs, outcount, idxs, sts);
+	fails_collect(&f, n, reqs);
+	s.ret = PMPI_Waitsome(n, reqs, outcount, idxs, sts);
+	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, s.ret);
 }
 
 FMPI_API int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
+	struct fails f;
+	int ret;
+
 	progress();
-	return PMPI_Test(req, flag, st);
+	fails_collect(&f, 1, req);
+	ret = PMPI_Test(req, flag, st);
+	return raise_one(&f, *flag ? 0 : MPI_UNDEFINED, ret);
 }
 
 FMPI_API int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
+	struct fails f;
+	int ret;
+
 	progress();
-	return PMPI_Testall(n, reqs, flag, sts);
+	fails_collect(&f, n, reqs);
+	ret = PMPI_Testall(n, reqs, flag, sts);
+	return raise_many(&f, *flag ? n : 0, NULL, sts, ret);
 }
 
 FMPI_API int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Status *st)
 {
+	struct fails f;
+	int ret;
+
 	progress();
-	return PMPI_Testany(n, reqs, idx, flag, st);
+	fails_collect(&f, n, reqs);
+	ret = PMPI_Testany(n, reqs, idx, flag, st);
+	return raise_one(&f, *flag ? *idx : MPI_UNDEFINED, ret);
 }
 
 FMPI_API int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
+	struct fails f;
+	int ret;
+
 	progress();
-	return PMPI_Testsome(n, reqs, outcount, idxs, sts);
+	fails_collect(&f, n, reqs);
+	ret = PMPI_Testsome(n, reqs, outcount, idxs, sts);
+	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, ret);
 }
 
 FMPI_API int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)

@@ -5,7 +5,18 @@
  *   - an argument only rank 1 finds wrong (a negative count in a gather):
  *     rank 1's call says MPI_ERR_COUNT at once, the other ranks' gather
  *     fails instead of waiting for ever, and so does the communicator's
- *     next operation on every rank (the group is broken);
+ *     next operation on every rank (the group is broken): the gather
+ *     says MPI_ERR_ARG there (ferry: the ranks posted different
+ *     operations);
+ *   - the same non-blocking: rank 1's MPI_Igather says MPI_ERR_COUNT, the
+ *     others' MPI_Wait MPI_ERR_ARG, through the handler of the request's
+ *     communicator (MPI_COMM_WORLD's would end the run);
+ *   - a gather whose root expects fewer ints from rank 1 than it sends:
+ *     MPI_ERR_TRUNCATE on every rank, in an MPI_Waitall with a
+ *     point-to-point exchange: MPI_ERR_IN_STATUS, the statuses' MPI_ERROR
+ *     fields MPI_ERR_TRUNCATE and MPI_SUCCESS;
+ *   - a bcast whose ranks name different roots: MPI_ERR_ROOT (blocking, on
+ *     a communicator with MPI_ERRORS_RETURN).
  * Each rank writes one line per check to OUT.RANK (fm.h) and fails (MPI_Abort)
  * where a result differs; an alarm ends a hang.
  */
@@ -48,6 +59,7 @@ static const char *cls_name(int cls)
 	case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
 	case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
 	case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+	case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
 	default:
 		MPI_Error_string(cls, s, &len);
 		return s;
@@ -88,9 +100,56 @@ int main(int argc, char **argv)
 	/* rank 1's count is negative: it alone knows */
 	a = returning();
 	ret = MPI_Gather(v, fm_rank == 1 ? -1 : 1, MPI_INT, g, 1, MPI_INT, 0, a);
-	expect_err("gather, rank 1's count negative", ret, fm_rank == 1 ? MPI_ERR_COUNT : 0);
+	expect_err("gather, rank 1's count negative", ret, fm_rank == 1 ? MPI_ERR_COUNT : MPI_ERR_ARG);
 	ret = MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_SUM, a);
 	expect_err("the next operation on that communicator", ret, 0);
+	MPI_Comm_free(&a);
+
+	/* the same, non-blocking: rank 1's call fails, the others' wait */
+	a = returning();
+	{
+		MPI_Request q = MPI_REQUEST_NULL;
+
+		ret = MPI_Igather(v, fm_rank == 1 ? -1 : 1, MPI_INT, g, 1, MPI_INT, 0, a, &q);
+		if (fm_rank == 1) {
+			if (q != MPI_REQUEST_NULL)
+				fm_fail("a failed MPI_Igather made a request");
+		} else {
+			if (ret != MPI_SUCCESS || h_calls)
+				fm_fail("MPI_Igather failed at the call");
+			ret = MPI_Wait(&q, MPI_STATUS_IGNORE);
+		}
+		expect_err("igather, rank 1's count negative", ret, fm_rank == 1 ? MPI_ERR_COUNT : MPI_ERR_ARG);
+	}
+	MPI_Comm_free(&a);
+
+	/* the root expects 1 int from every rank, rank 1 sends 2 */
+	a = returning();
+	{
+		int in = -1, out = fm_rank, left = (fm_rank + fm_size - 1) % fm_size;
+		MPI_Request q[3];
+		MPI_Status st[3];
+
+		MPI_Igather(v, fm_rank == 1 ? 2 : 1, MPI_INT, g, 1, MPI_INT, 0, a, &q[0]);
+		MPI_Irecv(&in, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &q[1]);
+		MPI_Isend(&out, 1, MPI_INT, (fm_rank + 1) % fm_size, 9, MPI_COMM_WORLD, &q[2]);
+		ret = MPI_Waitall(3, q, st);
+		expect_err("igather, rank 1 sends more than the root expects, in a waitall", ret, MPI_ERR_IN_STATUS);
+		fprintf(fm_out, "statuses: %s %s %s\n", cls_name(st[0].MPI_ERROR), cls_name(st[1].MPI_ERROR),
+			cls_name(st[2].MPI_ERROR));
+		if (st[0].MPI_ERROR != MPI_ERR_TRUNCATE || st[1].MPI_ERROR != MPI_SUCCESS ||
+		    st[2].MPI_ERROR != MPI_SUCCESS || in != left)
+			fm_fail("the statuses of a waitall with a truncated igather");
+	}
+	MPI_Comm_free(&a);
+
+	/* rank 2 names another root; MPI's own MPI_ERRORS_RETURN */
+	MPI_Comm_dup(MPI_COMM_WORLD, &a);
+	MPI_Comm_set_errhandler(a, MPI_ERRORS_RETURN);
+	ret = MPI_Bcast(v, 1, MPI_INT, fm_rank == 2 ? 1 : 0, a);
+	h_calls = 1;    /* (not ours to count) */
+	h_cls = MPI_ERR_ROOT;
+	expect_err("bcast, rank 2 names another root", ret, MPI_ERR_ROOT);
 	MPI_Comm_free(&a);
 
 	fm_fini();
