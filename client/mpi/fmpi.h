@@ -158,6 +158,9 @@ void fmpi_standin(struct fcomm *c);
 void fmpi_counted(struct fcomm *c);
 /* Ends every request (MPI_Finalize). */
 void fmpi_req_fini(void);
+/* Has the MPI library drive our progress too (on), or stops it; 1 if it
+ * does (req.c: MPICH's poll functions, Open MPI's progress callbacks). */
+int fmpi_hook(int on);
 
 /* --- coll.c --- */
 /* Posts q with ferry's call (its request in q->fr): 0 or -errno. */

@@ -475,7 +475,8 @@ static void setup(int provided)
 		fmpi_log(NULL, "MPI_Init", "everything passes through (%s)", ok ? "another rank cannot use ferry" : why);
 		return;
 	}
-	fmpi_log(world, "MPI_Init", "on ferry, job %s, %d ranks", job, size);
+	fmpi_log(world, "MPI_Init", "on ferry, job %s, %d ranks%s", job, size,
+		 fmpi_hook(1) ? "" : " (no progress hook: PMPI_Wait on a request of ours would not end)");
 }
 
 FMPI_API int MPI_Init(int *argc, char ***argv)
@@ -502,6 +503,7 @@ FMPI_API int MPI_Finalize(void)
 {
 	if (world) {
 		fmpi_req_fini();
+		fmpi_hook(0);
 		/* newest first: a group's handle before its parent's */
 		while (comms && comms != world) {
 			struct fcomm *c = comms;

@@ -244,7 +244,11 @@ static void reap(void)
 	}
 }
 
-int fmpi_progress(void)
+/* Our code is running: the MPI library's progress hook keeps out. */
+static int busy;
+
+/* Takes the news of ferry's requests and posts what the queues can. */
+static int progress_ops(void)
 {
 	int n = 0;
 
@@ -267,9 +271,99 @@ int fmpi_progress(void)
 		if (c->qhead || c->sync_due || c->standins)
 			n += push(c);
 	}
-	reap();
 	return n;
 }
+
+int fmpi_progress(void)
+{
+	int n;
+
+	busy++;
+	n = progress_ops();
+	reap();
+	busy--;
+	return n;
+}
+
+/* --- progress from the MPI library itself ---
+ *
+ * A request of ours waited for without us (PMPI_Wait called directly: a
+ * tool below us, Fortran's MPI_WAIT in Open MPI) would spin for ever,
+ * since only our progress completes the generalized request.  So the MPI
+ * library drives our progress too, where it has a hook for it: MPICH polls
+ * a generalized request started by MPIX_Grequest_start through its poll
+ * function, in every wait and test of it; Open MPI 4.1 has no such
+ * generalized requests (MPIX_Grequest_start came in 5.0), but calls the
+ * functions registered with opal_progress_register_lp (libopen-pal, looked
+ * up at run time: no link to Open MPI's internals) in its progress loop,
+ * every eighth turn.  The hook takes the news of ferry's requests,
+ * completes ours and posts what the queues can, and does nothing while our
+ * own code runs (busy: it is then driving progress itself, and may be
+ * in the middle of a wait and test function's bookkeeping) nor when
+ * nothing of ours is outstanding; it frees nothing (reap waits for our
+ * next call). */
+static int hook(void)
+{
+	int n;
+
+	if (busy || !live)
+		return 0;
+	busy++;
+	n = progress_ops();
+	busy--;
+	return n;
+}
+
+#ifdef MPICH
+static int grq_poll(void *extra, MPI_Status *st)
+{
+	(void)extra, (void)st;
+	hook();
+	return MPI_SUCCESS;
+}
+
+static int grq_start(struct freq *q)
+{
+	return PMPIX_Grequest_start(grq_query, grq_free, grq_cancel, grq_poll, NULL, q, &q->mreq);
+}
+
+int fmpi_hook(int on)
+{
+	(void)on;
+	return 1;       /* every request of ours carries its poll function */
+}
+#else
+static int grq_start(struct freq *q)
+{
+	return PMPI_Grequest_start(grq_query, grq_free, grq_cancel, q, &q->mreq);
+}
+
+#ifdef OPEN_MPI
+#include <dlfcn.h>
+
+int fmpi_hook(int on)
+{
+	static int (*reg)(int (*)(void)), (*unreg)(int (*)(void));
+	static int hooked;
+
+	if (on && !hooked) {
+		*(void **)&reg = dlsym(RTLD_DEFAULT, "opal_progress_register_lp");
+		*(void **)&unreg = dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+		hooked = reg && unreg && reg(hook) == 0;
+	} else if (!on && hooked) {
+		unreg(hook);
+		hooked = 0;
+	}
+	return hooked;
+}
+#else
+int fmpi_hook(int on)
+{
+	(void)on;
+	return 0;
+}
+#endif
+#endif
 
 int fmpi_idle(void *arg)
 {
@@ -297,7 +391,7 @@ int fmpi_start(struct freq *q, MPI_Request *req_p)
 	int ret;
 
 	reap();
-	if ((ret = PMPI_Grequest_start(grq_query, grq_free, grq_cancel, q, &q->mreq)) != MPI_SUCCESS)
+	if ((ret = grq_start(q)) != MPI_SUCCESS)
 		return ret;
 	*req_p = q->mreq;
 	enqueue(q);
@@ -525,27 +619,35 @@ FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	struct freq *q = live ? lookup(*req) : NULL;
 	struct fails f;
+	int ret;
 
 	if (q)
 		fmpi_wait(q_ended, q);
 	else
 		progress();
+	busy++;
 	fails_collect(&f, 1, req);
-	return raise_one(&f, 0, PMPI_Wait(req, st));
+	ret = PMPI_Wait(req, st);
+	busy--;
+	return raise_one(&f, 0, ret);
 }
 
 FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
 	struct fails f;
 	struct set s;
+	int ret;
 
 	if (set_init(&s, n, reqs))
 		fmpi_wait(all_done, &s);
 	else
 		progress();
 	set_fini(&s);
+	busy++;
 	fails_collect(&f, n, reqs);
-	return raise_many(&f, n, NULL, sts, PMPI_Waitall(n, reqs, sts));
+	ret = PMPI_Waitall(n, reqs, sts);
+	busy--;
+	return raise_many(&f, n, NULL, sts, ret);
 }
 
 FMPI_API int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
@@ -559,8 +661,10 @@ FMPI_API int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 		return s.ret;
 	}
 	set_fini(&s);
+	busy++;
 	fails_collect(&f, n, reqs);
 	s.ret = PMPI_Waitany(n, reqs, idx, st);
+	busy--;
 	return raise_one(&f, *idx, s.ret);
 }
 
@@ -574,8 +678,10 @@ FMPI_API int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], 
 		return s.ret;
 	}
 	set_fini(&s);
+	busy++;
 	fails_collect(&f, n, reqs);
 	s.ret = PMPI_Waitsome(n, reqs, outcount, idxs, sts);
+	busy--;
 	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, s.ret);
 }
 
@@ -585,8 +691,10 @@ FMPI_API int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 	int ret;
 
 	progress();
+	busy++;
 	fails_collect(&f, 1, req);
 	ret = PMPI_Test(req, flag, st);
+	busy--;
 	return raise_one(&f, *flag ? 0 : MPI_UNDEFINED, ret);
 }
 
@@ -596,8 +704,10 @@ FMPI_API int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 	int ret;
 
 	progress();
+	busy++;
 	fails_collect(&f, n, reqs);
 	ret = PMPI_Testall(n, reqs, flag, sts);
+	busy--;
 	return raise_many(&f, *flag ? n : 0, NULL, sts, ret);
 }
 
@@ -607,8 +717,10 @@ FMPI_API int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Sta
 	int ret;
 
 	progress();
+	busy++;
 	fails_collect(&f, n, reqs);
 	ret = PMPI_Testany(n, reqs, idx, flag, st);
+	busy--;
 	return raise_one(&f, *flag ? *idx : MPI_UNDEFINED, ret);
 }
 
@@ -618,8 +730,10 @@ FMPI_API int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idxs[], 
 	int ret;
 
 	progress();
+	busy++;
 	fails_collect(&f, n, reqs);
 	ret = PMPI_Testsome(n, reqs, outcount, idxs, sts);
+	busy--;
 	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, ret);
 }
 

@@ -8,7 +8,10 @@
 # rank 0 while the others sleep 1 s, which return at once (the operations
 # ferry cannot take yet wait in libferry-mpi's queue); 300 scans whose rank 0
 # runs ahead of the others (ferryd fails a group 192 operations ahead); a
-# communicator that outlives the one it was duplicated from.  Results equal MPI's alone.
+# communicator that outlives the one it was duplicated from; requests
+# waited for by PMPI_Waitall, PMPI_Wait and PMPI_Test directly (a tool,
+# Fortran), which MPI's own progress ends through libferry-mpi's hook.
+# Results equal MPI's alone.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
 mpi_ready
@@ -26,6 +29,7 @@ expect "the 100 allreduces ran on ferry" \
 expect "the 300 non-blocking calls made before the others ran on ferry" \
 	test "$(grep -c '^ferry-mpi 0: MPI_I\(allreduce\|bcast\|allgather\) comm 0: ferry$' "$TMP/fy.log")" -ge 400
 expect "the 300 scans ran on ferry" test "$(grep -c '^ferry-mpi 0: MPI_Scan comm 1: ferry$' "$TMP/fy.log")" = 300
+expect "the progress hook is in (no rank says it is missing)" not grep -q 'no progress hook' "$TMP/fy.log"
 expect "the communicator made from a freed one ran on ferry" \
 	grep -q '^ferry-mpi 0: MPI_Allreduce comm 3: ferry$' "$TMP/fy.log"
 [ $FAILED = 0 ] || sed 's/^/#   fy: /' "$TMP/fy.log" | grep -v ': ferry$' | tail -n 30

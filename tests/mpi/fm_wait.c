@@ -7,7 +7,8 @@
  * rank 0 made while the others sleep, which must all return at once (with
  * FM_EXPECT_SLEEP=1: within 0.5 s, the others sleep 1 s); 300 scans whose
  * rank 0 runs ahead of the others; a communicator freed before the one
- * duplicated from it.  Results are checked here and their hashes written
+ * duplicated from it; requests waited for by PMPI_Waitall, PMPI_Wait and
+ * PMPI_Test directly (as a tool or Fortran would).  Results are checked here and their hashes written
  * to OUT.RANK (fm.h).
  */
 #include "fm.h"
@@ -189,6 +190,36 @@ int main(int argc, char **argv)
 		fm_emit("after free", &y, sizeof(y));
 	}
 	MPI_Comm_free(&b);
+
+	/* requests waited for through PMPI_* directly, as a tool below
+	 * libferry-mpi or Fortran's MPI_WAIT in Open MPI would: the MPI
+	 * library's own progress must end them (more than 64: some must also
+	 * be posted from libferry-mpi's queue meanwhile); an alarm ends a
+	 * hang */
+	{
+		enum { K = 100 };
+		MPI_Request q[K], one;
+		int x[K], y = fm_rank == 1 ? 42 : -1, flag = 0;
+
+		alarm(30);
+		for (int i = 0; i < K; i++) {
+			x[i] = i + fm_rank;
+			MPI_Iallreduce(MPI_IN_PLACE, &x[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[i]);
+		}
+		PMPI_Waitall(K, q, MPI_STATUSES_IGNORE);
+		for (int i = 0; i < K; i++)
+			if (x[i] != fm_size * i + fm_size * (fm_size - 1) / 2)
+				fm_fail("100 allreduces waited for by PMPI_Waitall");
+		MPI_Ibarrier(MPI_COMM_WORLD, &one);
+		PMPI_Wait(&one, MPI_STATUS_IGNORE);
+		MPI_Ibcast(&y, 1, MPI_INT, 1, MPI_COMM_WORLD, &one);
+		while (!flag)
+			PMPI_Test(&one, &flag, MPI_STATUS_IGNORE);
+		if (y != 42)
+			fm_fail("a bcast tested by PMPI_Test");
+		alarm(0);
+		fm_emit("waited for by PMPI", x, sizeof(x));
+	}
 	fm_fini();
 	return 0;
 }
