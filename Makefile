@@ -128,7 +128,20 @@ MPI_OBJ    := $(patsubst %.c,$(BUILD)/mpi/%.o,$(MPI_SRC))
 MPI_SONAME := libferry-mpi.so.$(SOVERSION)
 MPI_LIBSO  := $(BUILD)/libferry-mpi.so.$(VERSION)
 MPI_PROGS  := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(wildcard tests/mpi/fm_*.c))
-MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO))
+# libferry-mpich: the same sources built against MPICH, whose mpi.h and ABI
+# differ from Open MPI's (handles are ints, MPI_IN_PLACE is -1), under a
+# name and soname of its own, where Debian's MPICH is installed beside Open
+# MPI (packaging/deps.sh; mpicc and mpirun stay Open MPI's: MPICH's are
+# called by name).  Its test programs (the same tests/mpi/ sources) go to
+# $(BUILD)/tests/mpich/, run by tests/integration/mpich.sh under mpiexec.mpich.
+MPICHCC      ?= mpicc.mpich
+MPICHCC_CC   = MPICH_CC=$(CC) $(MPICHCC)
+HAVE_MPICH   := $(shell command -v $(MPICHCC) >/dev/null 2>&1 && echo 1)
+MPICH_OBJ    := $(patsubst %.c,$(BUILD)/mpich/%.o,$(MPI_SRC))
+MPICH_SONAME := libferry-mpich.so.$(SOVERSION)
+MPICH_LIBSO  := $(BUILD)/libferry-mpich.so.$(VERSION)
+MPICH_PROGS  := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpich/%,$(wildcard tests/mpi/fm_*.c))
+MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO)) $(if $(HAVE_MPICH),$(MPICH_LIBSO))
 
 
 .PHONY: mpi all deps check check-run check-rdma check-coll check-launch demo demo-run install install-man uninstall fuzz clean tests bench soak apps deb check-deb check-system \
@@ -136,7 +149,7 @@ MPI_ALL    := $(if $(HAVE_MPI),$(MPI_LIBSO))
 
 all: $(BUILD)/ferryd $(BUILD)/ferryctl $(LIBSO) $(BUILD)/libferry.a $(BUILD)/ferry.pc $(MPI_ALL)
 
-mpi: $(MPI_LIBSO) $(MPI_PROGS)
+mpi: $(MPI_LIBSO) $(MPI_PROGS) $(if $(HAVE_MPICH),$(MPICH_LIBSO) $(MPICH_PROGS))
 
 deps:
 	@packaging/deps.sh
@@ -214,6 +227,16 @@ $(MPI_LIBSO): $(MPI_OBJ) $(LIBSO) packaging/libferry-mpi.map
 	ln -sf libferry-mpi.so.$(VERSION) $(BUILD)/$(MPI_SONAME)
 	ln -sf $(MPI_SONAME) $(BUILD)/libferry-mpi.so
 
+$(BUILD)/mpich/%.o: %.c
+	@mkdir -p $(@D)
+	$(MPICHCC_CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(MPICH_LIBSO): $(MPICH_OBJ) $(LIBSO) packaging/libferry-mpi.map
+	$(MPICHCC_CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPICH_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
+		-Wl,-z,defs -o $@ $(MPICH_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
+	ln -sf libferry-mpich.so.$(VERSION) $(BUILD)/$(MPICH_SONAME)
+	ln -sf $(MPICH_SONAME) $(BUILD)/libferry-mpich.so
+
 # The static archive is one relocatable object whose internal symbols are made
 # local, so that only ferry_* can clash with an application's names.
 $(BUILD)/libferry.a: $(LIB_OBJ)
@@ -241,6 +264,10 @@ $(BUILD)/tests/%: tests/progs/%.c $(LIBSO) tests/progs/common.h
 $(BUILD)/tests/fm_%: tests/mpi/fm_%.c tests/mpi/fm.h
 	@mkdir -p $(@D)
 	$(MPICC_CC) $(ALL_CFLAGS) -o $@ $<
+
+$(BUILD)/tests/mpich/fm_%: tests/mpi/fm_%.c tests/mpi/fm.h
+	@mkdir -p $(@D)
+	$(MPICHCC_CC) $(ALL_CFLAGS) -o $@ $<
 
 # ft_raw and ft_conns speak the protocol by hand, with the proto/ code linked in.
 # Programs and harnesses built from several sources in one command get no
@@ -335,7 +362,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRC) daemon/core/conf.c daemon
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(call pkgflags,$(DAEMON_PKGS)) -o $@ $< $(call pkglibs,$(DAEMON_PKGS))
 
 tests: all $(PROGS) $(UNITS) $(BENCH_FERRY) $(BENCH_RAW) $(APPS_FERRY) $(if $(HAVE_MPICC),$(APPS_MPI)) \
-	$(if $(HAVE_MPI),$(MPI_PROGS))
+	$(if $(HAVE_MPI),$(MPI_PROGS)) $(if $(HAVE_MPICH),$(MPICH_PROGS))
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -509,12 +536,18 @@ install: all
 	ln -sf libferry.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libferry.so
 	install -m 644 $(BUILD)/libferry.a $(DESTDIR)$(LIBDIR)/libferry.a
-# libferry-mpi when this build has MPI (HAVE_MPI: debian/rules turns it
-# off), not whenever an earlier build left the file in $(BUILD)
+# libferry-mpi and libferry-mpich when this build has their MPI (HAVE_MPI,
+# HAVE_MPICH: debian/rules turns both off), not whenever an earlier build
+# left the file in $(BUILD)
 ifneq ($(HAVE_MPI),)
 	install -m 755 $(MPI_LIBSO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libferry-mpi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPI_SONAME)
 	ln -sf $(MPI_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpi.so
+endif
+ifneq ($(HAVE_MPICH),)
+	install -m 755 $(MPICH_LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libferry-mpich.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(MPICH_SONAME)
+	ln -sf $(MPICH_SONAME) $(DESTDIR)$(LIBDIR)/libferry-mpich.so
 endif
 	install -m 644 client/ferry.h $(DESTDIR)$(INCLUDEDIR)/ferry.h
 	$(PCSUBST) > $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc
@@ -548,6 +581,7 @@ install-man:
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ferryd $(DESTDIR)$(BINDIR)/ferryctl \
 		$(DESTDIR)$(LIBDIR)/libferry.so* $(DESTDIR)$(LIBDIR)/libferry.a $(DESTDIR)$(LIBDIR)/libferry-mpi.so* \
+		$(DESTDIR)$(LIBDIR)/libferry-mpich.so* \
 		$(DESTDIR)$(INCLUDEDIR)/ferry.h $(DESTDIR)$(LIBDIR)/pkgconfig/ferry.pc \
 		$(DESTDIR)$(UNITDIR)/ferryd.service $(DESTDIR)$(UNITDIR)/ferryd.socket
 	@for p in $(MAN_PAGES); do \

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs the Debian packages ferry needs to build and test, if any are missing.
 # Idempotent: when everything is present it only checks and exits 0.
-#   packaging/deps.sh            build + test dependencies (Open MPI: libferry-mpi
-#                                and its tests, tests/integration/mpi_*.sh)
+#   packaging/deps.sh            build + test dependencies (Open MPI and MPICH:
+#                                libferry-mpi, libferry-mpich and their tests,
+#                                tests/integration/mpi_*.sh; mpicc and mpirun stay
+#                                Open MPI's, below)
 #   packaging/deps.sh bench      also what `make bench` and `make apps` need (gnuplot,
 #                                valgrind, and Debian's hpcc for RandomAccess)
 #   packaging/deps.sh rdma       also what `make check-rdma` needs (QEMU, busybox, rdma-core)
@@ -16,7 +18,8 @@ set -eu
 
 pkgs="make gcc clang libclang-rt-14-dev pkg-config
       libconfig-dev libsystemd-dev libibverbs-dev librdmacm-dev libsodium-dev libseccomp-dev
-      iproute2 util-linux procps psmisc systemd strace jq groff-base openmpi-bin libopenmpi-dev"
+      iproute2 util-linux procps psmisc systemd strace jq groff-base openmpi-bin libopenmpi-dev
+      mpich libmpich-dev"
 for extra in "$@"; do
 	case "$extra" in
 	bench) pkgs="$pkgs gnuplot-nox valgrind hpcc" ;;
@@ -78,8 +81,25 @@ printf '#!/bin/sh\n%s\nexit 101\n' "$mark" | $sudo tee "$policy" >/dev/null
 $sudo chmod 755 "$policy"
 # A fresh machine may have stale or no package lists.
 $sudo apt-get update -qq >/dev/null || $sudo apt-get update
+# Open MPI and MPICH both provide mpicc, mpirun and mpi.h through
+# alternatives; Debian 12 ranks Open MPI first (50 against 40), but a
+# machine's own choice or another release may differ: what they point to
+# before the install is put back after it, so that installing MPICH never
+# changes what mpicc and mpirun mean for Open MPI's users (libferry-mpich is
+# built with mpicc.mpich and tested with mpiexec.mpich, by name).
+alts="mpi mpirun mpi-$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
+alt_value() { update-alternatives --query "$1" 2>/dev/null | sed -n 's/^Value: //p'; }
+before=""
+for a in $alts; do before="$before $a=$(alt_value "$a")"; done
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+for ab in $before; do
+	a=${ab%%=*} b=${ab#*=}
+	if [ -n "$b" ] && [ "$(alt_value "$a")" != "$b" ]; then
+		echo "deps.sh: the install switched the $a alternative: back to $b" >&2
+		$sudo update-alternatives --quiet --set "$a" "$b"
+	fi
+done
 # ... nor at the next boot: what deps.sh installed for the tests is theirs,
 # started by them with their own state (not on a machine that had them)
 for unit in slurm-wlm:slurmd slurm-wlm:slurmctld munge:munge; do

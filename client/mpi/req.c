@@ -40,6 +40,7 @@
 #include "fmpi.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -322,9 +323,20 @@ static int grq_poll(void *extra, MPI_Status *st)
 	return MPI_SUCCESS;
 }
 
+/* MPICH wants a wait function too (it refuses NULL), which it calls in a
+ * loop, in a wait for such a request, until it is complete: one turn of
+ * progress a call, as poll. */
+static int grq_wait(int count, void **states, double timeout, MPI_Status *st)
+{
+	(void)count, (void)states, (void)timeout, (void)st;
+	if (!hook())
+		sched_yield();
+	return MPI_SUCCESS;
+}
+
 static int grq_start(struct freq *q)
 {
-	return PMPIX_Grequest_start(grq_query, grq_free, grq_cancel, grq_poll, NULL, q, &q->mreq);
+	return PMPIX_Grequest_start(grq_query, grq_free, grq_cancel, grq_poll, grq_wait, q, &q->mreq);
 }
 
 int fmpi_hook(int on)

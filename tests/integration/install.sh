@@ -70,11 +70,20 @@ fi
 
 # ... and only then: a build configured without MPI (HAVE_MPI=, as
 # debian/rules builds) installs no libferry-mpi, whatever $BUILD holds
-make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$TMP/nompi" PREFIX=/opt/ferry SYSCONFDIR=/etc HAVE_MPI= \
+make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$TMP/nompi" PREFIX=/opt/ferry SYSCONFDIR=/etc HAVE_MPI= HAVE_MPICH= \
 	>"$TMP/install-nompi.log" 2>&1
 expect "make install HAVE_MPI= succeeds" test $? = 0
 expect "... and installs no libferry-mpi (the build has no MPI)" \
 	test -z "$(find "$TMP/nompi" -name 'libferry-mpi*' -o -name 'libferry-mpich*')"
+
+# libferry-mpich, where make built it (mpicc.mpich there)
+if [ -e "$BUILD/libferry-mpich.so" ]; then
+	M=$DEST/opt/ferry/lib/libferry-mpich.so.0
+	expect "installed libferry-mpich.so.0, soname libferry-mpich.so.0, linked to MPICH" \
+		bash -c "objdump -p '$M' | grep -q 'SONAME *libferry-mpich.so.0' && objdump -p '$M' | grep -q 'NEEDED *libmpich'"
+	expect "libferry-mpich exports only MPI_* functions" \
+		bash -c "! nm -D --defined-only '$M' | awk '\$2 == \"T\" { print \$3 }' | grep -qv '^MPI_'"
+fi
 
 cat >"$TMP/app.c" <<'C'
 #include <ferry.h>
