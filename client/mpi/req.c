@@ -297,7 +297,7 @@ int fmpi_progress(void)
  * generalized requests (MPIX_Grequest_start came in 5.0), but calls the
  * functions registered with opal_progress_register_lp (libopen-pal, looked
  * up at run time: no link to Open MPI's internals) in its progress loop,
- * every eighth turn.  The hook takes the news of ferry's requests,
+ * at low priority (less often than its own).  The hook takes the news of ferry's requests,
  * completes ours and posts what the queues can, and does nothing while our
  * own code runs (busy: it is then driving progress itself, and may be
  * in the middle of a wait and test function's bookkeeping) nor when
