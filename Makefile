@@ -215,27 +215,27 @@ $(LIBSO): $(LIB_OBJ) packaging/libferry.map
 	ln -sf libferry.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libferry.so
 
-# libferry-mpi finds libferry next to itself ($$ORIGIN), in the build
-# directory as where it is installed.
+# libferry-mpi and libferry-mpich find libferry next to themselves
+# ($$ORIGIN), in the build directory as where they are installed.
+# $(call mpi_so,COMPILER,NAME): links $@ (NAME.so.$(VERSION)) from the
+# objects among its prerequisites, with its soname's and the plain links.
+mpi_so = $(1) $(ALL_LDFLAGS) -shared -Wl,-soname,$(2).so.$(SOVERSION) -Wl,--version-script=packaging/libferry-mpi.map \
+	-Wl,-z,defs -o $@ $(filter %.o,$^) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN' && \
+	ln -sf $(2).so.$(VERSION) $(BUILD)/$(2).so.$(SOVERSION) && ln -sf $(2).so.$(SOVERSION) $(BUILD)/$(2).so
+
 $(BUILD)/mpi/%.o: %.c
 	@mkdir -p $(@D)
 	$(MPICC_CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(MPI_LIBSO): $(MPI_OBJ) $(LIBSO) packaging/libferry-mpi.map
-	$(MPICC_CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPI_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
-		-Wl,-z,defs -o $@ $(MPI_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
-	ln -sf libferry-mpi.so.$(VERSION) $(BUILD)/$(MPI_SONAME)
-	ln -sf $(MPI_SONAME) $(BUILD)/libferry-mpi.so
+	$(call mpi_so,$(MPICC_CC),libferry-mpi)
 
 $(BUILD)/mpich/%.o: %.c
 	@mkdir -p $(@D)
 	$(MPICHCC_CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(MPICH_LIBSO): $(MPICH_OBJ) $(LIBSO) packaging/libferry-mpi.map
-	$(MPICHCC_CC) $(ALL_LDFLAGS) -shared -Wl,-soname,$(MPICH_SONAME) -Wl,--version-script=packaging/libferry-mpi.map \
-		-Wl,-z,defs -o $@ $(MPICH_OBJ) -L$(BUILD) -lferry -Wl,-rpath,'$$ORIGIN'
-	ln -sf libferry-mpich.so.$(VERSION) $(BUILD)/$(MPICH_SONAME)
-	ln -sf $(MPICH_SONAME) $(BUILD)/libferry-mpich.so
+	$(call mpi_so,$(MPICHCC_CC),libferry-mpich)
 
 # The static archive is one relocatable object whose internal symbols are made
 # local, so that only ferry_* can clash with an application's names.

@@ -627,6 +627,18 @@ static int raise_many(struct fails *f, int cnt, const int *idxs, MPI_Status *sts
 	return ret;
 }
 
+/* The value of call, a PMPI_Wait... or Test... over the n requests at reqs,
+ * made with the errors of ours among them kept in *f first, and without
+ * the progress hook meanwhile (it could complete one of ours whose error
+ * is not kept). */
+#define HANDED(f, n, reqs, call) ({ \
+	int r_; \
+	busy++; \
+	fails_collect((f), (n), (reqs)); \
+	r_ = (call); \
+	busy--; \
+	r_; })
+
 FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	struct freq *q = live ? lookup(*req) : NULL;
@@ -637,10 +649,7 @@ FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 		fmpi_wait(q_ended, q);
 	else
 		progress();
-	busy++;
-	fails_collect(&f, 1, req);
-	ret = PMPI_Wait(req, st);
-	busy--;
+	ret = HANDED(&f, 1, req, PMPI_Wait(req, st));
 	return raise_one(&f, 0, ret);
 }
 
@@ -655,10 +664,7 @@ FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 	else
 		progress();
 	set_fini(&s);
-	busy++;
-	fails_collect(&f, n, reqs);
-	ret = PMPI_Waitall(n, reqs, sts);
-	busy--;
+	ret = HANDED(&f, n, reqs, PMPI_Waitall(n, reqs, sts));
 	return raise_many(&f, n, NULL, sts, ret);
 }
 
@@ -673,10 +679,7 @@ FMPI_API int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 		return s.ret;
 	}
 	set_fini(&s);
-	busy++;
-	fails_collect(&f, n, reqs);
-	s.ret = PMPI_Waitany(n, reqs, idx, st);
-	busy--;
+	s.ret = HANDED(&f, n, reqs, PMPI_Waitany(n, reqs, idx, st));
 	return raise_one(&f, *idx, s.ret);
 }
 
@@ -690,10 +693,7 @@ FMPI_API int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], 
 		return s.ret;
 	}
 	set_fini(&s);
-	busy++;
-	fails_collect(&f, n, reqs);
-	s.ret = PMPI_Waitsome(n, reqs, outcount, idxs, sts);
-	busy--;
+	s.ret = HANDED(&f, n, reqs, PMPI_Waitsome(n, reqs, outcount, idxs, sts));
 	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, s.ret);
 }
 
@@ -703,10 +703,7 @@ FMPI_API int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 	int ret;
 
 	progress();
-	busy++;
-	fails_collect(&f, 1, req);
-	ret = PMPI_Test(req, flag, st);
-	busy--;
+	ret = HANDED(&f, 1, req, PMPI_Test(req, flag, st));
 	return raise_one(&f, *flag ? 0 : MPI_UNDEFINED, ret);
 }
 
@@ -716,10 +713,7 @@ FMPI_API int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 	int ret;
 
 	progress();
-	busy++;
-	fails_collect(&f, n, reqs);
-	ret = PMPI_Testall(n, reqs, flag, sts);
-	busy--;
+	ret = HANDED(&f, n, reqs, PMPI_Testall(n, reqs, flag, sts));
 	return raise_many(&f, *flag ? n : 0, NULL, sts, ret);
 }
 
@@ -729,10 +723,7 @@ FMPI_API int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Sta
 	int ret;
 
 	progress();
-	busy++;
-	fails_collect(&f, n, reqs);
-	ret = PMPI_Testany(n, reqs, idx, flag, st);
-	busy--;
+	ret = HANDED(&f, n, reqs, PMPI_Testany(n, reqs, idx, flag, st));
 	return raise_one(&f, *flag ? *idx : MPI_UNDEFINED, ret);
 }
 
@@ -742,10 +733,7 @@ FMPI_API int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idxs[], 
 	int ret;
 
 	progress();
-	busy++;
-	fails_collect(&f, n, reqs);
-	ret = PMPI_Testsome(n, reqs, outcount, idxs, sts);
-	busy--;
+	ret = HANDED(&f, n, reqs, PMPI_Testsome(n, reqs, outcount, idxs, sts));
 	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, ret);
 }
 

@@ -57,16 +57,19 @@ expect "the shared library exports only ferry_* functions" bash -c "! grep -qv '
 expect "the static archive defines no global symbol outside ferry_*" \
 	bash -c "! nm -g --defined-only '$DEST/opt/ferry/lib/libferry.a' | awk 'NF == 3 { print \$3 }' | grep -qv '^ferry_'"
 
-# libferry-mpi, where make built it (mpicc there)
-if [ -e "$BUILD/libferry-mpi.so" ]; then
-	M=$DEST/opt/ferry/lib/libferry-mpi.so.0
-	expect "installed libferry-mpi.so.0, soname libferry-mpi.so.0" \
-		bash -c "objdump -p '$M' | grep -q 'SONAME *libferry-mpi.so.0'"
-	expect "libferry-mpi exports only MPI_* functions" \
+# libferry-mpi and libferry-mpich, where make built them (mpicc,
+# mpicc.mpich there), each linked to its MPI
+for m in mpi:libmpi.so mpich:libmpich.so; do
+	lib=libferry-${m%%:*}
+	[ -e "$BUILD/$lib.so" ] || continue
+	M=$DEST/opt/ferry/lib/$lib.so.0
+	expect "installed $lib.so.0, soname $lib.so.0, linked to ${m#*:}" \
+		bash -c "objdump -p '$M' | grep -q 'SONAME *$lib.so.0' && objdump -p '$M' | grep -q 'NEEDED *${m#*:}'"
+	expect "$lib exports only MPI_* functions" \
 		bash -c "! nm -D --defined-only '$M' | awk '\$2 == \"T\" { print \$3 }' | grep -qv '^MPI_'"
-	expect "libferry-mpi finds the installed libferry next to it" \
+	expect "$lib finds the installed libferry next to it" \
 		bash -c "ldd '$M' | grep -q '$DEST/opt/ferry/lib/libferry.so.0'"
-fi
+done
 
 # ... and only then: a build configured without MPI (HAVE_MPI=, as
 # debian/rules builds) installs no libferry-mpi, whatever $BUILD holds
@@ -75,15 +78,6 @@ make -s -C "$ROOT" install BUILD="$BUILD" DESTDIR="$TMP/nompi" PREFIX=/opt/ferry
 expect "make install HAVE_MPI= succeeds" test $? = 0
 expect "... and installs no libferry-mpi (the build has no MPI)" \
 	test -z "$(find "$TMP/nompi" -name 'libferry-mpi*' -o -name 'libferry-mpich*')"
-
-# libferry-mpich, where make built it (mpicc.mpich there)
-if [ -e "$BUILD/libferry-mpich.so" ]; then
-	M=$DEST/opt/ferry/lib/libferry-mpich.so.0
-	expect "installed libferry-mpich.so.0, soname libferry-mpich.so.0, linked to MPICH" \
-		bash -c "objdump -p '$M' | grep -q 'SONAME *libferry-mpich.so.0' && objdump -p '$M' | grep -q 'NEEDED *libmpich'"
-	expect "libferry-mpich exports only MPI_* functions" \
-		bash -c "! nm -D --defined-only '$M' | awk '\$2 == \"T\" { print \$3 }' | grep -qv '^MPI_'"
-fi
 
 cat >"$TMP/app.c" <<'C'
 #include <ferry.h>
