@@ -33,6 +33,7 @@ struct fcomm {
 	int rank, size;
 	int freed;              /* MPI_Comm_free'd; closed once its groups are */
 	int pending;            /* operations of ours not ended (queued or posted) */
+	int nposted;            /* ... of them posted: ferry's requests they hold */
 	unsigned long posted;   /* operations posted on f */
 	/* The operations called and not yet posted, oldest first (req.c):
 	 * ferry takes FERRY_COLL_MAX_PENDING requests per handle, and a
@@ -156,6 +157,13 @@ int fmpi_idle(void *c);
 void fmpi_standin(struct fcomm *c);
 /* Counts an operation posted on c: every 32nd, a barrier of ours is due. */
 void fmpi_counted(struct fcomm *c);
+/* 1 if c may take one more of ferry's requests now (req.c: room, the rule
+ * that keeps communicators from waiting for each other). */
+int fmpi_room(const struct fcomm *c);
+/* How many communicators a rank may have on ferry at once (req.c). */
+#define FMPI_MAX_COMMS 32
+#define FMPI_STR_(x) #x
+#define FMPI_STR(x) FMPI_STR_(x)
 /* Ends every request (MPI_Finalize). */
 void fmpi_req_fini(void);
 /* Has the MPI library drive our progress too (on), or stops it; 1 if it

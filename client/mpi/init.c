@@ -289,7 +289,7 @@ static int split_done(void *arg)
 {
 	struct split *t = arg;
 
-	if (t->c->qhead || t->c->sync_due || t->c->standins)
+	if (t->c->qhead || t->c->sync_due || t->c->standins || !fmpi_room(t->c))
 		return 0;
 	t->ret = ferry_split(t->c->f, t->color, t->key, &t->sub);
 	return t->ret != -EAGAIN;
@@ -302,7 +302,7 @@ static void comm_derive(struct fcomm *c, const char *name, int color, int key, M
 	struct split t = { c, color, key, 0, NULL };
 	ferry_t *sub;
 	struct fcomm *n;
-	int ret, ok, all = 0, mrank = -1, msize = -1;
+	int ret, ok, all = 0, mrank = -1, msize = -1, ncomms = 0;
 	const char *why = "";
 
 	fmpi_wait(split_done, &t);
@@ -320,10 +320,16 @@ static void comm_derive(struct fcomm *c, const char *name, int color, int key, M
 	PMPI_Comm_rank(newcomm, &mrank);
 	PMPI_Comm_size(newcomm, &msize);
 	ok = ret == 0 && sub && ferry_rank(sub) == mrank && ferry_size(sub) == msize;
+	for (struct fcomm *x = comms; x; x = x->next)
+		ncomms++;
 	if (ret < 0)
 		why = ferry_strerror(ret);
 	else if (!ok)
 		why = "ferry's group differs from MPI's";
+	else if (ncomms >= FMPI_MAX_COMMS)
+		/* every communicator keeps room for its next operation
+		 * (req.c): a rank has at most so many */
+		ok = 0, why = "this rank has " FMPI_STR(FMPI_MAX_COMMS) " communicators on ferry already";
 	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, newcomm);
 	n = all ? comm_new(sub, newcomm) : NULL;
 	if (n && PMPI_Comm_set_attr(newcomm, kv, n) != MPI_SUCCESS) {

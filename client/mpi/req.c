@@ -30,6 +30,30 @@
  * posts them does not matter.  A blocking call queues its operation the
  * same way (after the non-blocking ones called before it) and waits.
  *
+ * Room (the rule that keeps communicators from waiting for each other):
+ * ferry takes FERRY_COLL_MAX_PENDING (64) requests per job on this rank,
+ * every group's handle counted on the job's, while MPI lets ranks call
+ * collectives on different communicators in different orders.  Were the
+ * 64 first come first served, a rank whose communicator A held them all
+ * could not post B's operation, in which the other ranks wait before they
+ * post A's: a hang.  So every communicator's next operation can always be
+ * posted: a communicator that holds none of ferry's requests may always
+ * take one, and one that holds some may take another only while, after
+ * it, the sum over this rank's communicators of max(held, 1), plus one for
+ * each communicator it may still make (FMPI_MAX_COMMS less those it has),
+ * is at most 64 (fmpi_room).  Held: its operations posted and not yet
+ * taken back by ferry_test, its barriers and stand-ins likewise, the
+ * ferry_split of MPI_Comm_dup/split while it runs.  The sum stays within
+ * 64 whatever the communicators do (making one turns a slot kept for it
+ * into its own), so the head of a queue waits only for requests of its
+ * own communicator, older ones, which end once every rank posted them,
+ * which each rank can by the same rule.  The limit: a rank has at most
+ * FMPI_MAX_COMMS (32) communicators on ferry at once (world, and freed
+ * ones not yet closed, included); one made beyond that passes through,
+ * decided with the PMPI_Allreduce that agrees on every new communicator
+ * (init.c), and a communicator alone holds at most 64 - 31 = 33 requests,
+ * the rest of its operations waiting in its queue.
+ *
  * Ownership: a struct freq of a non-blocking call lives from fmpi_start
  * until MPI frees its generalized request (grq_free), which happens in a
  * PMPI_Wait... or Test... after we completed it, when ferry's request
@@ -99,6 +123,8 @@ static int grq_cancel(void *extra, int complete)
 /* q ended (err: ferry's result): its buffers are the program's again. */
 static void q_end(struct freq *q, int err)
 {
+	if (q->state == Q_POSTED)
+		q->c->nposted--;        /* ferry_test freed its request */
 	q->state = Q_ENDED;
 	q->err = err;
 	q->cls = fmpi_class(err, ferry_last_error());
@@ -137,6 +163,35 @@ void fmpi_counted(struct fcomm *c)
 		c->sync_due = 1;
 }
 
+/* The requests of ferry's that c holds. */
+static int held(const struct fcomm *c)
+{
+	int n = c->nposted;
+
+	for (int i = 0; i < 2; i++)
+		n += c->sync[i] != NULL;
+	for (int i = 0; i < 4; i++)
+		n += c->standin[i] != NULL;
+	return n;
+}
+
+int fmpi_room(const struct fcomm *c)
+{
+	int sum = 0, comms = 0;
+
+	if (!held(c))
+		return 1;
+	for (const struct fcomm *x = fmpi_comms(); x; x = x->next) {
+		int h = held(x);
+
+		sum += h ? h : 1;
+		comms++;
+	}
+	if (comms < FMPI_MAX_COMMS)
+		sum += FMPI_MAX_COMMS - comms;
+	return sum < FERRY_COLL_MAX_PENDING;
+}
+
 /* Posts a stand-in on c (fmpi_standin); 0, or -EAGAIN to try again
  * later. */
 static int post_standin(struct fcomm *c)
@@ -147,7 +202,7 @@ static int post_standin(struct fcomm *c)
 	for (int i = 0; i < 4; i++)
 		if (!c->standin[i] || ferry_test(&c->standin[i]) != 0)
 			slot = &c->standin[i];
-	if (!slot)
+	if (!slot || !fmpi_room(c))
 		return -EAGAIN;
 	ret = ferry_ibarrier(c->f, slot);
 	/* no memory for ferry's request: later, as for room */
@@ -175,7 +230,7 @@ static int push(struct fcomm *c)
 		if (c->sync_due) {
 			if (c->sync[0] && ferry_test(&c->sync[0]) == 0)
 				return n;
-			if ((ret = ferry_ibarrier(c->f, &b)) == -EAGAIN)
+			if (!fmpi_room(c) || (ret = ferry_ibarrier(c->f, &b)) == -EAGAIN)
 				return n;
 			c->sync[0] = c->sync[1];
 			/* a broken group: its operations say so */
@@ -188,7 +243,7 @@ static int push(struct fcomm *c)
 				return n;
 			continue;
 		}
-		if (!q || (ret = fmpi_post(q)) == -EAGAIN)
+		if (!q || !fmpi_room(c) || (ret = fmpi_post(q)) == -EAGAIN)
 			return n;
 		if (!(c->qhead = q->qnext))
 			c->qtail = NULL;
@@ -204,6 +259,7 @@ static int push(struct fcomm *c)
 			continue;
 		}
 		q->state = Q_POSTED;
+		c->nposted++;
 		fmpi_counted(c);
 	}
 }
