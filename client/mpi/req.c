@@ -54,6 +54,19 @@
  * (init.c), and a communicator alone holds at most 64 - 31 = 33 requests,
  * the rest of its operations waiting in its queue.
  *
+ * Blocking in MPI (the rule that keeps a rank's queue moving while it
+ * waits in MPI): a rank that blocks in MPI with something of ours queued
+ * must still post it, since another rank may wait for it before it sends
+ * what this one waits for.  The wait functions therefore never block in a
+ * PMPI_Wait... while anything of ours is queued: they test, our progress
+ * between the tests (handed), and they hold `busy', which keeps the
+ * progress hook out, only across MPI calls that return at once or across a
+ * blocking one made with nothing queued (nothing can be queued during it:
+ * only the program's calls queue).  MPI's calls that we do not intercept
+ * (MPI_Recv, MPI_Probe, a collective that passes through) post from the
+ * queues only through the hook: Open MPI's, or nothing in MPICH (README,
+ * "MPI programs", says when that can hang).
+ *
  * Ownership: a struct freq of a non-blocking call lives from fmpi_start
  * until MPI frees its generalized request (grq_free), which happens in a
  * PMPI_Wait... or Test... after we completed it, when ferry's request
@@ -505,16 +518,20 @@ static void progress(void)
 		fmpi_progress();
 }
 
+struct fails;
+
 /* The requests of ours among reqs[0..n): qs[i], or NULL where MPI's. */
 struct set {
 	int n, ours;
 	MPI_Request *reqs;
 	struct freq **qs;
 	struct freq *small[16];
-	/* MPI's part, for waitany and waitsome */
+	/* the wait it is handed to MPI as (handed) */
+	enum { C_WAIT, C_WAITALL, C_WAITANY, C_WAITSOME } call;
 	int *idx, *outcount, *idxs;
 	MPI_Status *st;
 	int ret;
+	struct fails *f;        /* our errors kept for it */
 };
 
 static int set_init(struct set *s, int n, MPI_Request *reqs)
@@ -563,27 +580,6 @@ static int all_done(void *arg)
 	struct set *s = arg;
 
 	return set_poll(s) == s->ours;
-}
-
-static int any_done(void *arg)
-{
-	struct set *s = arg;
-	int flag = 0;
-
-	if (set_poll(s))
-		return 1;
-	s->ret = PMPI_Testany(s->n, s->reqs, s->idx, &flag, s->st);
-	return flag || s->ret != MPI_SUCCESS ? 2 : 0;
-}
-
-static int some_done(void *arg)
-{
-	struct set *s = arg;
-
-	if (set_poll(s))
-		return 1;
-	s->ret = PMPI_Testsome(s->n, s->reqs, s->outcount, s->idxs, s->st);
-	return (*s->outcount > 0 && *s->outcount != MPI_UNDEFINED) || s->ret != MPI_SUCCESS ? 2 : 0;
 }
 
 /* The errors of ours among the requests a wait or test function is about
@@ -686,7 +682,8 @@ static int raise_many(struct fails *f, int cnt, const int *idxs, MPI_Status *sts
 /* The value of call, a PMPI_Wait... or Test... over the n requests at reqs,
  * made with the errors of ours among them kept in *f first, and without
  * the progress hook meanwhile (it could complete one of ours whose error
- * is not kept). */
+ * is not kept).  A PMPI_Wait... only while nothing of ours is queued
+ * (handed). */
 #define HANDED(f, n, reqs, call) ({ \
 	int r_; \
 	busy++; \
@@ -695,61 +692,128 @@ static int raise_many(struct fails *f, int cnt, const int *idxs, MPI_Status *sts
 	busy--; \
 	r_; })
 
+/* 1 if something of ours waits to be posted (a queue, a barrier or a
+ * stand-in due): other ranks may be waiting for it. */
+static int queued(void)
+{
+	for (const struct fcomm *c = fmpi_comms(); c; c = c->next)
+		if (c->qhead || c->sync_due || c->standins)
+			return 1;
+	return 0;
+}
+
+/* One PMPI_Test... of the wait s stands for, our errors kept in s->f: 1
+ * once it completed a request (or all are null, or it failed), else 0. */
+static int tested(void *arg)
+{
+	struct set *s = arg;
+	int flag = 0;
+
+	switch (s->call) {
+	case C_WAIT:
+		s->ret = HANDED(s->f, 1, s->reqs, PMPI_Test(s->reqs, &flag, s->st));
+		break;
+	case C_WAITALL:
+		s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Testall(s->n, s->reqs, &flag, s->st));
+		break;
+	case C_WAITANY:
+		s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Testany(s->n, s->reqs, s->idx, &flag, s->st));
+		break;
+	case C_WAITSOME:
+		s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Testsome(s->n, s->reqs, s->outcount, s->idxs, s->st));
+		flag = *s->outcount != 0;       /* (MPI_UNDEFINED: all null) */
+		break;
+	}
+	if (flag || s->ret != MPI_SUCCESS)
+		return 1;
+	fails_fini(s->f);
+	return 0;
+}
+
+/* The wait s stands for, handed to MPI (its result; our errors among the
+ * requests it completed kept in s->f, to raise).  It blocks in
+ * PMPI_Wait... only while nothing of ours waits to be posted: HANDED keeps
+ * our progress out of MPI's (busy), and the other ranks may be waiting for
+ * what this one has queued (a rank that waits for a message whose sender
+ * first waits for our operations).  Else it tests, our progress between
+ * the tests, sleeping as fmpi_wait does. */
+static int handed(struct set *s)
+{
+	if (queued()) {
+		fmpi_wait(tested, s);
+		return s->ret;
+	}
+	switch (s->call) {
+	case C_WAIT:
+		return s->ret = HANDED(s->f, 1, s->reqs, PMPI_Wait(s->reqs, s->st));
+	case C_WAITALL:
+		return s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Waitall(s->n, s->reqs, s->st));
+	case C_WAITANY:
+		return s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Waitany(s->n, s->reqs, s->idx, s->st));
+	case C_WAITSOME:
+		return s->ret = HANDED(s->f, s->n, s->reqs, PMPI_Waitsome(s->n, s->reqs, s->outcount, s->idxs, s->st));
+	}
+	return MPI_ERR_INTERN;
+}
+
+/* Waitany's and Waitsome's wait while some of theirs are ours: 1 once one
+ * of ours ended, 2 once MPI's test completed one of MPI's (tested). */
+static int any_done(void *arg)
+{
+	struct set *s = arg;
+
+	if (set_poll(s))
+		return 1;
+	return tested(s) ? 2 : 0;
+}
+
 FMPI_API int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	struct freq *q = live ? lookup(*req) : NULL;
 	struct fails f;
-	int ret;
+	struct set s = { .call = C_WAIT, .n = 1, .reqs = req, .st = st, .f = &f };
 
 	if (q)
 		fmpi_wait(q_ended, q);
 	else
 		progress();
-	ret = HANDED(&f, 1, req, PMPI_Wait(req, st));
-	return raise_one(&f, 0, ret);
+	return raise_one(&f, 0, handed(&s));
 }
 
 FMPI_API int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
 	struct fails f;
-	struct set s;
-	int ret;
+	struct set s = { .call = C_WAITALL, .st = sts, .f = &f };
 
 	if (set_init(&s, n, reqs))
 		fmpi_wait(all_done, &s);
 	else
 		progress();
 	set_fini(&s);
-	ret = HANDED(&f, n, reqs, PMPI_Waitall(n, reqs, sts));
-	return raise_many(&f, n, NULL, sts, ret);
+	return raise_many(&f, n, NULL, sts, handed(&s));
 }
 
 FMPI_API int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 {
-	struct set s = { .idx = idx, .st = st };
 	struct fails f;
+	struct set s = { .call = C_WAITANY, .idx = idx, .st = st, .f = &f };
 
-	/* (2: MPI's own request completed in any_done: none of ours had) */
-	if (set_init(&s, n, reqs) && fmpi_wait(any_done, &s) == 2) {
-		set_fini(&s);
-		return s.ret;
-	}
+	/* (2: MPI's own request completed in any_done, none of ours had:
+	 * the test kept our errors all the same) */
+	if (!(set_init(&s, n, reqs) && fmpi_wait(any_done, &s) == 2))
+		handed(&s);
 	set_fini(&s);
-	s.ret = HANDED(&f, n, reqs, PMPI_Waitany(n, reqs, idx, st));
 	return raise_one(&f, *idx, s.ret);
 }
 
 FMPI_API int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
-	struct set s = { .outcount = outcount, .idxs = idxs, .st = sts };
 	struct fails f;
+	struct set s = { .call = C_WAITSOME, .outcount = outcount, .idxs = idxs, .st = sts, .f = &f };
 
-	if (set_init(&s, n, reqs) && fmpi_wait(some_done, &s) == 2) {
-		set_fini(&s);
-		return s.ret;
-	}
+	if (!(set_init(&s, n, reqs) && fmpi_wait(any_done, &s) == 2))
+		handed(&s);
 	set_fini(&s);
-	s.ret = HANDED(&f, n, reqs, PMPI_Waitsome(n, reqs, outcount, idxs, sts));
 	return raise_many(&f, *outcount == MPI_UNDEFINED ? 0 : *outcount, idxs, sts, s.ret);
 }
 

@@ -6,7 +6,16 @@
  *     split); the other ranks the barrier and the dup first, then the 70.
  *     Rank 0's 70 must not take all of ferry's 64 requests per job (a
  *     handle's, its groups' included), or its barrier cannot be posted
- *     while the others wait in theirs.
+ *     while the others wait in theirs;
+ *   - point-to-point while non-blocking collectives wait in the queue: 70
+ *     MPI_Ibarrier, then rank 0 receives from the last rank (MPI_Irecv and
+ *     MPI_Wait), which sends only after its MPI_Waitall over the barriers
+ *     ended: rank 0's wait must post the barriers ferry could not take at
+ *     the call;
+ *   - the same with a blocking MPI_Recv, which libferry-mpi does not
+ *     intercept: only the MPI library's progress hook (Open MPI's) posts
+ *     them; MPICH has none for it (README, "MPI programs"): FM_NO_RECV=1
+ *     leaves it out.
  * Results are checked here and written to OUT.RANK (fm.h); an alarm ends a
  * hang.
  */
@@ -48,13 +57,45 @@ static void cross(void)
 	MPI_Comm_free(&d);
 }
 
+/* N barriers, then the last rank sends to rank 0 once they ended there. */
+static void p2p(const char *what, int blocking)
+{
+	MPI_Request q[N], r;
+	int x = 0, last = fm_size - 1;
+
+	for (int i = 0; i < N; i++)
+		MPI_Ibarrier(MPI_COMM_WORLD, &q[i]);
+	if (fm_rank == 0) {
+		if (blocking) {
+			MPI_Recv(&x, 1, MPI_INT, last, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else {
+			MPI_Irecv(&x, 1, MPI_INT, last, 7, MPI_COMM_WORLD, &r);
+			MPI_Wait(&r, MPI_STATUS_IGNORE);
+		}
+		MPI_Waitall(N, q, MPI_STATUSES_IGNORE);
+		if (x != 42)
+			fm_fail(what);
+	} else {
+		MPI_Waitall(N, q, MPI_STATUSES_IGNORE);
+		x = 42;
+		if (fm_rank == last)
+			MPI_Send(&x, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+	}
+	fm_emit(what, &x, sizeof(x));
+}
+
 int main(int argc, char **argv)
 {
+	const char *e = getenv("FM_NO_RECV");
+
 	fm_init(&argc, &argv);
 	alarm(30);
 	if (fm_size < 2)
 		fm_fail("at least 2 ranks");
 	cross();
+	p2p("70 barriers outstanding, MPI_Irecv and MPI_Wait", 0);
+	if (!(e && *e == '1'))
+		p2p("70 barriers outstanding, MPI_Recv", 1);
 	fm_fini();
 	return 0;
 }
