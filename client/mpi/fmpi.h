@@ -24,11 +24,19 @@
 #include <mpi.h>
 
 /* A communicator whose collectives ferry runs.  Owned by init.c: made when
- * the communicator is (world at MPI_Init), freed when it is freed (or at
- * MPI_Finalize) and no group's handle made from it is left open. */
+ * the communicator is (world at MPI_Init); its handle is closed when MPI
+ * frees the communicator (or at MPI_Finalize) and no group's handle made
+ * from it is left open; the struct is freed then, or, while requests of
+ * ours still point to it (refs: a non-blocking operation's, from
+ * fmpi_start until MPI frees the request), when the last of them is
+ * freed (fmpi_unref).  MPI_Comm_free with operations pending is valid MPI. */
 struct fcomm {
 	ferry_t *f;             /* the job's handle (world) or a group's */
-	MPI_Comm comm;
+	MPI_Comm comm;          /* not a handle any more once gone */
+	int refs;               /* requests of ours that point here */
+	int gone;               /* MPI freed comm */
+	int closed;             /* f closed, out of the list: refs free it */
+	MPI_Errhandler eh;      /* comm's error handler when it went, while refs */
 	int id;                 /* 0: MPI_COMM_WORLD, then in order of creation */
 	int rank, size;
 	int freed;              /* MPI_Comm_free'd; closed once its groups are */
@@ -138,6 +146,12 @@ int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why);
 /* MPI's error class for ferry's error err with its text (init.c: the
  * table). */
 int fmpi_class(int err, const char *text);
+/* Raises cls through c's error handler: its communicator's, or, once MPI
+ * freed that, the handler it had (init.c says how). */
+void fmpi_raise(struct fcomm *c, int cls);
+/* Drops a reference a request of ours held on c (freeing c if it was the
+ * last and c is closed). */
+void fmpi_unref(struct fcomm *c);
 
 /* --- req.c --- */
 /* Runs q (a blocking call's, on the caller's stack, its sides and

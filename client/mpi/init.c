@@ -7,7 +7,14 @@
  * the attribute's delete function when MPI frees the communicator, or by
  * MPI_Finalize.  A group's handle is closed only after the handles split
  * from it (ferry_close says -EBUSY before): an fcomm freed before its
- * children stays in `comms`, marked freed, until they are gone.
+ * children stays in `comms`, marked freed, until they are gone.  Closing
+ * waits for its operations to end, but their requests may be waited for
+ * later (MPI lets a program free a communicator with operations pending):
+ * each holds a reference (fcomm.refs, req.c), and an fcomm closed while
+ * referenced leaves `comms` and is freed by the last request's free
+ * (fmpi_unref).  Its communicator is gone then, and so is MPI's handle of
+ * it: fmpi_raise calls the error handler it had (kept when MPI freed it)
+ * instead.
  */
 #include "fmpi.h"
 
@@ -68,6 +75,56 @@ void fmpi_log(const struct fcomm *c, const char *name, const char *fmt, ...)
 		fmpi_say("ferry-mpi %d: %s comm %d: %s", world_rank, name, c->id, text);
 	else
 		fmpi_say("ferry-mpi %d: %s: %s", world_rank, name, text);
+}
+
+/* MPI 4.0 §6.4.3: a freed communicator's pending operations complete
+ * normally, the object living on while they refer to it, and their errors
+ * are raised on it (§9.3).  Ours are generalized requests, which MPI does
+ * not tie to the communicator, and the program's handle of it is gone: we
+ * call the handler it had (a reference of our own, PMPI_Comm_get_errhandler
+ * when MPI freed it) through MPI_COMM_SELF for a moment, the handler
+ * seeing MPI_COMM_SELF where MPI would give the freed communicator. */
+void fmpi_raise(struct fcomm *c, int cls)
+{
+	MPI_Errhandler self;
+
+	if (!c->gone) {
+		PMPI_Comm_call_errhandler(c->comm, cls);
+		return;
+	}
+	if (c->eh == MPI_ERRHANDLER_NULL || PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self) != MPI_SUCCESS) {
+		PMPI_Comm_call_errhandler(MPI_COMM_WORLD, cls);
+		return;
+	}
+	PMPI_Comm_set_errhandler(MPI_COMM_SELF, c->eh);
+	PMPI_Comm_call_errhandler(MPI_COMM_SELF, cls);
+	PMPI_Comm_set_errhandler(MPI_COMM_SELF, self);
+	PMPI_Errhandler_free(&self);
+}
+
+static void comm_free(struct fcomm *c)
+{
+	int done = 1;
+
+	if (c->eh != MPI_ERRHANDLER_NULL && PMPI_Finalized(&done) == MPI_SUCCESS && !done)
+		PMPI_Errhandler_free(&c->eh);
+	free(c);
+}
+
+/* c's handle is closed and c out of `comms`: freed now, or by the last
+ * request of ours that points to it. */
+static void comm_drop(struct fcomm *c)
+{
+	c->closed = 1;
+	c->f = NULL;
+	if (!c->refs)
+		comm_free(c);
+}
+
+void fmpi_unref(struct fcomm *c)
+{
+	if (--c->refs == 0 && c->closed)
+		comm_free(c);
 }
 
 int fmpi_error(struct fcomm *c, const char *name, int cls, const char *why)
@@ -235,6 +292,7 @@ static struct fcomm *comm_new(ferry_t *f, MPI_Comm comm)
 		return NULL;
 	c->f = f;
 	c->comm = comm;
+	c->eh = MPI_ERRHANDLER_NULL;
 	c->id = next_id++;
 	c->rank = ferry_rank(f);
 	c->size = ferry_size(f);
@@ -263,7 +321,7 @@ static void comm_close(struct fcomm *c)
 			if (ret < 0)
 				fmpi_log(x, "MPI_Comm_free", "ferry_close: %s", ferry_strerror(ret));
 			*pp = x->next;
-			free(x);
+			comm_drop(x);
 			again = 1;
 			break;
 		}
@@ -272,8 +330,15 @@ static void comm_close(struct fcomm *c)
 
 static int comm_delete(MPI_Comm comm, int keyval, void *val, void *extra)
 {
-	(void)comm, (void)keyval, (void)extra;
-	comm_close(val);
+	struct fcomm *c = val;
+
+	(void)keyval, (void)extra;
+	/* requests of ours may outlive the communicator: keep its handler
+	 * for their errors (fmpi_raise) */
+	c->gone = 1;
+	if (c->refs && PMPI_Comm_get_errhandler(comm, &c->eh) != MPI_SUCCESS)
+		c->eh = MPI_ERRHANDLER_NULL;
+	comm_close(c);
 	return MPI_SUCCESS;
 }
 
@@ -520,12 +585,12 @@ FMPI_API int MPI_Finalize(void)
 				PMPI_Comm_delete_attr(c->comm, kv);
 			if (comms == c) {   /* could not close (its attribute is gone): leave it */
 				comms = c->next;
-				free(c);
+				comm_drop(c);
 			}
 		}
 		fmpi_wait(fmpi_idle, world);
 		ferry_close(world->f);
-		free(world);
+		comm_drop(world);
 		world = NULL;
 		comms = NULL;
 		PMPI_Comm_free_keyval(&kv);

@@ -71,8 +71,11 @@
  * until MPI frees its generalized request (grq_free), which happens in a
  * PMPI_Wait... or Test... after we completed it, when ferry's request
  * ended; one MPI_Request_free'd by the program is waited for by us (reap)
- * once it ended.  A blocking call's is on its stack, in `live` from
- * fmpi_run until it returns.
+ * once it ended.  Meanwhile it holds a reference on its fcomm (fmpi.h),
+ * which the program may free before it waits; so does a failure kept for
+ * raising (struct fail) across the PMPI call that frees the request.  A
+ * blocking call's is on its stack, in `live` from fmpi_run until it
+ * returns.
  */
 #include "fmpi.h"
 
@@ -121,9 +124,11 @@ static int grq_query(void *extra, MPI_Status *st)
 static int grq_free(void *extra)
 {
 	struct freq *q = extra;
+	struct fcomm *c = q->c;
 
 	live_del(q);
 	free(q);
+	fmpi_unref(c);
 	return MPI_SUCCESS;
 }
 
@@ -475,6 +480,7 @@ int fmpi_start(struct freq *q, MPI_Request *req_p)
 	if ((ret = grq_start(q)) != MPI_SUCCESS)
 		return ret;
 	*req_p = q->mreq;
+	q->c->refs++;           /* until grq_free */
 	enqueue(q);
 	return MPI_SUCCESS;
 }
@@ -593,7 +599,7 @@ static int all_done(void *arg)
  * go MPI's way. */
 struct fail {
 	int idx, cls;
-	MPI_Comm comm;
+	struct fcomm *c;        /* a reference: MPI may free the request */
 };
 struct fails {
 	int n;
@@ -621,7 +627,8 @@ static void fails_collect(struct fails *f, int n, const MPI_Request *reqs)
 
 		if (q && q->state == Q_ENDED && q->err && f->n < cap) {
 			q->raised = 1;
-			f->v[f->n++] = (struct fail){ i, q->cls, q->c->comm };
+			f->v[f->n++] = (struct fail){ i, q->cls, q->c };
+			q->c->refs++;
 		}
 	}
 }
@@ -636,6 +643,8 @@ static const struct fail *fails_at(const struct fails *f, int idx)
 
 static void fails_fini(struct fails *f)
 {
+	for (int k = 0; k < f->n; k++)
+		fmpi_unref(f->v[k].c);
 	if (f->v != f->small)
 		free(f->v);
 }
@@ -647,7 +656,7 @@ static int raise_one(struct fails *f, int idx, int ret)
 	const struct fail *x = fails_at(f, idx);
 
 	if (x && ret == MPI_SUCCESS) {
-		PMPI_Comm_call_errhandler(x->comm, x->cls);
+		fmpi_raise(x->c, x->cls);
 		ret = x->cls;
 	}
 	fails_fini(f);
@@ -672,7 +681,7 @@ static int raise_many(struct fails *f, int cnt, const int *idxs, MPI_Status *sts
 			sts[k].MPI_ERROR = x ? x->cls : MPI_SUCCESS;
 	}
 	if (first && ret == MPI_SUCCESS) {
-		PMPI_Comm_call_errhandler(first->comm, MPI_ERR_IN_STATUS);
+		fmpi_raise(first->c, MPI_ERR_IN_STATUS);
 		ret = MPI_ERR_IN_STATUS;
 	}
 	fails_fini(f);

@@ -15,6 +15,8 @@
  *     MPI_ERR_TRUNCATE on every rank, in an MPI_Waitall with a
  *     point-to-point exchange: MPI_ERR_IN_STATUS, the statuses' MPI_ERROR
  *     fields MPI_ERR_TRUNCATE and MPI_SUCCESS;
+ *   - the non-blocking gather again, its communicator freed before the
+ *     wait: the error goes through the handler that communicator had;
  *   - a bcast whose ranks name different roots: MPI_ERR_ROOT (blocking, on
  *     a communicator with MPI_ERRORS_RETURN).
  * Each rank writes one line per check to OUT.RANK (fm.h) and fails (MPI_Abort)
@@ -87,6 +89,7 @@ static void expect_err(const char *what, int ret, int want)
 
 int main(int argc, char **argv)
 {
+	static void *churn[100];
 	MPI_Comm a;
 	int v[64], g[64 * 4], ret;
 
@@ -142,6 +145,32 @@ int main(int argc, char **argv)
 			fm_fail("the statuses of a waitall with a truncated igather");
 	}
 	MPI_Comm_free(&a);
+
+	/* the same, the communicator freed before the wait (valid MPI: its
+	 * pending operations complete normally, and their errors go through
+	 * its handler); the heap churned, so that freed memory is reused */
+	a = returning();
+	{
+		MPI_Request q = MPI_REQUEST_NULL;
+
+		ret = MPI_Igather(v, fm_rank == 1 ? -1 : 1, MPI_INT, g, 1, MPI_INT, 0, a, &q);
+		MPI_Comm_free(&a);
+		for (int i = 0; i < 100; i++) {
+			void *p = fm_alloc(128);
+
+			memset(p, 0x5a, 128);
+			churn[i] = p;
+		}
+		if (fm_rank != 1) {
+			if (ret != MPI_SUCCESS || h_calls)
+				fm_fail("MPI_Igather failed at the call");
+			ret = MPI_Wait(&q, MPI_STATUS_IGNORE);
+		}
+		expect_err("igather, its communicator freed before the wait", ret,
+			   fm_rank == 1 ? MPI_ERR_COUNT : MPI_ERR_ARG);
+		for (int i = 0; i < 100; i++)
+			free(churn[i]);
+	}
 
 	/* rank 2 names another root; MPI's own MPI_ERRORS_RETURN */
 	MPI_Comm_dup(MPI_COMM_WORLD, &a);
