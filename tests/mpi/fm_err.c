@@ -17,6 +17,9 @@
  *     fields MPI_ERR_TRUNCATE and MPI_SUCCESS;
  *   - the non-blocking gather again, its communicator freed before the
  *     wait: the error goes through the handler that communicator had;
+ *   - and again, its request freed by MPI_Request_free: nothing is raised
+ *     (libferry-mpi prints the failure), MPI_COMM_WORLD's fatal handler
+ *     least of all;
  *   - a bcast whose ranks name different roots: MPI_ERR_ROOT (blocking, on
  *     a communicator with MPI_ERRORS_RETURN).
  * Each rank writes one line per check to OUT.RANK (fm.h) and fails (MPI_Abort)
@@ -170,6 +173,28 @@ int main(int argc, char **argv)
 			   fm_rank == 1 ? MPI_ERR_COUNT : MPI_ERR_ARG);
 		for (int i = 0; i < 100; i++)
 			free(churn[i]);
+	}
+
+	/* the same, the request freed (MPI_Request_free): nothing is raised
+	 * where no call is left to return the error (ferry-mpi prints it) */
+	a = returning();
+	{
+		MPI_Request q = MPI_REQUEST_NULL;
+
+		ret = MPI_Igather(v, fm_rank == 1 ? -1 : 1, MPI_INT, g, 1, MPI_INT, 0, a, &q);
+		if (fm_rank == 1)
+			expect_err("igather, its request freed", ret, MPI_ERR_COUNT);
+		else if (ret != MPI_SUCCESS || h_calls)
+			fm_fail("MPI_Igather failed at the call");
+		if (q != MPI_REQUEST_NULL)
+			MPI_Request_free(&q);
+		/* progress points: the operation ends, libferry-mpi frees it */
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Comm_free(&a);
+		MPI_Barrier(MPI_COMM_WORLD);
+		fprintf(fm_out, "igather, its request freed: handler %d calls\n", h_calls);
+		if (h_calls)
+			fm_fail("an error raised for a freed request");
 	}
 
 	/* rank 2 names another root; MPI's own MPI_ERRORS_RETURN */
