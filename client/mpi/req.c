@@ -248,7 +248,10 @@ static int push(struct fcomm *c)
 		if (c->sync_due) {
 			if (c->sync[0] && ferry_test(&c->sync[0]) == 0)
 				return n;
-			if (!fmpi_room(c) || (ret = ferry_ibarrier(c->f, &b)) == -EAGAIN)
+			/* no memory for ferry's request: later, as for room
+			 * (skipping it here alone would leave this rank's
+			 * operations one behind the others') */
+			if (!fmpi_room(c) || (ret = ferry_ibarrier(c->f, &b)) == -EAGAIN || ret == -ENOMEM)
 				return n;
 			c->sync[0] = c->sync[1];
 			/* a broken group: its operations say so */
