@@ -134,10 +134,10 @@ int fmpi_on(void);
 struct fcomm *fmpi_comm(MPI_Comm comm);
 /* Every fcomm, newest first (freed ones whose groups are open too). */
 struct fcomm *fmpi_comms(void);
-/* Waits, without spinning for long, until done(arg) says 1 (or < 0),
- * driving ferry's operations (fmpi_progress) and MPI's progress meanwhile:
- * a rank asleep in a ferry operation must still answer the other ranks'
- * point-to-point traffic. */
+/* Waits, without spinning for long, until done(arg) says something but 0,
+ * and returns that, driving ferry's operations (fmpi_progress) and MPI's
+ * progress meanwhile: a rank asleep in a ferry operation must still answer
+ * the other ranks' point-to-point traffic.  Nothing else ends it. */
 int fmpi_wait(int (*done)(void *), void *arg);
 /* Fails a call with MPI error class cls (why: NULL for MPI's text of it):
  * a line on stderr, then the communicator's error handler, as MPI would;

@@ -252,6 +252,7 @@ static uint64_t wait_spin_ns = 50000;
 
 int fmpi_wait(int (*done)(void *), void *arg)
 {
+	static int said;
 	uint64_t t0 = now_ns();
 
 	for (;;) {
@@ -271,9 +272,17 @@ int fmpi_wait(int (*done)(void *), void *arg)
 		if ((ret = done(arg)))
 			return ret;
 		/* ferry_fd wakes us when a request that a ferry_test (in
-		 * fmpi_progress) said was pending ends */
-		if (poll(&p, 1, WAIT_PROGRESS_MS) < 0 && errno != EINTR)
-			return -errno;
+		 * fmpi_progress) said was pending ends.  A poll that fails
+		 * (no memory) is no reason to stop waiting: the operations
+		 * waited for, and their buffers, are ferry's until they end;
+		 * sleep a turn instead. */
+		if (poll(&p, 1, WAIT_PROGRESS_MS) < 0 && errno != EINTR) {
+			struct timespec ms = { 0, WAIT_PROGRESS_MS * 1000000L };
+
+			if (!said++)
+				fmpi_say("ferry-mpi %d: poll: %s (sleeping instead)", world_rank, strerror(errno));
+			nanosleep(&ms, NULL);
+		}
 	}
 }
 
