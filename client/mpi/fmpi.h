@@ -117,7 +117,9 @@ struct freq {
 	int detached;           /* MPI_Request_free'd by the program */
 	unsigned standins;      /* stand-ins owed right after this one */
 	struct side s[2];
-	struct freq *next;      /* every operation of ours, oldest first */
+	struct freq *next, *prev; /* every operation of ours, oldest first */
+	struct freq *hnext;     /* its bucket of the table by mreq (req.c) */
+	int hashed;             /* ... in it (non-blocking, not detached) */
 	struct freq *qnext;     /* c's queue */
 };
 

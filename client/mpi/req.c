@@ -83,28 +83,68 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define FMPI_API __attribute__((visibility("default")))
 
-static struct freq *live;       /* every operation of ours, oldest first */
+static struct freq *live, *live_tail; /* every operation of ours, oldest first */
+
+/* The non-blocking ones by the program's request (lookup), so that a wait
+ * over many requests with many outstanding is not quadratic. */
+#define NBUCKETS 1024
+static struct freq *bucket[NBUCKETS];
+
+static struct freq **bucket_of(MPI_Request r)
+{
+	uint64_t k = 0;
+
+	/* (a pointer in Open MPI, an int in MPICH) */
+	memcpy(&k, &r, sizeof(r) < sizeof(k) ? sizeof(r) : sizeof(k));
+	return &bucket[(k * 0x9e3779b97f4a7c15ull) >> 54];
+}
+
+static void unhash(struct freq *q)
+{
+	if (!q->hashed)
+		return;
+	for (struct freq **pp = bucket_of(q->mreq); *pp; pp = &(*pp)->hnext)
+		if (*pp == q) {
+			*pp = q->hnext;
+			break;
+		}
+	q->hashed = 0;
+}
 
 static void live_add(struct freq *q)
 {
-	struct freq **pp;
-
-	for (pp = &live; *pp; pp = &(*pp)->next)
-		;
 	q->next = NULL;
-	*pp = q;
+	q->prev = live_tail;
+	if (live_tail)
+		live_tail->next = q;
+	else
+		live = q;
+	live_tail = q;
+	if (q->mreq != MPI_REQUEST_NULL) {
+		struct freq **b = bucket_of(q->mreq);
+
+		q->hnext = *b;
+		*b = q;
+		q->hashed = 1;
+	}
 }
 
 static void live_del(struct freq *q)
 {
-	for (struct freq **pp = &live; *pp; pp = &(*pp)->next)
-		if (*pp == q) {
-			*pp = q->next;
-			return;
-		}
+	unhash(q);
+	if (q->prev)
+		q->prev->next = q->next;
+	else
+		live = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	else
+		live_tail = q->prev;
+	q->next = q->prev = NULL;
 }
 
 static int grq_query(void *extra, MPI_Status *st)
@@ -518,8 +558,8 @@ static struct freq *lookup(MPI_Request r)
 {
 	if (r == MPI_REQUEST_NULL)
 		return NULL;
-	for (struct freq *q = live; q; q = q->next)
-		if (q->mreq == r && !q->detached)
+	for (struct freq *q = *bucket_of(r); q; q = q->hnext)
+		if (q->mreq == r)
 			return q;
 	return NULL;
 }
@@ -889,6 +929,7 @@ FMPI_API int MPI_Request_free(MPI_Request *req)
 	/* MPI frees it once it ended; freeing an incomplete generalized
 	 * request would leave grq_free to run before we complete it */
 	q->detached = 1;
+	unhash(q);              /* (MPI may hand its handle out again) */
 	*req = MPI_REQUEST_NULL;
 	progress();
 	return MPI_SUCCESS;
