@@ -15,6 +15,8 @@
  *     MPI_ERR_TRUNCATE on every rank, in an MPI_Waitall with a
  *     point-to-point exchange: MPI_ERR_IN_STATUS, the statuses' MPI_ERROR
  *     fields MPI_ERR_TRUNCATE and MPI_SUCCESS;
+ *   - that gather in an MPI_Waitany with a receive that only a later send
+ *     matches: MPI_ERR_TRUNCATE, raised on the gather's communicator;
  *   - the non-blocking gather again, its communicator freed before the
  *     wait: the error goes through the handler that communicator had;
  *   - and again, its request freed by MPI_Request_free: nothing is raised
@@ -146,6 +148,27 @@ int main(int argc, char **argv)
 		if (st[0].MPI_ERROR != MPI_ERR_TRUNCATE || st[1].MPI_ERROR != MPI_SUCCESS ||
 		    st[2].MPI_ERROR != MPI_SUCCESS || in != left)
 			fm_fail("the statuses of a waitall with a truncated igather");
+	}
+	MPI_Comm_free(&a);
+
+	/* the truncated gather in an MPI_Waitany with a receive that only a
+	 * later send matches: the gather completes first, its error raised
+	 * on its communicator (MPICH polls our requests inside the tests
+	 * MPI_Waitany makes: one of them must not complete it unseen) */
+	a = returning();
+	{
+		int in = -1, out = fm_rank, idx = -1;
+		MPI_Request q[2], s1;
+
+		MPI_Igather(v, fm_rank == 1 ? 2 : 1, MPI_INT, g, 1, MPI_INT, 0, a, &q[0]);
+		MPI_Irecv(&in, 1, MPI_INT, fm_rank, 11, MPI_COMM_WORLD, &q[1]);
+		ret = MPI_Waitany(2, q, &idx, MPI_STATUS_IGNORE);
+		expect_err("igather, rank 1 sends more than the root expects, in a waitany", ret, MPI_ERR_TRUNCATE);
+		MPI_Isend(&out, 1, MPI_INT, fm_rank, 11, MPI_COMM_WORLD, &s1);
+		MPI_Wait(&s1, MPI_STATUS_IGNORE);
+		MPI_Wait(&q[1], MPI_STATUS_IGNORE);
+		if (idx != 0 || in != fm_rank)
+			fm_fail("a waitany over a failed igather and a receive");
 	}
 	MPI_Comm_free(&a);
 
