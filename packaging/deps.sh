@@ -83,21 +83,22 @@ $sudo chmod 755 "$policy"
 $sudo apt-get update -qq >/dev/null || $sudo apt-get update
 # Open MPI and MPICH both provide mpicc, mpirun and mpi.h through
 # alternatives; Debian 12 ranks Open MPI first (50 against 40), but a
-# machine's own choice or another release may differ: what they point to
-# before the install is put back after it, so that installing MPICH never
-# changes what mpicc and mpirun mean for Open MPI's users (libferry-mpich is
-# built with mpicc.mpich and tested with mpiexec.mpich, by name).
-alts="mpi mpirun mpi-$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
-alt_value() { update-alternatives --query "$1" 2>/dev/null | sed -n 's/^Value: //p'; }
-before=""
-for a in $alts; do before="$before $a=$(alt_value "$a")"; done
+# machine's own choice, one that had MPICH alone before, or another release
+# may differ: after the install, each alternative that has an Open MPI
+# choice is set to it, since libferry-mpi is built with mpicc and tested
+# with mpirun and must be Open MPI's (libferry-mpich is built with
+# mpicc.mpich and tested with mpiexec.mpich, by name).  gcc, not
+# dpkg-architecture (dpkg-dev may be absent), names the multiarch triplet.
+alts="mpi mpirun mpi-$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
-for ab in $before; do
-	a=${ab%%=*} b=${ab#*=}
-	if [ -n "$b" ] && [ "$(alt_value "$a")" != "$b" ]; then
-		echo "deps.sh: the install switched the $a alternative: back to $b" >&2
-		$sudo update-alternatives --quiet --set "$a" "$b"
+for a in $alts; do
+	q=$(update-alternatives --query "$a" 2>/dev/null) || continue
+	want=$(printf '%s\n' "$q" | sed -n 's/^Alternative: \(.*openmpi.*\)/\1/p' | head -n 1)
+	now=$(printf '%s\n' "$q" | sed -n 's/^Value: //p')
+	if [ -n "$want" ] && [ "$now" != "$want" ]; then
+		echo "deps.sh: the $a alternative is ${now:-unset}: Open MPI's, $want" >&2
+		$sudo update-alternatives --quiet --set "$a" "$want"
 	fi
 done
 # ... nor at the next boot: what deps.sh installed for the tests is theirs,
