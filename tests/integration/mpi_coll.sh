@@ -9,9 +9,7 @@
 # (FERRY_MPI=off), and its collectives ran in the daemons.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
-mpi_ready
-
-start_cluster c 3 || { t_fail "cluster up"; finish; }
+mpi_cluster 3
 NODES="c_n0 c_n1 c_n1 c_n2 c_n2 c_n2"
 samples() {
 	local k

@@ -10,9 +10,7 @@
 # MPI alone would leave the other ranks waiting.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
-mpi_ready
-
-start_cluster c 2 || { t_fail "cluster up"; finish; }
+mpi_cluster 2
 P="$BUILD/tests/fm_err"
 t0=$(date +%s)
 expect "the program runs through ferry (2 nodes x 2 ranks) and every error is as it must be" \

@@ -13,9 +13,7 @@
 # (or one not understood: with a warning).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
-mpi_ready
-
-start_cluster c 2 || { t_fail "cluster up"; finish; }
+mpi_cluster 2
 P="$BUILD/tests/fm_pass"
 expect "the program runs through ferry (2 nodes x 2 ranks)" mpi_run fy c_n0 c_n0 c_n1 c_n1 -- -- "$P" "$TMP/fy"
 expect "MPI alone runs it" mpi_run off c_n0 c_n0 c_n1 c_n1 -- FERRY_MPI=off -- "$P" "$TMP/off"

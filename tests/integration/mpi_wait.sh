@@ -14,9 +14,7 @@
 # Results equal MPI's alone.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../mpi/lib.sh"
-mpi_ready
-
-start_cluster c 2 || { t_fail "cluster up"; finish; }
+mpi_cluster 2
 P="$BUILD/tests/fm_wait"
 expect "the program runs through ferry, waits sleeping (2 nodes x 2 ranks)" \
 	mpi_run fy c_n0 c_n0 c_n1 c_n1 -- FM_EXPECT_SLEEP=1 -- "$P" "$TMP/fy"

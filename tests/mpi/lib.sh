@@ -6,7 +6,7 @@
 #
 # mpi_ready: says SKIP and finishes the test where Open MPI or
 # libferry-mpi is missing (packaging/deps.sh installs Open MPI; make builds
-# libferry-mpi when mpicc is there).
+# libferry-mpi when mpicc is there); mpi_cluster N: that, then N nodes.
 # mpi_run OUT NODE_OF... [-- ENV=VALUE...] -- PROG ARGS: one rank per
 # NODE_OF (rank r on the daemon of $TMP/NODE_OF[r]), the program preloaded
 # with libferry-mpi; FERRY_MPI_LOG=1, the ranks' stderr in $TMP/OUT.log,
@@ -39,6 +39,13 @@ mpi_ready() {
 		echo "ok - $TEST: # SKIP $why"
 		finish
 	fi
+}
+
+# mpi_cluster N: mpi_ready, then a local ferry cluster of N nodes (c_n0...),
+# or the test fails and finishes.
+mpi_cluster() {
+	mpi_ready
+	start_cluster c "$1" || { t_fail "cluster up"; finish; }
 }
 
 mpi_run() {
