@@ -51,8 +51,10 @@
  *    flags (CTL_COLL_IN_PLACE).
  * 7: COLL kinds BCAST .. EXSCAN; the type and operation in COLL's flags.
  * 8: COLL reports the time of an earlier operation as the rank saw it
- *    (prev_group, prev_seq, prev_us); QUERY COSTS. */
-#define CTL_VERSION   8
+ *    (prev_group, prev_seq, prev_us); QUERY COSTS.
+ * 9: DENSE records in TX, RX and direct rings (proto/ring.h "Dense
+ *    batches"). */
+#define CTL_VERSION   9
 #define CTL_MAX_BODY  (1u << 20)        /* TEXT replies may be long; others are tiny */
 #define CTL_ERRTEXT_MAX 255
 

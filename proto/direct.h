@@ -14,7 +14,8 @@
  * Layout: a header page, then n * n rings; the ring from slot i to slot j is
  * at proto_direct_ring_off(n, size, i, j), each ring_bytes(size) rounded up
  * to a page.  The rings are proto/ring.h's, with the RX ring's records
- * (kind ITEM, and STEP as below; src the producer's rank; PAD).  Each
+ * (kind ITEM, DENSE: proto/ring.h "Dense batches", and STEP as below; src
+ * the producer's rank; PAD).  Each
  * reader offers its writers to run membarrier before it sleeps, as ferryd
  * does for TX rings, when it gets the region, which may be after a writer
  * began: proto/ring.h "Late offers".  Each side wakes the

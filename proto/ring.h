@@ -124,7 +124,9 @@ enum proto_rec_kind {
 				 * left, EHOSTDOWN: a node was lost), src the rank
 				 * that left or UINT32_MAX, the payload a message */
 	PROTO_REC_BATCH = 7,    /* TX only: items for rank dst (see "Batches") */
-	PROTO_REC_KIND_MAX = PROTO_REC_BATCH,
+	PROTO_REC_DENSE = 8,    /* TX, RX and direct rings: items of one length and
+				 * channel for rank dst (see "Dense batches") */
+	PROTO_REC_KIND_MAX = PROTO_REC_DENSE,
 };
 
 enum proto_rec_flags {
@@ -223,6 +225,92 @@ static inline uint32_t proto_batch_check(const uint8_t *p, uint32_t len, uint64_
 		n++;
 	}
 	return n;
+}
+
+/* Dense batches.  Where every item of a batch has the same length L and
+ * the same channel (bale's histogram and index-gather, HPCC RandomAccess:
+ * 8-byte items), a per-item header is two thirds of the bytes: 24 bytes per
+ * 8-byte item in every ring, on the wire and in every copy, and a check
+ * that walks every record twice (the sending daemon, the receiving one).
+ * So such a batch travels as one DENSE record instead: kind DENSE, flags 0,
+ * channel 0, dst and src the items', and a payload of an 8-byte struct
+ * proto_dense (L, the items' channel, their count) followed by the items
+ * at a stride of L rounded up to 8, so that every item's data is 8-byte
+ * aligned as in any record (L = 0: stride 0, the count says how many).
+ * len is exactly 8 + count x stride, at most PROTO_BATCH_MAX: 8 bytes per
+ * 8-byte item plus 24 per batch.  Checking one is O(1)
+ * (proto_dense_check): the header against len; the items are opaque
+ * bytes.  The padding after each item is the sender's (libferry zeroes
+ * it); nobody checks it, since it shows nobody anything but the sender's
+ * own bytes.  The same payload is the TX record's (client/send.c), the
+ * wire element's (proto/wire.h WIRE_ITEM_DENSE), the RX record's and a
+ * direct ring's record's (proto/direct.h), so each hop copies it as it is;
+ * the receiving library hands its items out one by one as struct
+ * ferry_item, pointing into the record (client/recv.c), and gives the
+ * record's room back once every item of it was handed out and released.
+ * The channel lives in the payload, not in the record header, because on
+ * the wire the element's channel field holds the count (as for
+ * WIRE_ITEM_BATCH), and the payload must not change on the way.
+ *
+ * The check must read the header once, from memory the other side cannot
+ * change, or as one word (ring_word) whose value is then used alone: the
+ * daemons copy the items after the header and write the header they
+ * checked, never the client's again. */
+#define PROTO_DENSE_ITEM_MAX  PROTO_BATCH_ITEM_MAX
+#define PROTO_DENSE_COUNT_MAX 512u
+
+struct proto_dense {
+	uint16_t len;           /* L: every item's length, <= PROTO_DENSE_ITEM_MAX */
+	uint16_t channel;       /* every item's channel */
+	uint32_t count;         /* items, 1..PROTO_DENSE_COUNT_MAX */
+};
+static_assert(sizeof(struct proto_dense) == 8, "dense batch header layout");
+static_assert(PROTO_DENSE_ITEM_MAX <= 0xffff, "L fits its field");
+
+/* The item length, channel, stride and count of a dense header word
+ * (little-endian: len | channel << 16 | count << 32). */
+static inline uint32_t proto_dense_len(uint64_t h)
+{
+	return (uint32_t)(h & 0xffff);
+}
+static inline uint16_t proto_dense_channel(uint64_t h)
+{
+	return (uint16_t)(h >> 16);
+}
+static inline uint32_t proto_dense_stride(uint64_t h)
+{
+	return (proto_dense_len(h) + 7) & ~7u;
+}
+
+/* For a DENSE record of len payload bytes whose header word is h: how many
+ * items it holds, or 0 if it is not a valid dense batch. */
+static inline uint32_t proto_dense_check(uint64_t h, uint32_t len)
+{
+	uint32_t count = (uint32_t)(h >> 32);
+
+	if (proto_dense_len(h) > PROTO_DENSE_ITEM_MAX || count == 0 || count > PROTO_DENSE_COUNT_MAX ||
+	    len != sizeof(struct proto_dense) + (uint64_t)count * proto_dense_stride(h))
+		return 0;
+	return count;
+}
+
+/* The header word of a dense payload at p (8-aligned; memory of our own,
+ * or a ring read as ring_word reads it). */
+static inline uint64_t proto_dense_word(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+}
+
+/* Items a record holds: 1 for an item (or a piece of one), the count of a
+ * DENSE record (its payload checked already, in memory of our own), 0
+ * for anything else. */
+static inline uint32_t proto_rec_items(const struct proto_rec *rec, const void *payload)
+{
+	if (rec->kind == PROTO_REC_ITEM)
+		return 1;
+	if (rec->kind == PROTO_REC_DENSE)
+		return (uint32_t)(proto_dense_word(payload) >> 32);
+	return 0;
 }
 
 /* A side's private view of a ring. */

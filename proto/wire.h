@@ -59,8 +59,9 @@
  *     family of collectives, and the home's runtime functions;
  *     wire_ctl_step.coll is reserved.
  * 16: an all-to-all's pieces carry its strategy + 1 above the root
- *     (proto/coll.h, wire_coll_piece.root), where they carried 0. */
-#define WIRE_VERSION    16
+ *     (proto/coll.h, wire_coll_piece.root), where they carried 0.
+ * 17: WIRE_ITEM_DENSE, a dense batch (proto/ring.h "Dense batches"). */
+#define WIRE_VERSION    17
 /* Node ids: below 2^20, because a job's cluster-wide id is its home node's id
  * shifted left by WIRE_JOB_INDEX_BITS, or'ed with an index (daemon/cluster). */
 #define WIRE_JOB_INDEX_BITS 12
@@ -119,10 +120,19 @@ enum wire_item_flags {
 	 * never for job 0.  It travels as one element, and its records go
 	 * into the receiver's RX ring as they are.  wire_batch_ok checks it. */
 	WIRE_ITEM_BATCH = 1u << 7,
+	/* A dense batch (proto/ring.h "Dense batches"): BATCH with the bit
+	 * that no batch had before (a batch never had other flags: a new kind
+	 * of batch, not a flag of an item).  len is the DENSE record's, the
+	 * payload its payload as it is (struct proto_dense, then the items),
+	 * channel how many items (as for BATCH, so that every batch counts the
+	 * same way: wire_item_count), dst and src theirs; never for job 0.
+	 * wire_batch_ok checks it in O(1). */
+	WIRE_ITEM_DENSE = WIRE_ITEM_BATCH | WIRE_ITEM_MORE,
 	WIRE_ITEM_FLAGS_ALL = WIRE_ITEM_MORE | WIRE_ITEM_FRAG_MASK | WIRE_ITEM_BATCH,
 };
 /* Every bit of the byte is taken: no flags byte is unknown any more, and a
- * new kind of element needs a new field (and WIRE_VERSION). */
+ * new kind of element needs a new field (and WIRE_VERSION); a new kind of
+ * batch takes a value of the low bits with BATCH (WIRE_ITEM_DENSE). */
 static_assert(WIRE_ITEM_FLAGS_ALL == 0xff, "the flags byte is full");
 #define WIRE_ITEM_FRAG(flags) (((uint32_t)(flags) & WIRE_ITEM_FRAG_MASK) >> 1)
 /* An item's flags are its ring record's, bit for bit. */
@@ -159,11 +169,17 @@ static inline size_t wire_item_footprint(uint32_t len)
  * is a malformed batch. */
 static inline int wire_batch_ok(uint64_t w0, uint64_t w1, uint64_t w2, const uint8_t *payload)
 {
-	uint32_t k;
+	uint32_t k, flags = (uint32_t)(w0 >> 32) & 0xff;
 
-	if (!((w0 >> 32) & WIRE_ITEM_BATCH))
+	if (!(flags & WIRE_ITEM_BATCH))
 		return 1;
-	k = ((w0 >> 32) & 0xff) == WIRE_ITEM_BATCH && (w1 >> 32) != 0 ? proto_batch_check(payload, (uint32_t)w0, w2) : 0;
+	if ((w1 >> 32) == 0)
+		return 0;
+	if (flags == WIRE_ITEM_DENSE)
+		k = (uint32_t)w0 >= sizeof(struct proto_dense) ? proto_dense_check(proto_dense_word(payload), (uint32_t)w0)
+							      : 0;
+	else
+		k = flags == WIRE_ITEM_BATCH ? proto_batch_check(payload, (uint32_t)w0, w2) : 0;
 	return k != 0 && k == (uint32_t)(w0 >> 48);
 }
 
@@ -554,6 +570,25 @@ static inline void wire_put_batch_header(uint8_t *p, uint32_t len, uint32_t k, u
 	__builtin_memcpy(p, &w0, 8);
 	__builtin_memcpy(p + 8, &w1, 8);
 	__builtin_memcpy(p + 16, &dst_src, 8);
+}
+
+/* A dense batch (WIRE_ITEM_DENSE) of k items whose checked header word is
+ * h, for node and job (generation gen), dst_src theirs, at p
+ * (wire_item_footprint(len) bytes): the header, h, and the len - 8 bytes
+ * of items at items (client memory: copied, never checked, so that they
+ * may change meanwhile).  Returns the bytes written. */
+static inline size_t wire_put_dense(uint8_t *p, uint64_t h, const uint8_t *items, uint32_t len, uint32_t k,
+				    uint8_t gen, uint32_t node, uint32_t job, uint64_t dst_src)
+{
+	uint64_t w0 = len | (uint64_t)WIRE_ITEM_DENSE << 32 | (uint64_t)gen << 40 | (uint64_t)k << 48;
+	uint64_t w1 = node | (uint64_t)job << 32;
+
+	__builtin_memcpy(p, &w0, 8);
+	__builtin_memcpy(p + 8, &w1, 8);
+	__builtin_memcpy(p + 16, &dst_src, 8);
+	__builtin_memcpy(p + sizeof(struct wire_item), &h, 8);
+	__builtin_memcpy(p + sizeof(struct wire_item) + 8, items, len - sizeof(struct proto_dense));
+	return wire_item_footprint(len);
 }
 
 /* The first word of the ITEM record for an item whose first wire header

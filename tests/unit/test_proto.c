@@ -440,7 +440,10 @@ TEST(batches_checked_and_carried)
 	off = 0;
 	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
 	((struct wire_item *)frame)->job = 0x1001;
-	((struct wire_item *)frame)->flags = WIRE_ITEM_BATCH | WIRE_ITEM_MORE;
+	((struct wire_item *)frame)->flags = WIRE_ITEM_BATCH | 2;
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
+	((struct wire_item *)frame)->flags = WIRE_ITEM_DENSE;   /* records are no dense batch */
 	off = 0;
 	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), -EPROTO);
 	((struct wire_item *)frame)->flags = WIRE_ITEM_BATCH;
@@ -463,6 +466,94 @@ TEST(batches_checked_and_carried)
 		/* An item that is not a batch is none of its business. */
 		CHECK(wire_batch_ok(16, 3 | (uint64_t)0x1001 << 32, w1, frame));
 	}
+}
+
+/* A dense header word: count items of len bytes on channel. */
+static uint64_t dense_word(uint32_t len, uint16_t channel, uint32_t count)
+{
+	return len | (uint64_t)channel << 16 | (uint64_t)count << 32;
+}
+
+TEST(dense_batches_checked_and_carried)
+{
+	static uint8_t pay[PROTO_BATCH_MAX], frame[PROTO_BATCH_MAX + 256];
+	uint64_t w1 = 4 | (uint64_t)9 << 32, h, w[3];
+	struct proto_dense d;
+	struct proto_rec rec = { .kind = PROTO_REC_DENSE };
+	struct wire_item it;
+	const void *p;
+	size_t off = 0;
+
+	/* The header as the words say it is. */
+	h = dense_word(13, 7, 5);
+	memcpy(&d, &h, 8);
+	CHECK_EQ(d.len, 13);
+	CHECK_EQ(d.channel, 7);
+	CHECK_EQ(d.count, 5);
+	CHECK_EQ(proto_dense_stride(h), 16);
+	/* len is exactly 8 + count x stride: 8-byte items at 8, 13 at 16, 0 at 0. */
+	CHECK_EQ(proto_dense_check(dense_word(8, 0, 511), 8 + 511 * 8), 511);
+	CHECK_EQ(proto_dense_check(dense_word(13, 3, 5), 8 + 5 * 16), 5);
+	CHECK_EQ(proto_dense_check(dense_word(0, 3, PROTO_DENSE_COUNT_MAX), 8), PROTO_DENSE_COUNT_MAX);
+	CHECK_EQ(proto_dense_check(dense_word(1, 0, 1), 16), 1);
+	/* Inconsistent: a length short or long by a stride or a byte, no
+	 * items, too many, an item too long, a count that overflows. */
+	CHECK_EQ(proto_dense_check(dense_word(8, 0, 4), 8 + 3 * 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(8, 0, 4), 8 + 5 * 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(13, 0, 4), 8 + 4 * 13), 0);
+	CHECK_EQ(proto_dense_check(dense_word(8, 0, 0), 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(0, 0, 0), 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(0, 0, PROTO_DENSE_COUNT_MAX + 1), 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(0, 0, 1), 16), 0);
+	CHECK_EQ(proto_dense_check(dense_word(PROTO_DENSE_ITEM_MAX + 1, 0, 1), 8 + PROTO_DENSE_ITEM_MAX + 8), 0);
+	CHECK_EQ(proto_dense_check(dense_word(PROTO_DENSE_ITEM_MAX, 0, 1), 8 + PROTO_DENSE_ITEM_MAX), 1);
+	CHECK_EQ(proto_dense_check(dense_word(8, 0, 0x80000001u), 16), 0);
+	/* Items a record holds. */
+	h = dense_word(8, 2, 17);
+	memcpy(pay, &h, 8);
+	rec.len = 8 + 17 * 8;
+	CHECK_EQ(proto_rec_items(&rec, pay), 17);
+	rec.kind = PROTO_REC_ITEM;
+	CHECK_EQ(proto_rec_items(&rec, pay), 1);
+	rec.kind = PROTO_REC_STEP;
+	CHECK_EQ(proto_rec_items(&rec, pay), 0);
+
+	/* Into a frame and out again, as the daemons carry it: the header
+	 * written as checked, the items copied. */
+	for (uint32_t i = 0; i < 17 * 8; i++)
+		pay[8 + i] = (uint8_t)i;
+	CHECK_EQ(wire_put_dense(frame, h, pay + 8, 8 + 17 * 8, 17, 7, 3, 0x1001, w1), wire_item_footprint(8 + 17 * 8));
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(8 + 17 * 8), &off, &it, &p), 1);
+	CHECK_EQ(it.flags, WIRE_ITEM_DENSE);
+	CHECK_EQ(it.channel, 17);
+	CHECK_EQ(it.len, 8 + 17 * 8);
+	CHECK_EQ(it.node, 3);
+	CHECK_EQ(it.job, 0x1001);
+	CHECK_EQ(it.gen, 7);
+	CHECK_EQ(it.dst, 4);
+	CHECK_EQ(it.src, 9);
+	CHECK_EQ(wire_item_count(&it), 17);
+	CHECK(memcmp(p, pay, 8 + 17 * 8) == 0);
+	memcpy(w, frame, sizeof(w));
+	CHECK(wire_batch_ok(w[0], w[1], w[2], frame + sizeof(struct wire_item)));
+	/* A count that is not the header's, job 0, a header changed on the
+	 * way: refused. */
+	CHECK(!wire_batch_ok(w[0] + ((uint64_t)1 << 48), w[1], w[2], frame + sizeof(struct wire_item)));
+	CHECK(!wire_batch_ok(w[0] - ((uint64_t)1 << 48), w[1], w[2], frame + sizeof(struct wire_item)));
+	CHECK(!wire_batch_ok(w[0], w[1] & 0xffffffffu, w[2], frame + sizeof(struct wire_item)));
+	h = dense_word(16, 2, 17);
+	memcpy(frame + sizeof(struct wire_item), &h, 8);
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(8 + 17 * 8), &off, &it, &p), -EPROTO);
+	/* Shorter than its header. */
+	CHECK(!wire_batch_ok(4 | (uint64_t)WIRE_ITEM_DENSE << 32 | (uint64_t)1 << 48, w[1], w[2],
+			     frame + sizeof(struct wire_item)));
+	/* Zero-length items: the header alone. */
+	h = dense_word(0, 9, 300);
+	CHECK_EQ(wire_put_dense(frame, h, pay, 8, 300, 0, 3, 0x1001, w1), wire_item_footprint(8));
+	off = 0;
+	CHECK_EQ(wire_next_item(frame, wire_item_footprint(8), &off, &it, &p), 1);
+	CHECK_EQ(wire_item_count(&it), 300);
 }
 
 static struct wire_hello good_hello(void)
@@ -712,6 +803,7 @@ int main(void)
 	RUN(frame_header_round_trip_and_checks);
 	RUN(frame_items_round_trip_and_truncation);
 	RUN(batches_checked_and_carried);
+	RUN(dense_batches_checked_and_carried);
 	RUN(hello_round_trip_and_checks);
 	RUN(control_items_round_trip);
 	return check_done();
