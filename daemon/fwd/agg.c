@@ -262,8 +262,8 @@ static int item(const struct wire_item *it, const struct payload *pl, int from_d
 			 * item is dropped whole, from this fragment to its
 			 * last, so that no fragment of it passes once there is
 			 * room again. */
-			if (it->flags & WIRE_ITEM_MORE)
-				dropping_add(it);
+			if ((it->flags & (WIRE_ITEM_MORE | WIRE_ITEM_BATCH)) == WIRE_ITEM_MORE)
+				dropping_add(it);       /* (a dense batch has MORE's bit too) */
 			a->dropped_lost++;
 			log_rl_warn("peer %u: link lost and full; items passing through to node %u are dropped",
 				    a->p->node, it->node);

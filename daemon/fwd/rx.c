@@ -59,6 +59,27 @@ static void step_came(struct job *j)
 	rx_steps_early++;
 }
 
+/* deliver's and deliver_dense's general way: rec (k items) for d, which
+ * may be NULL (the rank is not here: dropped), into its ring or queue, or
+ * parked. */
+__attribute__((noinline))
+static int deliver_rec(struct job *j, struct ep *d, const struct proto_rec *rec, const void *payload, uint32_t k)
+{
+	if (!d) {
+		if (j)
+			ep_drop(j, k);
+		else
+			ep_stats.items_dropped += k;
+		log_rl_warn("item for job %u rank %u, which is not attached here; dropped",
+			    j ? j->id : 0, rec->dst);
+		return 0;
+	}
+	if (ep_deliver_slow(d, rec, payload, 0) == 0)
+		return 0;
+	/* Its queue is full: hold back that rank's senders, not the link. */
+	return flow_park(d, rec, payload);
+}
+
 /* An item for a rank here, of job j (NULL: not here), whose size and rank
  * table the caller keeps at hand (jsize 0 for none).  w0 and w2 are the
  * first and last words of its wire header (len, flags, gen, channel; dst,
@@ -75,15 +96,6 @@ static inline __attribute__((always_inline)) int deliver(struct job *j, uint32_t
 		ep_put_words(d, slot, wire_rec_word0(w0), w2, payload, len);
 		return 0;
 	}
-	if (!d) {
-		if (j)
-			ep_drop(j, 1);
-		else
-			ep_stats.items_dropped++;
-		log_rl_warn("item for job %u rank %u, which is not attached here; dropped",
-			    j ? j->id : 0, dst);
-		return 0;
-	}
 	rec = (struct proto_rec){
 		.len = len,
 		.kind = PROTO_REC_ITEM,
@@ -92,10 +104,27 @@ static inline __attribute__((always_inline)) int deliver(struct job *j, uint32_t
 		.dst = dst,
 		.src = src,
 	};
-	if (ep_deliver_slow(d, &rec, payload, 0) == 0)
+	return deliver_rec(j, d, &rec, payload, 1);
+}
+
+/* A dense batch for a rank here (wire.h WIRE_ITEM_DENSE; checked by
+ * rx_frame): one DENSE record into the RX ring, its payload as it came, in
+ * one copy; else, whole, through its queue as deliver does.  Returns 0 or
+ * -EAGAIN. */
+static int deliver_dense(struct job *j, uint32_t jsize, const struct job_rank *jranks, uint64_t w0, uint64_t w2,
+			 const uint8_t *payload)
+{
+	uint32_t len = (uint32_t)w0, dst = (uint32_t)w2, src = (uint32_t)(w2 >> 32), k = (uint32_t)(w0 >> 48);
+	struct ep *d = dst < jsize && src < jsize ? jranks[dst].ep : NULL;
+	struct proto_rec rec = { .len = len, .kind = PROTO_REC_DENSE, .dst = dst, .src = src }, *slot;
+
+	if (d && !d->pending.count && (slot = ring_reserve_fast(&d->rx, len)) != NULL) {
+		memcpy(slot, &rec, sizeof(rec));
+		memcpy(slot + 1, payload, len);
+		ep_ringed(d, k);
 		return 0;
-	/* Its queue is full: hold back that rank's senders, not the link. */
-	return flow_park(d, &rec, payload);
+	}
+	return deliver_rec(j, d, &rec, payload, k);
 }
 
 /* A batch for a rank here (wire.h WIRE_ITEM_BATCH; validated whole by
@@ -205,7 +234,9 @@ static uint32_t pass_on(struct peer *from, struct rx_peer *r, const uint8_t *bod
 					step_came(j);
 			}
 			if (__builtin_expect((w0 >> 32) & WIRE_ITEM_BATCH, 0)) {
-				if (deliver_batch(j, jsize, jranks, w0, w2, payload, &r->stalled_inner) < 0)
+				if (((w0 >> 32) & 0xff) == WIRE_ITEM_DENSE ?
+					    deliver_dense(j, jsize, jranks, w0, w2, payload) < 0 :
+					    deliver_batch(j, jsize, jranks, w0, w2, payload, &r->stalled_inner) < 0)
 					break;
 				delivered += w0 >> 48;
 			} else {

@@ -41,11 +41,13 @@ static inline int lost_node(const struct job *j)
 	return __builtin_expect(j->failed == EHOSTDOWN, 0);
 }
 
-/* See lost_node. */
-static int failed_job_item(struct job *j, const struct ep *s, const struct proto_rec *rec)
+/* See lost_node.  (A DENSE record's payload is ours, checked.) */
+static int failed_job_item(struct job *j, const struct ep *s, const struct proto_rec *rec, const void *payload)
 {
-	ep_drop(j, 1);
-	j->sent++;
+	uint32_t k = proto_rec_items(rec, payload);
+
+	ep_drop(j, k);
+	j->sent += k;
 	log_rl_warn("job %s (failed: %s): item from rank %u to rank %u dropped", j->name, j->fail_text, s->rank,
 		    rec->dst);
 	return 0;
@@ -149,36 +151,38 @@ static int agg_piece(struct ep *s, const struct wire_item *it, const void *paylo
 	return 0;
 }
 
-/* An item of rank s->rank: to a local endpoint, or toward its node.  Returns
- * 0 (taken, delivered or dropped) or -EAGAIN (try again later). */
+/* An item of rank s->rank: to a local endpoint, or toward its node; or a
+ * DENSE record's items, whole (its payload ours, checked: drain_dense).
+ * Returns 0 (taken, delivered or dropped) or -EAGAIN (try again later). */
 static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 {
 	struct job *j = s->job;
 	uint32_t node = j->ranks[rec->dst].node;
 	struct ep *d = j->ranks[rec->dst].ep;
+	uint32_t k = rec->kind == PROTO_REC_DENSE ? proto_rec_items(rec, payload) : 1;
 
 	rec->src = s->rank;
 	if (d) {
 		if (ep_deliver(d, rec, payload) < 0) {
 			if (lost_node(j))
-				return failed_job_item(j, s, rec);
+				return failed_job_item(j, s, rec, payload);
 			s->blocked_on = d;
 			return -EAGAIN;
 		}
 	} else if (__builtin_expect(j->stale, 0) && node != JOB_NO_NODE && node != drainer.self) {
 		/* Its home is gone and so is its id (local/job.h): what it
 		 * sends could land in another job that gets the id. */
-		return failed_job_item(j, s, rec);
+		return failed_job_item(j, s, rec, payload);
 	} else if (__builtin_expect(j->nxoff != 0, 0) && node != JOB_NO_NODE && node != drainer.self &&
 		   job_xoff(j, rec->dst)) {
 		if (lost_node(j))
-			return failed_job_item(j, s, rec);
+			return failed_job_item(j, s, rec, payload);
 		s->blocked_rank = rec->dst;     /* its node said XOFF (flow.h) */
 		return -EAGAIN;
 	} else if (node != JOB_NO_NODE && node != drainer.self) {
 		/* The flags are the same bits in both layouts (wire.h). */
 		struct agg_hop *hop = agg_hops[node];
-		uint8_t *slot = agg_reserve_hop(hop, rec->len);
+		uint8_t *slot = rec->kind == PROTO_REC_ITEM ? agg_reserve_hop(hop, rec->len) : NULL;
 
 		if (slot) {
 			uint64_t w[2];
@@ -190,14 +194,22 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 				.len = rec->len, .flags = rec->flags, .channel = rec->channel, .node = node,
 				.job = j->id, .gen = wire_gen(j), .dst = rec->dst, .src = rec->src,
 			};
+			int ret;
+
+			if (rec->kind == PROTO_REC_DENSE) {
+				/* one element, as it is (wire.h WIRE_ITEM_DENSE) */
+				it.flags = WIRE_ITEM_DENSE;
+				it.channel = (uint16_t)k;
+			}
 			/* (route_item runs on the record at the TX tail: drain's
-			 * general path, never on a batch's items.) */
-			int ret = rec->len >= LEND_MIN && wire_item_footprint(rec->len) > agg_alone && peer_takes_lent() ?
-					agg_piece(s, &it, payload) : agg_item(&it, payload, -1, AGG_DATA);
+			 * general path, never on a batch's items; a DENSE
+			 * record is a copy, and small.) */
+			ret = rec->len >= LEND_MIN && wire_item_footprint(rec->len) > agg_alone && peer_takes_lent() ?
+				      agg_piece(s, &it, payload) : agg_item(&it, payload, -1, AGG_DATA);
 
 			if (ret < 0) {
 				if (lost_node(j))
-					return failed_job_item(j, s, rec);
+					return failed_job_item(j, s, rec, payload);
 				s->blocked_node = node;
 				return -EAGAIN;
 			}
@@ -207,10 +219,41 @@ static int route_item(struct ep *s, struct proto_rec *rec, const void *payload)
 	} else {
 		/* The rank left: the item is accounted as arrived, so that
 		 * steps can still end. */
-		ep_drop(j, 1);
+		ep_drop(j, k);
 		log_rl_warn("job %s: rank %u left; item from rank %u dropped", j->name, rec->dst, s->rank);
 	}
-	j->sent++;
+	j->sent += k;
+	return 0;
+}
+
+/* A DENSE record (proto/ring.h "Dense batches") that drain_fast did not
+ * take: its header read once and checked, the items copied behind it into
+ * memory of our own, and the whole passed on as one record (route_item:
+ * to a rank here, into its RX ring or its queue; toward another node, one
+ * element).  Taken whole or not at all.  Adds the items and their bytes.
+ * Returns 0, -EAGAIN (try again later) or -EPROTO (the session failed). */
+static int drain_dense(struct ep *s, struct proto_rec *rec, const uint8_t *payload, uint64_t *items_p,
+		       uint64_t *bytes_p)
+{
+	static uint8_t scratch[PROTO_BATCH_MAX] __attribute__((aligned(8)));
+	uint64_t h;
+	uint32_t k;
+
+	if (rec->len < sizeof(struct proto_dense) || rec->len > PROTO_BATCH_MAX || rec->channel ||
+	    rec->dst >= s->job->size || !(k = proto_dense_check(h = proto_dense_word(payload), rec->len))) {
+		ep_fail(s, "malformed dense batch in TX ring");
+		return -EPROTO;
+	}
+	if (!s->ready) {
+		ep_fail(s, "batch before READY");
+		return -EPROTO;
+	}
+	memcpy(scratch, &h, sizeof(h));
+	memcpy(scratch + sizeof(h), payload + sizeof(h), rec->len - sizeof(h));
+	if (route_item(s, rec, scratch) < 0)
+		return -EAGAIN;
+	*items_p += k;
+	*bytes_p += (uint64_t)k * proto_dense_len(h);
 	return 0;
 }
 
@@ -382,6 +425,44 @@ static uint32_t drain_fast(struct ep *s, struct job *j, uint32_t budget, uint64_
 			n++;
 			continue;
 		}
+		if (__builtin_expect(((w0 >> 32) & 0xffff) == PROTO_REC_DENSE, 0)) {
+			/* A dense batch (proto/ring.h "Dense batches"): its
+			 * header read once and checked (O(1)), the items
+			 * copied behind it as they are, for a rank here or on
+			 * another node.  The general path takes the rest, and
+			 * fails the session for one that is not valid. */
+			uint64_t h;
+			uint32_t k;
+
+			if (fp > avail || fp > size - pos || dst >= nranks || len > PROTO_BATCH_MAX ||
+			    len < sizeof(struct proto_dense) || (w0 >> 48) || s->batch_off)
+				break;
+			h = ring_word(data + pos + sizeof(struct proto_rec));
+			if (!(k = proto_dense_check(h, len)))
+				break;
+			if ((d = ranks[dst].ep) != NULL) {
+				struct proto_rec *rs;
+
+				if (d->pending.count || !(rs = ring_reserve_fast(&d->rx, len)))
+					break;
+				ep_put_dense(d, rs, w0, dst | src, h, data + pos + sizeof(struct proto_rec) + 8, len, k);
+			} else {
+				node = ranks[dst].node;
+				if (!(slot = reserve_toward(node, self, put, len, &hop)))
+					break;
+				wire_put_dense(slot, h, data + pos + sizeof(struct proto_rec) + 8, len, k, gen, node, job,
+					       dst | src);
+				hop->buf->nitems += k - 1;
+				put[hop->idx] = hop->serial;
+			}
+			tx_stats.batches_in++;
+			tx_stats.dense_in++;
+			tail += fp;
+			bytes += (uint64_t)k * proto_dense_len(h);
+			items += k;
+			n++;
+			continue;
+		}
 		/* What ring_peek checks, and a rank of the job. */
 		if (((w0 >> 32) & 0xff) != PROTO_REC_ITEM || ((w0 >> 40) & 0xff & ~(uint64_t)PROTO_REC_FLAGS_ALL) ||
 		    len > PROTO_FRAG_BYTES || fp > avail || fp > size - pos || dst >= nranks)
@@ -480,7 +561,8 @@ static int drain(struct ep *s)
 			ep_fail(s, "garbage in TX ring");
 			return 1;
 		}
-		if (after_done && (rec.kind == PROTO_REC_ITEM || rec.kind == PROTO_REC_BATCH)) {
+		if (after_done && (rec.kind == PROTO_REC_ITEM || rec.kind == PROTO_REC_BATCH ||
+				   rec.kind == PROTO_REC_DENSE)) {
 			/* An item after the rank's DONE, before the step
 			 * completed here (its client cannot have seen the STEP
 			 * record: ep_step_complete moves the job on as it
@@ -524,6 +606,17 @@ static int drain(struct ep *s)
 				goto out;
 			}
 			tx_stats.batches_in++;
+			break;
+		case PROTO_REC_DENSE:
+			ret = drain_dense(s, &rec, payload, &items, &bytes);
+			if (ret == -EPROTO)
+				return 1;
+			if (ret < 0) {
+				tx_stats.stalls++;
+				goto out;
+			}
+			tx_stats.batches_in++;
+			tx_stats.dense_in++;
 			break;
 		case PROTO_REC_FLUSH:
 			tx_stats.flushes++;

@@ -33,7 +33,8 @@ struct tx_stats {
 	uint64_t bytes_in;
 	uint64_t stalls;                /* TX draining stopped for backpressure */
 	uint64_t flushes;               /* FLUSH records seen */
-	uint64_t batches_in;            /* BATCH records taken (FERRY_BATCH); their items are in items_in */
+	uint64_t batches_in;            /* BATCH and DENSE records taken (FERRY_BATCH); their items are in items_in */
+	uint64_t dense_in;              /* ... of which DENSE records (proto/ring.h "Dense batches") */
 	uint64_t pieces_lent;           /* pieces sent straight from TX rings (net/frame.h "Lent bytes") */
 	uint64_t loans_out;             /* ... whose frames still hold them */
 	uint64_t pieces_taken_back;     /* ... copied when their endpoint closed first */

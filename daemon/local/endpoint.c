@@ -106,8 +106,7 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 	if (d->failed) {
 		/* It ends at the next turn of the loop: what comes for it
 		 * meanwhile is dropped, and counted as its queue will be. */
-		if (rec->kind == PROTO_REC_ITEM)
-			ep_drop(d->job, 1);
+		ep_drop(d->job, proto_rec_items(rec, payload));
 		return 0;
 	}
 	if (!force && d->pending.bytes + fp > endpoints.conf->pending_bytes)
@@ -123,7 +122,7 @@ int ep_deliver_slow(struct ep *d, const struct proto_rec *rec, const void *paylo
 			user_give_queue(d->user, cost);
 		return wait_for_room(d, rec);
 	}
-	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
+	ep_stats.items_queued += proto_rec_items(rec, payload);
 	return 0;
 }
 
@@ -145,7 +144,7 @@ int ep_park(struct ep *d, const struct proto_rec *rec, const void *payload)
 			user_give_queue(d->user, cost);
 		return -EAGAIN;
 	}
-	ep_stats.items_queued += rec->kind == PROTO_REC_ITEM;
+	ep_stats.items_queued += proto_rec_items(rec, payload);
 	return 0;
 }
 
@@ -550,10 +549,12 @@ void ep_close(struct ep *ep)
 		endpoints.take_back(ep);
 
 	mem_remove_all(&ep->mems);
-	if (ep->pending.count) {
-		ep_drop(ep->job, ep->pending.count);
+	if (ep->pending.items) {
+		/* (Items, not records: a DENSE record holds many, a STEP
+		 * none.) */
+		ep_drop(ep->job, ep->pending.items);
 		log_rl_notice("session %u: %llu queued items for rank %u dropped", ep->id,
-			      (unsigned long long)ep->pending.count, ep->rank);
+			      (unsigned long long)ep->pending.items, ep->rank);
 	}
 	if (ep->pending.mem)
 		user_give_queue(ep->user, ep->pending.mem);
@@ -735,6 +736,8 @@ uint64_t ep_tx_abandon(struct ep *ep)
 		if (ep->failed || ring_peek(&ep->tx, &rec, &payload) <= 0)
 			break;
 		n += rec.kind == PROTO_REC_ITEM;
+		if (rec.kind == PROTO_REC_DENSE && rec.len >= sizeof(struct proto_dense))
+			n += proto_dense_check(proto_dense_word(payload), rec.len);   /* (one read) */
 		if (rec.kind == PROTO_REC_BATCH && rec.len <= PROTO_BATCH_MAX) {
 			/* Its items not taken yet (past batch_off), counted in
 			 * a copy: the client may be writing the ring. */

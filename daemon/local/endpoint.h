@@ -218,15 +218,32 @@ static inline void ep_put_batch(struct ep *d, struct proto_rec *slot, const uint
 	ep_ringed(d, count);
 }
 
-/* Copies a record into a reserved RX ring slot and accounts it. */
+/* Copies a record into a reserved RX ring slot and accounts it (a DENSE
+ * record's payload is ours, checked: proto_rec_items). */
 static inline void ep_put(struct ep *d, struct proto_rec *slot, const struct proto_rec *rec, const void *payload)
 {
+	uint32_t items = proto_rec_items(rec, payload);
+
 	memcpy(slot, rec, sizeof(*rec));
 	proto_copy((uint8_t *)(slot + 1), payload, rec->len);
-	if (rec->kind == PROTO_REC_ITEM)
-		ep_ringed(d, 1);
+	if (items)
+		ep_ringed(d, items);
 	else
 		d->rx_dirty = 1;
+}
+
+/* Writes a DENSE record (header words w0, w1) of k items whose checked
+ * header word is h into a reserved RX ring slot, the len - 8 bytes of
+ * items from items (which may be client memory: copied, not checked),
+ * and accounts it (proto/ring.h "Dense batches"). */
+static inline void ep_put_dense(struct ep *d, struct proto_rec *slot, uint64_t w0, uint64_t w1, uint64_t h,
+				const uint8_t *items, uint32_t len, uint32_t k)
+{
+	__builtin_memcpy(slot, &w0, 8);
+	__builtin_memcpy((uint8_t *)slot + 8, &w1, 8);
+	__builtin_memcpy(slot + 1, &h, 8);
+	__builtin_memcpy((uint8_t *)(slot + 1) + sizeof(struct proto_dense), items, len - sizeof(struct proto_dense));
+	ep_ringed(d, k);
 }
 
 /* ep_deliver_slow for an item; the common case, room in the ring and

@@ -58,6 +58,7 @@ int recq_push(struct recq *q, const struct proto_rec *rec, const void *payload)
 	c->tail += fp;
 	q->bytes += fp;
 	q->count++;
+	q->items += proto_rec_items(rec, payload);
 	return 0;
 }
 
@@ -85,6 +86,7 @@ void recq_pop(struct recq *q)
 	const struct proto_rec *rec = (const struct proto_rec *)(c->data + c->head);
 	uint32_t fp = (uint32_t)ring_footprint(rec->len);
 
+	q->items -= proto_rec_items(rec, c->data + c->head + sizeof(*rec));
 	c->head += fp;
 	q->bytes -= fp;
 	q->count--;

@@ -21,6 +21,7 @@ struct recq {
 	struct recq_chunk *first, *last;
 	uint64_t bytes;         /* footprint of the queued records */
 	uint64_t count;         /* queued records */
+	uint64_t items;         /* ... the items they hold (proto_rec_items) */
 	uint64_t mem;           /* bytes of the chunks it holds */
 };
 

@@ -101,13 +101,14 @@ int query_answer(uint32_t what, uint32_t arg, const struct ucred *cred, FILE *ou
 		fprintf(out, "direct_jobs %llu\ndirect_failed %llu\ndirect_regions %u\n",
 			(unsigned long long)direct_stats.jobs, (unsigned long long)direct_stats.failed, direct_count());
 		fprintf(out, "items_in %llu\nbytes_in %llu\nitems_delivered %llu\nitems_queued %llu\n"
-			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\nbatches_in %llu\n",
+			"items_dropped %llu\nitems_lost %llu\nstalls %llu\nflushes %llu\nbatches_in %llu\ndense_in %llu\n",
 			(unsigned long long)tx_stats.items_in, (unsigned long long)tx_stats.bytes_in,
 			(unsigned long long)ep_stats.items_delivered,
 			(unsigned long long)ep_stats.items_queued,
 			(unsigned long long)ep_stats.items_dropped, (unsigned long long)ep_stats.items_lost,
 			(unsigned long long)tx_stats.stalls,
-			(unsigned long long)tx_stats.flushes, (unsigned long long)tx_stats.batches_in);
+			(unsigned long long)tx_stats.flushes, (unsigned long long)tx_stats.batches_in,
+			(unsigned long long)tx_stats.dense_in);
 		fprintf(out, "pieces_lent %llu\nloans_out %llu\npieces_taken_back %llu\ntaken_back_bytes %llu\n"
 			"pieces_steered %llu\n",
 			(unsigned long long)tx_stats.pieces_lent, (unsigned long long)tx_stats.loans_out,
