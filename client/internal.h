@@ -45,6 +45,8 @@ struct dring {
 	uint32_t rank;          /* the other end's rank */
 	uint32_t slot;
 	uint32_t at;            /* in[]: the last step whose end marker we read (recv.c) */
+	uint32_t dense_at;      /* in[]: items of the DENSE record at the tail handed out
+				 * (recv.c "Dense records"); 0: none */
 };
 
 /* The direct rings of this endpoint (handle.c sets them up from CTL_DIRECT;
@@ -91,6 +93,7 @@ struct ferry {
 	void *region;
 	size_t region_bytes;
 	struct ring tx, rx;
+	uint32_t rx_dense_at;   /* items of the DENSE record at the RX tail handed out (recv.c) */
 	uint8_t *direct_of;     /* by rank: 1 + its direct slot, 0 none; NULL: no direct rings */
 	struct direct *dr;      /* NULL: no direct rings */
 	uint32_t rank, size, node;
@@ -179,12 +182,18 @@ struct ferry {
 	uint32_t mem_next_id;
 };
 
-/* Records for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
- * until the first item), as they will lie in the receiver's RX ring. */
+/* Items for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
+ * until the first item), either a dense batch's payload (key != 0:
+ * proto/ring.h "Dense batches"; its header's count is written when it
+ * leaves) or item records, as they will lie in the receiver's RX ring
+ * (key 0).  send.c "FERRY_BATCH" says which when. */
 struct batch {
 	uint32_t fill;
 	uint32_t open_idx;      /* where the rank is in batch_open while fill > 0 */
 	uint8_t *buf;
+	uint32_t key;           /* dense: BATCH_DENSE_KEY(L, channel) of its items; 0: records */
+	uint32_t room;          /* dense: items it may take still */
+	uint32_t count;         /* dense: items it holds */
 };
 
 /* The ring toward rank dst: its direct ring, or NULL for the TX ring. */

@@ -436,13 +436,48 @@ static int from_stash(struct ferry *f, struct ferry_item *items, int max)
 	return n;
 }
 
-/* The common case of collect_ring, kept tight: whole items, while no large
- * item is being put together.  Reads the record header as two words and
- * checks what ring_peek checks and the source rank (lo <= src < hi); stops
- * at anything else, which collect_ring's general way then takes.  Returns
- * the number of items. */
-static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t hi, struct ferry_item *items,
-			int max)
+/* Dense records.  A DENSE record (proto/ring.h "Dense batches") is handed
+ * out item by item, as struct ferry_item pointing into the record.  A call
+ * whose items[] fills up first stops inside it, and the ring's cursor
+ * (f->rx_dense_at, d->dense_at) says how many of its items were handed
+ * out: the record stays at the ring's tail, so that its room is not given
+ * back (ferry_release gives back only what lies before the tail) until its
+ * last item was handed out; the ferry_release after that gives it back.
+ * Its header is read again at every call (one word) and checked against
+ * the record and the cursor: a writer that changed it meanwhile breaks
+ * its ring, nothing else.
+ *
+ * Takes items of the DENSE record whose payload (len bytes, inside the
+ * ring) is at payload, from *at on, into items[0..max-1] (max >= 1), and
+ * moves *at on (0: the record is all out).  Returns how many, or -1 if the
+ * record is not valid. */
+static inline int dense_take(const uint8_t *payload, uint32_t len, uint32_t src, uint32_t *at,
+			     struct ferry_item *items, int max)
+{
+	uint64_t h = ring_word(payload);
+	uint32_t k = proto_dense_check(h, len), i = *at, stride = proto_dense_stride(h), il = proto_dense_len(h);
+	uint16_t ch = proto_dense_channel(h);
+	const uint8_t *p;
+	int m;
+
+	if (!k || i >= k)
+		return -1;
+	m = k - i < (uint32_t)max ? (int)(k - i) : max;
+	p = payload + sizeof(struct proto_dense) + (size_t)i * stride;
+	for (int j = 0; j < m; j++, p += stride)
+		items[j] = (struct ferry_item){ .data = p, .len = il, .src = src, .channel = ch };
+	*at = i + (uint32_t)m == k ? 0 : i + (uint32_t)m;
+	return m;
+}
+
+/* The common case of collect_ring, kept tight: whole items and dense
+ * records, while no large item is being put together.  Reads the record
+ * header as two words and checks what ring_peek checks and the source rank
+ * (lo <= src < hi); stops at anything else, which collect_ring's general
+ * way then takes.  *at is r's cursor (Dense records).  Returns the number
+ * of items. */
+static int collect_fast(struct ferry *f, struct ring *r, uint32_t *at, uint32_t lo, uint32_t hi,
+			struct ferry_item *items, int max)
 {
 	const uint8_t *data = r->data;
 	uint64_t size = r->size, tail = r->tail, head = r->head;
@@ -463,6 +498,20 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t h
 		len = (uint32_t)w0;
 		src = (uint32_t)(w1 >> 32);
 		fp = ring_footprint(len);
+		if (((w0 >> 32) & 0xffff) == PROTO_REC_DENSE) {
+			/* No flags, channel 0 (the items' is in the payload),
+			 * of a rank it may come from, inside. */
+			int m;
+
+			if ((w0 >> 48) || len > PROTO_BATCH_MAX || fp > avail || fp > size - pos || src - lo >= hi - lo ||
+			    (m = dense_take(data + pos + sizeof(struct proto_rec), len, src, at, items + n, max - n)) < 0)
+				break;
+			n += m;
+			if (*at)
+				break;          /* items[] is full */
+			tail += fp;
+			continue;
+		}
 		/* An item, no flags (whole), of a rank it may come from, inside. */
 		if (((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
 		    fp > size - pos || src - lo >= hi - lo)
@@ -486,10 +535,10 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t lo, uint32_t h
 static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *items, int n, int max, int *gate)
 {
 	struct ring *r = d ? &d->r : &f->rx;
-	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size;
+	uint32_t lo = d ? d->rank : 0, hi = d ? d->rank + 1 : f->size, *at = d ? &d->dense_at : &f->rx_dense_at;
 	int n0 = n;
 
-	n += collect_fast(f, r, lo, hi, items + n, max - n);
+	n += collect_fast(f, r, at, lo, hi, items + n, max - n);
 
 	while (n < max) {
 		struct proto_rec rec;
@@ -504,6 +553,25 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 			return f->dead = d ? conn_seterr(-EPROTO, "rank %u wrote an invalid record into its direct ring",
 							 d->rank)
 					   : conn_seterr(-EPROTO, "ferryd wrote an invalid record into the RX ring");
+		if (rec.kind == PROTO_REC_DENSE) {
+			/* (Dense records: consumed once all is out.) */
+			int m;
+
+			if (rec.src - lo >= hi - lo || rec.channel || rec.len > PROTO_BATCH_MAX ||
+			    (m = dense_take(payload, rec.len, rec.src, at, items + n, max - n)) < 0)
+				return f->dead = d ? conn_seterr(-EPROTO, "rank %u wrote an invalid dense batch into its "
+								 "direct ring", d->rank)
+						   : conn_seterr(-EPROTO, "ferryd wrote an invalid dense batch into the "
+								 "RX ring");
+			/* New whole items: a partial one of that rank lost its rest. */
+			if (f->reasm && *find_reasm(f, rec.src))
+				drop_reasm(f, rec.src);
+			n += m;
+			if (*at)
+				break;          /* items[] is full */
+			ring_consume(r, &rec);
+			continue;
+		}
 		ring_consume(r, &rec);
 		if (d && rec.kind == PROTO_REC_STEP && rec.src == d->rank && rec.dst == d->at + 1 && rec.len == 0) {
 			d->at = rec.dst;        /* the end of its step: "Steps and direct rings" */

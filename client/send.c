@@ -171,10 +171,28 @@ static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags
  *
  * Ownership: f->batch[r].buf belongs to the handle (batch_free); a batch is
  * open (its rank in f->batch_open) exactly while fill > 0, and leaves only
- * whole, as one BATCH record (proto/ring.h "Batches"), so that the order of
- * one rank's items is the order of its records in the TX ring. */
+ * whole, as one record, so that the order of one rank's items is the order
+ * of its records in the TX ring.
+ *
+ * Dense first.  A batch opens dense (proto/ring.h "Dense batches": 8 bytes
+ * a record where item records take 24 for 8-byte items) with its first
+ * item's length and channel, and stays so while its items have them.  An
+ * item of another shape ends it: a dense batch of BATCH_DENSE_KEEP items or
+ * more leaves (one DENSE record) and a new one opens with that item; a
+ * shorter one is turned into item records in place, where they fit, and
+ * the batch goes on as records (a BATCH record: proto/ring.h "Batches")
+ * until it is full or leaves.  So a stream of one shape goes dense
+ * throughout, runs of one shape go dense where they are long, and a stream
+ * of mixed lengths pays a dense header once per batch.  Either way the
+ * items of one rank leave in the order sent. */
 
 static_assert(FERRY_BATCH_ITEM <= PROTO_BATCH_ITEM_MAX, "a batched item fits a batch");
+static_assert(FERRY_BATCH_ITEM <= PROTO_DENSE_ITEM_MAX && FERRY_BATCH_ITEM < 512, "a batched item fits a dense batch");
+
+/* The key of a dense batch of items of len bytes on channel (len <=
+ * FERRY_BATCH_ITEM): never 0. */
+#define BATCH_DENSE_KEY(len, channel) ((uint32_t)(len) | (uint32_t)(channel) << 9 | 1u << 31)
+#define BATCH_DENSE_KEEP 8u
 
 static void batch_close(struct ferry *f, uint32_t dst)
 {
@@ -184,12 +202,15 @@ static void batch_close(struct ferry *f, uint32_t dst)
 	f->batch_open[b->open_idx] = last;
 	f->batch[last].open_idx = b->open_idx;
 	b->fill = 0;
+	b->key = 0;
 }
 
 /* Hands rank dst's batch to the daemon (if it holds anything), or, for a
- * rank with a direct ring, its records straight into that ring: they are
- * already as the receiver reads them (proto/ring.h "Batches"), and a
- * reservation of fill - 16 payload bytes is fill bytes in one piece. */
+ * rank with a direct ring, straight into that ring: a dense batch as its
+ * DENSE record (its count written into its header now), item records as
+ * they are (they are already as the receiver reads them: proto/ring.h
+ * "Batches"), a reservation of fill - 16 payload bytes being fill bytes in
+ * one piece. */
 static int batch_push(struct ferry *f, uint32_t dst, int block)
 {
 	struct batch *b = &f->batch[dst];
@@ -200,7 +221,12 @@ static int batch_push(struct ferry *f, uint32_t dst, int block)
 	if (!b->fill)
 		return 0;
 	d = direct_to(f, dst);
-	if (!d) {
+	if (b->key) {
+		uint64_t h = (b->key & 0x1ff) | (uint64_t)((b->key >> 9) & 0xffff) << 16 | (uint64_t)b->count << 32;
+
+		memcpy(b->buf, &h, sizeof(h));
+		ret = put_rec(f, d, PROTO_REC_DENSE, 0, dst, 0, b->buf, b->fill, block);
+	} else if (!d) {
 		ret = put_rec(f, NULL, PROTO_REC_BATCH, 0, dst, 0, b->buf, b->fill, block);
 	} else if ((ret = reserve(f, d, b->fill - (uint32_t)sizeof(struct proto_rec), block, &rec)) == 0) {
 		memcpy(rec, b->buf, b->fill);
@@ -322,32 +348,85 @@ static inline void batch_write(struct ferry *f, uint8_t *p, uint32_t fp, uint32_
 	proto_copy(p + sizeof(struct proto_rec), buf, len);
 }
 
-/* A small item into rank dst's batch: the batch goes first if it is full. */
+/* Writes an item of len bytes into a dense batch at p (its stride: the
+ * padding zeroed, as in batch_write). */
+static inline void dense_write(uint8_t *p, const void *buf, size_t len)
+{
+	uint64_t zero = 0;
+
+	if (len & 7)
+		memcpy(p + (len & ~(size_t)7), &zero, 8);
+	proto_copy(p, buf, len);
+}
+
+/* Rank dst's dense batch b, of fewer items than BATCH_DENSE_KEEP, as item
+ * records in place, if they and a record of fp bytes fit: from the last
+ * item to the first, since each moves up (item i from 8 + i x S to 16 +
+ * i x (16 + S)), its header written after it moved.  Returns 1 if done. */
+static int dense_to_records(struct ferry *f, struct batch *b, uint32_t dst, uint32_t fp)
+{
+	uint32_t len = b->key & 0x1ff, stride = (len + 7) & ~7u, rfp = (uint32_t)sizeof(struct proto_rec) + stride;
+	uint64_t w0 = len | (uint64_t)PROTO_REC_ITEM << 32 | (uint64_t)((b->key >> 9) & 0xffff) << 48;
+	uint64_t w1 = dst | f->src_word;
+
+	if (b->count * rfp + fp > f->batch_cap)
+		return 0;
+	for (uint32_t i = b->count; i-- > 0;) {
+		uint8_t *r = b->buf + i * rfp;
+
+		memmove(r + sizeof(struct proto_rec), b->buf + sizeof(struct proto_dense) + i * stride, stride);
+		memcpy(r, &w0, 8);
+		memcpy(r + 8, &w1, 8);
+	}
+	b->fill = b->count * rfp;
+	b->key = 0;
+	return 1;
+}
+
+/* A small item into rank dst's batch: the batch goes first if it is full,
+ * or a dense one of another shape (see above). */
 static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void *buf, uint32_t len)
 {
 	struct batch *b = &f->batch[dst];
-	uint32_t fp = (uint32_t)ring_footprint(len);
+	uint32_t fp = (uint32_t)ring_footprint(len), key = BATCH_DENSE_KEY(len, channel), stride = (len + 7) & ~7u;
 	int ret;
 
-	if (b->fill + fp > f->batch_cap && (ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
-		return ret;
 	if (!b->buf && !(b->buf = malloc(f->batch_cap)))
 		return conn_seterr(-ENOMEM, "out of memory for a batch");
+	if (b->fill && b->key && b->key != key && b->count < BATCH_DENSE_KEEP)
+		dense_to_records(f, b, dst, fp);
+	if (b->fill && (b->key ? b->key != key || !b->room : b->fill + fp > f->batch_cap) &&
+	    (ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
+		return ret;
 	if (!b->fill) {
 		b->open_idx = f->nbatch_open;
 		f->batch_open[f->nbatch_open++] = dst;
+		b->key = key;
+		b->count = 0;
+		b->room = stride ? (f->batch_cap - (uint32_t)sizeof(struct proto_dense)) / stride : PROTO_DENSE_COUNT_MAX;
+		if (b->room > PROTO_DENSE_COUNT_MAX)
+			b->room = PROTO_DENSE_COUNT_MAX;
+		b->fill = sizeof(struct proto_dense);
 	}
-	batch_write(f, b->buf + b->fill, fp, dst, channel, buf, len);
-	b->fill += fp;
+	if (b->key) {
+		dense_write(b->buf + b->fill, buf, len);
+		b->fill += stride;
+		b->room--;
+		b->count++;
+	} else {
+		batch_write(f, b->buf + b->fill, fp, dst, channel, buf, len);
+		b->fill += fp;
+	}
 	return 0;
 }
 
 static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
 
 /* FERRY_BATCH's fast path: the item into its rank's open batch, in this
- * process's memory (no cache line shared with the daemon).  Items of
- * FERRY_BATCH_ITEM bytes exactly, a batch to open or to hand over, and
- * errors take send_slow. */
+ * process's memory (no cache line shared with the daemon): a dense one of
+ * its shape with room, or one of item records with room.  Items of
+ * FERRY_BATCH_ITEM bytes exactly, a batch to open, to change or to hand
+ * over, and errors take send_slow. */
 static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len)
 {
 	struct batch *b;
@@ -358,8 +437,16 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 			     !(f->step_done | f->dead | f->large_left), 1)) {
 		b = &f->batch[dst];
 		fill = b->fill;
+		if (__builtin_expect(b->key == BATCH_DENSE_KEY(len, channel) && b->room != 0, 1)) {
+			/* (key != 0: open) */
+			dense_write(b->buf + fill, buf, len);
+			b->fill = fill + (((uint32_t)len + 7) & ~7u);
+			b->room--;
+			b->count++;
+			return 0;
+		}
 		fp = (uint32_t)ring_footprint((uint32_t)len);
-		if (__builtin_expect(fill != 0 && fill + fp <= f->batch_cap, 1)) {
+		if (__builtin_expect(b->key == 0 && fill != 0 && fill + fp <= f->batch_cap, 1)) {
 			batch_write(f, b->buf + fill, fp, dst, channel, buf, len);
 			b->fill = fill + fp;
 			return 0;
