@@ -75,14 +75,48 @@ expect "a slow receiver: 200000 batched items, all in order (backpressure, no lo
 bg bystanders.log prog ft_alltoall --job by --rank 0 --size 1 --items 30000 --len 16 --steps 2 --sync --batch
 by=$LASTPID
 killed=$(stat n0 sessions_killed)
-for mode in batch-spoof batch-overrun batch-smuggle; do
+for mode in batch-spoof batch-overrun batch-smuggle dense-count dense-len dense-empty dense-channel dense-short; do
 	expect "$mode, to itself: the daemon closes that client's connection" prog ft_raw "$TMP/n0" "$mode" "r$mode" 0 1
 	killed=$((killed + 1))
 done
 expect "each was counted as misbehaving" test "$(stat n0 sessions_killed)" = $killed
 expect "the log says why (malformed batch in TX ring)" grep -q "malformed batch in TX ring" "$TMP/n0.log"
+expect "the log says why (malformed dense batch in TX ring)" grep -q "malformed dense batch in TX ring" "$TMP/n0.log"
+# A client that rewrites a dense batch's header while the daemon may be
+# reading it: each record is taken whole as checked, or refused.
+d0=$(stat n0 dense_in)
+expect "dense-flip: a client flipping dense headers for 2 s" prog ft_raw "$TMP/n0" dense-flip rflip 0 1
+expect "... the daemon still runs, and took dense records ($(($(stat n0 dense_in) - d0)))" \
+	test "$(stat n0 dense_in)" -gt "$d0"
 wait $by
 expect "the bystander job went on, every item once and in order" test $? = 0
+# --- dense batches (proto/ring.h "Dense batches") ---------------------------
+# Items of one length and channel to one rank travel as one DENSE record;
+# another shape ends it (and it leaves, or becomes item records).  Every
+# guarantee as above: each item once, intact, in order per sender, steps.
+# batch_bytes N COMMAND...: with FERRY_BATCH_BYTES=N in its clients' environment.
+batch_bytes() { local FERRY_BATCH_BYTES=$1; export FERRY_BATCH_BYTES; shift; "$@"; }
+d0=$(stat n0 dense_in)
+expect "dense: 4 ranks (to themselves too), runs of 16-byte items interrupted by 17..40 B and other channels, 3 steps, 3 items a ferry_recv" \
+	nodirect run_job dmix 4 --items 3000 --len 16 --len-max 40 --runs 40 --channels 3 --steps 3 --sync --batch --recv-max 3
+d1=$(stat n0 dense_in)
+expect "... and the runs travelled dense ($((d1 - d0)) DENSE records)" test $((d1 - d0)) -ge 100
+expect "dense: the same between ranks with direct rings (no ferryd on the way)" \
+	run_job ddir 4 --items 3000 --len 16 --len-max 40 --runs 40 --channels 3 --steps 3 --sync --batch --recv-max 3
+expect "... (ferryd saw no DENSE record of theirs)" test "$(stat n0 dense_in)" = "$d1"
+expect "dense: one length throughout, one item a ferry_recv (a dense record handed out one item a call), 2 steps" \
+	nodirect run_job done1 2 --items 4000 --len 16 --steps 2 --sync --batch --recv-max 1
+expect "dense: batches exactly full (FERRY_BATCH_BYTES=520: 8 + 32 x 16 bytes), to itself and the other" \
+	batch_bytes 520 nodirect run_job dcap 2 --items 6400 --len 16 --steps 2 --sync --batch
+expect "dense: a rank that takes nothing during its steps (RX rings full: the daemon queues dense records whole)" \
+	nodirect run_job dlazy 3 --items 4000 --len 16 --len-max 20 --runs 200 --steps 3 --sync --lazy-ms 300 --batch --recv-max 7
+expect "... (items waited in the daemon's queue: $(stat n0 items_queued))" test "$(stat n0 items_queued)" -gt 0
+expect "dense: zero-length items in runs of 100 (stride 0), to another rank and to itself" \
+	pair pzd --mode zero --rounds 40000 --run 100
+d2=$(stat n0 dense_in)
+expect "dense: ... the same through ferryd" nodirect pair pzdn --mode zero --rounds 40000 --run 100
+expect "... (as DENSE records: $(($(stat n0 dense_in) - d2)))" test $(($(stat n0 dense_in) - d2)) -ge 100
+
 expect "daemon exits cleanly" stop_daemon n0
 
 # --- a cluster ---------------------------------------------------------------
@@ -96,6 +130,12 @@ frames=$(peer_sum bc 8 frames_sent)
 expect "batched items were counted as items ($sent in $frames frames)" test "$sent" -ge $((16 * 14 * 2000 * 3))
 expect "no retransmissions, duplicates or drops" \
 	test "$(peer_sum bc 8 retransmits)$(peer_sum bc 8 duplicates)$(cstat bc 8 items_dropped)" = 000
+
+d0=$(cstat bc 8 dense_in)
+expect "8 nodes x 2 ranks, runs of 16 B items interrupted by 17..24 B and another channel, 3 steps, 5 items a ferry_recv" \
+	run_cluster_job bc jdc 8 2 --items 2000 --len 16 --len-max 24 --runs 40 --channels 2 --steps 3 --sync --batch --recv-max 5
+expect "... dense across the grid ($(($(cstat bc 8 dense_in) - d0)) DENSE records), no drops" \
+	test $(($(cstat bc 8 dense_in) - d0)) -ge 1000 -a "$(cstat bc 8 items_dropped)" = 0
 
 # A stream two hops away (node 0 to node 7: through two other nodes), whose
 # receiver is slow: batches pass through whole, and wait.
@@ -115,5 +155,28 @@ expect "... and says why" grep -q "malformed batch in TX ring" "$TMP/bc_n0.log"
 wait $rb
 expect "... and nothing of it reached rank 1 on node 1 (not even the valid items before the bad one)" \
 	grep -q "rank 1 got 0" "$TMP/remote1.log"
+FERRY_RUNTIME_DIR=$TMP/bc_n1 bg remote2.log prog ft_stream --job rdense-count --rank 1 --forever --until-quiet
+rb=$LASTPID
+expect "dense-count, to another node: the daemon closes that client's connection" \
+	prog ft_raw "$TMP/bc_n0" dense-count rdense-count 0 2
+expect "... and says why" grep -q "malformed dense batch in TX ring" "$TMP/bc_n0.log"
+wait $rb
+expect "... and nothing of it reached rank 1 on node 1" grep -q "rank 1 got 0" "$TMP/remote2.log"
 expect "daemons exit cleanly" stop_cluster bc 8
+
+# A line of 4 nodes (a physical mesh: every hop a link, every node on the
+# way re-aggregates), 2 ranks each: dense batches pass through 2 nodes.
+start_cluster ml 4 'topology: { physical = "mesh"; dims = [ 4 ]; };' || exit 1
+expect "a 4-node line x 2 ranks, dense runs and other shapes, 2 steps, 4 items a ferry_recv" \
+	run_cluster_job ml jml 4 2 --items 3000 --len 16 --len-max 32 --runs 60 --channels 2 --steps 2 --sync --batch --recv-max 4
+expect "... items forwarded by the middle nodes ($(peer_sum ml 4 items_forwarded)), dense ($(cstat ml 4 dense_in))" \
+	test "$(peer_sum ml 4 items_forwarded)" -gt 0 -a "$(cstat ml 4 dense_in)" -gt 0
+FERRY_RUNTIME_DIR=$TMP/ml_n3 bg mlslow1.log prog ft_stream --job mlslow --rank 1 --items 100000 --len 16 --recv-delay-us 100
+f1=$LASTPID
+FERRY_RUNTIME_DIR=$TMP/ml_n0 prog ft_stream --job mlslow --rank 0 --items 100000 --len 16 --batch >"$TMP/mlslow0.log" 2>&1
+f0=$?
+wait $f1
+expect "100000 dense 16-byte items three hops along the line to a slow receiver (parked, XOFF), all in order" \
+	test $f0 = 0 -a $? = 0
+expect "daemons exit cleanly" stop_cluster ml 4
 finish

@@ -30,6 +30,12 @@ check bad-node   "peer 0: malformed frame 1"
 # built around it would come again for ever, and the link 1-2 with it.
 check bad-batch  "peer 0: malformed frame 1"
 expect "bad-batch: node 2 never saw it (refused nothing)" not grep -q "malformed frame" "$TMP/pf_n2.log"
+# The same for a dense batch (proto/ring.h "Dense batches"): a count that is
+# not its header's, passing through; one for this node whose header does
+# not fit its length.
+check bad-dense  "peer 0: malformed frame 1"
+expect "bad-dense: node 2 never saw it (refused nothing)" not grep -q "malformed frame" "$TMP/pf_n2.log"
+check bad-dense-here "peer 0: malformed frame 1"
 expect "a peer that behaves keeps its link" prog ft_peer 127.0.0.1 "$port1" good 0 1 pf
 expect "nodes 1 and 2 kept their own link up" link_up pf_n2 1
 

@@ -5,7 +5,7 @@
  *
  *   ft_alltoall [--job J --rank R --size P] [--items K] [--len L] [--len-max M]
  *               [--steps S] [--sync] [--seed X] [--quiet] [--batch] [--blocking]
- *               [--lazy-ms MS]
+ *               [--lazy-ms MS] [--runs N] [--channels C] [--recv-max M]
  *
  * --batch opens with FERRY_BATCH; --blocking with FERRY_BLOCKING (every
  * item of a step is then sent before anything is received).
@@ -19,6 +19,12 @@
  * send is refused) and sleeps MS ms between ferry_done and ferry_step_wait:
  * by then the items of the step, the next step's from faster ranks and the
  * step's end all wait in its rings together.
+ * --runs N: the items for one rank come in runs of 1 to 2N items of one
+ * length (and one channel: with --channels C, one of C, which is the step
+ * plus S x 0..C-1 for S steps), the next run's length drawn again in [L, M]:
+ * the streams FERRY_BATCH packs dense (proto/ring.h "Dense batches"),
+ * interrupted by other shapes.  --recv-max M: ferry_recv takes at most M
+ * items a call (1..64; a dense record then comes out over several calls).
  * Prints one line "rank R ok: sent N received N items in T s (X items/s)".
  */
 #include "common.h"
@@ -34,7 +40,31 @@ struct opts {
 	uint64_t seed;
 	int quiet, sync;
 	long lazy_ms;
+	long runs, channels, recv_max;
+	uint32_t *run_left, *run_len, *run_ch;  /* --runs: by destination */
 };
+
+/* The length and channel of the next item for dst (--runs). */
+static void next_shape(const struct opts *o, uint32_t dst, uint64_t *rs, uint32_t *len, uint32_t *variant)
+{
+	if (!o->runs) {
+		*len = (uint32_t)o->len;
+		if (o->len_max > o->len)
+			*len += (uint32_t)(rnd(rs) % (uint64_t)(o->len_max - o->len + 1));
+		*variant = 0;
+		return;
+	}
+	if (!o->run_left[dst]) {
+		o->run_left[dst] = 1 + (uint32_t)(rnd(rs) % (uint64_t)(2 * o->runs));
+		o->run_len[dst] = (uint32_t)o->len;
+		if (o->len_max > o->len)
+			o->run_len[dst] += (uint32_t)(rnd(rs) % (uint64_t)(o->len_max - o->len + 1));
+		o->run_ch[dst] = (uint32_t)(rnd(rs) % (uint64_t)o->channels);
+	}
+	o->run_left[dst]--;
+	*len = o->run_len[dst];
+	*variant = o->run_ch[dst];
+}
 
 /* Without step synchronisation (ferry_done/ferry_step_wait) a fast rank may
  * start the next step while we are still in this one: items carry their step
@@ -48,7 +78,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 	uint32_t *order = malloc(total_out * sizeof(*order));
 	uint64_t sent = 0, eagain = 0;
 	struct ferry_item items[64];
-	int ret = 0, waited = 0, flushed = 0;
+	int ret = 0, waited = 0, flushed = 0, max = (int)o->recv_max;
 
 	if (!order && total_out)
 		return -ENOMEM;
@@ -67,13 +97,13 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		int n, refused = 0;
 
 		while (sent < total_out) {
-			uint32_t dst = order[sent];
-			uint32_t len = (uint32_t)o->len;
+			uint32_t dst = order[sent], len, variant;
 
-			if (o->len_max > o->len)
-				len += (uint32_t)(rnd(rs) % (uint64_t)(o->len_max - o->len + 1));
+			next_shape(o, dst, rs, &len, &variant);
 			fill_item(buf, me, dst, next_seq_out[dst], len);
-			ret = ferry_send(f, dst, (uint32_t)(step & 0xffff), buf, len);
+			ret = ferry_send(f, dst, (uint32_t)((step + variant * o->steps) & 0xffff), buf, len);
+			if (ret == -EAGAIN && o->runs)
+				o->run_left[dst]++;     /* (the same shape again next time) */
 			if (ret == -EAGAIN) {
 				eagain++;
 				refused = 1;
@@ -115,7 +145,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 		 * time out with every item received.) */
 		if (sent == total_out && !o->sync && got_by_step[step] >= total_in)
 			break;
-		n = ferry_recv(f, items, 64, sent < total_out || o->sync ? 0 : 10000);
+		n = ferry_recv(f, items, max, sent < total_out || o->sync ? 0 : 10000);
 		if (n < 0) {
 			fprintf(stderr, "rank %u: ferry_recv: %s (%s)\n", me, ferry_strerror(n), ferry_last_error());
 			ret = n;
@@ -141,16 +171,15 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			uint32_t seq = UINT32_MAX;
+			uint32_t seq = UINT32_MAX, ch = items[i].channel % (uint32_t)o->steps;
 			const char *bad = check_item(&items[i], me, &seq);
 
 			/* With --sync an item of the next step may only follow the
 			 * last one of this step (one recv batch can hold both). */
-			if (!bad && (items[i].channel < step || items[i].channel >= o->steps ||
-				     (o->sync && items[i].channel != step &&
-				      (items[i].channel != step + 1 || got_by_step[step] != total_in))))
+			if (!bad && (items[i].channel / (uint32_t)o->steps >= (uint32_t)o->channels || ch < step ||
+				     (o->sync && ch != step && (ch != step + 1 || got_by_step[step] != total_in))))
 				bad = "item of another step (channel)";
-			else if (!bad && got_by_step[items[i].channel] == total_in)
+			else if (!bad && got_by_step[ch] == total_in)
 				bad = "more items than were sent in that step";
 			if (!bad && seq != next_seq_in[items[i].src])
 				bad = "out of order, duplicated or lost";
@@ -161,7 +190,7 @@ static int run_step(ferry_t *f, const struct opts *o, long step, uint32_t *next_
 				goto out;
 			}
 			next_seq_in[items[i].src]++;
-			got_by_step[items[i].channel]++;
+			got_by_step[ch]++;
 			(*recv_p)++;
 		}
 	}
@@ -189,10 +218,11 @@ int main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 's' }, { "seed", required_argument, NULL, 'x' },
 		{ "quiet", no_argument, NULL, 'q' }, { "sync", no_argument, NULL, 'y' },
 		{ "batch", no_argument, NULL, 'B' }, { "blocking", no_argument, NULL, 'L' },
-		{ "lazy-ms", required_argument, NULL, 'z' },
+		{ "lazy-ms", required_argument, NULL, 'z' }, { "runs", required_argument, NULL, 'R' },
+		{ "channels", required_argument, NULL, 'C' }, { "recv-max", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1 };
+	struct opts o = { .items = 100, .len = 32, .steps = 1, .seed = 1, .channels = 1, .recv_max = 64 };
 	struct ferry_opts fo = { 0 };
 	uint64_t sent = 0, got = 0, rs;
 	uint32_t *seq_in, *seq_out;
@@ -217,11 +247,18 @@ int main(int argc, char **argv)
 		case 'B': fo.flags |= FERRY_BATCH; break;
 		case 'L': fo.flags |= FERRY_BLOCKING; break;
 		case 'z': o.lazy_ms = arg_long("--lazy-ms", optarg); break;
+		case 'R': o.runs = arg_long("--runs", optarg); break;
+		case 'C': o.channels = arg_long("--channels", optarg); break;
+		case 'M': o.recv_max = arg_long("--recv-max", optarg); break;
 		default: return 2;
 		}
 	}
 	if (o.steps < 1 || o.steps > 65536) {
 		fprintf(stderr, "--steps must be 1 to 65536\n");
+		return 2;
+	}
+	if (o.channels < 1 || o.steps * o.channels > 65536 || o.recv_max < 1 || o.recv_max > 64 || o.runs < 0) {
+		fprintf(stderr, "--channels x --steps must be 1 to 65536, --recv-max 1 to 64, --runs positive\n");
 		return 2;
 	}
 	if (o.len < (long)sizeof(struct item_hdr) || o.len_max > (long)FERRY_MAX_ITEM) {
@@ -240,6 +277,9 @@ int main(int argc, char **argv)
 	seq_in = calloc((size_t)ferry_size(f), sizeof(*seq_in));
 	seq_out = calloc((size_t)ferry_size(f), sizeof(*seq_out));
 	got_by_step = calloc((size_t)o.steps, sizeof(*got_by_step));
+	o.run_left = calloc((size_t)ferry_size(f), sizeof(uint32_t));
+	o.run_len = calloc((size_t)ferry_size(f), sizeof(uint32_t));
+	o.run_ch = calloc((size_t)ferry_size(f), sizeof(uint32_t));
 	buf = malloc((size_t)(o.len_max > o.len ? o.len_max : o.len));
 	rs = o.seed * 0x9e3779b97f4a7c15ull + (uint64_t)ferry_rank(f) + 1;
 	t0 = now_s();
@@ -264,6 +304,9 @@ int main(int argc, char **argv)
 	free(seq_in);
 	free(seq_out);
 	free(got_by_step);
+	free(o.run_left);
+	free(o.run_len);
+	free(o.run_ch);
 	free(buf);
 	return ret == 0 ? 0 : 1;
 }

@@ -2,7 +2,7 @@
  * the process when the program runs out of other things to do, on a real
  * daemon (ferry.h FERRY_BATCH).  One process per rank of a 2-rank job:
  *
- *   ft_batch --job J --rank R --mode M [--rounds N]
+ *   ft_batch --job J --rank R --mode M [--rounds N] [--run K]
  *
  * MODE:
  *   recv     N rounds of ping-pong, one 16-byte item each way: each side
@@ -17,7 +17,9 @@
  *   zero     each rank sends N zero-length items to the other and N to
  *            itself, on channels 0..N-1 in turn (receiving when refused),
  *            then ferry_done and ferry_step_wait; each must receive 2N, in
- *            order per sender
+ *            order per sender.  With --run K, the channel changes every K
+ *            items to a rank (runs of K empty items: dense batches of
+ *            stride 0, proto/ring.h "Dense batches")
  *   donepoll rank 0 sends 16-byte items numbered from 0 until its TX ring
  *            stays full for 0.3 s (rank 1 takes nothing for 3 s), calls
  *            ferry_done (which cannot hand its DONE over yet), then
@@ -152,11 +154,12 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "mode", required_argument, NULL, 'm' }, { "rounds", required_argument, NULL, 'n' },
+		{ "run", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts o = { .size = 2, .timeout_ms = 30000, .flags = FERRY_BATCH };
 	const char *mode = "recv";
-	long rounds = 100;
+	long rounds = 100, run = 1;
 	ferry_t *f;
 	int opt, ret, peer;
 
@@ -166,9 +169,12 @@ int main(int argc, char **argv)
 		case 'r': o.rank = rank = (int)arg_long("--rank", optarg); break;
 		case 'm': mode = optarg; break;
 		case 'n': rounds = arg_long("--rounds", optarg); break;
+		case 'k': run = arg_long("--run", optarg); break;
 		default: return 2;
 		}
 	}
+	if (run < 1)
+		FAIL("--run must be positive");
 	peer = 1 - rank;
 	if ((ret = ferry_open(&f, &o)) < 0)
 		FAIL("ferry_open: %s", ferry_strerror(ret));
@@ -218,7 +224,7 @@ int main(int argc, char **argv)
 			int n;
 
 			ret = 0;
-			while (i < rounds && (ret = ferry_send(f, (uint32_t)(i & 1), (uint32_t)((i / 2) & 0xffff),
+			while (i < rounds && (ret = ferry_send(f, (uint32_t)(i & 1), (uint32_t)((i / 2 / run) & 0xffff),
 							       NULL, 0)) == 0)
 				i++;
 			if (ret < 0 && ret != -EAGAIN)
@@ -230,9 +236,11 @@ int main(int argc, char **argv)
 			}
 			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
 				for (int k = 0; k < n; k++) {
-					if (it[k].len != 0 || it[k].src > 1 || it[k].channel != (next[it[k].src] & 0xffff))
-						FAIL("item %ld: len %u from %u on channel %u, expected an empty one on %u",
-						     got, it[k].len, it[k].src, it[k].channel, next[it[k].src & 1] & 0xffff);
+					if (it[k].len != 0 || it[k].src > 1 ||
+					    it[k].channel != ((next[it[k].src] / run) & 0xffff))
+						FAIL("item %ld: len %u from %u on channel %u, expected an empty one on %lu",
+						     got, it[k].len, it[k].src, it[k].channel,
+						     (unsigned long)((next[it[k].src & 1] / run) & 0xffff));
 					next[it[k].src]++;
 					got++;
 				}

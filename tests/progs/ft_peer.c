@@ -25,6 +25,11 @@
  *   bad-batch    full handshake, then a batch (WIRE_ITEM_BATCH) passing
  *                through to node TO + 1, its header right, its second item
  *                claiming another sender
+ *   bad-dense    full handshake, then a dense batch (WIRE_ITEM_DENSE)
+ *                passing through to node TO+1 whose count (3) is not its
+ *                header's (2)
+ *   bad-dense-here  ... for node TO, whose header's count (3) does not fit
+ *                its length (two 8-byte items)
  *   good         full handshake, then wait: the daemon must keep the link
  *   coll-stranger  full handshake, then a collective piece of job
  *                $FT_PEER_JOB (generation $FT_PEER_GEN) for a group not
@@ -269,6 +274,17 @@ int main(int argc, char **argv)
 		r.src = 7;
 		memcpy(body + sizeof(it) + 24, &r, sizeof(r));
 		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 48);
+	} else if (strcmp(mode, "bad-dense") == 0 || strcmp(mode, "bad-dense-here") == 0) {
+		/* Two 8-byte items of job 4097 from rank 0 to rank 1. */
+		int here = strcmp(mode, "bad-dense-here") == 0;
+		struct wire_item it = { .len = 8 + 16, .flags = WIRE_ITEM_DENSE, .channel = here ? 2 : 3,
+					.node = mine.to + !here, .job = 4097, .dst = 1, .src = 0 };
+		uint64_t dh = 8 | (uint64_t)(here ? 3 : 2) << 32;
+
+		memcpy(body, &it, sizeof(it));
+		memcpy(body + sizeof(it), &dh, 8);
+		memset(body + sizeof(it) + 8, 0x42, 16);
+		send_frame(WIRE_DATA, 1, 0, body, sizeof(it) + 8 + 16);
 	} else {
 		fprintf(stderr, "ft_peer: unknown mode %s\n", mode);
 		return 2;

@@ -22,6 +22,21 @@
  *                 rank SIZE-1 whose second item claims another sender
  *   batch-overrun ... whose last item runs past the end of the batch
  *   batch-smuggle ... whose second item is for another rank
+ *   dense-count   once the job is ready, a DENSE record (proto/ring.h "Dense
+ *                 batches") for rank SIZE-1 whose count says 5 8-byte items
+ *                 where its length holds 4
+ *   dense-len     ... of one item of PROTO_DENSE_ITEM_MAX + 1 bytes (the
+ *                 length consistent with it)
+ *   dense-empty   ... of no items
+ *   dense-channel ... with a channel in its record header (the items' is in
+ *                 the payload)
+ *   dense-short   ... shorter than its own header
+ *   dense-flip    once the job is ready, for 2 s: valid DENSE records of
+ *                 8-byte items to rank SIZE-1, and meanwhile their headers
+ *                 flipped between a valid count and an invalid one, taken by
+ *                 the daemon or not; prints "flipped N records" and exits 0
+ *                 (whether the daemon closed the connection or not: it
+ *                 must stay up, and take each record whole or refuse it)
  *   scribble      once the job is ready, for 2 s: whole 64 KiB items to rank
  *                 SIZE-1, and meanwhile random bytes over the payloads of
  *                 the last 32 it published, taken by the daemon or not
@@ -84,6 +99,8 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +514,85 @@ int main(int argc, char **argv)
 			return 2;
 		*rec = (struct proto_rec){ .len = sizeof(recs), .kind = PROTO_REC_BATCH, .dst = size - 1 };
 		memcpy(rec + 1, recs, sizeof(recs));
+		ring_publish(&tx);
+		if (write(fds[2], &one, sizeof(one)) < 0)
+			die("eventfd write");
+	} else if (strcmp(mode, "dense-flip") == 0) {
+		uint64_t one = 1, flipped = 0, bad = 5 | (uint64_t)3 << 32;    /* (L 5: not 8-byte items) */
+		uint64_t good = 8 | (uint64_t)4 << 32;
+		struct timespec t0, t;
+
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			struct proto_rec *rec;
+
+			if (ring_reserve(&tx, 8 + 4 * 8, &rec) == 0) {
+				_Atomic uint64_t *h = (_Atomic uint64_t *)(void *)(rec + 1);
+
+				*rec = (struct proto_rec){ .len = 8 + 4 * 8, .kind = PROTO_REC_DENSE, .dst = size - 1 };
+				atomic_store_explicit(h, good, memory_order_relaxed);
+				memset((uint8_t *)(rec + 1) + 8, 0x77, 4 * 8);
+				ring_publish(&tx);
+				if (write(fds[2], &one, sizeof(one)) < 0)
+					break;  /* (the daemon closed us) */
+				/* Now, perhaps while the daemon reads it: */
+				for (int i = 0; i < 64; i++)
+					atomic_store_explicit(h, i & 1 ? good : bad, memory_order_relaxed);
+				flipped++;
+			} else {
+				/* Full: take what came to us (to ourselves, in a
+				 * job of one), and let the daemon take ours. */
+				struct proto_rec r;
+				const void *p;
+
+				while (ring_peek(&rx, &r, &p) > 0)
+					ring_consume(&rx, &r);
+				if (ring_release(&rx) && write(fds[2], &one, sizeof(one)) < 0)
+					break;
+				sched_yield();
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) < 2000000000ll);
+		printf("flipped %llu records\n", (unsigned long long)flipped);
+		return 0;
+	} else if (strncmp(mode, "dense-", 6) == 0) {
+		/* Four 8-byte items for rank size - 1 (or what the mode says). */
+		struct proto_rec *rec;
+		uint64_t one = 1, h = 8 | (uint64_t)4 << 32;
+		uint32_t len = 8 + 4 * 8;
+		uint16_t channel = 0;
+
+		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
+			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+			return 2;
+		}
+		if (strcmp(mode, "dense-count") == 0) {
+			h = 8 | (uint64_t)5 << 32;
+		} else if (strcmp(mode, "dense-len") == 0) {
+			h = (PROTO_DENSE_ITEM_MAX + 1) | (uint64_t)1 << 32;
+			len = 8 + ((PROTO_DENSE_ITEM_MAX + 1 + 7) & ~7u);
+		} else if (strcmp(mode, "dense-empty") == 0) {
+			h = 8;
+			len = 8;
+		} else if (strcmp(mode, "dense-channel") == 0) {
+			channel = 1;
+		} else if (strcmp(mode, "dense-short") == 0) {
+			len = 0;
+		} else {
+			fprintf(stderr, "ft_raw: unknown mode %s\n", mode);
+			return 2;
+		}
+		if (ring_reserve(&tx, len, &rec) != 0)
+			return 2;
+		*rec = (struct proto_rec){ .len = len, .kind = PROTO_REC_DENSE, .channel = channel, .dst = size - 1 };
+		if (len >= 8)
+			memcpy(rec + 1, &h, 8);
+		if (len > 8)
+			memset((uint8_t *)(rec + 1) + 8, 0x55, len - 8);
 		ring_publish(&tx);
 		if (write(fds[2], &one, sizeof(one)) < 0)
 			die("eventfd write");
