@@ -2,7 +2,8 @@
  * here as ferryd writes it: large items put back together from their
  * fragments, what a FAIL about a rank that left does to a partial item of
  * that rank (nothing), and fragments lost on the way (nothing is glued
- * across the gap) (client/recv.c, struct reasm). */
+ * across the gap) (client/recv.c, struct reasm); dense records handed out
+ * item by item, over several calls (recv.c "Dense records"). */
 #define UNIT "recv"
 #include "check.h"
 #include "../../client/conn.c"
@@ -170,12 +171,94 @@ TEST(nothing_is_glued_across_lost_fragments)
 	ferry_release(&f);
 }
 
+/* A DENSE record as ferryd writes it: count items of len bytes on channel
+ * from src, item i's bytes all i (proto/ring.h "Dense batches"). */
+static void put_dense(uint32_t src, uint16_t channel, uint32_t len, uint32_t count)
+{
+	uint32_t stride = (len + 7) & ~7u, plen = 8 + count * stride;
+	uint64_t h = len | (uint64_t)channel << 16 | (uint64_t)count << 32;
+	struct proto_rec *slot;
+
+	if (ring_reserve(&prod, plen, &slot) != 0)
+		abort();
+	*slot = (struct proto_rec){ .len = plen, .kind = PROTO_REC_DENSE, .src = src };
+	memcpy(slot + 1, &h, 8);
+	for (uint32_t i = 0; i < count; i++)
+		memset((uint8_t *)(slot + 1) + 8 + i * stride, (int)i, stride);
+	ring_publish(&prod);
+}
+
+TEST(dense_records_come_out_item_by_item)
+{
+	struct ferry_item it[64];
+	uint32_t next = 0;
+	uint64_t start;
+	int n;
+
+	setup();
+	f.region = f.rx.data;           /* (ferry_release gives RX room back only with one) */
+	put_dense(2, 9, 13, 10);        /* stride 16 */
+	put(PROTO_REC_ITEM, 1, 0, 4, 8, 0x77);
+	put_dense(1, 3, 0, 100);        /* stride 0 */
+	start = f.rx.tail;
+	/* Three at a time: the record stays at the tail, its room not given
+	 * back, until its last item is out and released. */
+	for (int call = 0; call < 3; call++) {
+		n = ferry_recv(&f, it, 3, 0);
+		CHECK_EQ(n, 3);
+		for (int i = 0; i < n; i++, next++) {
+			CHECK_EQ(it[i].len, 13);
+			CHECK_EQ(it[i].src, 2);
+			CHECK_EQ(it[i].channel, 9);
+			CHECK_EQ(((const uint8_t *)it[i].data)[0], next);
+			CHECK_EQ(((const uint8_t *)it[i].data)[12], next);
+			CHECK_EQ((uintptr_t)it[i].data % 8, 0);
+		}
+		CHECK_EQ(f.rx.tail, start);
+		CHECK_EQ(atomic_load(&f.rx.sh->tail), start);
+	}
+	/* The last of it, the item after it, and 62 of the empty ones. */
+	n = ferry_recv(&f, it, 64, 0);
+	CHECK_EQ(n, 64);
+	CHECK_EQ(((const uint8_t *)it[0].data)[0], 9);
+	CHECK_EQ(it[1].len, 8);
+	CHECK_EQ(it[1].src, 1);
+	CHECK_EQ(it[1].channel, 4);
+	CHECK_EQ(it[2].len, 0);
+	CHECK_EQ(it[2].src, 1);
+	CHECK_EQ(it[2].channel, 3);
+	CHECK(f.rx.tail != start);      /* past the first dense record */
+	ferry_release(&f);
+	CHECK_EQ(atomic_load(&f.rx.sh->tail), f.rx.tail);
+	n = ferry_recv(&f, it, 64, 0);
+	CHECK_EQ(n, 38);                /* the rest of the 100 */
+	CHECK_EQ(ferry_recv(&f, it, 64, 0), 0);
+	CHECK_EQ(f.rx.tail, f.rx.head);
+}
+
+TEST(a_dense_record_that_lies_breaks_the_ring)
+{
+	struct ferry_item it[4];
+	struct proto_rec *slot;
+	uint64_t h = 8 | (uint64_t)5 << 32;    /* 5 items of 8 bytes in room for 4 */
+
+	setup();
+	if (ring_reserve(&prod, 8 + 4 * 8, &slot) != 0)
+		abort();
+	*slot = (struct proto_rec){ .len = 8 + 4 * 8, .kind = PROTO_REC_DENSE, .src = 1 };
+	memcpy(slot + 1, &h, 8);
+	ring_publish(&prod);
+	CHECK_EQ(ferry_recv(&f, it, 4, 0), -EPROTO);
+}
+
 int main(void)
 {
 	RUN(large_items_come_back_whole);
 	RUN(a_departed_ranks_item_completes_after_the_fail);
 	RUN(a_whole_item_after_the_fail_comes_out);
 	RUN(nothing_is_glued_across_lost_fragments);
+	RUN(dense_records_come_out_item_by_item);
+	RUN(a_dense_record_that_lies_breaks_the_ring);
 	setup();                /* frees what the last one had */
 	return check_done();
 }
