@@ -598,17 +598,9 @@ static int drain(struct ep *s)
 			bytes += rec.len;
 			break;
 		case PROTO_REC_BATCH:
-			ret = drain_batch(s, &rec, payload, &items, &bytes);
-			if (ret == -EPROTO)
-				return 1;
-			if (ret < 0) {
-				tx_stats.stalls++;
-				goto out;
-			}
-			tx_stats.batches_in++;
-			break;
 		case PROTO_REC_DENSE:
-			ret = drain_dense(s, &rec, payload, &items, &bytes);
+			ret = rec.kind == PROTO_REC_BATCH ? drain_batch(s, &rec, payload, &items, &bytes)
+							  : drain_dense(s, &rec, payload, &items, &bytes);
 			if (ret == -EPROTO)
 				return 1;
 			if (ret < 0) {
@@ -616,7 +608,7 @@ static int drain(struct ep *s)
 				goto out;
 			}
 			tx_stats.batches_in++;
-			tx_stats.dense_in++;
+			tx_stats.dense_in += rec.kind == PROTO_REC_DENSE;
 			break;
 		case PROTO_REC_FLUSH:
 			tx_stats.flushes++;

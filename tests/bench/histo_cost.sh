@@ -30,29 +30,7 @@ export BUILD
 command -v valgrind >/dev/null || { echo "histo_cost: valgrind is not installed" >&2; exit 1; }
 [ -x "$BUILD/apps/ferry_histo" ] || { echo "histo_cost: make $BUILD/apps/ferry_histo first" >&2; exit 1; }
 
-# node NAME CONF K VG: a daemon, under callgrind if VG is 1.
-node() {
-	local name=$1 conf=$2 k=$3 vg=$4 pid
-	mkdir -p "$TMP/$name"
-	if [ "$vg" = 1 ]; then
-		valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg" \
-			"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$k" \
-			--seccomp off >"$TMP/$name.log" 2>&1 &
-	else
-		"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$k" \
-			>"$TMP/$name.log" 2>&1 &
-	fi
-	pid=$!
-	PIDS+=("$pid")
-	eval "DPID_$name=$pid"
-	for _ in $(seq 600); do
-		"$BUILD/ferryctl" --runtime-dir "$TMP/$name" status >/dev/null 2>&1 && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "histo_cost: ferryd $name did not start" >&2
-	return 1
-}
+. "$ROOT/tests/bench/start_node.sh"
 
 # run ROLE N: one run; prints the callgrind total and the wire's bytes and
 # items.
@@ -63,7 +41,7 @@ run() {
 	name=hc$RUNNO
 	cluster_conf "$name" 4 'topology: { virtual = [2, 2]; };' 'logging: { level = "warning"; };' || return 1
 	for k in 0 1 2 3; do
-		node "${name}_n$k" "$TMP/$name.conf" "$k" "$([ "$role" = ferryd ] && [ "$k" = 0 ] && echo 1 || echo 0)" ||
+		start_node "${name}_n$k" "$TMP/$name.conf" "$k" "$([ "$role" = ferryd ] && [ "$k" = 0 ] && echo 1 || echo 0)" ||
 			return 1
 	done
 	cluster_up "$name" 4 || return 1

@@ -43,31 +43,7 @@ export BUILD
 
 command -v valgrind >/dev/null || { echo "hop_cost: valgrind is not installed" >&2; exit 1; }
 
-# start_node NAME CONF NODE VALGRIND(0/1): like start_daemon, optionally
-# under callgrind (output $TMP/NAME.cg).
-start_node() {
-	local name=$1 conf=$2 node=$3 vg=$4 pid
-	mkdir -p "$TMP/$name"
-	if [ "$vg" = 1 ]; then
-		# Valgrind does not know the seccomp() call: no filter there.
-		valgrind --tool=callgrind --callgrind-out-file="$TMP/$name.cg" \
-			"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$node" --seccomp off \
-			>"$TMP/$name.log" 2>&1 &
-	else
-		"$BUILD/ferryd" --runtime-dir "$TMP/$name" --state-dir "$TMP/$name" --config "$conf" --node "$node" >"$TMP/$name.log" 2>&1 &
-	fi
-	pid=$!
-	PIDS+=("$pid")
-	eval "DPID_$name=$pid"
-	for _ in $(seq 600); do
-		"$BUILD/ferryctl" --runtime-dir "$TMP/$name" status >/dev/null 2>&1 && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "hop_cost: ferryd $name did not start" >&2
-	sed 's/^/#   /' "$TMP/$name.log" >&2
-	return 1
-}
+. "$ROOT/tests/bench/start_node.sh"
 
 # instructions ROLE N: runs N items with the daemon of ROLE under callgrind,
 # prints its total instruction count.

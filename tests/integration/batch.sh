@@ -147,21 +147,17 @@ wait $f1
 expect "100000 batched items three hops away to a slow receiver, all in order" test $f0 = 0 -a $? = 0
 
 # A malformed batch for a rank on another node: caught before it leaves.
-FERRY_RUNTIME_DIR=$TMP/bc_n1 bg remote1.log prog ft_stream --job rbatch-spoof --rank 1 --forever --until-quiet
-rb=$LASTPID
-expect "batch-spoof, to another node: the daemon closes that client's connection" \
-	prog ft_raw "$TMP/bc_n0" batch-spoof rbatch-spoof 0 2
-expect "... and says why" grep -q "malformed batch in TX ring" "$TMP/bc_n0.log"
-wait $rb
-expect "... and nothing of it reached rank 1 on node 1 (not even the valid items before the bad one)" \
-	grep -q "rank 1 got 0" "$TMP/remote1.log"
-FERRY_RUNTIME_DIR=$TMP/bc_n1 bg remote2.log prog ft_stream --job rdense-count --rank 1 --forever --until-quiet
-rb=$LASTPID
-expect "dense-count, to another node: the daemon closes that client's connection" \
-	prog ft_raw "$TMP/bc_n0" dense-count rdense-count 0 2
-expect "... and says why" grep -q "malformed dense batch in TX ring" "$TMP/bc_n0.log"
-wait $rb
-expect "... and nothing of it reached rank 1 on node 1" grep -q "rank 1 got 0" "$TMP/remote2.log"
+for mode in batch-spoof:"malformed batch" dense-count:"malformed dense batch"; do
+	FERRY_RUNTIME_DIR=$TMP/bc_n1 bg "remote-${mode%%:*}.log" prog ft_stream --job "r${mode%%:*}" --rank 1 --forever \
+		--until-quiet
+	rb=$LASTPID
+	expect "${mode%%:*}, to another node: the daemon closes that client's connection" \
+		prog ft_raw "$TMP/bc_n0" "${mode%%:*}" "r${mode%%:*}" 0 2
+	expect "... and says why" grep -q "${mode#*:} in TX ring" "$TMP/bc_n0.log"
+	wait $rb
+	expect "... and nothing of it reached rank 1 on node 1 (not even the valid items before the bad one)" \
+		grep -q "rank 1 got 0" "$TMP/remote-${mode%%:*}.log"
+done
 expect "daemons exit cleanly" stop_cluster bc 8
 
 # A line of 4 nodes (a physical mesh: every hop a link, every node on the

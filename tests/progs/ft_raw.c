@@ -206,6 +206,28 @@ static ssize_t read_msg(struct ctl_msg *m, int *fds, int *nfds_p)
 	}
 }
 
+/* Milliseconds since t0 (CLOCK_MONOTONIC). */
+static long long since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000ll + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Waits for READY on the socket: 0, or 1 (said so on stderr) if it did
+ * not come first. */
+static int wait_ready(void)
+{
+	struct ctl_msg m = { 0 };
+
+	if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
+		fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		return 1;
+	}
+	return 0;
+}
+
 /* --- direct rings --- */
 
 /* One line about a CTL_DIRECT d and the fds (nfds) that came with it;
@@ -320,10 +342,8 @@ static int mem_modes(const char *mode)
 	int fd;
 
 	alarm(30);      /* a daemon that never answers fails the test (SIGALRM), never hangs it */
-	if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-		fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+	if (wait_ready())
 		return 2;
-	}
 	populated = strcmp(mode, "mem-punch") == 0 ? bytes : strcmp(mode, "mem-half") == 0 ? bytes / 2 : 0;
 	fd = memfd_create("ft_raw", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
@@ -493,10 +513,8 @@ int main(int argc, char **argv)
 		struct proto_rec *rec;
 		uint64_t one = 1;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		for (int i = 0; i < 3; i++)
 			*(struct proto_rec *)(recs + 32 * i) = (struct proto_rec){
 				.len = 16, .kind = PROTO_REC_ITEM, .dst = size - 1, .src = rank };
@@ -520,12 +538,10 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "dense-flip") == 0) {
 		uint64_t one = 1, flipped = 0, bad = 5 | (uint64_t)3 << 32;    /* (L 5: not 8-byte items) */
 		uint64_t good = 8 | (uint64_t)4 << 32;
-		struct timespec t0, t;
+		struct timespec t0;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
 			struct proto_rec *rec;
@@ -555,8 +571,7 @@ int main(int argc, char **argv)
 					break;
 				sched_yield();
 			}
-			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) < 2000000000ll);
+		} while (since_ms(&t0) < 2000);
 		printf("flipped %llu records\n", (unsigned long long)flipped);
 		return 0;
 	} else if (strncmp(mode, "dense-", 6) == 0) {
@@ -566,10 +581,8 @@ int main(int argc, char **argv)
 		uint32_t len = 8 + 4 * 8;
 		uint16_t channel = 0;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		if (strcmp(mode, "dense-count") == 0) {
 			h = 8 | (uint64_t)5 << 32;
 		} else if (strcmp(mode, "dense-len") == 0) {
@@ -600,10 +613,8 @@ int main(int argc, char **argv)
 		struct proto_rec *rec;
 		uint64_t one = 1;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		if (ring_reserve(&tx, 0, &rec) != 0)
 			return 2;
 		*rec = (struct proto_rec){ .kind = PROTO_REC_DONE };
@@ -620,12 +631,10 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "scribble") == 0) {
 		uint8_t *recent[32] = { NULL };
 		uint64_t one = 1, sent = 0, x = 88172645463325252ull;
-		struct timespec t0, t;
+		struct timespec t0;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
 			struct proto_rec *rec;
@@ -647,8 +656,7 @@ int main(int argc, char **argv)
 					memcpy(recent[i] + k, &x, 8);
 				}
 			}
-			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
+		} while (since_ms(&t0) < 2000);
 		printf("scribbled %llu items\n", (unsigned long long)sent);
 		return 0;
 	} else if (strcmp(mode, "self-tail") == 0) {
@@ -657,10 +665,8 @@ int main(int argc, char **argv)
 		struct proto_rec *rec;
 		int full = 0;
 
-		if (read_msg(&m, NULL, NULL) <= 0 || m.type != CTL_READY) {
-			fprintf(stderr, "ft_raw: expected READY, got %u\n", m.type);
+		if (wait_ready())
 			return 2;
-		}
 		/* Items to rank 0, ourselves, until the daemon has filled our RX
 		 * ring (and queued more for it in its memory). */
 		for (int i = 0; i < 10000 && !full;) {  /* 10 s of waiting at most */

@@ -372,6 +372,20 @@ static uint32_t make_batch(uint8_t *buf, uint32_t n, uint32_t dst, uint32_t src)
 	return off;
 }
 
+/* A batch element of count items as the tests below put them: generation
+ * 7, node 3, job 0x1001, from rank 9 to rank 4. */
+static void check_batch_elem(const struct wire_item *it, uint8_t flags, uint16_t count)
+{
+	CHECK_EQ(it->flags, flags);
+	CHECK_EQ(it->channel, count);
+	CHECK_EQ(it->node, 3);
+	CHECK_EQ(it->job, 0x1001);
+	CHECK_EQ(it->gen, 7);
+	CHECK_EQ(it->dst, 4);
+	CHECK_EQ(it->src, 9);
+	CHECK_EQ(wire_item_count(it), count);
+}
+
 TEST(batches_checked_and_carried)
 {
 	static uint8_t recs[PROTO_BATCH_MAX + 64], frame[PROTO_BATCH_MAX + 256];
@@ -420,14 +434,7 @@ TEST(batches_checked_and_carried)
 	k = (uint32_t)wire_put_batch(frame, recs, len, 7, 3, 0x1001, w1);
 	CHECK_EQ(k, 20);
 	CHECK_EQ(wire_next_item(frame, wire_item_footprint(len), &off, &it, &p), 1);
-	CHECK_EQ(it.flags, WIRE_ITEM_BATCH);
-	CHECK_EQ(it.channel, 20);
-	CHECK_EQ(it.node, 3);
-	CHECK_EQ(it.job, 0x1001);
-	CHECK_EQ(it.gen, 7);
-	CHECK_EQ(it.dst, 4);
-	CHECK_EQ(it.src, 9);
-	CHECK_EQ(wire_item_count(&it), 20);
+	check_batch_elem(&it, WIRE_ITEM_BATCH, 20);
 	CHECK(memcmp(p, recs, len) == 0);
 	CHECK_EQ(off, wire_item_footprint(len));
 	/* A count that is not the records', a batch of job 0, a batch with
@@ -524,15 +531,8 @@ TEST(dense_batches_checked_and_carried)
 		pay[8 + i] = (uint8_t)i;
 	CHECK_EQ(wire_put_dense(frame, h, pay + 8, 8 + 17 * 8, 17, 7, 3, 0x1001, w1), wire_item_footprint(8 + 17 * 8));
 	CHECK_EQ(wire_next_item(frame, wire_item_footprint(8 + 17 * 8), &off, &it, &p), 1);
-	CHECK_EQ(it.flags, WIRE_ITEM_DENSE);
-	CHECK_EQ(it.channel, 17);
+	check_batch_elem(&it, WIRE_ITEM_DENSE, 17);
 	CHECK_EQ(it.len, 8 + 17 * 8);
-	CHECK_EQ(it.node, 3);
-	CHECK_EQ(it.job, 0x1001);
-	CHECK_EQ(it.gen, 7);
-	CHECK_EQ(it.dst, 4);
-	CHECK_EQ(it.src, 9);
-	CHECK_EQ(wire_item_count(&it), 17);
 	CHECK(memcmp(p, pay, 8 + 17 * 8) == 0);
 	memcpy(w, frame, sizeof(w));
 	CHECK(wire_batch_ok(w[0], w[1], w[2], frame + sizeof(struct wire_item)));
