@@ -4,12 +4,12 @@
  * cluster layer's handling of control items (cluster/: JOIN, TABLE, STEP,
  * XOFF, FAIL, ... with fields from the input, mostly well-formed), and a
  * client's TX ring drained by fwd/tx.c (records of any kind, any rank) while
- * the client consumes its RX ring or not; batches (FERRY_BATCH) both ways,
- * well-formed or damaged; frames received in place (daemon/net/link.h),
- * some of whose rest never comes; large pieces sent from the TX ring (lent
- * bytes, net/frame.h).  Real endpoints (memfd rings,
- * local/), the real peer layer over the in-memory transport of
- * tests/unit/fake_link.h.
+ * the client consumes its RX ring or not; batches (FERRY_BATCH), of item
+ * records and dense ones, both ways, well-formed or damaged; frames
+ * received in place (daemon/net/link.h), some of whose rest never comes;
+ * large pieces sent from the TX ring (lent bytes, net/frame.h).  Real
+ * endpoints (memfd rings, local/), the real peer layer over the in-memory
+ * transport of tests/unit/fake_link.h.
  *
  * The daemon is node 1 of a 2x2 virtual grid (peer 0 connects to it, it
  * connects to peer 3; node 2 is reached through node 0).  Job "fz" of 4
@@ -167,6 +167,31 @@ static uint32_t batch_recs(uint8_t *buf, uint32_t dst, uint32_t src)
 	return off;
 }
 
+/* A dense batch's payload (proto/ring.h "Dense batches") into buf, mostly
+ * well-formed from the input, sometimes its header or length off.
+ * Returns its length (at most PROTO_BATCH_MAX) and its count in *k_p. */
+static uint32_t dense_payload(uint8_t *buf, uint32_t *k_p)
+{
+	uint32_t l = next() & 7 ? next() % 33 : next32() % (PROTO_DENSE_ITEM_MAX + 2), stride = (l + 7) & ~7u;
+	uint32_t max = stride ? (PROTO_BATCH_MAX - 8) / stride : PROTO_DENSE_COUNT_MAX + 1;
+	uint32_t k = max ? 1 + next() % (max < 40 ? max : 40) : 1, len;
+	uint64_t h;
+
+	if (!(next() & 15))
+		k = next() & 1 ? max : 0;               /* exactly full, or empty */
+	len = 8 + k * stride;
+	if (len > PROTO_BATCH_MAX)
+		len = PROTO_BATCH_MAX;
+	if (!(next() & 15))
+		len = (len + 8 * (next() % 3) - 8) & (PROTO_BATCH_MAX - 8);    /* a stride off, or 0 */
+	h = l | (uint64_t)next() << 16 | (uint64_t)(next() & 15 ? k : k + next() - 128) << 32;
+	memcpy(buf, &h, len < 8 ? len : 8);
+	if (len > 8)
+		memset(buf + 8, next(), len - 8);
+	*k_p = k;
+	return len;
+}
+
 /* A DATA frame from node 0 or 3 with items made from the input. */
 static void frame_in(void)
 {
@@ -193,6 +218,14 @@ static void frame_in(void)
 			it.dst = 1 + next() % WIRE_CTL_TYPE_MAX;
 			it.src = from3 ? 3 : next() % 4;
 			it.len = ctl_payload(it.dst, payload, sizeof(payload));
+		} else if (!(next() & 7)) {
+			/* A dense batch (wire.h WIRE_ITEM_DENSE), for here or
+			 * passing through; its count right or not. */
+			uint32_t k;
+
+			it.len = dense_payload(payload, &k);
+			it.flags = next() & 15 ? WIRE_ITEM_DENSE : next();
+			it.channel = (uint16_t)(next() & 15 ? k : next());
 		} else if (!(next() & 3)) {
 			/* A batch (wire.h WIRE_ITEM_BATCH), for here or
 			 * passing through; its count right or not. */
@@ -229,10 +262,25 @@ static void tx_records(int c)
 	int n = 1 + next() % 32;
 
 	for (int i = 0; i < n; i++) {
-		uint8_t kind = next() & 7 ? PROTO_REC_ITEM : next() % 9;
+		uint8_t kind = next() & 7 ? PROTO_REC_ITEM : next() % 10;
 		uint32_t len = next() & 15 ? next() % 100 : (uint32_t)next() << 8;
 		struct proto_rec *r;
 
+		if (kind == PROTO_REC_DENSE && (next() & 3)) {
+			/* A dense batch as libferry writes one, for a rank
+			 * here, there, or none; sometimes damaged (a channel in
+			 * its header, flags, its payload). */
+			static uint8_t pay[PROTO_BATCH_MAX];
+			uint32_t k, dst = next() & 15 ? next() % 4 : next32();
+
+			len = dense_payload(pay, &k);
+			if (ring_reserve(&client[c].tx, len, &r) < 0)
+				break;
+			*r = (struct proto_rec){ .len = len, .kind = kind, .dst = dst,
+						 .channel = next() & 15 ? 0 : next() };
+			memcpy(r + 1, pay, len);
+			continue;
+		}
 		if (kind == PROTO_REC_BATCH && (next() & 3)) {
 			/* A batch as libferry writes one (FERRY_BATCH), for
 			 * a rank here, there, or none; sometimes damaged. */
