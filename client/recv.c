@@ -512,8 +512,9 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t *at, uint32_t 
 			tail += fp;
 			continue;
 		}
-		/* An item, no flags (whole), of a rank it may come from, inside. */
-		if (((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
+		/* An item, no flags (whole), of a rank it may come from, inside
+		 * (and no cursor: it points into a DENSE record at the tail). */
+		if (*at || ((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
 		    fp > size - pos || src - lo >= hi - lo)
 			break;
 		items[n].data = data + pos + sizeof(struct proto_rec);
@@ -572,6 +573,11 @@ static int collect_ring(struct ferry *f, struct dring *d, struct ferry_item *ite
 			ring_consume(r, &rec);
 			continue;
 		}
+		if (*at)        /* the record its cursor points into is no longer DENSE */
+			return f->dead = d ? conn_seterr(-EPROTO, "rank %u changed a dense batch in its direct ring "
+							 "while it was being read", d->rank)
+					   : conn_seterr(-EPROTO, "the dense batch at the RX tail changed while it "
+							 "was being read");
 		ring_consume(r, &rec);
 		if (d && rec.kind == PROTO_REC_STEP && rec.src == d->rank && rec.dst == d->at + 1 && rec.len == 0) {
 			d->at = rec.dst;        /* the end of its step: "Steps and direct rings" */

@@ -288,8 +288,10 @@ static inline uint32_t proto_dense_check(uint64_t h, uint32_t len)
 {
 	uint32_t count = (uint32_t)(h >> 32);
 
-	if (proto_dense_len(h) > PROTO_DENSE_ITEM_MAX || count == 0 || count > PROTO_DENSE_COUNT_MAX ||
-	    len != sizeof(struct proto_dense) + (uint64_t)count * proto_dense_stride(h))
+	/* (len at most PROTO_BATCH_MAX here, for every caller: a node must
+	 * take what the node before it took, and libferry takes no more.) */
+	if (len > PROTO_BATCH_MAX || proto_dense_len(h) > PROTO_DENSE_ITEM_MAX || count == 0 ||
+	    count > PROTO_DENSE_COUNT_MAX || len != sizeof(struct proto_dense) + (uint64_t)count * proto_dense_stride(h))
 		return 0;
 	return count;
 }

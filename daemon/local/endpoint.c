@@ -773,7 +773,7 @@ void ep_write_status(FILE *out, const struct ep *ep)
 {
 	fprintf(out, "  rank %u: pid %d, session %u, sent %llu, received %llu, queued %llu%s%s\n",
 		ep->rank, ep->pid, ep->id, (unsigned long long)ep->items_sent,
-		(unsigned long long)ep->items_received, (unsigned long long)ep->pending.count,
+		(unsigned long long)ep->items_received, (unsigned long long)ep->pending.items,
 		tx_blocked(ep) ? ", sender stalled" : "", ep->xoff ? ", senders on other nodes told to wait" : "");
 	fprintf(out, "    rings: tx %llu of %llu bytes used, rx %llu of %llu bytes used\n",
 		(unsigned long long)(atomic_load(&ep->tx.sh->head) - ep->tx.tail),

@@ -195,6 +195,10 @@ static int verbs_listen(const struct conf *c, uint32_t self, const struct link_e
 	verbs.max_frame = (uint32_t)(sizeof(struct wire_frame_hdr) +
 				     (c->buffer_bytes > wire_item_footprint(PROTO_FRAG_BYTES) ?
 				      c->buffer_bytes : wire_item_footprint(PROTO_FRAG_BYTES)) + WIRE_TAG_BYTES);
+	/* A multiple of 8: frames are received in place at idx x max_frame, and
+	 * their elements are read as aligned words (proto_dense_word), whatever
+	 * aggregation.buffer_bytes says. */
+	verbs.max_frame = (verbs.max_frame + 7) & ~7u;
 	devs = ibv_get_device_list(&n);
 	if (devs)
 		ibv_free_device_list(devs);

@@ -167,11 +167,28 @@ static uint32_t batch_recs(uint8_t *buf, uint32_t dst, uint32_t src)
 	return off;
 }
 
-/* A dense batch's payload (proto/ring.h "Dense batches") into buf, mostly
- * well-formed from the input, sometimes its header or length off.
- * Returns its length (at most PROTO_BATCH_MAX) and its count in *k_p. */
-static uint32_t dense_payload(uint8_t *buf, uint32_t *k_p)
+/* A dense batch's payload (proto/ring.h "Dense batches") into buf (cap
+ * bytes), mostly well-formed from the input, sometimes its header or
+ * length off, or (where cap allows) consistent but longer than
+ * PROTO_BATCH_MAX (many long items: a peer's, which every node must refuse
+ * alike).  Returns its length and its count in *k_p. */
+static uint32_t dense_payload(uint8_t *buf, uint32_t cap, uint32_t *k_p)
 {
+	if (cap > PROTO_BATCH_MAX + 8 && !(next() & 31)) {
+		uint32_t l = 64 + next32() % (PROTO_DENSE_ITEM_MAX - 63), stride = (l + 7) & ~7u;
+		uint32_t k = (cap - 8) / stride, len;
+		uint64_t h;
+
+		if (k > PROTO_DENSE_COUNT_MAX)
+			k = PROTO_DENSE_COUNT_MAX;
+		len = 8 + k * stride;
+		h = l | (uint64_t)k << 32;
+		memcpy(buf, &h, 8);
+		memset(buf + 8, next(), len - 8);
+		*k_p = k;
+		return len;
+	}
+
 	uint32_t l = next() & 7 ? next() % 33 : next32() % (PROTO_DENSE_ITEM_MAX + 2), stride = (l + 7) & ~7u;
 	uint32_t max = stride ? (PROTO_BATCH_MAX - 8) / stride : PROTO_DENSE_COUNT_MAX + 1;
 	uint32_t k = max ? 1 + next() % (max < 40 ? max : 40) : 1, len;
@@ -223,7 +240,7 @@ static void frame_in(void)
 			 * passing through; its count right or not. */
 			uint32_t k;
 
-			it.len = dense_payload(payload, &k);
+			it.len = dense_payload(payload, sizeof(payload), &k);
 			it.flags = next() & 15 ? WIRE_ITEM_DENSE : next();
 			it.channel = (uint16_t)(next() & 15 ? k : next());
 		} else if (!(next() & 3)) {
@@ -273,7 +290,7 @@ static void tx_records(int c)
 			static uint8_t pay[PROTO_BATCH_MAX];
 			uint32_t k, dst = next() & 15 ? next() % 4 : next32();
 
-			len = dense_payload(pay, &k);
+			len = dense_payload(pay, sizeof(pay), &k);
 			if (ring_reserve(&client[c].tx, len, &r) < 0)
 				break;
 			*r = (struct proto_rec){ .len = len, .kind = kind, .dst = dst,

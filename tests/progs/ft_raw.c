@@ -536,7 +536,7 @@ int main(int argc, char **argv)
 		if (write(fds[2], &one, sizeof(one)) < 0)
 			die("eventfd write");
 	} else if (strcmp(mode, "dense-flip") == 0) {
-		uint64_t one = 1, flipped = 0, bad = 5 | (uint64_t)3 << 32;    /* (L 5: not 8-byte items) */
+		uint64_t one = 1, flipped = 0, got = 0, bad = 5 | (uint64_t)3 << 32;    /* (L 5: not 8-byte items) */
 		uint64_t good = 8 | (uint64_t)4 << 32;
 		struct timespec t0;
 
@@ -565,14 +565,35 @@ int main(int argc, char **argv)
 				struct proto_rec r;
 				const void *p;
 
-				while (ring_peek(&rx, &r, &p) > 0)
+				while (ring_peek(&rx, &r, &p) > 0) {
+					/* What the daemon delivers is what it
+					 * checked: the good header, our items. */
+					if (r.kind == PROTO_REC_DENSE) {
+						uint64_t h;
+						const uint8_t *b = p;
+
+						memcpy(&h, p, 8);
+						if (h != good || r.len != 8 + 4 * 8) {
+							printf("delivered a dense header %#llx, length %u\n",
+							       (unsigned long long)h, r.len);
+							return 1;
+						}
+						for (int i = 8; i < 8 + 4 * 8; i++)
+							if (b[i] != 0x77) {
+								printf("delivered a dense item byte %#x\n", b[i]);
+								return 1;
+							}
+						got++;
+					}
 					ring_consume(&rx, &r);
+				}
 				if (ring_release(&rx) && write(fds[2], &one, sizeof(one)) < 0)
 					break;
 				sched_yield();
 			}
 		} while (since_ms(&t0) < 2000);
-		printf("flipped %llu records\n", (unsigned long long)flipped);
+		printf("flipped %llu records, %llu came back whole\n", (unsigned long long)flipped,
+		       (unsigned long long)got);
 		return 0;
 	} else if (strncmp(mode, "dense-", 6) == 0) {
 		/* Four 8-byte items for rank size - 1 (or what the mode says). */

@@ -515,6 +515,12 @@ TEST(dense_batches_checked_and_carried)
 	CHECK_EQ(proto_dense_check(dense_word(PROTO_DENSE_ITEM_MAX + 1, 0, 1), 8 + PROTO_DENSE_ITEM_MAX + 8), 0);
 	CHECK_EQ(proto_dense_check(dense_word(PROTO_DENSE_ITEM_MAX, 0, 1), 8 + PROTO_DENSE_ITEM_MAX), 1);
 	CHECK_EQ(proto_dense_check(dense_word(8, 0, 0x80000001u), 16), 0);
+	/* Consistent but longer than PROTO_BATCH_MAX (a peer's: what one node
+	 * refuses, every node and libferry refuse alike; review finding). */
+	CHECK_EQ(proto_dense_check(dense_word(PROTO_DENSE_ITEM_MAX, 0, 16), 8 + 16 * PROTO_DENSE_ITEM_MAX), 0);
+	CHECK_EQ(proto_dense_check(dense_word(120, 0, PROTO_DENSE_COUNT_MAX), 8 + PROTO_DENSE_COUNT_MAX * 120), 0);
+	CHECK_EQ(proto_dense_check(dense_word(2048, 0, 2), 8 + 2 * 2048), 0);
+	CHECK_EQ(proto_dense_check(dense_word(2040, 0, 2), 8 + 2 * 2040), 2);
 	/* Items a record holds. */
 	h = dense_word(8, 2, 17);
 	memcpy(pay, &h, 8);

@@ -251,6 +251,25 @@ TEST(a_dense_record_that_lies_breaks_the_ring)
 	CHECK_EQ(ferry_recv(&f, it, 4, 0), -EPROTO);
 }
 
+/* A writer that turns the DENSE record at the tail, half handed out, into
+ * an item record (a peer's direct ring: review finding) breaks the ring:
+ * the cursor belongs to that record, and the next DENSE record must not
+ * start at it. */
+TEST(a_dense_record_changed_while_read_breaks_the_ring)
+{
+	struct ferry_item it[4];
+	struct proto_rec *slot;
+
+	setup();
+	put_dense(1, 0, 8, 10);
+	put_dense(1, 0, 8, 10);
+	slot = (struct proto_rec *)(void *)(f.rx.data + (f.rx.tail & (f.rx.size - 1)));
+	CHECK_EQ(ferry_recv(&f, it, 4, 0), 4);
+	/* Now an item of 8 + 10 x 8 bytes where the dense record was. */
+	slot->kind = PROTO_REC_ITEM;
+	CHECK_EQ(ferry_recv(&f, it, 4, 0), -EPROTO);
+}
+
 int main(void)
 {
 	RUN(large_items_come_back_whole);
@@ -259,6 +278,7 @@ int main(void)
 	RUN(nothing_is_glued_across_lost_fragments);
 	RUN(dense_records_come_out_item_by_item);
 	RUN(a_dense_record_that_lies_breaks_the_ring);
+	RUN(a_dense_record_changed_while_read_breaks_the_ring);
 	setup();                /* frees what the last one had */
 	return check_done();
 }
