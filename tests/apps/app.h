@@ -87,6 +87,7 @@ struct hpcc_table {
 	uint64_t size, mask;        /* 2^log2 words in all */
 	uint64_t min, rem, top;     /* as HPCC's MinLocalTableSize, Remainder, Top */
 	uint64_t local, start;      /* this rank's words, its first global index */
+	int shift;                  /* log2(min) when every block is 2^shift words, else -1 */
 };
 
 static inline void hpcc_table_init(struct hpcc_table *t, unsigned log2, uint32_t P, uint32_t me)
@@ -98,6 +99,9 @@ static inline void hpcc_table_init(struct hpcc_table *t, unsigned log2, uint32_t
 	t->top = (t->min + 1) * t->rem;
 	t->local = t->min + (me < t->rem);
 	t->start = me < t->rem ? (t->min + 1) * me : t->min * me + t->rem;
+	t->shift = -1;
+	if (!t->rem && !(t->min & (t->min - 1)))
+		t->shift = __builtin_ctzll(t->min);
 }
 
 /* The rank that owns the word a stream value names. */
@@ -105,6 +109,10 @@ static inline uint32_t hpcc_owner(const struct hpcc_table *t, uint64_t ran)
 {
 	uint64_t g = ran & t->mask;
 
+	/* a power of two of ranks (HPCC's own fast case): a shift, not a
+	 * 64-bit division per update */
+	if (t->shift >= 0)
+		return (uint32_t)(g >> t->shift);
 	return (uint32_t)(g < t->top ? g / (t->min + 1) : (g - t->rem) / t->min);
 }
 

@@ -27,7 +27,10 @@
  * channel 0, acknowledgements cumulative counts on channel 1, sent back to
  * a source once A updates from it were applied (A = C / (2 (P - 1)), at
  * least 1, unless said) and whenever the owner has nothing else to do.
- * The sending loop receives while it sends and sleeps in ferry_poll only
+ * The table is in huge pages where the kernel gives them (madvise), and a
+ * rank's updates of its own words are applied LOCAL_AHEAD at a time, their
+ * words prefetched (below); updates that come are applied a batch at a
+ * time the same way.  The sending loop receives while it sends and sleeps in ferry_poll only
  * when it can neither send nor receive; a rank at its cap flushes (its
  * updates must not wait in aggregation buffers for the flush timer while
  * it waits for their acknowledgements).  A rank done with its own updates
@@ -40,8 +43,30 @@
  */
 #include "fapp.h"
 
+#include <sys/mman.h>
+
+/* The table, in huge pages where the kernel gives them (transparent huge
+ * pages, "madvise" on Debian): README "Applications", RandomAccess. */
+static void *table_alloc(size_t bytes)
+{
+	size_t huge = 2u << 20, n = (bytes + huge - 1) & ~(huge - 1);
+	void *p = aligned_alloc(huge, n ? n : huge);
+
+	if (p)
+		(void)madvise(p, n, MADV_HUGEPAGE);
+	return p;
+}
+
 #define CH_UPDATE 0u
 #define CH_ACK    1u
+/* A rank's updates of its own words wait (as pending: they count against
+ * the cap) in groups of LOCAL_AHEAD, their words prefetched, as take()
+ * does for the updates that come: applied one by one, each was a cache
+ * and TLB miss that stalled the update loop (a third of the loop's time
+ * with 8 ranks on one core).  At the cap they are applied first: waiting
+ * for acknowledgements (and flushing to get them) while room can be had
+ * at once made 5 times as many frames (20 M updates/s instead of 32 M). */
+#define LOCAL_AHEAD 16
 
 struct gups {
 	struct fapp a;
@@ -51,6 +76,8 @@ struct gups {
 	uint64_t *sent, *acked;         /* per destination: handed to ferry, acknowledged */
 	uint64_t *applied, *acked_to;   /* per source: applied here, acknowledged to it */
 	uint64_t pending, pending_max;  /* updates of this rank not acknowledged */
+	uint64_t local[LOCAL_AHEAD];    /* this rank's own updates, their words asked for */
+	int nlocal;
 	int unflushed;                  /* sent since the last ferry_flush */
 	int refused;                    /* an acknowledgement is waiting for room */
 };
@@ -104,6 +131,20 @@ static int take(void *app, const struct ferry_item *it, int n)
 	return 0;
 }
 
+static void local_apply(struct gups *g)
+{
+	for (int i = 0; i < g->nlocal; i++)
+		g->table[(g->local[i] & g->t.mask) - g->t.start] ^= g->local[i];
+	g->pending -= (uint64_t)g->nlocal;
+	g->nlocal = 0;
+}
+
+static void note_pending(struct gups *g)
+{
+	if (++g->pending > g->pending_max)
+		g->pending_max = g->pending;
+}
+
 /* Acknowledges to each source what was applied from it: to those owed at
  * least ack_every, or (all) to every one owed anything, then flushes.  A
  * refused acknowledgement waits for the next call (they are cumulative). */
@@ -146,7 +187,10 @@ static int idle(void *app)
  * or (if something waits for room) there is room. */
 static void progress(struct gups *g, int refused)
 {
-	int n = fapp_recv(&g->a, take, g, 0, 0);
+	int n;
+
+	local_apply(g);
+	n = fapp_recv(&g->a, take, g, 0, 0);
 
 	acks(g, 1);
 	if (n == 0 && g->unflushed) {
@@ -181,13 +225,26 @@ static void run(struct gups *g)
 			made++;
 			dst = hpcc_owner(&g->t, ran);
 			if (dst == g->a.me) {
-				g->table[(ran & g->t.mask) - g->t.start] ^= ran;
+				uint64_t *w = &g->table[(ran & g->t.mask) - g->t.start];
+
+				if (g->nlocal == LOCAL_AHEAD)
+					local_apply(g);
+				if (g->pending >= g->cap) {
+					*w ^= ran;      /* no room to wait */
+					continue;
+				}
+				__builtin_prefetch(w, 1);
+				g->local[g->nlocal++] = ran;
+				note_pending(g);
 				continue;
 			}
 			have = 1;
 		}
 		if (g->pending >= g->cap) {
-			progress(g, 0);
+			if (g->nlocal)
+				local_apply(g);         /* room without waiting */
+			else
+				progress(g, 0);
 			continue;
 		}
 		ret = ferry_send(g->a.f, dst, CH_UPDATE, &ran, sizeof(ran));
@@ -200,8 +257,7 @@ static void run(struct gups *g)
 		have = 0;
 		g->unflushed = 1;
 		g->sent[dst]++;
-		if (++g->pending > g->pending_max)
-			g->pending_max = g->pending;
+		note_pending(g);
 		/* now and then, while sending freely: apply what came, and
 		 * acknowledge to the sources owed at least ack_every */
 		if (!(made & 255)) {
@@ -211,6 +267,7 @@ static void run(struct gups *g)
 	}
 	/* Every update made: wait for their acknowledgements, applying others'
 	 * meanwhile, then for every other rank to be there too. */
+	local_apply(g);
 	fapp_flush(&g->a);
 	g->unflushed = 0;
 	while (g->pending)
@@ -251,7 +308,7 @@ int main(int argc, char **argv)
 	g.ack_every = ack ? (uint64_t)ack : g.a.P > 1 ? g.cap / (2 * (g.a.P - 1)) : 1;
 	if (!g.ack_every)
 		g.ack_every = 1;
-	g.table = malloc(g.t.local * sizeof(*g.table));
+	g.table = table_alloc(g.t.local * sizeof(*g.table));
 	g.sent = calloc(g.a.P, sizeof(uint64_t));
 	g.acked = calloc(g.a.P, sizeof(uint64_t));
 	g.applied = calloc(g.a.P, sizeof(uint64_t));
