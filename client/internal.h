@@ -194,6 +194,8 @@ struct batch {
 	uint32_t key;           /* dense: BATCH_DENSE_KEY(L, channel) of its items; 0: records */
 	uint32_t room;          /* dense: items it may take still */
 	uint32_t count;         /* dense: items it holds */
+	uint32_t run_key;       /* records: BATCH_DENSE_KEY of the last records' shape, */
+	uint32_t run;           /* and how many of them in a row end it */
 };
 
 /* The ring toward rank dst: its direct ring, or NULL for the TX ring. */

@@ -181,10 +181,15 @@ static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags
  * more leaves (one DENSE record) and a new one opens with that item; a
  * shorter one is turned into item records in place, where they fit, and
  * the batch goes on as records (a BATCH record: proto/ring.h "Batches")
- * until it is full or leaves.  So a stream of one shape goes dense
- * throughout, runs of one shape go dense where they are long, and a stream
- * of mixed lengths pays a dense header once per batch.  Either way the
- * items of one rank leave in the order sent. */
+ * until it is full, leaves, or ends in BATCH_DENSE_KEEP records of one
+ * shape: then the records before those leave (a BATCH record) and the
+ * batch goes on dense with them (batch_redense; where the ring has no room
+ * for that now, it goes on as records).  So a stream of one shape goes
+ * dense throughout, runs of one shape go dense where they are long (a lone
+ * item of another shape, as an acknowledgement among updates, costs a
+ * record or two, not the rest of the batch), and a stream of mixed
+ * lengths pays a dense header once per batch.  Either way the items of
+ * one rank leave in the order sent. */
 
 static_assert(FERRY_BATCH_ITEM <= PROTO_BATCH_ITEM_MAX, "a batched item fits a batch");
 static_assert(FERRY_BATCH_ITEM <= PROTO_DENSE_ITEM_MAX && FERRY_BATCH_ITEM < 512, "a batched item fits a dense batch");
@@ -379,8 +384,88 @@ static int dense_to_records(struct ferry *f, struct batch *b, uint32_t dst, uint
 		memcpy(r + 8, &w1, 8);
 	}
 	b->fill = b->count * rfp;
+	b->run_key = b->key;
+	b->run = b->count;
 	b->key = 0;
 	return 1;
+}
+
+/* How many items of stride bytes a dense batch takes.  (More than
+ * BATCH_DENSE_KEEP wherever batch_redense runs: its records, 16 + stride
+ * bytes each, and one before them fit in batch_cap.) */
+static inline uint32_t dense_room(const struct ferry *f, uint32_t stride)
+{
+	uint32_t room = stride ? (f->batch_cap - (uint32_t)sizeof(struct proto_dense)) / stride : PROTO_DENSE_COUNT_MAX;
+
+	return room < PROTO_DENSE_COUNT_MAX ? room : PROTO_DENSE_COUNT_MAX;
+}
+
+/* Opens rank dst's batch b (empty) dense, for items of key's shape. */
+static void dense_open(struct ferry *f, struct batch *b, uint32_t dst, uint32_t key)
+{
+	uint32_t stride = ((key & 0x1ff) + 7) & ~7u;
+
+	b->open_idx = f->nbatch_open;
+	f->batch_open[f->nbatch_open++] = dst;
+	b->key = key;
+	b->count = 0;
+	b->room = dense_room(f, stride);
+	b->fill = sizeof(struct proto_dense);
+}
+
+/* Rank dst's batch of records, which ends in BATCH_DENSE_KEEP records of
+ * one shape (b->run_key): the records before them leave now, as a BATCH
+ * record (in the direct ring: as they are), if the ring has room for them
+ * without waiting, and those BATCH_DENSE_KEEP become a dense batch, each
+ * payload moved down to its place (item i from P + i x (16 + S) + 16 to
+ * 8 + i x S, P >= 16: always down, so in increasing i).  Nothing changes
+ * where there is no room (the batch goes on as records; another try after
+ * BATCH_DENSE_KEEP more of the shape): this is only a saving, and the item
+ * that made the run is already the caller's success. */
+__attribute__((noinline))
+static void batch_redense(struct ferry *f, uint32_t dst)
+{
+	struct batch *b = &f->batch[dst];
+	struct dring *d = direct_to(f, dst);
+	uint32_t key = b->run_key, len = key & 0x1ff, stride = (len + 7) & ~7u;
+	uint32_t rfp = (uint32_t)sizeof(struct proto_rec) + stride, part = b->fill - BATCH_DENSE_KEEP * rfp;
+	struct proto_rec *rec;
+
+	b->run = 0;
+	if (f->dead || ring_reserve(d ? &d->r : &f->tx, part - (uint32_t)(d ? sizeof(struct proto_rec) : 0), &rec))
+		return;
+	if (d) {
+		memcpy(rec, b->buf, part);
+	} else {
+		rec->len = part;
+		rec->kind = PROTO_REC_BATCH;
+		rec->flags = 0;
+		rec->channel = 0;
+		rec->dst = dst;
+		rec->src = f->rank;
+		memcpy(rec + 1, b->buf, part);
+	}
+	publish(f, d);
+	for (uint32_t i = 0; i < BATCH_DENSE_KEEP; i++)
+		memmove(b->buf + sizeof(struct proto_dense) + i * stride,
+			b->buf + part + i * rfp + sizeof(struct proto_rec), stride);
+	/* (the batch stays open: its place in batch_open is kept) */
+	b->key = key;
+	b->count = BATCH_DENSE_KEEP;
+	b->room = dense_room(f, stride) - BATCH_DENSE_KEEP;
+	b->fill = (uint32_t)sizeof(struct proto_dense) + BATCH_DENSE_KEEP * stride;
+}
+
+/* A record of key's shape was written at the end of rank dst's batch of
+ * records b: counts the run it ends, and goes dense at BATCH_DENSE_KEEP. */
+static inline void records_note(struct ferry *f, struct batch *b, uint32_t dst, uint32_t key)
+{
+	if (b->run_key != key) {
+		b->run_key = key;
+		b->run = 1;
+	} else if (__builtin_expect(++b->run >= BATCH_DENSE_KEEP, 0)) {
+		batch_redense(f, dst);
+	}
 }
 
 /* A small item into rank dst's batch: the batch goes first if it is full,
@@ -398,16 +483,8 @@ static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void
 	if (b->fill && (b->key ? b->key != key || !b->room : b->fill + fp > f->batch_cap) &&
 	    (ret = batch_push(f, dst, f->flags & FERRY_BLOCKING)) < 0)
 		return ret;
-	if (!b->fill) {
-		b->open_idx = f->nbatch_open;
-		f->batch_open[f->nbatch_open++] = dst;
-		b->key = key;
-		b->count = 0;
-		b->room = stride ? (f->batch_cap - (uint32_t)sizeof(struct proto_dense)) / stride : PROTO_DENSE_COUNT_MAX;
-		if (b->room > PROTO_DENSE_COUNT_MAX)
-			b->room = PROTO_DENSE_COUNT_MAX;
-		b->fill = sizeof(struct proto_dense);
-	}
+	if (!b->fill)
+		dense_open(f, b, dst, key);
 	if (b->key) {
 		dense_write(b->buf + b->fill, buf, len);
 		b->fill += stride;
@@ -416,6 +493,7 @@ static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void
 	} else {
 		batch_write(f, b->buf + b->fill, fp, dst, channel, buf, len);
 		b->fill += fp;
+		records_note(f, b, dst, key);
 	}
 	return 0;
 }
@@ -449,6 +527,7 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 		if (__builtin_expect(b->key == 0 && fill != 0 && fill + fp <= f->batch_cap, 1)) {
 			batch_write(f, b->buf + fill, fp, dst, channel, buf, len);
 			b->fill = fill + fp;
+			records_note(f, b, dst, BATCH_DENSE_KEY(len, channel));
 			return 0;
 		}
 	}

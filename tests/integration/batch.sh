@@ -117,6 +117,18 @@ d2=$(stat n0 dense_in)
 expect "dense: ... the same through ferryd" nodirect pair pzdn --mode zero --rounds 40000 --run 100
 expect "... (as DENSE records: $(($(stat n0 dense_in) - d2)))" test $(($(stat n0 dense_in) - d2)) -ge 100
 
+# A lone item of another shape every 50 (an acknowledgement among
+# updates): the runs between go dense again (client/send.c "Dense first").
+# Each rank sends 40000 items to the other and 40000 to itself: 800 runs of
+# 49 in each of the 4 streams, so at least 2400 DENSE records (were there
+# none after a lone item, its batch would go on as records until full, and
+# a batch of 4096 bytes takes 170 records: about 1 run in 4 dense).
+d3=$(stat n0 dense_in)
+expect "dense: 8-byte items, every 50th on another channel, to another rank and to itself, in order" \
+	nodirect pair pack --mode acks --rounds 80000 --run 50
+expect "... the runs after each lone item went dense ($(($(stat n0 dense_in) - d3)) DENSE records)" \
+	test $(($(stat n0 dense_in) - d3)) -ge 2400
+expect "dense: ... the same with direct rings" pair packd --mode acks --rounds 80000 --run 50
 expect "daemon exits cleanly" stop_daemon n0
 
 # --- a cluster ---------------------------------------------------------------

@@ -20,6 +20,11 @@
  *            order per sender.  With --run K, the channel changes every K
  *            items to a rank (runs of K empty items: dense batches of
  *            stride 0, proto/ring.h "Dense batches")
+ *   acks     as zero, with 8-byte items (each its number in the stream to
+ *            its rank): every K-th (--run K) on channel 1, the others on
+ *            channel 0, as acknowledgements among updates (tests/apps/
+ *            ferry_gups): the runs between go dense again after the lone
+ *            item (client/send.c "Dense first")
  *   donepoll rank 0 sends 16-byte items numbered from 0 until its TX ring
  *            stays full for 0.3 s (rank 1 takes nothing for 3 s), calls
  *            ferry_done (which cannot hand its DONE over yet), then
@@ -253,6 +258,54 @@ int main(int argc, char **argv)
 		if (got != rounds)
 			FAIL("received %ld empty items, expected %ld", got, rounds);
 		printf("rank %d ok: zero: %ld empty items, in order\n", rank, got);
+	} else if (!strcmp(mode, "acks")) {
+		uint64_t next[2] = { 0, 0 };
+		long got = 0;
+		int done = 0;
+
+		for (long i = 0; i < rounds || !done;) {
+			struct ferry_item it[64];
+			int n;
+
+			ret = 0;
+			for (; i < rounds; i++) {
+				uint64_t seq = (uint64_t)i / 2;
+
+				ret = ferry_send(f, (uint32_t)(i & 1), seq % (uint64_t)run == (uint64_t)run - 1, &seq,
+						 sizeof(seq));
+				if (ret)
+					break;
+			}
+			if (ret < 0 && ret != -EAGAIN)
+				FAIL("ferry_send: %s", ferry_strerror(ret));
+			if (i == rounds && !done) {
+				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
+					FAIL("step: %s", ferry_strerror(ret));
+				done = 1;
+			}
+			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
+				for (int k = 0; k < n; k++) {
+					uint64_t v = 0;
+
+					if (it[k].len == sizeof(v))
+						memcpy(&v, it[k].data, sizeof(v));
+					if (it[k].len != sizeof(v) || it[k].src > 1 || v != next[it[k].src] ||
+					    it[k].channel != (v % (uint64_t)run == (uint64_t)run - 1))
+						FAIL("item %ld: %u bytes (%llu) from %u on channel %u, expected %llu",
+						     got, it[k].len, (unsigned long long)v, it[k].src, it[k].channel,
+						     (unsigned long long)next[it[k].src & 1]);
+					next[it[k].src]++;
+					got++;
+				}
+				if (!done)
+					break;
+			}
+			if (n < 0)
+				FAIL("ferry_recv: %s", ferry_strerror(n));
+		}
+		if (got != rounds)
+			FAIL("received %ld items, expected %ld", got, rounds);
+		printf("rank %d ok: acks: %ld items, in order\n", rank, got);
 	} else if (!strcmp(mode, "donepoll")) {
 		uint32_t count = 0;
 
