@@ -197,6 +197,17 @@ static inline void ep_ringed(struct ep *d, uint32_t count)
 	ep_stats.items_delivered += count;
 }
 
+/* Zeroes the padding after a payload of len bytes in an RX ring slot (the
+ * payload then overwrites the rest of that last word): the ring's earlier
+ * bytes must not reach the receiver beside an item, as libferry's batches
+ * and the wire (wire_put_rec_item) zero theirs (review finding: records ferryd
+ * wrote one by one kept them; batch.sh "shapes"). */
+static inline void ep_zero_pad(struct proto_rec *slot, uint32_t len)
+{
+	if (len & 7)
+		__builtin_memset((uint8_t *)(slot + 1) + (len & ~7u), 0, 8);
+}
+
 /* Writes an item record whose header is the two words w0, w1 (and len
  * payload bytes) into a reserved RX ring slot, and accounts it: ep_put for
  * the per-item loops (fwd/tx.c drain_fast, fwd/rx.c deliver). */
@@ -205,6 +216,7 @@ static inline void ep_put_words(struct ep *d, struct proto_rec *slot, uint64_t w
 {
 	__builtin_memcpy(slot, &w0, 8);
 	__builtin_memcpy((uint8_t *)slot + 8, &w1, 8);
+	ep_zero_pad(slot, len);
 	proto_copy((uint8_t *)(slot + 1), payload, len);
 	ep_ringed(d, 1);
 }
@@ -225,6 +237,7 @@ static inline void ep_put(struct ep *d, struct proto_rec *slot, const struct pro
 	uint32_t items = proto_rec_items(rec, payload);
 
 	memcpy(slot, rec, sizeof(*rec));
+	ep_zero_pad(slot, rec->len);
 	proto_copy((uint8_t *)(slot + 1), payload, rec->len);
 	if (items)
 		ep_ringed(d, items);

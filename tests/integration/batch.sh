@@ -129,6 +129,20 @@ expect "dense: 8-byte items, every 50th on another channel, to another rank and 
 expect "... the runs after each lone item went dense ($(($(stat n0 dense_in) - d3)) DENSE records)" \
 	test $(($(stat n0 dense_in) - d3)) -ge 2400
 expect "dense: ... the same with direct rings" pair packd --mode acks --rounds 80000 --run 50
+# Runs of one shape (0..256 bytes, 3 channels) among short runs of others,
+# now and then a large item: batches turn into records and dense again
+# (client/send.c batch_redense), in TX rings and direct rings, with room
+# and (rank 1 taking nothing for 1.5 s) without.  Each item once, in
+# order, intact, and the padding after it up to 8 bytes zero as libferry
+# wrote it (proto/ring.h "Dense batches": nothing stale reaches a receiver).
+for bb in 512 4096; do
+	for lazy in 1 1500; do
+		expect "shapes: FERRY_BATCH_BYTES=$bb, rank 1 lazy $lazy ms, direct rings" \
+			batch_bytes $bb pair shd$bb$lazy --mode shapes --rounds 100000 --run $lazy
+		expect "shapes: ... through ferryd" \
+			batch_bytes $bb nodirect pair shn$bb$lazy --mode shapes --rounds 100000 --run $lazy
+	done
+done
 expect "daemon exits cleanly" stop_daemon n0
 
 # --- a cluster ---------------------------------------------------------------

@@ -25,6 +25,15 @@
  *            channel 0, as acknowledgements among updates (tests/apps/
  *            ferry_gups): the runs between go dense again after the lone
  *            item (client/send.c "Dense first")
+ *   shapes   each rank sends N items, to itself and the other in turn,
+ *            in runs of one shape (length 0..256 and channel 0..2, now and
+ *            then a 70000-byte item), short runs (1 or 2) among long ones
+ *            (8..47), from a generator per sender and receiver that the
+ *            receiver runs too: each item once, in order, its shape, its
+ *            bytes (its number first) and, before ferry_step_wait (which
+ *            copies items out), its padding up to 8 zero.  With
+ *            --run K (K > 1), rank 1 takes nothing for K ms first (full TX
+ *            rings: client/send.c batch_redense finds no room)
  *   donepoll rank 0 sends 16-byte items numbered from 0 until its TX ring
  *            stays full for 0.3 s (rank 1 takes nothing for 3 s), calls
  *            ferry_done (which cannot hand its DONE over yet), then
@@ -152,6 +161,43 @@ static uint32_t send_until_stuck(ferry_t *f, uint32_t dst, int large)
 		}
 	}
 	return count;
+}
+
+/* mode shapes: a stream's shapes, the same at the sender and the receiver */
+struct shapes {
+	uint64_t s;
+	uint32_t left, len, ch;
+};
+
+static void shapes_init(struct shapes *g, uint32_t src, uint32_t dst)
+{
+	g->s = 0x9e3779b97f4a7c15ull * (src + 1) ^ 0xd1b54a32d192ed03ull * (dst + 7);
+	g->left = 0;
+}
+
+static void shapes_next(struct shapes *g, uint32_t *len, uint32_t *ch)
+{
+	static const uint32_t lens[] = { 0, 1, 5, 7, 8, 9, 13, 16, 17, 24, 40, 100, 248, 255, 256 };
+
+	if (!g->left) {
+		uint64_t r = rnd(&g->s);
+
+		g->left = r % 8 < 3 ? 1 + (uint32_t)(r >> 8) % 2 : 8 + (uint32_t)(r >> 8) % 40;
+		g->len = lens[(r >> 16) % (sizeof(lens) / sizeof(lens[0]))];
+		g->ch = (uint32_t)(r >> 24) % 3;
+		if ((r >> 32) % 97 == 0) {
+			g->len = 70000;
+			g->left = 1;
+		}
+	}
+	g->left--;
+	*len = g->len;
+	*ch = g->ch;
+}
+
+static uint8_t shapes_byte(uint32_t src, uint32_t seq, uint32_t i)
+{
+	return (uint8_t)(src * 131u + seq * 7u + (seq >> 8) * 3u + i * 13u + 1);
 }
 
 int main(int argc, char **argv)
@@ -306,6 +352,83 @@ int main(int argc, char **argv)
 		if (got != rounds)
 			FAIL("received %ld items, expected %ld", got, rounds);
 		printf("rank %d ok: acks: %ld items, in order\n", rank, got);
+	} else if (!strcmp(mode, "shapes")) {
+		static uint8_t buf[70000];
+		struct shapes out[2], in[2];
+		uint32_t next[2] = { 0, 0 };
+		long got = 0;
+		int done = 0;
+		double lazy_until = rank == 1 && run > 1 ? now_s() + (double)run / 1000 : 0;
+
+		for (uint32_t d = 0; d < 2; d++) {
+			shapes_init(&out[d], (uint32_t)rank, d);
+			shapes_init(&in[d], d, (uint32_t)rank);
+		}
+		for (long i = 0; i < rounds || !done;) {
+			struct ferry_item it[64];
+			int n;
+
+			ret = 0;
+			while (now_s() < lazy_until)
+				usleep(1000);
+			for (; i < rounds; i++) {
+				uint32_t d = (uint32_t)(i & 1), seq = (uint32_t)(i / 2), len, ch;
+				struct shapes keep = out[d];
+
+				shapes_next(&out[d], &len, &ch);
+				for (uint32_t b = 0; b < len; b++)
+					buf[b] = shapes_byte((uint32_t)rank, seq, b);
+				if (len >= 4)
+					memcpy(buf, &seq, 4);
+				ret = ferry_send(f, d, ch, buf, len);
+				if (ret) {
+					out[d] = keep;  /* the same item again */
+					break;
+				}
+			}
+			if (ret < 0 && ret != -EAGAIN)
+				FAIL("ferry_send: %s", ferry_strerror(ret));
+			if (i == rounds && !done) {
+				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
+					FAIL("step: %s", ferry_strerror(ret));
+				done = 1;
+			}
+			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
+				for (int k = 0; k < n; k++) {
+					uint32_t s = it[k].src, len, ch, seq;
+					const uint8_t *p = it[k].data;
+
+					if (s > 1)
+						FAIL("item %ld from rank %u", got, s);
+					seq = next[s]++;
+					shapes_next(&in[s], &len, &ch);
+					if (it[k].len != len || it[k].channel != ch)
+						FAIL("item %u from %u: %u bytes on channel %u, expected %u on %u", seq, s,
+						     it[k].len, it[k].channel, len, ch);
+					for (uint32_t b = 0; b < len; b++) {
+						uint8_t want = shapes_byte(s, seq, b);
+
+						if (len >= 4 && b < 4)
+							want = (uint8_t)(seq >> (8 * b));
+						if (p[b] != want)
+							FAIL("item %u from %u (%u bytes, channel %u): byte %u is %u, not %u", seq,
+							     s, len, ch, b, p[b], want);
+					}
+					for (uint32_t b = len; !done && len <= 256 && (b & 7); b++)  /* (not the stash's copies) */
+						if (p[b])
+							FAIL("item %u from %u (%u bytes, channel %u): padding byte %u is %u", seq, s,
+							     len, ch, b, p[b]);
+					got++;
+				}
+				if (!done)
+					break;
+			}
+			if (n < 0)
+				FAIL("ferry_recv: %s", ferry_strerror(n));
+		}
+		if (got != rounds)
+			FAIL("received %ld items, expected %ld", got, rounds);
+		printf("rank %d ok: shapes: %ld items, in order, intact\n", rank, got);
 	} else if (!strcmp(mode, "donepoll")) {
 		uint32_t count = 0;
 
