@@ -170,9 +170,11 @@ static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags
 /* --- FERRY_BATCH ---
  *
  * Ownership: f->batch[r].buf belongs to the handle (batch_free); a batch is
- * open (its rank in f->batch_open) exactly while fill > 0, and leaves only
- * whole, as one record, so that the order of one rank's items is the order
- * of its records in the TX ring.
+ * open (its rank in f->batch_open) exactly while fill > 0.  What leaves the
+ * buffer leaves from its front, as one record (the whole batch, or the
+ * records before a run that goes dense: batch_redense), and what stays is
+ * after it, so that the order of one rank's items is the order of its
+ * records in the ring.
  *
  * Dense first.  A batch opens dense (proto/ring.h "Dense batches": 8 bytes
  * a record where item records take 24 for 8-byte items) with its first

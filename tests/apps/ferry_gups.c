@@ -15,7 +15,9 @@
  *   means handed to ferry and not yet applied at the owner (README,
  *   "Applications"): the owner acknowledges what it applied, and a rank
  *   with C updates unacknowledged makes no more until acknowledgements
- *   come.  The high-water mark over all ranks is reported (pending_max);
+ *   come.  A rank's updates of its own words held to be applied
+ *   LOCAL_AHEAD at a time (below) count as pending too, until applied.
+ *   The high-water mark over all ranks is reported (pending_max);
  * - verification as HPCC's: the same updates again (untimed), after which
  *   every word must hold its first value again; the run is valid when at
  *   most 1 % of the words differ;
@@ -30,8 +32,9 @@
  * The table is in huge pages where the kernel gives them (madvise), and a
  * rank's updates of its own words are applied LOCAL_AHEAD at a time, their
  * words prefetched (below); updates that come are applied a batch at a
- * time the same way.  The sending loop receives while it sends and sleeps in ferry_poll only
- * when it can neither send nor receive; a rank at its cap flushes (its
+ * time the same way.  The sending loop receives while it sends and sleeps
+ * in ferry_poll only when it can neither send nor receive; a rank at its
+ * cap applies its own held updates if it has any, else flushes (its
  * updates must not wait in aggregation buffers for the flush timer while
  * it waits for their acknowledgements).  A rank done with its own updates
  * keeps applying others' until every rank is (ferry_ibarrier, tested
