@@ -200,6 +200,132 @@ static uint8_t shapes_byte(uint32_t src, uint32_t seq, uint32_t i)
 	return (uint8_t)(src * 131u + seq * 7u + (seq >> 8) * 3u + i * 13u + 1);
 }
 
+/* modes zero, acks and shapes: a stream of N items to the other rank and
+ * to this one in turn (item i to rank i & 1), sent until ferry refuses,
+ * received meanwhile, then ferry_done and ferry_step_wait; send makes item
+ * i (0, or ferry_send's refusal: the same i again), check looks at each
+ * item received (seq: its number from its sender; done: after
+ * ferry_step_wait, which copied it out of the ring). */
+struct stream {
+	int (*send)(ferry_t *f, struct stream *st, long i);
+	void (*check)(struct stream *st, const struct ferry_item *it, uint32_t seq, int done);
+	uint32_t run, next[2];
+	double lazy_until;              /* rank 1 takes nothing until then */
+	struct shapes out[2], in[2];    /* (shapes) */
+};
+
+/* Returns how many items came, after checking it is N. */
+static long stream_run(ferry_t *f, struct stream *st, long rounds)
+{
+	long got = 0;
+	int done = 0, ret;
+
+	for (long i = 0; i < rounds || !done;) {
+		struct ferry_item it[64];
+		int n;
+
+		while (now_s() < st->lazy_until)
+			usleep(1000);
+		ret = 0;
+		while (i < rounds && (ret = st->send(f, st, i)) == 0)
+			i++;
+		if (ret < 0 && ret != -EAGAIN)
+			FAIL("ferry_send: %s", ferry_strerror(ret));
+		if (i == rounds && !done) {
+			if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
+				FAIL("step: %s", ferry_strerror(ret));
+			done = 1;
+		}
+		while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
+			for (int k = 0; k < n; k++) {
+				if (it[k].src > 1)
+					FAIL("item %ld from rank %u", got, it[k].src);
+				st->check(st, &it[k], st->next[it[k].src]++, done);
+				got++;
+			}
+			if (!done)
+				break;
+		}
+		if (n < 0)
+			FAIL("ferry_recv: %s", ferry_strerror(n));
+	}
+	if (got != rounds)
+		FAIL("received %ld items, expected %ld", got, rounds);
+	return got;
+}
+
+/* zero: empty items on channels 0..N-1 in turn, changing every --run */
+static int zero_send(ferry_t *f, struct stream *st, long i)
+{
+	return ferry_send(f, (uint32_t)(i & 1), (uint32_t)((i / 2 / st->run) & 0xffff), NULL, 0);
+}
+
+static void zero_check(struct stream *st, const struct ferry_item *it, uint32_t seq, int done)
+{
+	(void)done;
+	if (it->len != 0 || it->channel != ((seq / st->run) & 0xffff))
+		FAIL("item %u from %u: len %u on channel %u, expected an empty one on %u", seq, it->src, it->len,
+		     it->channel, (seq / st->run) & 0xffff);
+}
+
+/* acks: 8-byte items, their number, every --run-th on channel 1 */
+static int acks_send(ferry_t *f, struct stream *st, long i)
+{
+	uint64_t seq = (uint64_t)i / 2;
+
+	return ferry_send(f, (uint32_t)(i & 1), seq % st->run == st->run - 1, &seq, sizeof(seq));
+}
+
+static void acks_check(struct stream *st, const struct ferry_item *it, uint32_t seq, int done)
+{
+	uint64_t v = 0;
+
+	(void)done;
+	if (it->len == sizeof(v))
+		memcpy(&v, it->data, sizeof(v));
+	if (it->len != sizeof(v) || v != seq || it->channel != (seq % st->run == st->run - 1))
+		FAIL("item %u from %u: %u bytes (%llu) on channel %u", seq, it->src, it->len, (unsigned long long)v,
+		     it->channel);
+}
+
+static int shapes_send(ferry_t *f, struct stream *st, long i)
+{
+	static uint8_t buf[70000];
+	uint32_t d = (uint32_t)(i & 1), seq = (uint32_t)(i / 2), len, ch;
+	struct shapes keep = st->out[d];
+	int ret;
+
+	shapes_next(&st->out[d], &len, &ch);
+	for (uint32_t b = 0; b < len; b++)
+		buf[b] = shapes_byte((uint32_t)rank, seq, b);
+	if (len >= 4)
+		memcpy(buf, &seq, 4);
+	if ((ret = ferry_send(f, d, ch, buf, len)) != 0)
+		st->out[d] = keep;      /* the same item again */
+	return ret;
+}
+
+static void shapes_check(struct stream *st, const struct ferry_item *it, uint32_t seq, int done)
+{
+	uint32_t s = it->src, len, ch;
+	const uint8_t *p = it->data;
+
+	shapes_next(&st->in[s], &len, &ch);
+	if (it->len != len || it->channel != ch)
+		FAIL("item %u from %u: %u bytes on channel %u, expected %u on %u", seq, s, it->len, it->channel, len,
+		     ch);
+	for (uint32_t b = 0; b < len; b++) {
+		uint8_t want = len >= 4 && b < 4 ? (uint8_t)(seq >> (8 * b)) : shapes_byte(s, seq, b);
+
+		if (p[b] != want)
+			FAIL("item %u from %u (%u bytes, channel %u): byte %u is %u, not %u", seq, s, len, ch, b, p[b],
+			     want);
+	}
+	for (uint32_t b = len; !done && len <= 256 && (b & 7); b++)  /* (not the stash's copies) */
+		if (p[b])
+			FAIL("item %u from %u (%u bytes, channel %u): padding byte %u is %u", seq, s, len, ch, b, p[b]);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -264,171 +390,25 @@ int main(int argc, char **argv)
 				FAIL("the flushed item did not come within 2 s (%d)", ret);
 			printf("rank 1 ok: flush: the item came after %.3f s\n", now_s() - t0);
 		}
-	} else if (!strcmp(mode, "zero")) {
-		uint32_t next[2] = { 0, 0 };
-		long got = 0;
+	} else if (!strcmp(mode, "zero") || !strcmp(mode, "acks") || !strcmp(mode, "shapes")) {
+		struct stream st = { .run = (uint32_t)run };
 
-		int done = 0;
-
-		for (long i = 0; i < rounds || !done;) {
-			struct ferry_item it[64];
-			int n;
-
-			ret = 0;
-			while (i < rounds && (ret = ferry_send(f, (uint32_t)(i & 1), (uint32_t)((i / 2 / run) & 0xffff),
-							       NULL, 0)) == 0)
-				i++;
-			if (ret < 0 && ret != -EAGAIN)
-				FAIL("ferry_send: %s", ferry_strerror(ret));
-			if (i == rounds && !done) {
-				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
-					FAIL("step: %s", ferry_strerror(ret));
-				done = 1;
+		if (!strcmp(mode, "zero")) {
+			st.send = zero_send;
+			st.check = zero_check;
+		} else if (!strcmp(mode, "acks")) {
+			st.send = acks_send;
+			st.check = acks_check;
+		} else {
+			st.send = shapes_send;
+			st.check = shapes_check;
+			st.lazy_until = rank == 1 && run > 1 ? now_s() + (double)run / 1000 : 0;
+			for (uint32_t d = 0; d < 2; d++) {
+				shapes_init(&st.out[d], (uint32_t)rank, d);
+				shapes_init(&st.in[d], d, (uint32_t)rank);
 			}
-			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
-				for (int k = 0; k < n; k++) {
-					if (it[k].len != 0 || it[k].src > 1 ||
-					    it[k].channel != ((next[it[k].src] / run) & 0xffff))
-						FAIL("item %ld: len %u from %u on channel %u, expected an empty one on %lu",
-						     got, it[k].len, it[k].src, it[k].channel,
-						     (unsigned long)((next[it[k].src & 1] / run) & 0xffff));
-					next[it[k].src]++;
-					got++;
-				}
-				if (!done)
-					break;
-			}
-			if (n < 0)
-				FAIL("ferry_recv: %s", ferry_strerror(n));
 		}
-		if (got != rounds)
-			FAIL("received %ld empty items, expected %ld", got, rounds);
-		printf("rank %d ok: zero: %ld empty items, in order\n", rank, got);
-	} else if (!strcmp(mode, "acks")) {
-		uint64_t next[2] = { 0, 0 };
-		long got = 0;
-		int done = 0;
-
-		for (long i = 0; i < rounds || !done;) {
-			struct ferry_item it[64];
-			int n;
-
-			ret = 0;
-			for (; i < rounds; i++) {
-				uint64_t seq = (uint64_t)i / 2;
-
-				ret = ferry_send(f, (uint32_t)(i & 1), seq % (uint64_t)run == (uint64_t)run - 1, &seq,
-						 sizeof(seq));
-				if (ret)
-					break;
-			}
-			if (ret < 0 && ret != -EAGAIN)
-				FAIL("ferry_send: %s", ferry_strerror(ret));
-			if (i == rounds && !done) {
-				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
-					FAIL("step: %s", ferry_strerror(ret));
-				done = 1;
-			}
-			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
-				for (int k = 0; k < n; k++) {
-					uint64_t v = 0;
-
-					if (it[k].len == sizeof(v))
-						memcpy(&v, it[k].data, sizeof(v));
-					if (it[k].len != sizeof(v) || it[k].src > 1 || v != next[it[k].src] ||
-					    it[k].channel != (v % (uint64_t)run == (uint64_t)run - 1))
-						FAIL("item %ld: %u bytes (%llu) from %u on channel %u, expected %llu",
-						     got, it[k].len, (unsigned long long)v, it[k].src, it[k].channel,
-						     (unsigned long long)next[it[k].src & 1]);
-					next[it[k].src]++;
-					got++;
-				}
-				if (!done)
-					break;
-			}
-			if (n < 0)
-				FAIL("ferry_recv: %s", ferry_strerror(n));
-		}
-		if (got != rounds)
-			FAIL("received %ld items, expected %ld", got, rounds);
-		printf("rank %d ok: acks: %ld items, in order\n", rank, got);
-	} else if (!strcmp(mode, "shapes")) {
-		static uint8_t buf[70000];
-		struct shapes out[2], in[2];
-		uint32_t next[2] = { 0, 0 };
-		long got = 0;
-		int done = 0;
-		double lazy_until = rank == 1 && run > 1 ? now_s() + (double)run / 1000 : 0;
-
-		for (uint32_t d = 0; d < 2; d++) {
-			shapes_init(&out[d], (uint32_t)rank, d);
-			shapes_init(&in[d], d, (uint32_t)rank);
-		}
-		for (long i = 0; i < rounds || !done;) {
-			struct ferry_item it[64];
-			int n;
-
-			ret = 0;
-			while (now_s() < lazy_until)
-				usleep(1000);
-			for (; i < rounds; i++) {
-				uint32_t d = (uint32_t)(i & 1), seq = (uint32_t)(i / 2), len, ch;
-				struct shapes keep = out[d];
-
-				shapes_next(&out[d], &len, &ch);
-				for (uint32_t b = 0; b < len; b++)
-					buf[b] = shapes_byte((uint32_t)rank, seq, b);
-				if (len >= 4)
-					memcpy(buf, &seq, 4);
-				ret = ferry_send(f, d, ch, buf, len);
-				if (ret) {
-					out[d] = keep;  /* the same item again */
-					break;
-				}
-			}
-			if (ret < 0 && ret != -EAGAIN)
-				FAIL("ferry_send: %s", ferry_strerror(ret));
-			if (i == rounds && !done) {
-				if ((ret = ferry_done(f)) < 0 || (ret = ferry_step_wait(f, 30000)) < 0)
-					FAIL("step: %s", ferry_strerror(ret));
-				done = 1;
-			}
-			while ((n = ferry_recv(f, it, 64, done ? 0 : 10)) > 0) {
-				for (int k = 0; k < n; k++) {
-					uint32_t s = it[k].src, len, ch, seq;
-					const uint8_t *p = it[k].data;
-
-					if (s > 1)
-						FAIL("item %ld from rank %u", got, s);
-					seq = next[s]++;
-					shapes_next(&in[s], &len, &ch);
-					if (it[k].len != len || it[k].channel != ch)
-						FAIL("item %u from %u: %u bytes on channel %u, expected %u on %u", seq, s,
-						     it[k].len, it[k].channel, len, ch);
-					for (uint32_t b = 0; b < len; b++) {
-						uint8_t want = shapes_byte(s, seq, b);
-
-						if (len >= 4 && b < 4)
-							want = (uint8_t)(seq >> (8 * b));
-						if (p[b] != want)
-							FAIL("item %u from %u (%u bytes, channel %u): byte %u is %u, not %u", seq,
-							     s, len, ch, b, p[b], want);
-					}
-					for (uint32_t b = len; !done && len <= 256 && (b & 7); b++)  /* (not the stash's copies) */
-						if (p[b])
-							FAIL("item %u from %u (%u bytes, channel %u): padding byte %u is %u", seq, s,
-							     len, ch, b, p[b]);
-					got++;
-				}
-				if (!done)
-					break;
-			}
-			if (n < 0)
-				FAIL("ferry_recv: %s", ferry_strerror(n));
-		}
-		if (got != rounds)
-			FAIL("received %ld items, expected %ld", got, rounds);
-		printf("rank %d ok: shapes: %ld items, in order, intact\n", rank, got);
+		printf("rank %d ok: %s: %ld items, in order, intact\n", rank, mode, stream_run(f, &st, rounds));
 	} else if (!strcmp(mode, "donepoll")) {
 		uint32_t count = 0;
 
