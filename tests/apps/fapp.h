@@ -151,19 +151,35 @@ static inline void fapp_send(struct fapp *a, uint32_t dst, uint32_t ch, const vo
 		fapp_die("ferry_send", ret);
 }
 
-/* Ends a step: this rank sends nothing more in it, and every item of every
- * rank of the step has arrived (ferry_step_wait keeps them for the
- * following ferry_recv calls). */
-static inline void fapp_step(struct fapp *a)
+/* Ends a step, taking what comes meanwhile: ferry_done, then the items as
+ * they arrive (take), asking whether the step ended with ferry_step_wait(f,
+ * 0) each time nothing is left to take, and sleeping in ferry_poll
+ * (FERRY_POLLIN also wakes it when the step ends or the job fails).  When
+ * it returns every item of every rank of the step has arrived and been
+ * taken (with what ferry_step_wait kept in its last call).  ferry_step_wait
+ * alone would keep every item that comes while it waits for the following
+ * ferry_recv calls, a copy of each: with ranks that finish their part at
+ * different times, most of a step's items for the ones that finish first
+ * (histogram 4 x 1 and 4 x 2 sharing the cores: 65-89 M items/s that way,
+ * 96-123 M this way, 3 runs each). */
+static inline void fapp_step(struct fapp *a, fapp_take_fn take, void *app)
 {
 	int ret = ferry_done(a->f);
 
 	if (ret < 0)
 		fapp_die("ferry_done", ret);
-	while ((ret = ferry_step_wait(a->f, 60000)) == -ETIMEDOUT)
-		fprintf(stderr, "rank %u: a step takes over a minute\n", a->me);
-	if (ret < 0)
-		fapp_die("ferry_step_wait", ret);
+	for (;;) {
+		while (fapp_recv(a, take, app, 0, 0) > 0)
+			;
+		if ((ret = ferry_step_wait(a->f, 0)) == 0)
+			break;
+		if (ret != -ETIMEDOUT)
+			fapp_die("ferry_step_wait", ret);
+		if ((ret = ferry_poll(a->f, FERRY_POLLIN, -1)) < 0)
+			fapp_die("ferry_poll", ret);
+	}
+	while (fapp_recv(a, take, app, 0, 0) > 0)
+		;
 }
 
 /* Hands over what this process still holds (FERRY_BATCH's batches) and

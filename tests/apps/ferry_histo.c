@@ -7,8 +7,9 @@
  * index g on rank g / T); every rank increments N random counters of the
  * whole table (N = 1 M unless said): an 8-byte item with the local index
  * to the owner, who adds one.  One step: every rank sends its N items,
- * applying what arrives while it sends, then ferry_done / ferry_step_wait
- * (every item of the step delivered) and the rest.  The items go in
+ * applying what arrives while it sends, then ferry_done and the rest as it
+ * comes until ferry_step_wait says the step ended (fapp_step: every item
+ * of the step delivered and applied).  The items go in
  * FERRY_BATCH's batches (--one: one by one).
  *
  * Verification, exact: every rank makes every rank's stream again
@@ -82,9 +83,7 @@ int main(int argc, char **argv)
 		if (!(i & 1023))
 			fapp_recv(&h.a, take, &h, 0, 0);
 	}
-	fapp_step(&h.a);
-	while (fapp_recv(&h.a, take, &h, 0, 0) > 0)
-		;
+	fapp_step(&h.a, take, &h);
 	secs = fapp_max_double(&h.a, now_s() - t0);
 
 	for (uint32_t r = 0; r < h.a.P; r++) {

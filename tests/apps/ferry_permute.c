@@ -126,9 +126,7 @@ static void step(struct perm *p, int ph, uint64_t n, const struct dart *darts, c
 		if (!(i & 1023))
 			fapp_recv(&p->a, take, p, 0, 0);
 	}
-	fapp_step(&p->a);
-	while (fapp_recv(&p->a, take, p, 0, 0) > 0)
-		;
+	fapp_step(&p->a, take, p);
 }
 
 int main(int argc, char **argv)
