@@ -905,11 +905,13 @@ int rx_stash_direct(struct ferry *f)
 FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms > 0 ? proto_now_ms() + (uint64_t)timeout_ms : 0;
+	int was_armed;
 
 	NOT_ON_GROUP(f);
 	if (!f->step_done)
 		return conn_seterr(-EINVAL, "ferry_step_wait without ferry_done in step %u", f->step);
 	ferry_release(f);
+	was_armed = f->armed;
 	if (f->armed) {
 		/* ferry_recv left the RX flag set for ferry_fd(); the sleep
 		 * below sets and clears it, so the next ferry_recv must arm
@@ -944,6 +946,8 @@ FERRY_API int ferry_step_wait(ferry_t *f, int timeout_ms)
 		if (timeout_ms >= 0 && wait == 0) {
 			rx_awake(f);
 			out_disarm(f);
+			if (was_armed && !f->dead)
+				poll_rearm(f);  /* as ferry_poll: ferry_fd() stays armed */
 			return conn_seterr(-ETIMEDOUT, "step %u: not complete within %d ms", f->step, timeout_ms);
 		}
 		ret = conn_wait(f, wait);

@@ -310,6 +310,7 @@ int out_arm(struct ferry *f)
 	}
 	if (ret != -EAGAIN)
 		return ret;
+	out_disarm(f);  /* (a ring armed before may not be the one that refuses now) */
 	if (ring_producer_sleep(want_ring(f), f->want_room))
 		return 1;
 	f->tx_armed = 1;

@@ -161,7 +161,7 @@ static inline void fapp_send(struct fapp *a, uint32_t dst, uint32_t ch, const vo
  * ferry_recv calls, a copy of each: with ranks that finish their part at
  * different times, most of a step's items for the ones that finish first
  * (histogram 4 x 1 and 4 x 2 sharing the cores: 65-89 M items/s that way,
- * 96-123 M this way, 3 runs each). */
+ * 93-129 M this way, 3 runs each). */
 static inline void fapp_step(struct fapp *a, fapp_take_fn take, void *app)
 {
 	int ret = ferry_done(a->f);

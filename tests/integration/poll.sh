@@ -38,6 +38,25 @@ rc=$?
 sed 's/^/# /' "$TMP/fp.log"
 expect "ferry_fd() wakes for an item after a ferry_poll(FERRY_POLLOUT, 0)" test $rc = 0
 
+# The end of a step as README "Sending and receiving" recommends (ft_steps
+# --end): taking items until none is left, ferry_step_wait(f, 0), then
+# asleep until the step ends, in ferry_poll or on ferry_fd(), which the
+# step's end must wake (review: ferry_step_wait(f, 0) left ferry_fd()
+# disarmed, and a sleeper on it slept through the end).  Rank 1 starts
+# each run 0.3 s late and sleeps 0.2 s after each step: rank 0 sleeps for
+# the end of every step.
+for e in poll fd; do
+	bg se$e.1.log prog ft_steps --job se$e --rank 1 --size 2 --steps 5 --items 20 --start-ms 300 --gap-ms 200
+	p1=$LASTPID
+	prog ft_steps --job se$e --rank 0 --size 2 --steps 5 --items 20 --end $e >"$TMP/se$e.0.log" 2>&1
+	r0=$?
+	wait "$p1"
+	r1=$?
+	sed 's/^/# /' "$TMP/se$e".*.log
+	expect "a rank that ends its steps taking items and sleeping in $([ $e = poll ] && echo ferry_poll || echo 'poll(2) on ferry_fd()') wakes for each end" \
+		test $r0 = 0 -a $r1 = 0
+done
+
 # A sleeper whose daemon goes away: ferry_poll returns -ECONNRESET.
 bg sleeper.log prog ft_poll --job sl --sleeper
 sp=$LASTPID

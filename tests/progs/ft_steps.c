@@ -13,6 +13,12 @@
  * its first step.
  * With --linger, it stays in the job MS ms after its last step (completed
  * or failed) before ferry_close, keeping the job alive meanwhile.
+ * With --end poll or --end fd, it ends each step as README "Sending and
+ * receiving" recommends: after ferry_done it takes items with
+ * ferry_recv(..., 0) until none is left, asks ferry_step_wait(f, 0), and
+ * sleeps in ferry_poll(FERRY_POLLIN) (poll) or on ferry_fd() (fd); a sleep
+ * of 5 s that nothing ends is a failure (exit 1): the step's end must wake
+ * it.
  * Prints "rank R running" once the job is ready, "rank R ok: S steps" and
  * exits 0 when all steps completed, or
  * "rank R step N: ERRNAME: message" and exits 3 when ferry_step_wait failed
@@ -22,7 +28,38 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <string.h>
 #include <unistd.h>
+
+/* --end poll|fd: see above.  Returns ferry_step_wait's 0 or error. */
+static int end_step(ferry_t *f, int rank, long s, const char *end)
+{
+	struct ferry_item it[64];
+	int ret;
+
+	for (;;) {
+		while ((ret = ferry_recv(f, it, 64, 0)) > 0)
+			;
+		if (ret < 0)
+			return ret;
+		if ((ret = ferry_step_wait(f, 0)) != -ETIMEDOUT)
+			return ret;
+		if (!strcmp(end, "poll")) {
+			ret = ferry_poll(f, FERRY_POLLIN, 5000);
+		} else {
+			struct pollfd p = { .fd = ferry_fd(f), .events = POLLIN };
+
+			ret = poll(&p, 1, 5000);
+		}
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			fprintf(stderr, "rank %d step %ld: asleep (%s) for 5 s through the step's end\n", rank, s, end);
+			exit(1);
+		}
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -31,11 +68,12 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'p' }, { "steps", required_argument, NULL, 's' },
 		{ "items", required_argument, NULL, 'k' }, { "die-at", required_argument, NULL, 'd' },
 		{ "gap-ms", required_argument, NULL, 'g' }, { "linger", required_argument, NULL, 'L' },
-		{ "start-ms", required_argument, NULL, 'S' },
+		{ "start-ms", required_argument, NULL, 'S' }, { "end", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ferry_opts fo = { 0 };
 	long steps = 1000000, items = 10, die_at = -1, gap_ms = 0, linger = 0, start_ms = 0;
+	const char *end = "wait";
 	uint8_t buf[32] = { 0 };
 	int opt, ret;
 	ferry_t *f;
@@ -51,6 +89,7 @@ int main(int argc, char **argv)
 		case 'g': gap_ms = arg_long("--gap-ms", optarg); break;
 		case 'L': linger = arg_long("--linger", optarg); break;
 		case 'S': start_ms = arg_long("--start-ms", optarg); break;
+		case 'e': end = optarg; break;
 		default: return 2;
 		}
 	}
@@ -87,7 +126,7 @@ int main(int argc, char **argv)
 			}
 		ret = ferry_done(f);
 		if (ret == 0)
-			ret = ferry_step_wait(f, -1);
+			ret = strcmp(end, "wait") ? end_step(f, fo.rank, s, end) : ferry_step_wait(f, -1);
 		if (ret < 0) {
 			printf("rank %d step %ld: %s: %s\n", fo.rank, s, ferry_strerror(ret), ferry_last_error());
 			fflush(stdout);
