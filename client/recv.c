@@ -481,6 +481,7 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t *at, uint32_t 
 {
 	const uint8_t *data = r->data;
 	uint64_t size = r->size, tail = r->tail, head = r->head;
+	uint32_t cur = *at;     /* (a register: set only on entry, a take that sets it ends the loop) */
 	int n = 0;
 
 	if (f->reasm)
@@ -509,12 +510,13 @@ static int collect_fast(struct ferry *f, struct ring *r, uint32_t *at, uint32_t 
 			n += m;
 			if (*at)
 				break;          /* items[] is full */
+			cur = 0;                /* (the record it pointed into is taken) */
 			tail += fp;
 			continue;
 		}
 		/* An item, no flags (whole), of a rank it may come from, inside
 		 * (and no cursor: it points into a DENSE record at the tail). */
-		if (*at || ((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
+		if (cur || ((w0 >> 32) & 0xffff) != PROTO_REC_ITEM || len > PROTO_FRAG_BYTES || fp > avail ||
 		    fp > size - pos || src - lo >= hi - lo)
 			break;
 		items[n].data = data + pos + sizeof(struct proto_rec);

@@ -145,6 +145,20 @@ static inline void publish(struct ferry *f, struct dring *d)
 	}
 }
 
+/* A record's header, ours, and its len payload bytes from buf, at rec. */
+static inline void rec_write(const struct ferry *f, struct proto_rec *rec, uint8_t kind, uint8_t flags, uint32_t dst,
+			     uint16_t channel, const void *buf, uint32_t len)
+{
+	rec->len = len;
+	rec->kind = kind;
+	rec->flags = flags;
+	rec->channel = channel;
+	rec->dst = dst;
+	rec->src = f->rank;
+	if (len)
+		memcpy(rec + 1, buf, len);
+}
+
 /* A record into the ring toward dst (its direct ring for an item to a
  * local rank that has one, else the TX ring: direct_to). */
 static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags, uint32_t dst, uint16_t channel,
@@ -155,14 +169,7 @@ static int put_rec(struct ferry *f, struct dring *d, uint8_t kind, uint8_t flags
 
 	if (ret != 0)
 		return ret == 1 ? 0 : ret;
-	rec->len = len;
-	rec->kind = kind;
-	rec->flags = flags;
-	rec->channel = channel;
-	rec->dst = dst;
-	rec->src = f->rank;
-	if (len)
-		memcpy(rec + 1, buf, len);
+	rec_write(f, rec, kind, flags, dst, channel, buf, len);
 	publish(f, d);
 	return 0;
 }
@@ -212,6 +219,28 @@ static void batch_close(struct ferry *f, uint32_t dst)
 	b->key = 0;
 }
 
+/* The payload bytes a ring reserves for bytes of item records toward a
+ * rank: in its direct ring d the records as they are (a reservation of
+ * bytes - 16 payload bytes is bytes in one piece), in the TX ring one BATCH
+ * record holding them. */
+static inline uint32_t records_len(const struct dring *d, uint32_t bytes)
+{
+	return d ? bytes - (uint32_t)sizeof(struct proto_rec) : bytes;
+}
+
+/* Writes bytes of item records from recs at rec, reserved as records_len
+ * says in the ring toward dst (d: its direct ring, or NULL), and publishes
+ * them. */
+static void records_write(struct ferry *f, struct dring *d, uint32_t dst, struct proto_rec *rec, const uint8_t *recs,
+			  uint32_t bytes)
+{
+	if (d)
+		memcpy(rec, recs, bytes);
+	else
+		rec_write(f, rec, PROTO_REC_BATCH, 0, dst, 0, recs, bytes);
+	publish(f, d);
+}
+
 /* Hands rank dst's batch to the daemon (if it holds anything), or, for a
  * rank with a direct ring, straight into that ring: a dense batch as its
  * DENSE record (its count written into its header now), item records as
@@ -233,11 +262,8 @@ static int batch_push(struct ferry *f, uint32_t dst, int block)
 
 		memcpy(b->buf, &h, sizeof(h));
 		ret = put_rec(f, d, PROTO_REC_DENSE, 0, dst, 0, b->buf, b->fill, block);
-	} else if (!d) {
-		ret = put_rec(f, NULL, PROTO_REC_BATCH, 0, dst, 0, b->buf, b->fill, block);
-	} else if ((ret = reserve(f, d, b->fill - (uint32_t)sizeof(struct proto_rec), block, &rec)) == 0) {
-		memcpy(rec, b->buf, b->fill);
-		publish(f, d);
+	} else if ((ret = reserve(f, d, records_len(d, b->fill), block, &rec)) == 0) {
+		records_write(f, d, dst, rec, b->buf, b->fill);
 	}
 	if (ret >= 0) {
 		batch_close(f, dst);
@@ -435,20 +461,9 @@ static void batch_redense(struct ferry *f, uint32_t dst)
 	struct proto_rec *rec;
 
 	b->run = 0;
-	if (f->dead || ring_reserve(d ? &d->r : &f->tx, part - (uint32_t)(d ? sizeof(struct proto_rec) : 0), &rec))
+	if (f->dead || ring_reserve(d ? &d->r : &f->tx, records_len(d, part), &rec))
 		return;
-	if (d) {
-		memcpy(rec, b->buf, part);
-	} else {
-		rec->len = part;
-		rec->kind = PROTO_REC_BATCH;
-		rec->flags = 0;
-		rec->channel = 0;
-		rec->dst = dst;
-		rec->src = f->rank;
-		memcpy(rec + 1, b->buf, part);
-	}
-	publish(f, d);
+	records_write(f, d, dst, rec, b->buf, part);
 	for (uint32_t i = 0; i < BATCH_DENSE_KEEP; i++)
 		memmove(b->buf + sizeof(struct proto_dense) + i * stride,
 			b->buf + part + i * rfp + sizeof(struct proto_rec), stride);
