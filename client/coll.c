@@ -63,8 +63,58 @@ int coll_outstanding(const struct ferry *f)
 	return 0;
 }
 
+/* The post page (proto/post.h): waits until at most used_max of its slots
+ * hold posts ferryd has not taken yet.  ferryd takes them as it goes (it
+ * was woken for them if it slept); the socket says if it went away. */
+static int post_wait(struct ferry *rf, uint32_t used_max)
+{
+	for (unsigned spins = 0;; spins++) {
+		uint32_t used = rf->post_sent - atomic_load_explicit(&rf->post->taken, memory_order_acquire);
+		struct pollfd pfd = { .fd = rf->sock, .events = POLLIN };
+
+		if (used > PROTO_POST_SLOTS)
+			return rf->dead = conn_seterr(-EPROTO, "ferryd took more posts than there were");
+		if (used <= used_max)
+			return 0;
+		if (rf->dead)
+			return rf->dead;
+		if (spins < 64) {
+			sched_yield();
+			continue;
+		}
+		if (poll(&pfd, 1, 1) > 0 && conn_check(rf) < 0)
+			return rf->dead;
+	}
+}
+
+int coll_sock_before(struct ferry *rf)
+{
+	return rf->post ? post_wait(rf, 0) : 0;
+}
+
+/* Posts the n-byte CTL_COLL at buf on the post page (n fits a slot). */
+static int post_page(struct ferry *rf, const void *buf, size_t n)
+{
+	struct proto_post_slot *slot;
+	int ret = post_wait(rf, PROTO_POST_SLOTS - 1);
+
+	if (ret < 0)
+		return ret;
+	slot = &rf->post->slot[rf->post_sent % PROTO_POST_SLOTS];
+	slot->sock_before = rf->ctl_sent;
+	slot->len = (uint32_t)n;
+	memcpy(slot->msg, buf, n);
+	atomic_store_explicit(&rf->post->posted, ++rf->post_sent, memory_order_release);
+	/* the waker's half of the handshake (proto/post.h) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&rf->post->sleeping, memory_order_relaxed))
+		conn_wake(rf->efd_daemon);
+	return 0;
+}
+
 /* Sends the n-byte control message at buf for handle f and makes its
- * request (group and seq: what its COLL_DONE will say). */
+ * request (group and seq: what its COLL_DONE will say): a CTL_COLL on the
+ * post page where it fits, anything else on the socket. */
 static int post_msg(struct ferry *f, const void *buf, ssize_t n, uint32_t seq, ferry_req_t **req_p)
 {
 	struct ferry *rf = froot(f);
@@ -87,14 +137,31 @@ static int post_msg(struct ferry *f, const void *buf, ssize_t n, uint32_t seq, f
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return conn_seterr(-ENOMEM, "out of memory for a request");
-	/* A small message on a socket the daemon keeps reading: a blocking
-	 * send returns at once unless the daemon is stuck, and then the
-	 * session is lost anyway. */
 	r->post_ns = proto_now_ns();
-	if (send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
-		free(r);
-		rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)", strerror(errno));
-		return rf->dead;
+	if (rf->post && (size_t)n <= PROTO_POST_MSG_MAX && ((const struct ctl_hdr *)buf)->type == CTL_COLL) {
+		int ret = post_page(rf, buf, (size_t)n);
+
+		if (ret < 0) {
+			free(r);
+			return ret;
+		}
+	} else {
+		/* A small message on a socket the daemon keeps reading: a
+		 * blocking send returns at once unless the daemon is stuck,
+		 * and then the session is lost anyway. */
+		int ret = coll_sock_before(rf);
+
+		if (ret < 0) {
+			free(r);
+			return ret;
+		}
+		if (send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
+			free(r);
+			rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)",
+					       strerror(errno));
+			return rf->dead;
+		}
+		rf->ctl_sent++;
 	}
 	r->f = rf;
 	r->group = f->group;
@@ -950,8 +1017,11 @@ leave:
 				lead = r;
 		fn = lead == UINT32_MAX ? -1 :
 		     ctl_encode_group_free(fb, sizeof(fb), coll_group_id(f->group, seq, job_rank(f, lead)));
-		if (fn > 0 && !rf->dead && send(rf->sock, fb, (size_t)fn, MSG_NOSIGNAL) != fn)
-			rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)");
+		if (fn > 0 && !rf->dead && coll_sock_before(rf) == 0) {
+			if (send(rf->sock, fb, (size_t)fn, MSG_NOSIGNAL) != fn)
+				rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)");
+			rf->ctl_sent++;
+		}
 	}
 	if (sub)
 		free(sub->members);
@@ -1004,8 +1074,10 @@ int group_close(struct ferry *f)
 
 	/* The daemon ends the group here when it reads this (its operations
 	 * after the ones this rank posted fail on the other ranks). */
-	if (!rf->dead && (n < 0 || send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n))
-		ret = rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group: %s)", strerror(errno));
+	if (!rf->dead && (n < 0 || coll_sock_before(rf) < 0 || send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n))
+		ret = rf->dead = rf->dead ? rf->dead :
+				 conn_seterr(-ECONNRESET, "ferryd went away (leaving a group: %s)", strerror(errno));
+	rf->ctl_sent++;
 	rf->nsubs--;
 	free(f->members);
 	free(f);

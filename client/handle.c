@@ -51,6 +51,12 @@ static int map_region(struct ferry *f, const struct ctl_attached_wire *a, int me
 	ring_attach(&f->tx, (uint8_t *)f->region + a->tx_off, a->tx_size, 0);
 	ring_attach(&f->rx, (uint8_t *)f->region + a->rx_off, a->rx_size, 0);
 	f->done = (struct proto_done_shared *)((uint8_t *)f->region + a->done_off);
+	/* The post page follows the done page, where the region holds it (a
+	 * ferryd without it: posts go on the socket). */
+	if (a->region_bytes - a->done_off >= PROTO_DONE_BYTES + PROTO_POST_BYTES &&
+	    a->done_off + PROTO_DONE_BYTES >= a->rx_off + ring_bytes(a->rx_size) &&
+	    a->done_off + PROTO_DONE_BYTES >= a->tx_off + ring_bytes(a->tx_size))
+		f->post = (struct proto_post_shared *)((uint8_t *)f->done + PROTO_DONE_BYTES);
 	f->node = a->node;
 	/* If the daemon fences for us before it sleeps, and the kernel lets it
 	 * reach this process, publish items without a fence for as long as

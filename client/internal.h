@@ -19,6 +19,7 @@
 #include "../proto/ctl.h"
 #include "../proto/direct.h"
 #include "../proto/done.h"
+#include "../proto/post.h"
 #include "../proto/ring.h"
 
 #include <sched.h>
@@ -158,6 +159,9 @@ struct ferry {
 	} report;
 	struct proto_done_shared *done; /* the done page, in region (proto/done.h) */
 	uint32_t done_taken;    /* records taken from it (our count) */
+	struct proto_post_shared *post; /* the post page, in region (proto/post.h); NULL: post on the socket */
+	uint32_t post_sent;     /* slots written to it (our count) */
+	uint32_t ctl_sent;      /* control messages sent on the socket since JOIN (coll.c ctl_send) */
 	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */
 	uint64_t sock_read_ns;  /* ... and when */
 	int coll_armed;         /* done->armed set by us: who (coll.c ARMED_*) */
@@ -298,6 +302,12 @@ int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char
 /* Requests not yet freed (ferry_close refuses while there are). */
 /* 1 if requests of handle f (a job's or a group's) are not freed yet. */
 int coll_outstanding(const struct ferry *f);
+/* Before a control message goes on the socket (after JOIN): waits until
+ * ferryd took what was posted on the post page (proto/post.h), so that it
+ * reads them in the order they were sent.  The caller counts the message
+ * in ctl_sent once it sent it.  0 or rf->dead. */
+int coll_sock_before(struct ferry *rf);
+
 /* For ferry_recv's reset of ferry_fd(): resets efd_coll if no collective
  * is armed (coll.c). */
 void coll_fd_recheck(struct ferry *rf);

@@ -57,10 +57,13 @@ static int send_mem(struct ferry *f, uint32_t id, uint64_t bytes, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	if (coll_sock_before(f) < 0)
+		return f->dead;
 	if (sendmsg(f->sock, &mh, MSG_NOSIGNAL) != n) {
 		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (sharing memory: %s)", strerror(errno));
 		return f->dead;
 	}
+	f->ctl_sent++;
 	return 0;
 }
 
@@ -159,8 +162,11 @@ static void region_free(struct ferry *f, struct fmem *m, int tell)
 	if (*pp)
 		*pp = m->next;
 	if (tell && !f->dead && (n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM_FREE, m->id, 0)) > 0 &&
-	    send(f->sock, msg, (size_t)n, MSG_NOSIGNAL) != n)
-		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (freeing shared memory)");
+	    coll_sock_before(f) == 0) {
+		if (send(f->sock, msg, (size_t)n, MSG_NOSIGNAL) != n)
+			f->dead = conn_seterr(-ECONNRESET, "ferryd went away (freeing shared memory)");
+		f->ctl_sent++;
+	}
 	munmap(m->base, m->bytes);
 	free(m);
 }

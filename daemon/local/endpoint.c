@@ -320,6 +320,54 @@ void ep_done_sent(struct ep *ep)
 	atomic_store_explicit(&ep->done->sock_done, ++ep->done_sock, memory_order_release);
 }
 
+/* --- the post page (proto/post.h) --- */
+
+/* 1 if slot taken of ep's post page holds a post that may be taken now:
+ * posted, and what its client sent on the socket before it handled; -1
+ * after failing ep (posted too far ahead).  Reads the client's word once
+ * (*sock_before_p): it may change it meanwhile. */
+static int post_due(struct ep *ep, uint32_t *sock_before_p)
+{
+	struct proto_post_shared *p = ep->post;
+	uint32_t ahead = atomic_load_explicit(&p->posted, memory_order_acquire) - ep->post_taken, sb;
+
+	if (!ahead)
+		return 0;
+	if (ahead > PROTO_POST_SLOTS) {
+		ep_fail(ep, "posted more collectives on its post page than it has slots");
+		return -1;
+	}
+	sb = __atomic_load_n(&p->slot[ep->post_taken % PROTO_POST_SLOTS].sock_before, __ATOMIC_RELAXED);
+	*sock_before_p = sb;
+	/* (sock_before - ctl_handled) as signed: ahead of what was handled */
+	return (int32_t)(sb - ep->ctl_handled) <= 0;
+}
+
+int ep_post_next(struct ep *ep, uint8_t *msg, uint32_t *len_p)
+{
+	struct proto_post_slot *slot;
+	uint32_t sb, len;
+	int ret;
+
+	if (ep->failed || !ep->post || !ep->ready || (ret = post_due(ep, &sb)) <= 0)
+		return 0;
+	slot = &ep->post->slot[ep->post_taken % PROTO_POST_SLOTS];
+	len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
+	if (len > PROTO_POST_MSG_MAX) {
+		ep_fail(ep, "a post on its post page longer than a slot");
+		return 0;
+	}
+	/* A copy: the client may write the slot while we decode. */
+	memcpy(msg, slot->msg, len);
+	*len_p = len;
+	return 1;
+}
+
+void ep_post_taken(struct ep *ep)
+{
+	atomic_store_explicit(&ep->post->taken, ++ep->post_taken, memory_order_release);
+}
+
 void ep_step_complete(struct job *j)
 {
 	struct proto_rec rec = { .kind = PROTO_REC_STEP, .dst = j->step };
@@ -454,7 +502,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	a->rx_off = page_align(ring_bytes(ring));
 	a->rx_size = ring;
 	a->done_off = a->rx_off + page_align(ring_bytes(ring));
-	a->region_bytes = a->done_off + PROTO_DONE_BYTES;
+	a->region_bytes = a->done_off + PROTO_DONE_BYTES + PROTO_POST_BYTES;    /* (the post page: proto/post.h) */
 	a->node = endpoints.self;
 	a->session = id;
 	a->flags = endpoints.membarrier ? CTL_ATTACHED_MEMBARRIER : 0;
@@ -494,6 +542,7 @@ int ep_open(uid_t uid, pid_t pid, uint32_t id, const char *name, uint32_t rank, 
 	ring_attach(&ep->tx, (uint8_t *)ep->region + a->tx_off, a->tx_size, 1);
 	ring_attach(&ep->rx, (uint8_t *)ep->region + a->rx_off, a->rx_size, 1);
 	ep->done = (struct proto_done_shared *)((uint8_t *)ep->region + a->done_off);
+	ep->post = (struct proto_post_shared *)((uint8_t *)ep->region + a->done_off + PROTO_DONE_BYTES);
 	if (endpoints.membarrier)
 		ring_consumer_offer_fenceless(&ep->tx);
 
@@ -674,6 +723,17 @@ int ep_sleep_prepare(void)
 			ep->rx_wait_len = 0;
 			return 1;
 		}
+		/* The post page: the sleeper's half of its handshake.  A post
+		 * that waits for a control message waits for the socket, which
+		 * wakes us anyway. */
+		if (ep->ready) {
+			uint32_t sb;
+
+			atomic_store_explicit(&ep->post->sleeping, 1, memory_order_relaxed);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (post_due(ep, &sb) != 0)
+				return 1;       /* (failed: the session is reaped first) */
+		}
 	}
 	if (unsure)
 		loop_timer_arm(&endpoints.recheck, RECHECK_NS, on_recheck, NULL);
@@ -717,6 +777,7 @@ void ep_sleep_done(void)
 	for (struct ep *ep = endpoints.all; ep; ep = ep->next) {
 		ring_consumer_awake(&ep->tx);
 		ring_producer_awake(&ep->rx);
+		atomic_store_explicit(&ep->post->sleeping, 0, memory_order_relaxed);
 	}
 }
 

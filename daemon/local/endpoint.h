@@ -46,6 +46,7 @@
 #include "../core/loop.h"
 #include "../../proto/ctl.h"
 #include "../../proto/done.h"
+#include "../../proto/post.h"
 #include "../../proto/ring.h"
 
 #include <stdint.h>
@@ -75,11 +76,15 @@ struct ep {
 					 * ready: a rank that left may attach again to a started job
 					 * until its home refuses it, and must send nothing.) */
 
-	void *region;                   /* the memfd mapping with both rings and the done page */
+	void *region;                   /* the memfd mapping: both rings, the done and post pages */
 	size_t region_bytes;
 	struct proto_done_shared *done; /* in region: collective completions (proto/done.h) */
 	uint32_t done_pub;              /* records we published (our count, not the page's) */
 	uint32_t done_sock;             /* COLL_DONEs we sent on the socket */
+	struct proto_post_shared *post; /* in region: collectives posted (proto/post.h) */
+	uint32_t post_taken;            /* slots we took (our count, not the page's) */
+	uint32_t ctl_handled;           /* control messages of its session handled since JOIN
+					 * (session.c): what a slot's sock_before waits for */
 	int efd_client;                 /* we write: RX records or TX room */
 	int efd_daemon;                 /* client writes: TX records or RX room */
 	int efd_coll;                   /* we write: a collective ended while the client was armed */
@@ -339,6 +344,15 @@ void ep_step_complete(struct job *j);
 int ep_done_publish(struct ep *ep, uint32_t group, uint32_t seq);
 /* A COLL_DONE went out on ep's socket: counts it on the done page. */
 void ep_done_sent(struct ep *ep);
+
+/* The post page (proto/post.h).  ep_post_next copies the next post that
+ * may be taken now (ep ready, not failed, its sock_before handled: see
+ * ctl_handled) into msg (PROTO_POST_MSG_MAX bytes) and returns 1 with its
+ * length at *len_p; 0 if there is none (or ep failed: posted too far
+ * ahead, too long).  The caller decodes and runs it, then calls
+ * ep_post_taken, which frees its slot for the client. */
+int ep_post_next(struct ep *ep, uint8_t *msg, uint32_t *len_p);
+void ep_post_taken(struct ep *ep);
 
 /* A FAIL record (proto/ring.h) to every endpoint of j here, behind every
  * item delivered so far: the job cannot complete step or any later one. */

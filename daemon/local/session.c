@@ -603,6 +603,39 @@ static void reap(int tell)
 		fds_freed();
 }
 
+/* Runs what endpoints' clients posted on their post pages (proto/post.h)
+ * that may run now, as if it came on the socket: exactly one CTL_COLL a
+ * slot.  Returns 1 if it ran any. */
+static int take_posts_of(struct sess *s)
+{
+	uint8_t msg[PROTO_POST_MSG_MAX];
+	struct ctl_msg m;
+	uint32_t len;
+	int work = 0;
+
+	if (s->state != S_ENDPOINT || !sessions.ev->coll_post)
+		return 0;
+	while (ep_post_next(s->ep, msg, &len)) {
+		if (ctl_decode(msg, len, &m) != (ssize_t)len || m.type != CTL_COLL) {
+			ep_fail(s->ep, "a post on its post page that is not one whole collective operation");
+			break;
+		}
+		sessions.ev->coll_post(s->ep, &m.u.coll);
+		ep_post_taken(s->ep);
+		work = 1;
+	}
+	return work;
+}
+
+int sess_take_posts(void)
+{
+	int work = 0;
+
+	for (struct sess *s = sessions.all; s; s = s->next)
+		work |= take_posts_of(s);
+	return work;
+}
+
 int sess_poll(void)
 {
 	int work = ep_publish();
@@ -719,6 +752,8 @@ static void handle_msg(struct sess *s, const struct ctl_msg *m)
 		/* After READY only; ep_fail on the way (a broken protocol)
 		 * closes the session, and nothing more of it is taken: not
 		 * the rest of what it sent already either. */
+		if (s->ep)
+			s->ep->ctl_handled++;   /* (what posts on its post page wait for) */
 		if (s->ep && s->ep->failed)
 			return;
 		if (m->type == CTL_COLL && sessions.ev->coll_post && s->ep && s->ep->ready) {
@@ -855,6 +890,9 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 				return;
 			}
 			if (n == 0) {
+				/* (what it posted before it closed runs, as what
+				 * it sent on the socket did) */
+				take_posts_of(s);
 				close_session(s, s->state == S_ENDPOINT ? "closed" : NULL, 0);
 				return;
 			}

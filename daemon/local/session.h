@@ -81,6 +81,11 @@ void sess_fini(void);
  * closed.  Runs after the TX rings were drained in this turn of the loop. */
 int sess_poll(void);
 
+/* Loop hook, before the collective engine's: runs what clients posted on
+ * their post pages (proto/post.h) that may run now, as if it came on their
+ * sockets.  Returns 1 if it ran any. */
+int sess_take_posts(void);
+
 /* Tells ep's client that its collective operation seq ended: err 0, or a
  * positive errno and why.  A client that does not read its socket loses its
  * session (SESS_OUT_MAX). */

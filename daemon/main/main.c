@@ -263,8 +263,9 @@ static void signals_fini(void)
  * whatever arrived. */
 static int poll_all(void)
 {
-	int work = fwd_poll();
+	int work = sess_take_posts();   /* (before coll_poll, which runs them) */
 
+	work |= fwd_poll();
 	work |= cluster_poll();
 	work |= coll_poll();
 	work |= sess_poll();

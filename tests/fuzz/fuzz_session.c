@@ -22,7 +22,10 @@
  * layer's FAIL, which its stubs here never send).  Besides what the sanitizers catch, it aborts when a limit is
  * exceeded, when a session holds more than one reply, or when anything (a
  * session, an endpoint, a job, its direct rings, a user's count, a reply)
- * is left once every client has gone.  FUZZ_SESSION_STATS=1 says at exit
+ * is left once every client has gone.  A COLL may go on the client's post
+ * page instead of its socket (proto/post.h: as written, with a byte
+ * changed, longer than a slot, posted past the slots, or ahead of what was
+ * read of the socket).  FUZZ_SESSION_STATS=1 says at exit
  * how many collective posts, pieces and failures the inputs made.
  */
 #include "../../daemon/cluster/cluster.h"
@@ -122,7 +125,7 @@ static const struct sess_events events = { .rank_joined = rank_joined, .rank_lef
 
 static cluster_coll_rx_fn *coll_rx;
 static struct {
-	uint64_t posts, mems, pieces_in, pieces_out, job_fails, holds_out, holds_in;
+	uint64_t posts, page_posts, mems, pieces_in, pieces_out, job_fails, holds_out, holds_in;
 } stats;
 
 void cluster_set_coll_rx(cluster_coll_rx_fn *fn)
@@ -193,7 +196,7 @@ static int poll_once(void)
 {
 	if (rounds_left-- <= 0)
 		loop_stop();
-	return sess_poll() | coll_poll() | 1;
+	return sess_take_posts() | sess_poll() | coll_poll() | 1;
 }
 
 static void turn(void)
@@ -225,8 +228,9 @@ static char dir[] = "/tmp/fuzz_session.XXXXXX";
 static void teardown(void)
 {
 	if (getenv("FUZZ_SESSION_STATS"))
-		fprintf(stderr, "fuzz_session: %llu collective posts, %llu regions, %llu pieces in (%llu HOLDs), %llu "
+		fprintf(stderr, "fuzz_session: %llu collective posts (%llu on post pages), %llu regions, %llu pieces in (%llu HOLDs), %llu "
 			"out, %llu HOLDs sent, %llu job failures asked for\n", (unsigned long long)stats.posts,
+			(unsigned long long)stats.page_posts,
 			(unsigned long long)stats.mems, (unsigned long long)stats.pieces_in,
 			(unsigned long long)stats.holds_in, (unsigned long long)stats.pieces_out,
 			(unsigned long long)stats.holds_out, (unsigned long long)stats.job_fails);
@@ -381,6 +385,34 @@ static struct ctl_buf some_buf(uint64_t unit)
 	return (struct ctl_buf){ .mem = mem, .off = 8ull * (off % 32), .len = len & 0x80 ? len % 64 : unit * (len % 5) };
 }
 
+/* A post on the post page (proto/post.h) of an endpoint (the c-th, where
+ * there are fewer: round again), as its client writes it or not: how 0
+ * well-formed (after what the client sent on the socket, or not yet),
+ * 1 a byte of the message changed, 2 longer than a slot, 3 posted past the
+ * slots the client has. */
+static void post_page(int c, const uint8_t *msg, size_t n, uint8_t how)
+{
+	struct ep *ep = ep_first();
+	struct proto_post_shared *p;
+	struct proto_post_slot *slot;
+	uint32_t posted;
+
+	for (int i = 0; ep && i < c; i++)
+		ep = ep->next ? ep->next : ep_first();
+	if (!ep || n > PROTO_POST_MSG_MAX)
+		return;
+	p = ep->post;
+	posted = atomic_load_explicit(&p->posted, memory_order_relaxed);
+	slot = &p->slot[posted % PROTO_POST_SLOTS];
+	slot->sock_before = ep->ctl_handled + (how & 4 ? next() % 3 : 0);
+	slot->len = how % 4 == 2 ? PROTO_POST_MSG_MAX + 1 + next() : (uint32_t)n;
+	memcpy(slot->msg, msg, n);
+	if (how % 4 == 1 && n)
+		slot->msg[next() % n] ^= next();
+	atomic_store_explicit(&p->posted, posted + (how % 4 == 3 ? PROTO_POST_SLOTS + 1 : 1), memory_order_release);
+	stats.page_posts++;
+}
+
 /* The collectives' ops (op bytes 240-255). */
 static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 {
@@ -456,6 +488,11 @@ static void coll_op(uint8_t op, int c, uint8_t *buf, size_t cap, ssize_t *n_p)
 		*n_p = ctl_encode_coll(buf, cap, &w);
 		if (*n_p > 0)
 			stats.posts++;
+		if (*n_p > 0 && f & 8) {
+			/* on the post page instead of the socket */
+			post_page(c, buf, (size_t)*n_p, next());
+			*n_p = 0;
+		}
 		break;
 	}
 	case 2: {

@@ -30,7 +30,30 @@ wait $s
 expect "tail-garbage: the sender finishes (items for the gone rank are dropped, counted)" \
 	test $? = 0 -a "$(stat n0 items_dropped)" -gt 0
 
+
+# The post page (proto/post.h), once the log's rate limit (10 lines of
+# dropped sessions in 5 s) has let the lines above through.
+sleep 5
+for mode in post-long post-ahead post-other; do
+	expect "$mode: the daemon closes that client's connection" prog ft_raw "$TMP/n0" "$mode" "raw-$mode" 0 1
+	killed=$((killed + 1))
+	expect "$mode: the daemon is still running" kill -0 "$pid"
+done
+expect "... each counted as misbehaving" test "$(stat n0 sessions_killed)" -ge $killed
+expect "the log says why (a post longer than a slot)" grep -q "post page longer than a slot" "$TMP/n0.log"
+expect "the log says why (posted past the slots)" grep -q "post page than it has slots" "$TMP/n0.log"
+expect "the log says why (a post that is no collective)" grep -q "not one whole collective operation" "$TMP/n0.log"
+
 expect "the bystander job got every item exactly once, in order" wait_job bystanders
+
+# A post that says it comes after 5 control messages its client never sent
+# waits for them, and the daemon sleeps meanwhile (the socket would wake it).
+ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+t0=$(ticks)
+later=$(prog ft_raw "$TMP/n0" post-later raw-later 0 1)
+t1=$(ticks)
+expect "post-later: the post stays untaken ($(echo $later))" test "$later" = "$(printf 'posted\ntaken 0')"
+expect "... and the daemon does not spin for it: $((t1 - t0)) ticks of CPU in 2 s" test $((t1 - t0)) -lt 40
 expect "memory and regions of the dropped sessions are freed" \
 	wait_for '[ "$(stat n0 memory_region_bytes)" = 0 ] && [ "$(stat n0 memory_queued_bytes)" = 0 ]'
 expect "daemon exits cleanly" stop_daemon n0

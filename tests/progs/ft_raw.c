@@ -15,6 +15,13 @@
  *   bad-first     send a well-formed JOIN before HELLO
  *   join-twice    join properly, then send another JOIN on the endpoint
  *   ring-garbage  join, then publish a record with an invalid kind in TX
+ *   post-long     once the job is ready, a post on the post page
+ *                 (proto/post.h) longer than a slot
+ *   post-ahead    ... posted 9 ahead of what the daemon took (8 slots)
+ *   post-other    ... that is a MEM_FREE, not a collective operation
+ *   post-later    ... a barrier that waits for 5 control messages never
+ *                 sent on the socket: prints "posted", then after 2 s
+ *                 "taken N" (0: the daemon left it) and exits 0
  *   head-garbage  join, then publish a TX head far beyond the ring
  *   tail-garbage  join, let the RX ring fill up (someone must send to us),
  *                 then publish an RX tail beyond the head
@@ -93,6 +100,7 @@
  * modes: as said), 1 if it did not, 2 on setup errors.
  */
 #include "../../proto/ctl.h"
+#include "../../proto/post.h"
 #include "../../proto/ring.h"
 
 #include <errno.h>
@@ -495,6 +503,31 @@ int main(int argc, char **argv)
 		n = ctl_encode_join(buf, sizeof(buf), job, rank, size);
 		send(sock, buf, (size_t)n, MSG_NOSIGNAL);
 		return wait_closed();
+	}
+	if (strncmp(mode, "post-", 5) == 0) {
+		struct proto_post_shared *pp = (struct proto_post_shared *)(region + m.u.attached.done_off +
+									     PROTO_DONE_BYTES);
+		struct ctl_coll_wire w = { .kind = CTL_COLL_BARRIER, .seq = 1 };
+		struct timespec two = { 2, 0 };
+
+		if (m.u.attached.region_bytes < m.u.attached.done_off + PROTO_DONE_BYTES + PROTO_POST_BYTES) {
+			fprintf(stderr, "ft_raw: the region has no post page\n");
+			return 2;
+		}
+		if (wait_ready())
+			return 2;
+		n = strcmp(mode, "post-other") == 0 ? ctl_encode_mem(pp->slot[0].msg, PROTO_POST_MSG_MAX, CTL_MEM_FREE, 1, 0)
+						     : ctl_encode_coll(pp->slot[0].msg, PROTO_POST_MSG_MAX, &w);
+		pp->slot[0].len = strcmp(mode, "post-long") == 0 ? PROTO_POST_MSG_MAX + 1 : (uint32_t)n;
+		pp->slot[0].sock_before = strcmp(mode, "post-later") == 0 ? 5 : 0;
+		atomic_store(&pp->posted, strcmp(mode, "post-ahead") == 0 ? PROTO_POST_SLOTS + 1 : 1);
+		if (strcmp(mode, "post-later") != 0)
+			return wait_closed();
+		printf("posted\n");
+		fflush(stdout);
+		nanosleep(&two, NULL);
+		printf("taken %u\n", atomic_load(&pp->taken));
+		return 0;
 	}
 	if (strcmp(mode, "ring-garbage") == 0) {
 		struct proto_rec *rec;

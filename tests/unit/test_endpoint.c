@@ -229,6 +229,86 @@ TEST(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client)
 	CHECK_EQ(open_fds(), fds0);             /* every eventfd of the endpoint closed */
 }
 
+/* Writes a post into slot posted % SLOTS of ep's post page, as a client
+ * would (proto/post.h), and publishes it. */
+static void post(struct ep *ep, uint32_t sock_before, uint32_t len, uint8_t fill)
+{
+	struct proto_post_shared *p = ep->post;
+	uint32_t n = atomic_load(&p->posted);
+	struct proto_post_slot *slot = &p->slot[n % PROTO_POST_SLOTS];
+
+	slot->sock_before = sock_before;
+	slot->len = len;
+	memset(slot->msg, fill, sizeof(slot->msg));
+	atomic_store(&p->posted, n + 1);
+}
+
+/* The post page (proto/post.h): a post is taken once the endpoint is ready
+ * and its sock_before control messages were handled, copied whole, in
+ * order; a due post keeps the daemon awake, one that waits for the socket
+ * does not; a post longer than a slot, or posted past the slots, fails the
+ * endpoint. */
+TEST(the_post_page_gives_posts_in_order_once_due_and_fails_a_lying_client)
+{
+	struct client c;
+	uint8_t msg[PROTO_POST_MSG_MAX];
+	uint32_t len = 0;
+
+	CHECK_EQ(open_client(&c, 1000, "post", 0, 1), 0);
+	/* the page after the done page (both mappings of the region) */
+	CHECK_EQ((uint8_t *)c.ep->post - (uint8_t *)c.ep->region,
+		 (uint8_t *)c.done - (uint8_t *)c.map + PROTO_DONE_BYTES);
+	CHECK(c.map_bytes >= (size_t)((uint8_t *)c.ep->post - (uint8_t *)c.ep->region) + PROTO_POST_BYTES);
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);     /* nothing posted */
+	post(c.ep, 0, 128, 0xa1);
+	c.ep->ready = 0;
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);     /* not before READY */
+	c.ep->ready = 1;
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);
+	CHECK_EQ(len, 128);
+	CHECK_EQ(msg[0], 0xa1);
+	CHECK_EQ(msg[127], 0xa1);
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);     /* not taken yet: the same again */
+	ep_post_taken(c.ep);
+	CHECK_EQ(atomic_load(&c.ep->post->taken), 1);
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	/* after 2 control messages on the socket: waits for them */
+	post(c.ep, 2, 8, 0xb2);
+	c.ep->ctl_handled = 1;
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	CHECK_EQ(sleep_prepare(), 0);                   /* the socket will wake us */
+	CHECK_EQ(atomic_load(&c.ep->post->sleeping), 1);
+	ep_sleep_done();
+	CHECK_EQ(atomic_load(&c.ep->post->sleeping), 0);
+	c.ep->ctl_handled = 2;
+	CHECK_EQ(sleep_prepare(), 1);                   /* due now: no sleep */
+	ep_sleep_done();
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);
+	CHECK_EQ(len, 8);
+	CHECK_EQ(msg[7], 0xb2);
+	ep_post_taken(c.ep);
+	/* slots wrap around: 3 laps of them */
+	for (uint32_t i = 0; i < 3 * PROTO_POST_SLOTS; i++) {
+		post(c.ep, 2, 16, (uint8_t)i);
+		CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);
+		CHECK_EQ(msg[15], (uint8_t)i);
+		ep_post_taken(c.ep);
+	}
+	CHECK(!c.ep->failed);
+	/* longer than a slot */
+	post(c.ep, 0, PROTO_POST_MSG_MAX + 1, 0);
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	CHECK(c.ep->failed != NULL);
+	close_client(&c);
+
+	CHECK_EQ(open_client(&c, 1000, "post2", 0, 1), 0);
+	atomic_store(&c.ep->post->posted, PROTO_POST_SLOTS + 1);       /* past the slots */
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	CHECK(c.ep->failed != NULL);
+	close_client(&c);
+	CHECK_EQ(user_count(), 0);
+}
+
 int main(void)
 {
 	static const struct loop_hooks hooks = { 0 };
@@ -246,6 +326,7 @@ int main(void)
 	RUN(one_users_queues_stop_at_its_limit_and_not_anothers);
 	RUN(an_item_waiting_for_ring_room_is_woken_by_its_receiver);
 	RUN(the_done_page_keeps_unread_records_and_wakes_only_an_armed_client);
+	RUN(the_post_page_gives_posts_in_order_once_due_and_fails_a_lying_client);
 	ep_fini();
 	loop_fini();
 	conf_free(&conf);
