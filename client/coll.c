@@ -65,9 +65,14 @@ int coll_outstanding(const struct ferry *f)
 
 /* The post page (proto/post.h): waits until at most used_max of its slots
  * hold posts ferryd has not taken yet.  ferryd takes them as it goes (it
- * was woken for them if it slept); the socket says if it went away. */
+ * was woken for them if it slept); the socket says if it went away.  A
+ * ferryd that takes none for ferry_open's timeout_ms (60 s unless said;
+ * < 0: no limit) is taken for stuck: the session is lost, as when a send
+ * on the socket fails. */
 static int post_wait(struct ferry *rf, uint32_t used_max)
 {
+	uint64_t until = 0;
+
 	for (unsigned spins = 0;; spins++) {
 		uint32_t used = rf->post_sent - atomic_load_explicit(&rf->post->taken, memory_order_acquire);
 		struct pollfd pfd = { .fd = rf->sock, .events = POLLIN };
@@ -82,6 +87,11 @@ static int post_wait(struct ferry *rf, uint32_t used_max)
 			sched_yield();
 			continue;
 		}
+		if (!until)
+			until = proto_now_ns() + (uint64_t)(rf->timeout_ms > 0 ? rf->timeout_ms : 0) * 1000000u;
+		else if (rf->timeout_ms > 0 && proto_now_ns() > until)
+			return rf->dead = conn_seterr(-ETIMEDOUT, "ferryd took none of %u collective operations posted "
+						      "within %d ms", used, rf->timeout_ms);
 		if (poll(&pfd, 1, 1) > 0 && conn_check(rf) < 0)
 			return rf->dead;
 	}

@@ -35,10 +35,12 @@
  *
  * Everything here is the client's to write but taken and sleeping; ferryd
  * trusts none of it: a slot is copied before it is looked at, a len over
- * PROTO_POST_MSG_MAX, a message that does not decode, or posted more than
- * PROTO_POST_SLOTS ahead of taken fails the endpoint (its session closes,
- * as for a malformed message on the socket); a sock_before ahead of what
- * the client sent leaves its own posts waiting, no one else's.  Counters
+ * PROTO_POST_MSG_MAX or under a message header, a message that does not
+ * decode, or posted more than PROTO_POST_SLOTS ahead of taken fails the
+ * endpoint (its session closes, as for a malformed message on the socket);
+ * a sock_before ahead of what the client sent leaves its own posts waiting,
+ * no one else's.  ferryd takes at most PROTO_POST_SLOTS posts of an
+ * endpoint in a turn of its loop, and none once its session is closing.  Counters
  * are u32 and wrap; differences are taken modulo 2^32.
  */
 #ifndef FERRY_PROTO_POST_H

@@ -349,12 +349,17 @@ int ep_post_next(struct ep *ep, uint8_t *msg, uint32_t *len_p)
 	uint32_t sb, len;
 	int ret;
 
-	if (ep->failed || !ep->post || !ep->ready || (ret = post_due(ep, &sb)) <= 0)
+	if (ep->failed || ep->posts_closed || !ep->ready || (ret = post_due(ep, &sb)) <= 0)
 		return 0;
 	slot = &ep->post->slot[ep->post_taken % PROTO_POST_SLOTS];
 	len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
 	if (len > PROTO_POST_MSG_MAX) {
 		ep_fail(ep, "a post on its post page longer than a slot");
+		return 0;
+	}
+	if (len < sizeof(struct ctl_hdr)) {
+		/* (ctl_decode would say "not whole yet", and decode nothing) */
+		ep_fail(ep, "a post on its post page shorter than a message header");
 		return 0;
 	}
 	/* A copy: the client may write the slot while we decode. */
@@ -726,7 +731,7 @@ int ep_sleep_prepare(void)
 		/* The post page: the sleeper's half of its handshake.  A post
 		 * that waits for a control message waits for the socket, which
 		 * wakes us anyway. */
-		if (ep->ready) {
+		if (ep->ready && !ep->posts_closed) {
 			uint32_t sb;
 
 			atomic_store_explicit(&ep->post->sleeping, 1, memory_order_relaxed);

@@ -85,6 +85,7 @@ struct ep {
 	uint32_t post_taken;            /* slots we took (our count, not the page's) */
 	uint32_t ctl_handled;           /* control messages of its session handled since JOIN
 					 * (session.c): what a slot's sock_before waits for */
+	int posts_closed;               /* its session closes (session.c): no post is taken any more */
 	int efd_client;                 /* we write: RX records or TX room */
 	int efd_daemon;                 /* client writes: TX records or RX room */
 	int efd_coll;                   /* we write: a collective ended while the client was armed */
@@ -347,9 +348,10 @@ void ep_done_sent(struct ep *ep);
 
 /* The post page (proto/post.h).  ep_post_next copies the next post that
  * may be taken now (ep ready, not failed, its sock_before handled: see
- * ctl_handled) into msg (PROTO_POST_MSG_MAX bytes) and returns 1 with its
- * length at *len_p; 0 if there is none (or ep failed: posted too far
- * ahead, too long).  The caller decodes and runs it, then calls
+ * ctl_handled; its session not closing: posts_closed) into msg
+ * (PROTO_POST_MSG_MAX bytes) and returns 1 with its length at *len_p (at
+ * least a message header's); 0 if there is none (or ep failed: posted too
+ * far ahead, too long, too short).  The caller decodes and runs it, then calls
  * ep_post_taken, which frees its slot for the client. */
 int ep_post_next(struct ep *ep, uint8_t *msg, uint32_t *len_p);
 void ep_post_taken(struct ep *ep);

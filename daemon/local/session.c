@@ -252,6 +252,8 @@ static void reject(struct sess *s, int err, const char *fmt, ...)
 	if (n > 0 && send_msg(s, buf, (size_t)n, NULL, 0) == 0 && s->out) {
 		/* It has join_timeout_ms to read it. */
 		s->close_when_sent = 1;
+		if (s->ep)
+			s->ep->posts_closed = 1;        /* (its socket is not read either) */
 		watch(s);
 		arm(s, sessions.conf->join_timeout_ms);
 		return;
@@ -527,6 +529,8 @@ static void close_session(struct sess *s, const char *why, int killed)
 		user_give_unjoined(s->unjoined);
 		s->unjoined = NULL;
 	}
+	if (s->ep)
+		s->ep->posts_closed = 1;        /* (nothing more of what it posts runs) */
 	s->state = s->ep ? S_ENDING : S_DEAD;
 	s->end_by_ns = loop_now_ns() + SESS_END_GRACE_NS;
 	sessions.count--;
@@ -609,13 +613,19 @@ static void reap(int tell)
 static int take_posts_of(struct sess *s)
 {
 	uint8_t msg[PROTO_POST_MSG_MAX];
-	struct ctl_msg m;
 	uint32_t len;
 	int work = 0;
 
 	if (s->state != S_ENDPOINT || !sessions.ev->coll_post)
 		return 0;
-	while (ep_post_next(s->ep, msg, &len)) {
+	/* At most a page a turn: a client that refills its slots as fast as
+	 * they are taken (with operations that fail at once) gets no more of
+	 * the loop than one that sends on its socket; what is left keeps the
+	 * loop awake (ep_sleep_prepare).  The session may close on the way
+	 * (its COLL_DONEs not read): nothing more of it then. */
+	for (unsigned i = 0; i < PROTO_POST_SLOTS && s->state == S_ENDPOINT && ep_post_next(s->ep, msg, &len); i++) {
+		struct ctl_msg m;       /* (each post decoded afresh: ep_post_next refused one too short) */
+
 		if (ctl_decode(msg, len, &m) != (ssize_t)len || m.type != CTL_COLL) {
 			ep_fail(s->ep, "a post on its post page that is not one whole collective operation");
 			break;

@@ -24,8 +24,8 @@
  * session, an endpoint, a job, its direct rings, a user's count, a reply)
  * is left once every client has gone.  A COLL may go on the client's post
  * page instead of its socket (proto/post.h: as written, with a byte
- * changed, longer than a slot, posted past the slots, or ahead of what was
- * read of the socket).  FUZZ_SESSION_STATS=1 says at exit
+ * changed, longer than a slot or shorter than a header, posted past the
+ * slots, or ahead of what was read of the socket).  FUZZ_SESSION_STATS=1 says at exit
  * how many collective posts, pieces and failures the inputs made.
  */
 #include "../../daemon/cluster/cluster.h"
@@ -196,7 +196,7 @@ static int poll_once(void)
 {
 	if (rounds_left-- <= 0)
 		loop_stop();
-	return sess_take_posts() | sess_poll() | coll_poll() | 1;
+	return sess_take_posts() | coll_poll() | sess_poll() | 1;      /* (ferryd's order) */
 }
 
 static void turn(void)
@@ -389,7 +389,7 @@ static struct ctl_buf some_buf(uint64_t unit)
  * there are fewer: round again), as its client writes it or not: how 0
  * well-formed (after what the client sent on the socket, or not yet),
  * 1 a byte of the message changed, 2 longer than a slot, 3 posted past the
- * slots the client has. */
+ * slots the client has; or shorter than a message header. */
 static void post_page(int c, const uint8_t *msg, size_t n, uint8_t how)
 {
 	struct ep *ep = ep_first();
@@ -405,7 +405,8 @@ static void post_page(int c, const uint8_t *msg, size_t n, uint8_t how)
 	posted = atomic_load_explicit(&p->posted, memory_order_relaxed);
 	slot = &p->slot[posted % PROTO_POST_SLOTS];
 	slot->sock_before = ep->ctl_handled + (how & 4 ? next() % 3 : 0);
-	slot->len = how % 4 == 2 ? PROTO_POST_MSG_MAX + 1 + next() : (uint32_t)n;
+	slot->len = how % 4 == 2 ? PROTO_POST_MSG_MAX + 1 + next() :
+		    how & 8 ? next() % sizeof(struct ctl_hdr) : (uint32_t)n;
 	memcpy(slot->msg, msg, n);
 	if (how % 4 == 1 && n)
 		slot->msg[next() % n] ^= next();

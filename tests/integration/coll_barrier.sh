@@ -104,18 +104,27 @@ fi
 
 # A daemon that sleeps whenever it is idle (spin_us = 0): a post on the post
 # page (proto/post.h) wakes it through the endpoint's eventfd, and none is
-# left waiting (a lost wake-up would leave a barrier hanging; the watchdog
-# ends the ranks after 90 s).
+# left waiting.  A lost wake-up would hold its barrier until ferryd's next
+# timer (its status file, every second): the slowest barrier, from the last
+# rank's enter to the last rank's leave, must take well under that.  (The
+# watchdog ends the ranks after 90 s if they hang outright.)
 printf 'daemon: { spin_us = 0; };\n' >"$TMP/sleepy.conf"
 start_daemon sleepy --config "$TMP/sleepy.conf" || exit 1
 barrier_job sleepy 3 3000 sleepy sleepy sleepy
 barrier_job sleepynb 2 3000 sleepy sleepy -- --nonblocking
-(sleep 90; kill $JOB_sleepy $JOB_sleepynb 2>/dev/null) &
+(trap 'kill $s 2>/dev/null; exit 0' TERM; sleep 90 & s=$!; wait $s; kill $JOB_sleepy $JOB_sleepynb 2>/dev/null) &
 watchdog=$!
 expect "a daemon that sleeps when idle: 3 ranks, 3000 barriers posted on the post page" wait_job sleepy
 expect "... and 2 ranks, 3000 ibarriers" wait_job sleepynb
 kill $watchdog 2>/dev/null
 wait $watchdog 2>/dev/null
+# slowest JOB: the longest barrier of JOB's times, last enter to last leave, in ms
+slowest() {
+	awk '{ if ($2 > e[$1]) e[$1] = $2; if ($3 > l[$1]) l[$1] = $3 }
+	     END { for (k in e) if (l[k] - e[k] > m) m = l[k] - e[k]; printf "%.1f\n", m / 1e6 }' "$TMP/$1.times"
+}
+expect "... the slowest barrier took $(slowest sleepy) ms, the slowest ibarrier $(slowest sleepynb) ms (< 400)" \
+	bash -c "[ \$(printf '%.0f' $(slowest sleepy)) -lt 400 ] && [ \$(printf '%.0f' $(slowest sleepynb)) -lt 400 ]"
 expect "... and it slept meanwhile (loop_wakeups $(stat sleepy loop_wakeups))" test "$(stat sleepy loop_wakeups)" -gt 100
 stop_daemon sleepy >/dev/null
 

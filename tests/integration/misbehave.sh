@@ -34,7 +34,7 @@ expect "tail-garbage: the sender finishes (items for the gone rank are dropped, 
 # The post page (proto/post.h), once the log's rate limit (10 lines of
 # dropped sessions in 5 s) has let the lines above through.
 sleep 5
-for mode in post-long post-ahead post-other; do
+for mode in post-long post-ahead post-other post-short; do
 	expect "$mode: the daemon closes that client's connection" prog ft_raw "$TMP/n0" "$mode" "raw-$mode" 0 1
 	killed=$((killed + 1))
 	expect "$mode: the daemon is still running" kill -0 "$pid"
@@ -43,6 +43,20 @@ expect "... each counted as misbehaving" test "$(stat n0 sessions_killed)" -ge $
 expect "the log says why (a post longer than a slot)" grep -q "post page longer than a slot" "$TMP/n0.log"
 expect "the log says why (posted past the slots)" grep -q "post page than it has slots" "$TMP/n0.log"
 expect "the log says why (a post that is no collective)" grep -q "not one whole collective operation" "$TMP/n0.log"
+expect "the log says why (a post shorter than a header)" grep -q "shorter than a message header" "$TMP/n0.log"
+
+# A client that keeps its post page full of operations that fail at once
+# (a group it is not in), and never reads its socket: ferryd takes at most
+# a page of them in a turn of its loop, and none once the session closed;
+# everyone else is served meanwhile.
+bg flood.log prog ft_raw "$TMP/n0" post-flood raw-flood 0 1
+fl=$LASTPID
+sleep 0.5
+expect "post-flood: ferryd answers a query meanwhile" \
+	bash -c "timeout 2 '$BUILD/ferryctl' --runtime-dir '$TMP/n0' status >/dev/null"
+wait $fl
+expect "post-flood: the flood ran its 2 s ($(cat "$TMP/flood.log"))" grep -q "^posted [0-9]* taken [0-9]*$" "$TMP/flood.log"
+expect "post-flood: the daemon is still running" kill -0 "$pid"
 
 expect "the bystander job got every item exactly once, in order" wait_job bystanders
 

@@ -195,6 +195,10 @@ int main(int argc, char **argv)
 		perror(times);
 		return 1;
 	}
+	/* Every rank appends to the one file: a line a write (O_APPEND), or
+	 * the ranks' 4 KiB buffers would interleave in the middle of lines. */
+	if (tf)
+		setvbuf(tf, NULL, _IOLBF, 0);
 	printf("rank %d running\n", fo.rank);
 	fflush(stdout);
 	if (flood > 0) {

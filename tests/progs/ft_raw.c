@@ -19,6 +19,11 @@
  *                 (proto/post.h) longer than a slot
  *   post-ahead    ... posted 9 ahead of what the daemon took (8 slots)
  *   post-other    ... that is a MEM_FREE, not a collective operation
+ *   post-short    ... of 4 bytes, shorter than a message header (after a
+ *                 barrier of its own: nothing decoded before may run again)
+ *   post-flood    ... for 2 s: keeps the page full of barriers on a group
+ *                 it is not in (each fails at once), never reading the
+ *                 socket; prints "posted N taken M" and exits 0
  *   post-later    ... a barrier that waits for 5 control messages never
  *                 sent on the socket: prints "posted", then after 2 s
  *                 "taken N" (0: the daemon left it) and exits 0
@@ -516,6 +521,37 @@ int main(int argc, char **argv)
 		}
 		if (wait_ready())
 			return 2;
+		if (strcmp(mode, "post-flood") == 0) {
+			struct timespec t0, t;
+			uint32_t posted = 0;
+
+			w.group = 0xdeadbeef;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				while (posted - atomic_load_explicit(&pp->taken, memory_order_acquire) < PROTO_POST_SLOTS) {
+					struct proto_post_slot *sl = &pp->slot[posted % PROTO_POST_SLOTS];
+
+					w.seq = posted + 1;
+					sl->sock_before = 0;
+					sl->len = (uint32_t)ctl_encode_coll(sl->msg, PROTO_POST_MSG_MAX, &w);
+					atomic_store_explicit(&pp->posted, ++posted, memory_order_release);
+				}
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			} while (t.tv_sec - t0.tv_sec < 2);
+			printf("posted %u taken %u\n", posted, atomic_load(&pp->taken));
+			return 0;
+		}
+		if (strcmp(mode, "post-short") == 0) {
+			/* a whole barrier first, then 4 bytes of another */
+			pp->slot[0].len = (uint32_t)ctl_encode_coll(pp->slot[0].msg, PROTO_POST_MSG_MAX, &w);
+			pp->slot[0].sock_before = 0;
+			w.seq = 2;
+			ctl_encode_coll(pp->slot[1].msg, PROTO_POST_MSG_MAX, &w);
+			pp->slot[1].len = 4;
+			pp->slot[1].sock_before = 0;
+			atomic_store(&pp->posted, 2);
+			return wait_closed();
+		}
 		n = strcmp(mode, "post-other") == 0 ? ctl_encode_mem(pp->slot[0].msg, PROTO_POST_MSG_MAX, CTL_MEM_FREE, 1, 0)
 						     : ctl_encode_coll(pp->slot[0].msg, PROTO_POST_MSG_MAX, &w);
 		pp->slot[0].len = strcmp(mode, "post-long") == 0 ? PROTO_POST_MSG_MAX + 1 : (uint32_t)n;

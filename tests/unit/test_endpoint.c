@@ -306,6 +306,48 @@ TEST(the_post_page_gives_posts_in_order_once_due_and_fails_a_lying_client)
 	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
 	CHECK(c.ep->failed != NULL);
 	close_client(&c);
+
+	/* shorter than a message header (ctl_decode would decode nothing) */
+	for (uint32_t short_len = 0; short_len < sizeof(struct ctl_hdr); short_len += 7) {
+		CHECK_EQ(open_client(&c, 1000, "post3", 0, 1), 0);
+		post(c.ep, 0, short_len, 0);
+		CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+		CHECK(c.ep->failed != NULL);
+		close_client(&c);
+	}
+
+	/* a closing session's posts are not taken, and do not keep the
+	 * daemon awake */
+	CHECK_EQ(open_client(&c, 1000, "post4", 0, 1), 0);
+	post(c.ep, 0, 16, 0);
+	c.ep->posts_closed = 1;
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	CHECK_EQ(sleep_prepare(), 0);
+	ep_sleep_done();
+	CHECK(!c.ep->failed);
+	close_client(&c);
+
+	/* the counters wrap: posted and taken, sock_before and ctl_handled */
+	CHECK_EQ(open_client(&c, 1000, "post5", 0, 1), 0);
+	c.ep->post_taken = UINT32_MAX - 2;
+	atomic_store(&c.ep->post->posted, UINT32_MAX - 2);
+	c.ep->ctl_handled = UINT32_MAX - 1;
+	for (uint32_t i = 0; i < 2 * PROTO_POST_SLOTS; i++) {
+		post(c.ep, UINT32_MAX - 1, 16, (uint8_t)i);
+		CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);
+		CHECK_EQ(msg[15], (uint8_t)i);
+		ep_post_taken(c.ep);
+	}
+	CHECK_EQ(atomic_load(&c.ep->post->taken), UINT32_MAX - 2 + 2 * PROTO_POST_SLOTS);
+	post(c.ep, 1, 16, 0xc3);                /* after 3 more messages, across the wrap */
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	c.ep->ctl_handled += 2;
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 0);
+	c.ep->ctl_handled += 1;                 /* 1 */
+	CHECK_EQ(ep_post_next(c.ep, msg, &len), 1);
+	CHECK_EQ(msg[0], 0xc3);
+	CHECK(!c.ep->failed);
+	close_client(&c);
 	CHECK_EQ(user_count(), 0);
 }
 
