@@ -161,7 +161,7 @@ struct ferry {
 	uint32_t done_taken;    /* records taken from it (our count) */
 	struct proto_post_shared *post; /* the post page, in region (proto/post.h); NULL: post on the socket */
 	uint32_t post_sent;     /* slots written to it (our count) */
-	uint32_t ctl_sent;      /* control messages sent on the socket since JOIN (coll.c ctl_send) */
+	uint32_t ctl_sent;      /* control messages sent on the socket since JOIN (coll_sock_before) */
 	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */
 	uint64_t sock_read_ns;  /* ... and when */
 	int coll_armed;         /* done->armed set by us: who (coll.c ARMED_*) */
