@@ -1,8 +1,10 @@
 /* daemon/coll/coll.h - the collective engine (DESIGN.md, "Collectives"):
  * the operations ranks post, run node-level by the daemons.
  *
- * A rank's client posts its operations on the control socket (CTL_COLL),
- * numbered from 1 in the order it posts them; every rank of a job posts the
+ * A rank's client posts its operations as CTL_COLL messages, on its post
+ * page (proto/post.h; the session layer runs them as if they came on the
+ * control socket, in order with what does), numbered from 1 in the order it
+ * posts them; every rank of a job posts the
  * same operations in the same order, so operation k is every rank's k-th.
  * This node starts operation k when each of the job's local ranks has
  * posted it (their contributions are combined before anything goes to the
@@ -10,7 +12,8 @@
  * (daemon/plan/), numbered 0..G-1 in the order of their node ids, and runs
  * it on an executor (exec.h), whose pieces travel as control items
  * (WIRE_CTL_COLL, routed and resent like every item).  When the executor is
- * done, every local rank hears COLL_DONE.  Pieces that come for an
+ * done, every local rank hears it: on its done page (proto/done.h), or a
+ * COLL_DONE on the socket.  Pieces that come for an
  * operation this node has not started yet wait with it, up to
  * COLL_EARLY_MAX bytes per job, and are handed to it when it starts, within
  * each turn's budget (the rest at the next turns).
