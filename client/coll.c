@@ -87,19 +87,52 @@ static int post_wait(struct ferry *rf, uint32_t used_max)
 			sched_yield();
 			continue;
 		}
-		if (!until)
-			until = proto_now_ns() + (uint64_t)(rf->timeout_ms > 0 ? rf->timeout_ms : 0) * 1000000u;
-		else if (rf->timeout_ms > 0 && proto_now_ns() > until)
-			return rf->dead = conn_seterr(-ETIMEDOUT, "ferryd took none of %u collective operations posted "
-						      "within %d ms", used, rf->timeout_ms);
+		if (rf->timeout_ms > 0) {       /* (the clock read only once it takes long) */
+			if (!until)
+				until = proto_now_ns() + (uint64_t)rf->timeout_ms * 1000000u;
+			else if (proto_now_ns() > until)
+				return rf->dead = conn_seterr(-ETIMEDOUT, "ferryd took none of %u collective "
+							      "operations posted within %d ms", used, rf->timeout_ms);
+		}
 		if (poll(&pfd, 1, 1) > 0 && conn_check(rf) < 0)
 			return rf->dead;
 	}
 }
 
-int coll_sock_before(struct ferry *rf)
+int ctl_send(struct ferry *rf, const void *buf, size_t n, int fd, const char *what)
 {
-	return rf->post ? post_wait(rf, 0) : 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int ret;
+
+	if (rf->dead)
+		return rf->dead;
+	/* What was posted on the page first is taken first (proto/post.h). */
+	if (rf->post && (ret = post_wait(rf, 0)) < 0)
+		return ret;
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	}
+	/* A small message on a socket the daemon keeps reading: a blocking
+	 * send returns at once unless the daemon is stuck, and then the
+	 * session is lost anyway. */
+	if (sendmsg(rf->sock, &mh, MSG_NOSIGNAL) != (ssize_t)n)
+		return rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (%s: %s)", what, strerror(errno));
+	rf->ctl_sent++;
+	return 0;
 }
 
 /* Posts the n-byte CTL_COLL at buf on the post page (n fits a slot). */
@@ -156,22 +189,12 @@ static int post_msg(struct ferry *f, const void *buf, ssize_t n, uint32_t seq, f
 			return ret;
 		}
 	} else {
-		/* A small message on a socket the daemon keeps reading: a
-		 * blocking send returns at once unless the daemon is stuck,
-		 * and then the session is lost anyway. */
-		int ret = coll_sock_before(rf);
+		int ret = ctl_send(rf, buf, (size_t)n, -1, "posting a collective");
 
 		if (ret < 0) {
 			free(r);
 			return ret;
 		}
-		if (send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n) {
-			free(r);
-			rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (posting a collective: %s)",
-					       strerror(errno));
-			return rf->dead;
-		}
-		rf->ctl_sent++;
 	}
 	r->f = rf;
 	r->group = f->group;
@@ -1027,11 +1050,8 @@ leave:
 				lead = r;
 		fn = lead == UINT32_MAX ? -1 :
 		     ctl_encode_group_free(fb, sizeof(fb), coll_group_id(f->group, seq, job_rank(f, lead)));
-		if (fn > 0 && !rf->dead && coll_sock_before(rf) == 0) {
-			if (send(rf->sock, fb, (size_t)fn, MSG_NOSIGNAL) != fn)
-				rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)");
-			rf->ctl_sent++;
-		}
+		if (fn > 0)
+			ctl_send(rf, fb, (size_t)fn, -1, "leaving a group");
 	}
 	if (sub)
 		free(sub->members);
@@ -1084,10 +1104,9 @@ int group_close(struct ferry *f)
 
 	/* The daemon ends the group here when it reads this (its operations
 	 * after the ones this rank posted fail on the other ranks). */
-	if (!rf->dead && (n < 0 || coll_sock_before(rf) < 0 || send(rf->sock, buf, (size_t)n, MSG_NOSIGNAL) != n))
-		ret = rf->dead = rf->dead ? rf->dead :
-				 conn_seterr(-ECONNRESET, "ferryd went away (leaving a group: %s)", strerror(errno));
-	rf->ctl_sent++;
+	if (!rf->dead)
+		ret = n < 0 ? (rf->dead = conn_seterr(-ECONNRESET, "ferryd went away (leaving a group)")) :
+		      ctl_send(rf, buf, (size_t)n, -1, "leaving a group");
 	rf->nsubs--;
 	free(f->members);
 	free(f);

@@ -161,7 +161,7 @@ struct ferry {
 	uint32_t done_taken;    /* records taken from it (our count) */
 	struct proto_post_shared *post; /* the post page, in region (proto/post.h); NULL: post on the socket */
 	uint32_t post_sent;     /* slots written to it (our count) */
-	uint32_t ctl_sent;      /* control messages sent on the socket since JOIN (coll_sock_before) */
+	uint32_t ctl_sent;      /* control messages sent on the socket since JOIN (ctl_send) */
 	uint32_t sock_seen;     /* its sock_done when conn_check last read the socket */
 	uint64_t sock_read_ns;  /* ... and when */
 	int coll_armed;         /* done->armed set by us: who (coll.c ARMED_*) */
@@ -302,11 +302,12 @@ int coll_done(struct ferry *f, uint32_t group, uint32_t seq, int err, const char
 /* Requests not yet freed (ferry_close refuses while there are). */
 /* 1 if requests of handle f (a job's or a group's) are not freed yet. */
 int coll_outstanding(const struct ferry *f);
-/* Before a control message goes on the socket (after JOIN): waits until
- * ferryd took what was posted on the post page (proto/post.h), so that it
- * reads them in the order they were sent.  The caller counts the message
- * in ctl_sent once it sent it.  0 or rf->dead. */
-int coll_sock_before(struct ferry *rf);
+/* Sends the n-byte control message at buf on rf's socket after JOIN (with
+ * file descriptor fd, unless -1): first waits until ferryd took what was
+ * posted on the post page (proto/post.h), so that it reads both in the
+ * order they were sent, and counts it in ctl_sent.  0, or rf->dead (set
+ * with "ferryd went away (WHAT: why)" if the send failed). */
+int ctl_send(struct ferry *rf, const void *buf, size_t n, int fd, const char *what);
 
 /* For ferry_recv's reset of ferry_fd(): resets efd_coll if no collective
  * is armed (coll.c). */

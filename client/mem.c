@@ -38,33 +38,12 @@ struct fmem {
 /* Sends MEM with the memfd.  Returns 0 or -errno (the session is lost). */
 static int send_mem(struct ferry *f, uint32_t id, uint64_t bytes, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
 	uint8_t msg[sizeof(struct ctl_hdr) + sizeof(struct ctl_mem_wire)];
 	ssize_t n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM, id, bytes);
-	struct iovec iov = { .iov_base = msg, .iov_len = (size_t)n };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-			     .msg_controllen = sizeof(cbuf.buf) };
-	struct cmsghdr *cm;
 
 	if (n < 0)
 		return conn_seterr(-EINVAL, "cannot encode MEM");
-	memset(&cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
-	if (coll_sock_before(f) < 0)
-		return f->dead;
-	if (sendmsg(f->sock, &mh, MSG_NOSIGNAL) != n) {
-		f->dead = conn_seterr(-ECONNRESET, "ferryd went away (sharing memory: %s)", strerror(errno));
-		return f->dead;
-	}
-	f->ctl_sent++;
-	return 0;
+	return ctl_send(f, msg, (size_t)n, fd, "sharing memory");
 }
 
 /* A new region of bytes (rounded up to pages), registered, into *m_p.
@@ -161,12 +140,8 @@ static void region_free(struct ferry *f, struct fmem *m, int tell)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = m->next;
-	if (tell && !f->dead && (n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM_FREE, m->id, 0)) > 0 &&
-	    coll_sock_before(f) == 0) {
-		if (send(f->sock, msg, (size_t)n, MSG_NOSIGNAL) != n)
-			f->dead = conn_seterr(-ECONNRESET, "ferryd went away (freeing shared memory)");
-		f->ctl_sent++;
-	}
+	if (tell && (n = ctl_encode_mem(msg, sizeof(msg), CTL_MEM_FREE, m->id, 0)) > 0)
+		ctl_send(f, msg, (size_t)n, -1, "freeing shared memory");
 	munmap(m->base, m->bytes);
 	free(m);
 }

@@ -324,9 +324,8 @@ void ep_done_sent(struct ep *ep)
 
 /* 1 if slot taken of ep's post page holds a post that may be taken now:
  * posted, and what its client sent on the socket before it handled; -1
- * after failing ep (posted too far ahead).  Reads the client's word once
- * (*sock_before_p): it may change it meanwhile. */
-static int post_due(struct ep *ep, uint32_t *sock_before_p)
+ * after failing ep (posted too far ahead). */
+static int post_due(struct ep *ep)
 {
 	struct proto_post_shared *p = ep->post;
 	uint32_t ahead = atomic_load_explicit(&p->posted, memory_order_acquire) - ep->post_taken, sb;
@@ -338,7 +337,6 @@ static int post_due(struct ep *ep, uint32_t *sock_before_p)
 		return -1;
 	}
 	sb = __atomic_load_n(&p->slot[ep->post_taken % PROTO_POST_SLOTS].sock_before, __ATOMIC_RELAXED);
-	*sock_before_p = sb;
 	/* (sock_before - ctl_handled) as signed: ahead of what was handled */
 	return (int32_t)(sb - ep->ctl_handled) <= 0;
 }
@@ -346,10 +344,9 @@ static int post_due(struct ep *ep, uint32_t *sock_before_p)
 int ep_post_next(struct ep *ep, uint8_t *msg, uint32_t *len_p)
 {
 	struct proto_post_slot *slot;
-	uint32_t sb, len;
-	int ret;
+	uint32_t len;
 
-	if (ep->failed || ep->posts_closed || !ep->ready || (ret = post_due(ep, &sb)) <= 0)
+	if (ep->failed || ep->posts_closed || !ep->ready || post_due(ep) <= 0)
 		return 0;
 	slot = &ep->post->slot[ep->post_taken % PROTO_POST_SLOTS];
 	len = __atomic_load_n(&slot->len, __ATOMIC_RELAXED);
@@ -732,11 +729,9 @@ int ep_sleep_prepare(void)
 		 * that waits for a control message waits for the socket, which
 		 * wakes us anyway. */
 		if (ep->ready && !ep->posts_closed) {
-			uint32_t sb;
-
 			atomic_store_explicit(&ep->post->sleeping, 1, memory_order_relaxed);
 			atomic_thread_fence(memory_order_seq_cst);
-			if (post_due(ep, &sb) != 0)
+			if (post_due(ep) != 0)
 				return 1;       /* (failed: the session is reaped first) */
 		}
 	}

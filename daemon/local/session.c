@@ -622,8 +622,9 @@ static int take_posts_of(struct sess *s)
 	 * they are taken (with operations that fail at once) gets no more of
 	 * the loop than one that sends on its socket; what is left keeps the
 	 * loop awake (ep_sleep_prepare).  The session may close on the way
-	 * (its COLL_DONEs not read): nothing more of it then. */
-	for (unsigned i = 0; i < PROTO_POST_SLOTS && s->state == S_ENDPOINT && ep_post_next(s->ep, msg, &len); i++) {
+	 * (its COLL_DONEs not read): nothing more of it then (posts_closed,
+	 * and s->ep stays until the loop reaps it). */
+	for (unsigned i = 0; i < PROTO_POST_SLOTS && ep_post_next(s->ep, msg, &len); i++) {
 		struct ctl_msg m;       /* (each post decoded afresh: ep_post_next refused one too short) */
 
 		if (ctl_decode(msg, len, &m) != (ssize_t)len || m.type != CTL_COLL) {
