@@ -33,9 +33,8 @@ struct ctl_msg;
 struct reasm;
 
 /* Reassembly buffers a handle keeps for the next large items, instead of
- * freeing them at ferry_release (recv.c "Spare buffers"): at most this
- * many, and this many bytes. */
-#define RX_SPARES 16
+ * freeing them at ferry_release (recv.c "Spare buffers"): at most this many
+ * bytes (each at least 4 pieces, 256 KiB, so at most 128 buffers). */
 #define RX_SPARE_BYTES (32u << 20)
 
 /* One of the job's direct rings (proto/direct.h), as this process sees it:
@@ -118,8 +117,8 @@ struct ferry {
 	struct reasm *reasm;    /* items being reassembled, by source */
 	struct rxbuf *held;     /* reassembled buffers handed out by the last ferry_recv */
 	size_t nheld, capheld;
-	struct rxbuf spare[RX_SPARES];  /* reassembly buffers kept for the next items (recv.c) */
-	size_t nspare, spare_bytes;
+	struct rxbuf *spare;    /* reassembly buffers kept for the next items (recv.c) */
+	size_t nspare, capspare, spare_bytes;
 	/* steps */
 	uint32_t step;          /* the current step, from 1 */
 	int step_done;          /* ferry_done called in it */

@@ -83,13 +83,25 @@ static void release_rings(struct ferry *f)
  * until the next ferry_release; freed then, the next item's buffer was a
  * new one, and above glibc's mmap threshold (128 KiB at first) a new
  * mapping whose every page faulted in, zeroed: at 256 KiB items a sixth of
- * the receiver's time (perf, make bench-bw).  So ferry_release keeps up to
- * RX_SPARES of them (RX_SPARE_BYTES in all) and an item that starts takes
- * the newest.  Ownership: a spare belongs to the handle (rx_free frees it);
- * once taken, to its reassembly, then to the held list. */
+ * the receiver's time (perf, make bench-bw).  So ferry_release keeps them,
+ * up to RX_SPARE_BYTES, and an item that starts takes the newest.  The
+ * bound is in bytes only: a receiver that fell behind takes many items in
+ * one ferry_recv (49 of 256 KiB in lent_pieces.sh with a 20 ms pause), and
+ * a bound of 16 buffers freed the rest at every release, to fault them in
+ * again at the next batch.  Ownership: a spare belongs to the handle
+ * (rx_free frees it); once taken, to its reassembly, then to the held list. */
 static void spare_put(struct ferry *f, void *buf, size_t cap)
 {
-	if (cap && f->nspare < RX_SPARES && f->spare_bytes + cap <= RX_SPARE_BYTES) {
+	if (cap && f->spare_bytes + cap <= RX_SPARE_BYTES && f->nspare == f->capspare) {
+		size_t n = f->capspare ? f->capspare * 2 : 16;
+		struct rxbuf *s = realloc(f->spare, n * sizeof(*s));
+
+		if (s) {
+			f->spare = s;
+			f->capspare = n;
+		}
+	}
+	if (cap && f->spare_bytes + cap <= RX_SPARE_BYTES && f->nspare < f->capspare) {
 		f->spare[f->nspare++] = (struct rxbuf){ buf, cap };
 		f->spare_bytes += cap;
 	} else {
@@ -288,6 +300,9 @@ void rx_free(struct ferry *f)
 	free(f->held);
 	while (f->nspare)
 		free(f->spare[--f->nspare].buf);
+	free(f->spare);
+	f->spare = NULL;
+	f->capspare = 0;
 	f->spare_bytes = 0;
 	for (size_t i = f->stash_head; i < f->stash_len; i++)
 		if (i + 1 == f->stash_len || f->stash[i + 1].c != f->stash[i].c)

@@ -27,9 +27,10 @@
  * 30 s at most), which keeps what arrives meanwhile; prints "rank 1 step:
  * ok" or "rank 1 step: ERRTEXT: message" and exits 3 if it failed.
  * Prints "rank 0 ok: sent N, eagain E" or
- * "rank 1 ok: received N" and "rank 1 minflt F second_half H" (the page
- * faults it took while receiving, and in the second half of the items:
- * getrusage).
+ * "rank 1 ok: received N" and "rank 1 minflt F second_half H most M
+ * first_half M1" (the page faults it took while receiving, and in the
+ * second half of the items: getrusage; the most items one ferry_recv
+ * returned, and in the first half).
  */
 #include "common.h"
 
@@ -41,6 +42,7 @@
 int main(int argc, char **argv)
 {
 	struct rusage ru0, ruh = { 0 }, ru1;
+	int most = 0, most_first = 0;   /* the most items one ferry_recv returned (in the first half) */
 	static const struct option lo[] = {
 		{ "job", required_argument, NULL, 'j' }, { "rank", required_argument, NULL, 'r' },
 		{ "items", required_argument, NULL, 'n' }, { "len", required_argument, NULL, 'l' },
@@ -160,6 +162,8 @@ int main(int argc, char **argv)
 				n == 0 ? "timed out" : ferry_strerror(n), got, n == 0 ? "" : ferry_last_error());
 			return 1;
 		}
+		if (n > most)
+			most = n;
 		for (int i = 0; i < n; i++) {
 			uint32_t seq = UINT32_MAX;
 			const char *bad = check_item(&it[i], 1, &seq);
@@ -171,8 +175,10 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			got++;
-			if (got == items / 2)
+			if (got == items / 2) {
 				getrusage(RUSAGE_SELF, &ruh);
+				most_first = most;
+			}
 		}
 		if (delay)
 			usleep((useconds_t)delay);
@@ -193,7 +199,8 @@ int main(int argc, char **argv)
 	ferry_close(f);
 	getrusage(RUSAGE_SELF, &ru1);
 	printf("rank 1 ok: received %ld\n", items);
-	printf("rank 1 minflt %ld second_half %ld\n", ru1.ru_minflt - ru0.ru_minflt, ru1.ru_minflt - ruh.ru_minflt);
+	printf("rank 1 minflt %ld second_half %ld most %d first_half %d\n", ru1.ru_minflt - ru0.ru_minflt,
+	       ru1.ru_minflt - ruh.ru_minflt, most, most_first);
 	free(buf);
 	return 0;
 }
