@@ -183,19 +183,24 @@ static inline void fapp_step(struct fapp *a, fapp_take_fn take, void *app)
 }
 
 /* Hands over what this process still holds (FERRY_BATCH's batches) and
- * asks the daemon to send what it aggregates now.  -EAGAIN (no room for
- * all of it yet) is not an error: the next fapp_recv or fapp_flush goes
- * on with it. */
-static inline void fapp_flush(struct fapp *a)
+ * asks the daemon to send what it aggregates now.  Returns 1 if the ring
+ * had no room for all of it (-EAGAIN, not an error): the rest is still in
+ * the process, and only ferry_poll (or another flush) hands it over, as
+ * room comes; a wait on ferry_fd() would not (it says when items come,
+ * not room).  0 when all of it went. */
+static inline int fapp_flush(struct fapp *a)
 {
 	int ret = ferry_flush(a->f);
 
 	if (ret < 0 && ret != -EAGAIN)
 		fapp_die("ferry_flush", ret);
+	return ret == -EAGAIN;
 }
 
 /* Serves others (take, and idle when nothing comes: a call of its own that
- * sends what it owes, and says whether some of it still waits for room)
+ * sends what it owes, and says whether some of it still waits for room,
+ * refused by ferry_send; then a flush, which may leave some in the process
+ * too: fapp_flush)
  * until every rank has entered a non-blocking barrier this rank enters
  * now: the end of a two-way exchange whose ranks finish at different
  * times.  While nothing waits for room, ferry_fd() wakes the wait both for
@@ -212,7 +217,12 @@ static inline void fapp_serve_until_all(struct fapp *a, fapp_take_fn take, int (
 	for (;;) {
 		if (fapp_recv(a, take, app, 0, 0) > 0)
 			continue;
+		/* What idle sent, and anything still held in the process,
+		 * goes out now; what finds no room makes this a wait for
+		 * room in ferry_poll (a wait on ferry_fd with items held here
+		 * lasted until its timeout: their receivers waited for them) */
 		left = idle ? idle(app) : 0;
+		left |= fapp_flush(a);
 		ret = ferry_test(&req);
 		if (ret == 1)
 			return;
@@ -221,6 +231,8 @@ static inline void fapp_serve_until_all(struct fapp *a, fapp_take_fn take, int (
 		if (left) {
 			if ((ret = ferry_poll(a->f, FERRY_POLLIN | FERRY_POLLOUT, 1000)) < 0)
 				fapp_die("ferry_poll", ret);
+			if (ret == 0 && getenv("FAPP_DEBUG"))
+				fprintf(stderr, "rank %u: serve: a second without room or items\n", a->me);
 			continue;
 		}
 		/* Nothing came (ferry_recv armed the fd) and the barrier

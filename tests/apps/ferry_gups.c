@@ -173,7 +173,7 @@ static void acks(struct gups *g, int all)
 		any = 1;
 	}
 	if (any && all)
-		fapp_flush(&g->a);
+		fapp_flush(&g->a);      /* (what it leaves, ferry_poll hands over: progress) */
 }
 
 static int idle(void *app)
