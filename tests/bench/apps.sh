@@ -11,6 +11,9 @@ rm -f "$2/apps.csv"
 # the wider set: 4 and 8 nodes, 1 and 2 processes per node (one run:
 # about 5 minutes here)
 export APPS_WIDE=1
+# the bale apps 3 times (run.sh: one run is too short to tell 10 %), unless
+# quick
+[ -n "${3:-}" ] || export BALE_RUNS=${BALE_RUNS:-3}
 bash "$HERE/../apps/run.sh" "$@" | tee "$2/apps.txt"
 rc=${PIPESTATUS[0]}
 bash "$HERE/apps_report.sh" "$2"
