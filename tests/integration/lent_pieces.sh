@@ -48,7 +48,11 @@ expect "... and no region is left mapped" wait_for '[ "$(stat ln_n0 memory_regio
 # as many as its largest batch held, so a batch larger than all of the
 # first half's makes the new buffers it needs, 64 pages each (the bound
 # allows them: a receiver lagging more in the second half took 322 faults).
-# spare_faults JOB: checks JOB's rank 1 (WHAT: how it received).
+# glibc's mmap threshold is fixed (GLIBC_TUNABLES), so that every buffer is
+# a mapping of its own, as the first ones are: glibc otherwise raises it at
+# the first large free and serves the next ones from its heap, which hid a
+# receiver that kept no buffer at all.
+# spare_faults JOB WHAT: checks JOB's rank 1 (WHAT: how it received).
 spare_faults() {
 	local flt most first
 	read -r flt most first <<<"$(sed -n 's/^rank 1 minflt .* second_half \([0-9]*\) most \([0-9]*\) first_half \([0-9]*\)$/\1 \2 \3/p' "$TMP/$1.1.log")"
@@ -56,16 +60,10 @@ spare_faults() {
 	expect "400 items of 256 KiB received in order ($2), the second half with ${flt:-?} page faults (fewer than one per item and 64 per buffer its batches of up to ${most:-?} items needed beyond the first half's ${first:-?}: $lim)" \
 		test $rc0 = 0 -a "${flt:-99999}" -lt "$lim" -a "$(grep -c '^rank 1 ok: received 400$' "$TMP/$1.1.log")" = 1
 }
+export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
 stream ln s 400 262144
 spare_faults s "at once"
-# A receiver that pauses 50 ms after each ferry_recv takes many items in one
-# call (7 to 64 here: how many the daemon and its ring hold by then), and
-# keeps every buffer (16 spares at most, as before, freed the rest at every
-# call, to fault them in again: 650–2700 faults in the second half).
-# glibc's fixed mmap threshold makes every buffer a mapping of its own, as
-# the first ones are: otherwise a freed one may come back from its heap.
-GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 stream ln sd 400 262144 --recv-delay-us 50000
-spare_faults sd "pausing 50 ms after each batch"
+unset GLIBC_TUNABLES
 
 # unacked JOB: n1's daemon stopped, so that nothing is acknowledged, rank 0
 # of JOB on n0 sends 12 pieces' worth (less than its 1 MiB TX ring) and
@@ -287,6 +285,15 @@ wait "$mitm" 2>/dev/null
 s=$(tail -1 "$TMP/dr.mitm")
 expect "... and the frames were split: $s" \
 	bash -c "[[ '$s' =~ ^relayed\ ([0-9]+)\ .*dribbled\ ([0-9]+)\ segments ]] && (( BASH_REMATCH[2] > 2 * BASH_REMATCH[1] ))"
+
+# A receiver that pauses 50 ms after each ferry_recv, with RX rings of 32
+# MiB, finds 64 items (the most one call returns here) at every call, and
+# keeps the buffers of all of them (16 at most, as before, freed 48 at every
+# call and faulted them in again: 6240 faults in the second half).
+start_cluster sp 2 'limits: { ring_bytes = 33554432; };' || exit 1
+GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 stream sp sd 400 262144 --recv-delay-us 50000
+spare_faults sd "pausing 50 ms after each batch, 32 MiB rings"
+expect "... daemons exit cleanly" stop_cluster sp 2
 
 # With frame integrity, frames are tagged over bytes of the daemon's own,
 # and checked whole before any of it is used: nothing is lent, nothing is
