@@ -122,9 +122,11 @@ static void progress(struct ig *g, int refused)
 			fapp_die("ferry_poll", ret);
 	} else if (n == 0) {
 		/* waiting for answers: ours must not wait for the flush
-		 * timer in an aggregation buffer, nor our requests */
-		fapp_flush(&g->a);
-		if ((ret = ferry_poll(g->a.f, FERRY_POLLIN, -1)) < 0)
+		 * timer in an aggregation buffer, nor our requests (and
+		 * what the flush could not hand over waits for room) */
+		unsigned ev = FERRY_POLLIN | (fapp_flush(&g->a) ? FERRY_POLLOUT : 0);
+
+		if ((ret = ferry_poll(g->a.f, ev, -1)) < 0)
 			fapp_die("ferry_poll", ret);
 	}
 }

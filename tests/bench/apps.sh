@@ -13,7 +13,7 @@ rm -f "$2/apps.csv"
 export APPS_WIDE=1
 # the bale apps 3 times (run.sh: one run is too short to tell 10 %), unless
 # quick
-[ -n "${3:-}" ] || export BALE_RUNS=${BALE_RUNS:-3}
+[ -n "${3:-}" ] || export BALE_RUNS=${BALE_RUNS:-$((${APPS_RUNS:-1} > 3 ? ${APPS_RUNS:-1} : 3))}
 bash "$HERE/../apps/run.sh" "$@" | tee "$2/apps.txt"
 rc=${PIPESTATUS[0]}
 bash "$HERE/apps_report.sh" "$2"

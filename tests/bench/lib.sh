@@ -114,6 +114,7 @@ ferry_ranks() {
 	shift 2
 	P=$((CLN * ppn))
 	job=${BENCH_JOB:-b$RANDOM$RANDOM}       # (called in $(...): a counter would not survive)
+	rm -f "$TMP"/job.*      # a larger job's would stay, and what reads job.* read them as this one's
 	for r in $(seq 0 $((P - 1))); do
 		FERRY_JOB=$job FERRY_RANK=$r FERRY_SIZE=$P FERRY_RUNTIME_DIR=$TMP/${CL}_n$((r / ppn)) \
 			"${APP[@]}" ${JOB_TIMEOUT:+timeout "$JOB_TIMEOUT"} "$B/$prog" "$@" >"$TMP/job.$r" 2>&1 &
