@@ -86,9 +86,9 @@ static void release_rings(struct ferry *f)
  * the receiver's time (perf, make bench-bw).  So ferry_release keeps them,
  * up to RX_SPARE_BYTES, and an item that starts takes the newest.  The
  * bound is in bytes only: a receiver that fell behind takes many items in
- * one ferry_recv (49 of 256 KiB in lent_pieces.sh with a 20 ms pause), and
- * a bound of 16 buffers freed the rest at every release, to fault them in
- * again at the next batch.  Ownership: a spare belongs to the handle
+ * one ferry_recv (64 of 256 KiB at every call in lent_pieces.sh, pausing 50
+ * ms on 32 MiB rings), and a bound of 16 buffers freed the rest at every
+ * release, to fault them in again at the next batch.  Ownership: a spare belongs to the handle
  * (rx_free frees it); once taken, to its reassembly, then to the held list. */
 static void spare_put(struct ferry *f, void *buf, size_t cap)
 {

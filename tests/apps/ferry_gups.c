@@ -173,7 +173,7 @@ static void acks(struct gups *g, int all)
 		any = 1;
 	}
 	if (any && all)
-		fapp_flush(&g->a);      /* (what it leaves, ferry_poll hands over: progress) */
+		fapp_flush(&g->a);      /* (what it leaves in the process, progress's ferry_poll hands over) */
 }
 
 static int idle(void *app)
