@@ -740,10 +740,11 @@ These VMs have 2 cores and no hardware performance counters (`perf stat` says
   daemons spinning on its CPU (a turn takes about 5.4 µs, a third of it the
   context switch of `sched_yield`).  An 8-byte allreduce used about 219 µs
   of the daemons' CPU and 90 µs of the ranks' per operation, against 2 ×
-  150 µs of wall time (2026-11-28).  The work itself (sends, reads and
-  wake-ups: about 15 µs per daemon and 5.6 µs per rank per operation) is
-  about 210 µs of CPU, 105 µs on 2 cores: Open MPI's 210–230 µs halved
-  with no scheduling cost at all.  Daemons that sleep at once (`spin_us =
+  150 µs of wall time (2026-11-28).  The work itself is about 210 µs of
+  CPU per operation (the ranks' 5.6 µs each, measured; about 15 µs per
+  daemon for its 3 sends, 3 reads and 2 wake-ups, estimated from what
+  those system calls cost here), 105 µs on 2 cores: Open MPI's 210–230 µs
+  halved with no scheduling cost at all.  Daemons that sleep at once (`spin_us =
   0`) are 1.7× slower; renicing them changes nothing.  With the daemons on
   a core of their own the same operations are 3.2–5.2× Open MPI's.
 WHY
