@@ -92,16 +92,20 @@ static void release_rings(struct ferry *f)
  * (rx_free frees it); once taken, to its reassembly, then to the held list. */
 static void spare_put(struct ferry *f, void *buf, size_t cap)
 {
-	if (cap && f->spare_bytes + cap <= RX_SPARE_BYTES && f->nspare == f->capspare) {
+	int keep = cap && f->spare_bytes + cap <= RX_SPARE_BYTES;
+
+	if (keep && f->nspare == f->capspare) {
 		size_t n = f->capspare ? f->capspare * 2 : 16;
 		struct rxbuf *s = realloc(f->spare, n * sizeof(*s));
 
 		if (s) {
 			f->spare = s;
 			f->capspare = n;
+		} else {
+			keep = 0;
 		}
 	}
-	if (cap && f->spare_bytes + cap <= RX_SPARE_BYTES && f->nspare < f->capspare) {
+	if (keep) {
 		f->spare[f->nspare++] = (struct rxbuf){ buf, cap };
 		f->spare_bytes += cap;
 	} else {

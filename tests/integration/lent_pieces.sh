@@ -60,10 +60,8 @@ spare_faults() {
 	expect "400 items of 256 KiB received in order ($2), the second half with ${flt:-?} page faults (fewer than one per item and 64 per buffer its batches of up to ${most:-?} items needed beyond the first half's ${first:-?}: $lim)" \
 		test $rc0 = 0 -a "${flt:-99999}" -lt "$lim" -a "$(grep -c '^rank 1 ok: received 400$' "$TMP/$1.1.log")" = 1
 }
-export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
-stream ln s 400 262144
+GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 stream ln s 400 262144
 spare_faults s "at once"
-unset GLIBC_TUNABLES
 
 # unacked JOB: n1's daemon stopped, so that nothing is acknowledged, rank 0
 # of JOB on n0 sends 12 pieces' worth (less than its 1 MiB TX ring) and
