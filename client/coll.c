@@ -1003,7 +1003,7 @@ static int split_make(ferry_t *f, const int32_t (*t)[2], int32_t color, uint32_t
 	for (uint32_t r = 0; r < f->size; r++)
 		n += t[r][0] == color;
 	order = malloc((size_t)n * sizeof(*order));
-	sub = calloc(1, sizeof(*sub));
+	sub = handle_alloc();
 	if (!order || !sub || !(sub->members = malloc((size_t)n * sizeof(*sub->members)))) {
 		ret = conn_seterr(-ENOMEM, "out of memory for a group of %u ranks", n);
 		goto leave;

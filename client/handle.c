@@ -286,7 +286,7 @@ FERRY_API int ferry_open(ferry_t **f_p, const struct ferry_opts *opts)
 	if (!dir || !*dir)
 		dir = DEFAULT_RUNTIME_DIR;
 
-	f = calloc(1, sizeof(*f));
+	f = handle_alloc();
 	if (!f)
 		return conn_seterr(-ENOMEM, "out of memory");
 	f->sock = f->efd_client = f->efd_daemon = f->efd_coll = f->epfd = -1;

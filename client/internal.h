@@ -25,6 +25,8 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define FERRY_API __attribute__((visibility("default")))
@@ -87,6 +89,19 @@ struct rxbuf {
 };
 
 struct ferry {
+	/* What every ferry_send reads (send.c's fast paths), together in the
+	 * first cache line: spread over the struct they were five lines, each
+	 * a miss of its own where the application's data evicts them
+	 * (index-gather's random writes).  Each field belongs to a part below
+	 * and is described here. */
+	struct ferry *root;     /* groups: the job's handle; NULL in the job's handle itself */
+	struct batch *batch;    /* FERRY_BATCH: by destination rank; NULL without it */
+	uint8_t *direct_of;     /* by rank: 1 + its direct slot, 0 none; NULL: no direct rings */
+	uint64_t src_word;      /* rank << 32: the second word of a TX record header */
+	uint32_t rank, size, node;
+	int dead;               /* the daemon went away or broke the protocol: error to return */
+	int step_done;          /* steps: ferry_done called in the current one */
+	uint32_t large_left;    /* the large item being sent: bytes of it still to go; 0: none */
 	int sock;
 	int efd_client, efd_daemon, efd_coll;
 	int epfd;               /* ferry_fd(): efd_client, efd_coll and sock together */
@@ -94,10 +109,7 @@ struct ferry {
 	size_t region_bytes;
 	struct ring tx, rx;
 	uint32_t rx_dense_at;   /* items of the DENSE record at the RX tail handed out (recv.c) */
-	uint8_t *direct_of;     /* by rank: 1 + its direct slot, 0 none; NULL: no direct rings */
 	struct direct *dr;      /* NULL: no direct rings */
-	uint32_t rank, size, node;
-	uint64_t src_word;      /* rank << 32: the second word of a TX record header */
 	int timeout_ms;
 	unsigned flags;
 	unsigned spin_us;       /* spin this long before sleeping (poll_setup) */
@@ -111,7 +123,6 @@ struct ferry {
 	uint64_t checked_ns;    /* when an empty ferry_recv last asked the socket */
 	uint32_t empty_calls;   /* ... and how many empty calls were made since */
 	int armed;              /* rx consumer_sleeping set by a ferry_recv that found nothing */
-	int dead;               /* the daemon went away or broke the protocol: error to return */
 	uint8_t in[512];        /* partial control message from the daemon */
 	size_t in_len;
 	struct reasm *reasm;    /* items being reassembled, by source */
@@ -121,7 +132,6 @@ struct ferry {
 	size_t nspare, capspare, spare_bytes;
 	/* steps */
 	uint32_t step;          /* the current step, from 1 */
-	int step_done;          /* ferry_done called in it */
 	uint32_t completed;     /* last step the daemon said is complete */
 	int failed;             /* the job can complete no more steps: -errno (a FAIL record) */
 	char fail_text[192];    /* ... and what the daemon said happened */
@@ -132,15 +142,13 @@ struct ferry {
 	/* The rest of a large item whose first piece is in the TX ring
 	 * (send.c): it goes in as the ring makes room, before anything else
 	 * is sent, so that ferry_send never waits without FERRY_BLOCKING. */
-	uint8_t *large;         /* its bytes from the next piece on */
-	uint32_t large_left;    /* bytes of it still to go; 0: none */
+	uint8_t *large;         /* its bytes from the next piece on (and large_left, above) */
 	uint32_t large_base;    /* offset in the item of large[0] */
 	uint32_t large_at;      /* ... and of the next piece */
 	uint32_t large_dst;
 	uint16_t large_channel;
 	int done_held;          /* ferry_done's DONE record, after all of that */
 	/* FERRY_BATCH (send.c) */
-	struct batch *batch;    /* by destination rank; NULL without FERRY_BATCH */
 	uint32_t batch_cap;     /* bytes of item records one batch holds */
 	uint32_t *batch_open;   /* the ranks whose batch holds records */
 	uint32_t nbatch_open;
@@ -174,7 +182,6 @@ struct ferry {
 	 * size, operation numbers and strategies, and shares everything else
 	 * (the connection, the rings, the memory, the requests' list) with the
 	 * job's handle, its root; only the collectives work on it. */
-	struct ferry *root;     /* the job's handle; NULL in the job's handle itself */
 	uint32_t group;         /* 0: the job; else the group's id (coll_group_id) */
 	uint32_t *members;      /* [size]: job rank by rank here; NULL: the job (identity) */
 	uint32_t nsubs;         /* job handle: group handles not closed yet */
@@ -184,6 +191,18 @@ struct ferry {
 	struct fmem *stage_free; /* a staging region no request uses, kept for the next */
 	uint32_t mem_next_id;
 };
+
+/* A zeroed handle, its first cache line (the fields every ferry_send
+ * reads) on a line of its own; free() frees it. */
+static inline struct ferry *handle_alloc(void)
+{
+	size_t n = (sizeof(struct ferry) + 63) & ~(size_t)63;
+	struct ferry *f = aligned_alloc(64, n);
+
+	if (f)
+		memset(f, 0, n);
+	return f;
+}
 
 /* Items for one destination rank (FERRY_BATCH): fill bytes at buf (NULL
  * until the first item), either a dense batch's payload (key != 0:
