@@ -119,14 +119,17 @@ static inline double fapp_max_double(struct fapp *a, double x)
  * them); returns 0, or -1 on an item that cannot be (the app says why). */
 typedef int (*fapp_take_fn)(void *app, const struct ferry_item *it, int n);
 
-/* Takes what came (without waiting) and releases it; returns how many items
- * came.  With wait set (the caller cannot go on: a send was refused, or it
- * waits for others) and nothing received, sleeps in ferry_poll until
- * something comes or there is room (events). */
+#define FAPP_RECV_MAX 256       /* items one fapp_recv takes at most */
+
+/* Takes what came (without waiting), FAPP_RECV_MAX items at most, and
+ * releases it; returns how many items came (FAPP_RECV_MAX: more may wait).
+ * With wait set (the caller cannot go on: a send was refused, or it waits
+ * for others) and nothing received, sleeps in ferry_poll until something
+ * comes or there is room (events). */
 static inline int fapp_recv(struct fapp *a, fapp_take_fn take, void *app, int wait, unsigned events)
 {
-	struct ferry_item it[256];
-	int n = ferry_recv(a->f, it, 256, 0), ret;
+	struct ferry_item it[FAPP_RECV_MAX];
+	int n = ferry_recv(a->f, it, FAPP_RECV_MAX, 0), ret;
 
 	if (n < 0)
 		fapp_die("ferry_recv", n);
