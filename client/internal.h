@@ -89,11 +89,13 @@ struct rxbuf {
 };
 
 struct ferry {
-	/* What every ferry_send reads (send.c's fast paths), together in the
+	/* What ferry_send reads on FERRY_BATCH's fast path (send.c: the
+	 * checks every call makes, and the dense append), together in the
 	 * first cache line: spread over the struct they were five lines, each
 	 * a miss of its own where the application's data evicts them
-	 * (index-gather's random writes).  Each field belongs to a part below
-	 * and is described here. */
+	 * (index-gather's random writes).  (The unbatched path reads tx too,
+	 * and the batch of records batch_cap.)  Each field belongs to a part
+	 * below and is described here. */
 	struct ferry *root;     /* groups: the job's handle; NULL in the job's handle itself */
 	struct batch *batch;    /* FERRY_BATCH: by destination rank; NULL without it */
 	uint8_t *direct_of;     /* by rank: 1 + its direct slot, 0 none; NULL: no direct rings */

@@ -21,7 +21,7 @@
  * Rate: all ranks' N x P requests (each with its answer) over the slowest
  * rank's time from a barrier to the last answer.  Prints the result line,
  * and "# ig ..." with the details (answers_waited_max: the most answers a
- * rank had waiting for room at once).
+ * rank had queued at once, not yet handed to ferry).
  */
 #include "fapp.h"
 
@@ -48,7 +48,7 @@ struct ig {
 	uint64_t T, N, *table, *tgt, got;
 	struct answer *q;       /* answers not yet handed to ferry: q[head..tail) */
 	size_t head, tail, cap;
-	size_t waited_max;      /* the most answers that waited at once */
+	size_t waited_max;      /* the most answers queued at once */
 };
 
 /* Answers wait in q[head..tail), which moves down to the start when it
@@ -157,10 +157,21 @@ static void progress(struct ig *g, int refused)
 #define ANSWERS_AHEAD 1024
 static void keep_up(struct ig *g)
 {
+	int ret;
+
 	while (fapp_recv(&g->a, take, g, 0, 0) == FAPP_RECV_MAX)
 		;
-	while (answer(g) && g->tail - g->head > ANSWERS_AHEAD)
-		progress(g, 0);
+	/* It sleeps only with an answer refused, and for room as well as for
+	 * items: progress() also sleeps for items alone when nothing is owed,
+	 * right at the end, where our requests wait for answers, but here it
+	 * could wait for ever for ranks already done with theirs. */
+	while (g->tail - g->head > ANSWERS_AHEAD && answer(g)) {
+		if (fapp_recv(&g->a, take, g, 0, 0) == 0 && answer(g)) {
+			fapp_flush(&g->a);
+			if ((ret = ferry_poll(g->a.f, FERRY_POLLIN | FERRY_POLLOUT, -1)) < 0)
+				fapp_die("ferry_poll", ret);
+		}
+	}
 }
 
 /* Sends the answers owed (fapp_serve_until_all flushes them); 1 while some
@@ -205,6 +216,8 @@ int main(int argc, char **argv)
 		struct req q = { .x = (uint32_t)(want[i] % g.T), .i = (uint32_t)i };
 		int ret;
 
+		if (!(i & 255))
+			keep_up(&g);
 		if (dst == g.a.me) {
 			g.tgt[i] = g.table[q.x];
 			g.got++;
@@ -214,8 +227,6 @@ int main(int argc, char **argv)
 			progress(&g, 1);
 		if (ret < 0)
 			fapp_die("ferry_send", ret);
-		if (!(i & 255))
-			keep_up(&g);
 	}
 	while (g.got < N)
 		progress(&g, 0);
