@@ -194,8 +194,8 @@ struct ferry {
 	uint32_t mem_next_id;
 };
 
-/* A zeroed handle, its first cache line (the fields every ferry_send
- * reads) on a line of its own; free() frees it. */
+/* A zeroed handle, its first cache line (the fields ferry_send's batched
+ * fast path reads: above) on a line of its own; free() frees it. */
 static inline struct ferry *handle_alloc(void)
 {
 	size_t n = (sizeof(struct ferry) + 63) & ~(size_t)63;
