@@ -518,6 +518,15 @@ static int batch_add(struct ferry *f, uint32_t dst, uint16_t channel, const void
 
 static int send_slow(ferry_t *f, uint32_t dst, uint32_t channel, const void *buf, size_t len);
 
+/* Whether an item may go into rank dst's open batch without send_slow: at
+ * most FERRY_BATCH_ITEM - 1 bytes, a valid channel and rank, and nothing
+ * (a finished step, a dead handle, a large item's rest) that goes first. */
+static inline int batch_fits(const struct ferry *f, uint32_t dst, uint32_t channel, size_t len)
+{
+	static_assert(FERRY_BATCH_ITEM == 1u << 8 && FERRY_MAX_CHANNEL == 0xffff, "one test checks both");
+	return ((len >> 8) | (channel >> 16)) == 0 && dst < f->size && !(f->step_done | f->dead | f->large_left);
+}
+
 /* FERRY_BATCH's way when the item does not go into an open dense batch of
  * its shape: into an open batch of item records with room, else
  * send_slow (a batch to open, to change or to hand over, items of
@@ -528,8 +537,7 @@ static int send_batched_records(ferry_t *f, uint32_t dst, uint32_t channel, cons
 	struct batch *b;
 	uint32_t fp;
 
-	if (__builtin_expect(((len >> 8) | (channel >> 16)) == 0 && dst < f->size &&
-			     !(f->step_done | f->dead | f->large_left), 1)) {
+	if (__builtin_expect(batch_fits(f, dst, channel, len), 1)) {
 		b = &f->batch[dst];
 		fp = (uint32_t)ring_footprint((uint32_t)len);
 		if (b->key == 0 && b->fill != 0 && b->fill + fp <= f->batch_cap) {
@@ -552,9 +560,7 @@ static inline int send_batched(ferry_t *f, uint32_t dst, uint32_t channel, const
 	struct batch *b;
 	uint32_t fill;
 
-	static_assert(FERRY_BATCH_ITEM == 1u << 8 && FERRY_MAX_CHANNEL == 0xffff, "one test checks both");
-	if (__builtin_expect(((len >> 8) | (channel >> 16)) == 0 && dst < f->size &&
-			     !(f->step_done | f->dead | f->large_left), 1)) {
+	if (__builtin_expect(batch_fits(f, dst, channel, len), 1)) {
 		b = &f->batch[dst];
 		fill = b->fill;
 		if (__builtin_expect(b->key == BATCH_DENSE_KEY(len, channel) && b->room != 0, 1)) {

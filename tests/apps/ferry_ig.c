@@ -125,8 +125,8 @@ bad:
 	return 0;
 }
 
-/* Receives, answers, and sleeps when neither can go on (refused: a request
- * of ours waits for room). */
+/* Receives, answers, and sleeps when neither can go on (refused: something
+ * of ours, a request or an answer, waits for room). */
 static void progress(struct ig *g, int refused)
 {
 	int n = fapp_recv(&g->a, take, g, 0, 0), left = answer(g), ret;
@@ -159,20 +159,13 @@ static void progress(struct ig *g, int refused)
 #define ANSWERS_AHEAD 1024
 static void keep_up(struct ig *g)
 {
-	int ret;
-
 	fapp_recv(&g->a, take, g, 0, 0);
-	/* It sleeps only with an answer refused, and for room as well as for
-	 * items: progress() also sleeps for items alone when nothing is owed,
-	 * right at the end, where our requests wait for answers, but here it
-	 * could wait for ever for ranks already done with theirs. */
-	while (answer(g) && g->tail - g->head > ANSWERS_AHEAD) {
-		if (fapp_recv(&g->a, take, g, 0, 0) == 0 && answer(g)) {
-			fapp_flush(&g->a);
-			if ((ret = ferry_poll(g->a.f, FERRY_POLLIN | FERRY_POLLOUT, -1)) < 0)
-				fapp_die("ferry_poll", ret);
-		}
-	}
+	/* progress(g, 1) sleeps, when nothing came, for room or items: not
+	 * for items alone, as progress(g, 0) does when nothing is owed (right
+	 * at the end, where our requests wait for answers; here it could wait
+	 * for ever for ranks already done with theirs). */
+	while (answer(g) && g->tail - g->head > ANSWERS_AHEAD)
+		progress(g, 1);
 }
 
 /* Sends the answers owed (fapp_serve_until_all flushes them); 1 while some
